@@ -1,0 +1,3 @@
+from rigcheck.cli.app import main
+
+main()

@@ -1,0 +1,305 @@
+"""The Snapshot: everything rigcheck read from one machine, schema ``rigcheck.snapshot/1``.
+
+A value is either present or ``None``; every ``None`` that a source *could* have filled carries a
+reason in its record's ``missing`` map (see :class:`Missing`). Units are part of field names.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SNAPSHOT_SCHEMA = "rigcheck.snapshot/1"
+
+
+class Missing(str, Enum):
+    """Why a field has no value. Kept distinct so a report can say *why* a figure is absent."""
+
+    NOT_SUPPORTED = "not_supported"  # the card or driver does not offer it (NVML NotSupported)
+    NO_PERMISSION = "no_permission"  # it needs root or a capability we lack
+    GPU_LOST = "gpu_lost"  # the GPU fell off the bus while being read
+    DRIVER_TOO_OLD = "driver_too_old"  # the NVML function is absent from this driver
+    ERROR = "error"  # any other failure; the diagnostics say which
+    REPORTED_NA = "reported_na"  # a text source printed "N/A" (or similar) for it
+    NOT_IN_SOURCE = "not_in_source"  # the input (a pasted fragment, an older format) does not hold it
+
+
+class Record(BaseModel):
+    """Base of every snapshot record: strict keys, and a reason for each missing value."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+    missing: dict[str, Missing] = Field(default_factory=dict)
+
+    def mark_missing(self, field: str, reason: Missing) -> None:
+        """Record why ``field`` is ``None``; the field must exist on this record."""
+        if field not in type(self).model_fields:
+            raise KeyError(f"{type(self).__name__} has no field {field!r}")
+        self.missing[field] = reason
+
+
+# Names of clock-event ("throttle") reasons, as used in `clock_event_reasons_active`.
+# Order and meaning follow nvml.h's nvmlClocksEventReason* bit masks.
+CLOCK_EVENT_REASONS: tuple[str, ...] = (
+    "idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting",
+)
+
+
+class NvLink(Record):
+    """One NVLink of a GPU."""
+
+    link: int
+    active: bool | None = None
+    version: int | None = None
+    remote_pci_bus_id: str | None = None
+    speed_gbps: float | None = None  # per direction, as `nvidia-smi nvlink -s` prints it (GB/s)
+
+
+class Gpu(Record):
+    """One GPU. ``read_error`` set means the GPU could not be read and this is a placeholder."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    architecture: str | None = None
+    compute_capability: str | None = None  # "9.0"
+    memory_total_mib: float | None = None
+    memory_used_mib: float | None = None
+    utilization_gpu_percent: float | None = None
+
+    # Power (watts). power_draw_w is the instantaneous draw where the source gives it, else average.
+    power_draw_w: float | None = None
+    power_draw_avg_w: float | None = None
+    power_limit_w: float | None = None  # current (requested/management) limit
+    power_default_limit_w: float | None = None
+    power_enforced_limit_w: float | None = None  # the limit actually applied (min of all caps)
+    power_min_limit_w: float | None = None
+    power_max_limit_w: float | None = None
+
+    # Temperatures (Celsius). Thresholds are absolute; where a source gives them only as T.Limit
+    # offsets, the parser derives them from the current temperature and the T.Limit margin.
+    temp_c: float | None = None
+    temp_memory_c: float | None = None
+    temp_slowdown_c: float | None = None
+    temp_shutdown_c: float | None = None
+    temp_max_operating_c: float | None = None
+    temp_memory_max_c: float | None = None
+    temp_target_c: float | None = None
+    temp_tlimit_margin_c: float | None = None  # degrees left before T.Limit (the max operating temp)
+
+    fan_percent: float | None = None
+
+    # Clocks (MHz): current and maximum.
+    clock_graphics_mhz: float | None = None
+    clock_sm_mhz: float | None = None
+    clock_mem_mhz: float | None = None
+    clock_graphics_max_mhz: float | None = None
+    clock_sm_max_mhz: float | None = None
+    clock_mem_max_mhz: float | None = None
+
+    # Clock-event (throttle) reasons: names from CLOCK_EVENT_REASONS.
+    clock_event_reasons_active: list[str] | None = None
+    clock_event_reasons_supported: list[str] | None = None
+    # Time spent under each reason since the driver loaded (microseconds), keyed by reason name.
+    clock_event_durations_us: dict[str, float] | None = None
+
+    pstate: str | None = None  # "P0"
+
+    # PCIe link. *_max is the link's max (what host and GPU both support); *_gpu_max the GPU's own.
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_gen_gpu_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    pcie_replay_count: int | None = None
+
+    persistence_mode: bool | None = None
+    compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited"
+    mig_enabled: bool | None = None
+
+    # Memory health.
+    ecc_enabled: bool | None = None
+    ecc_uncorrected_volatile: int | None = None
+    ecc_uncorrected_aggregate: int | None = None
+    ecc_corrected_volatile: int | None = None
+    remapped_rows_correctable: int | None = None
+    remapped_rows_uncorrectable: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    retired_pages_sbe: int | None = None
+    retired_pages_dbe: int | None = None
+    retired_pages_pending: bool | None = None
+
+    numa_node: int | None = None
+    cpu_affinity: str | None = None  # CPU list, "0-23,48-71"
+
+    nvlinks: list[NvLink] | None = None
+
+    read_error: Missing | None = None  # set on a placeholder for a GPU that could not be read
+    read_error_detail: str | None = None
+
+
+class P2PStatus(str, Enum):
+    """NVML's nvmlGpuP2PStatus_t, by name."""
+
+    OK = "ok"
+    CHIPSET_NOT_SUPPORTED = "chipset_not_supported"
+    GPU_NOT_SUPPORTED = "gpu_not_supported"
+    IOH_TOPOLOGY_NOT_SUPPORTED = "ioh_topology_not_supported"
+    DISABLED_BY_REGKEY = "disabled_by_regkey"
+    NOT_SUPPORTED = "not_supported"
+    UNKNOWN = "unknown"
+
+
+LinkKind = Literal["nvlink", "pcie_switch", "pcie_bridges", "host_bridge", "numa_local", "cross_numa"]
+
+
+class GpuPair(Record):
+    """How two GPUs reach each other. ``link`` is the code `nvidia-smi topo -m` prints."""
+
+    a: int
+    b: int
+    link: str | None = None  # "NV12", "PIX", "PXB", "PHB", "NODE", "SYS" (or old "SOC")
+    kind: LinkKind | None = None
+    nvlinks: int | None = None
+    p2p_read: P2PStatus | None = None
+    p2p_write: P2PStatus | None = None
+    p2p_nvlink: P2PStatus | None = None
+    p2p_atomics: P2PStatus | None = None
+
+
+class Nic(Record):
+    label: str  # "NIC0"
+    name: str | None = None  # "mlx5_0"
+
+
+class TopoGpu(BaseModel):
+    """Per-GPU affinity columns of `nvidia-smi topo -m`, as printed (None: column absent)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    cpu_affinity: str | None = None
+    numa_affinity: str | None = None
+    gpu_numa_id: str | None = None
+
+
+class TopoMatrix(BaseModel):
+    """The `nvidia-smi topo -m` table, as printed: labels, link codes, affinity columns, NICs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    labels: list[str]
+    matrix: list[list[str]]
+    gpus: list[TopoGpu]
+    nics: list[Nic] = Field(default_factory=list)
+    legend: Literal["new", "old", "none"] = "none"
+
+
+class Host(Record):
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    numa_nodes: int | None = None
+    memory_total_gib: float | None = None
+
+
+class Software(Record):
+    driver_version: str | None = None
+    nvml_version: str | None = None
+    cuda_driver_version: str | None = None  # the CUDA version the driver supports, "12.4"
+    torch_version: str | None = None
+    torch_cuda_version: str | None = None
+    nccl_version: str | None = None
+    rigcheck_version: str | None = None
+    python_version: str | None = None
+
+
+class PcieHop(Record):
+    """One device on the PCIe path from a GPU up to its root port (the GPU itself first)."""
+
+    bdf: str
+    link_speed_gts: float | None = None
+    link_speed_max_gts: float | None = None
+    link_width: int | None = None
+    link_width_max: int | None = None
+    acs_enabled: bool | None = None  # ACS redirect on a bridge forces P2P through the root complex
+
+
+class System(Record):
+    """Facts about the host's PCIe fabric, read from sysfs."""
+
+    iommu: Literal["on", "off", "unknown"] = "unknown"
+    iommu_detail: str | None = None
+    pcie_paths: dict[str, list[PcieHop]] = Field(default_factory=dict)  # GPU bus id -> path
+
+
+class Diagnostic(BaseModel):
+    """Something a probe noticed about itself: a missing NVML function, a parse it skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str  # "nvml", "sysfs", "smi-q", ...
+    message: str
+    gpu: int | None = None
+
+
+SourceKind = Literal[
+    "nvml",
+    "nvidia-smi-q",
+    "nvidia-smi-xml",
+    "nvidia-smi-table",
+    "topo",
+    "nvlink-status",
+    "snapshot",
+    "none",
+]
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: SourceKind
+    path: str | None = None
+
+
+class Snapshot(BaseModel):
+    """What rigcheck knows about a machine; replayable with ``--from``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_: Literal["rigcheck.snapshot/1"] = Field(default=SNAPSHOT_SCHEMA, alias="schema")
+    created_at: str | None = None  # ISO 8601, UTC
+    source: Source = Field(default_factory=lambda: Source(kind="none"))
+    host: Host = Field(default_factory=Host)
+    software: Software = Field(default_factory=Software)
+    gpus: list[Gpu] = Field(default_factory=list)
+    pairs: list[GpuPair] = Field(default_factory=list)
+    topology: TopoMatrix | None = None
+    nics: list[Nic] = Field(default_factory=list)
+    system: System = Field(default_factory=System)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    # NVML functions this driver lacks (probed once); shown in the report's diagnostics.
+    missing_functions: list[str] = Field(default_factory=list)
+    # Why there are no GPUs at all, when there are none ("no NVIDIA driver", ...).
+    gpu_absent_reason: str | None = None
+
+    def gpu(self, index: int) -> Gpu | None:
+        return next((g for g in self.gpus if g.index == index), None)
+
+    def pair(self, a: int, b: int) -> GpuPair | None:
+        lo, hi = min(a, b), max(a, b)
+        return next((p for p in self.pairs if p.a == lo and p.b == hi), None)
