@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigcheck.facts.legend import LinkKind
+
 SNAPSHOT_SCHEMA = "rigcheck.snapshot/1"
 
 
@@ -160,9 +162,6 @@ class P2PStatus(str, Enum):
     DISABLED_BY_REGKEY = "disabled_by_regkey"
     NOT_SUPPORTED = "not_supported"
     UNKNOWN = "unknown"
-
-
-LinkKind = Literal["nvlink", "pcie_switch", "pcie_bridges", "host_bridge", "numa_local", "cross_numa"]
 
 
 class GpuPair(Record):
