@@ -31,7 +31,7 @@ def snapshot_from_dict(data: object, *, path: str | None = None) -> Snapshot:
                 path=path,
             )
         raise SnapshotError(
-            f"not a rigcheck snapshot (\"schema\" is {schema!r}, expected {SNAPSHOT_SCHEMA!r})",
+            f'not a rigcheck snapshot ("schema" is {schema!r}, expected {SNAPSHOT_SCHEMA!r})',
             path=path,
         )
     try:
