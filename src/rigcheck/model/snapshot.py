@@ -11,9 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigcheck.facts.legend import LinkKind
+from rigcheck.facts.legend import LinkKind as LinkKind
 
-SNAPSHOT_SCHEMA = "rigcheck.snapshot/1"
+SNAPSHOT_SCHEMA: Literal["rigcheck.snapshot/1"] = "rigcheck.snapshot/1"
 
 
 class Missing(str, Enum):
