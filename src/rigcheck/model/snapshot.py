@@ -64,6 +64,7 @@ class NvLink(Record):
     active: bool | None = None
     version: int | None = None
     remote_pci_bus_id: str | None = None
+    remote_device_type: str | None = None  # "gpu", "switch" (NVSwitch), "ibmnpu", "unknown" (NVML)
     speed_gbps: float | None = None  # per direction, as `nvidia-smi nvlink -s` prints it (GB/s)
 
 
@@ -272,7 +273,8 @@ class Source(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: SourceKind
-    path: str | None = None
+    path: str | None = None  # the file the data was parsed from, when it came from text
+    replayed_from: str | None = None  # the snapshot file this was loaded from with --from
 
 
 class Snapshot(BaseModel):

@@ -1,0 +1,151 @@
+"""`--from FILE`: recognise a saved output (nvidia-smi in its forms, topo -m, a snapshot) and read it.
+
+Everything here raises InputError subclasses with the file's name, so the CLI can print one line.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from rigcheck.errors import InputError, ParseError
+from rigcheck.model import Gpu, Missing, Snapshot, Source, snapshot_from_json
+from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
+from rigcheck.probe.smi.query_text import parse_query_text
+from rigcheck.probe.smi.query_xml import parse_query_xml
+from rigcheck.probe.smi.table import parse_table
+from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+
+# Real outputs are kilobytes; a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+InputKind = Literal["snapshot", "nvidia-smi-xml", "nvidia-smi-q", "nvidia-smi-table", "topo", "nvlink-status"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
+_TOPO_ROW = re.compile(r"^\s*GPU\d+\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\b", re.MULTILINE)
+_NVLINK = re.compile(r"^\s*Link \d+: ", re.MULTILINE)
+_NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.MULTILINE)
+_Q_SECTION = re.compile(
+    r"^\s*(Attached GPUs|Driver Version|Product Name|Clocks (Throttle|Event) Reasons|GPU Power Readings|"
+    r"Power Readings|Temperature|GPU Current Temp|Max Clocks|PCIe Generation|GPU Link Info)\s*(:|$)",
+    re.MULTILINE,
+)
+
+
+def read_text(path: str) -> str:
+    """The file's text ("-" is standard input), refusing what cannot be an output of these tools."""
+    try:
+        if path == "-":
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            p = Path(path)
+            if p.is_dir():
+                raise InputError("is a directory, not a file", path=path)
+            size = p.stat().st_size
+            if size > MAX_INPUT_BYTES:
+                raise InputError(
+                    f"file is too large ({size / 1e6:.1f} MB; rigcheck reads at most {MAX_INPUT_BYTES // 2**20} MiB)",
+                    path=path,
+                )
+            raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path=path) from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
+    if not raw.strip():
+        raise InputError("empty file: expected nvidia-smi output or a rigcheck snapshot", path=path)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell redirects write UTF-16
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise InputError("binary data, not text", path=path) from None
+    if b"\x00" in raw:
+        raise InputError("binary data, not text (it holds NUL bytes)", path=path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
+
+
+def detect_kind(text: str) -> InputKind | None:
+    """Which output this is, from its content alone; None when it is none of them."""
+    clean = _ANSI.sub("", text).lstrip("\ufeff")
+    head = clean.lstrip()[:4096]
+    if head.startswith("{"):
+        return "snapshot"
+    if head.startswith("<?xml") or "<nvidia_smi_log" in head:
+        return "nvidia-smi-xml"
+    if "NVSMI LOG" in head:
+        return "nvidia-smi-q"
+    if "NVIDIA-SMI" in clean and "|" in clean:
+        return "nvidia-smi-table"
+    if _TOPO_HEADER.search(clean) and _TOPO_ROW.search(clean):
+        return "topo"
+    if _NVLINK_GPU.search(clean) and (_NVLINK.search(clean) or "NVLink" in clean):
+        return "nvlink-status"
+    if _Q_SECTION.search(clean):
+        return "nvidia-smi-q"
+    return None
+
+
+def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
+    topo = parse_topo(text, path)
+    gpus: list[Gpu] = []
+    for tg in topo.gpus:
+        gpu = Gpu(index=tg.index)
+        if tg.cpu_affinity:
+            gpu.cpu_affinity = tg.cpu_affinity
+        if tg.numa_affinity is not None and tg.numa_affinity.isdigit():
+            gpu.numa_node = int(tg.numa_affinity)
+        for name, info in Gpu.model_fields.items():
+            if name in {"index", "missing", "read_error", "read_error_detail"}:
+                continue
+            if getattr(gpu, name) is None and info.default is None:
+                gpu.mark_missing(name, Missing.NOT_IN_SOURCE)
+        gpus.append(gpu)
+    return Snapshot(
+        source=Source(kind="topo", path=path),
+        gpus=gpus,
+        pairs=pairs_from_topology(topo),
+        topology=topo,
+        nics=list(topo.nics),
+    )
+
+
+_PARSERS: dict[InputKind, Callable[[str, str | None], Snapshot]] = {
+    "nvidia-smi-xml": parse_query_xml,
+    "nvidia-smi-q": parse_query_text,
+    "nvidia-smi-table": parse_table,
+    "nvlink-status": parse_nvlink_status,
+    "topo": snapshot_from_topo_text,
+}
+
+
+def load_text(text: str, path: str | None = None) -> Snapshot:
+    kind = detect_kind(text)
+    if kind is None:
+        raise ParseError(
+            "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "
+            "`nvidia-smi topo -m`, `nvidia-smi nvlink -s`, or a rigcheck snapshot JSON",
+            path=path,
+        )
+    if kind == "snapshot":
+        snap = snapshot_from_json(text, path=path)
+        # Keep where the data originally came from; remember the file it was replayed from.
+        snap.source.replayed_from = path
+        return snap
+    return _PARSERS[kind](text, path)
+
+
+def load_file(path: str) -> Snapshot:
+    """Read ``path`` (or "-" for stdin) as whichever supported output it is."""
+    return load_text(read_text(path), path)

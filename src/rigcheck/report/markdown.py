@@ -1,0 +1,55 @@
+"""The doctor report as Markdown, for pasting into an issue or a wiki page."""
+
+from __future__ import annotations
+
+from rigcheck.model import Finding, Severity
+from rigcheck.report.base import SEVERITY_ORDER, DoctorReport, value_text
+from rigcheck.report.summary import machine_lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _finding_row(f: Finding) -> str:
+    cells = [f.severity.value.upper(), f"`{f.id}`", f.subject, f.message, f.advice or ""]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def render_markdown(report: DoctorReport) -> str:
+    snap = report.snapshot
+    out: list[str] = ["# rigcheck doctor", ""]
+    out += [f"- {line}" for line in machine_lines(snap)]
+    out.append("")
+    if snap.gpus:
+        out += [
+            "## GPUs",
+            "",
+            "| GPU | name | power draw / limit | temperature / slowdown | PCIe now / max | P-state |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for g in snap.gpus:
+            power = f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}"
+            temp = f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}"
+            pcie = (
+                f"gen {value_text(g, 'pcie_gen_current')} x{value_text(g, 'pcie_width_current')} / "
+                f"gen {value_text(g, 'pcie_gen_max')} x{value_text(g, 'pcie_width_max')}"
+            )
+            cells = [str(g.index), g.name or "?", power, temp, pcie, value_text(g, "pstate")]
+            out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+        out.append("")
+    out += ["## Findings", ""]
+    counts = ", ".join(f"{n} {sev}" for sev, n in report.counts.items() if n)
+    out += [f"{counts or 'no findings'}; exit code {report.exit_code}.", ""]
+    problems = [f for f in report.findings if f.severity is not Severity.OK]
+    if problems:
+        out += ["| severity | id | subject | finding | advice |", "| --- | --- | --- | --- | --- |"]
+        for sev in SEVERITY_ORDER:
+            out += [_finding_row(f) for f in problems if f.severity is sev]
+        out.append("")
+    passed = [f for f in report.findings if f.severity is Severity.OK]
+    if passed:
+        out += ["<details><summary>Checks that passed</summary>", ""]
+        out += [f"- `{f.id}` {f.subject}: {f.message}" for f in passed]
+        out += ["", "</details>", ""]
+    return "\n".join(out)
