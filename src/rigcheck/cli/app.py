@@ -6,18 +6,17 @@ import os
 import sys
 from typing import Annotated
 
-import click
 import typer
 
 from rigcheck import __version__
-from rigcheck.cli.common import FromOption, JsonOption, note
+from rigcheck.cli.common import FromOption, JsonOption, interruptible, note
 from rigcheck.cli.doctor import doctor
 from rigcheck.cli.power_plan import power_plan
 from rigcheck.cli.snapshot_cmd import snapshot
 from rigcheck.cli.state import power_state, thermal_state
 from rigcheck.cli.topo import topo
 from rigcheck.errors import RigcheckError
-from rigcheck.report.base import EXIT_BAD_INPUT, EXIT_INTERNAL
+from rigcheck.report.base import EXIT_INTERNAL
 
 app = typer.Typer(
     name="rigcheck",
@@ -46,9 +45,9 @@ def _root(
     """Is this GPU machine set up right for training? Inspect it, and prove it by measuring."""
 
 
-app.command()(doctor)
-app.command()(topo)
-app.command()(snapshot)
+app.command()(interruptible(doctor))
+app.command()(interruptible(topo))
+app.command()(interruptible(snapshot))
 
 power_app = typer.Typer(
     help="Power: draw and limits per GPU, power-cap and power-brake events; `plan` sizes a PSU and its cables.",
@@ -66,7 +65,7 @@ def power(
         power_state(source, as_json, strict)
 
 
-power_app.command("plan")(power_plan)
+power_app.command("plan")(interruptible(power_plan))
 app.add_typer(power_app, name="power")
 
 
@@ -77,30 +76,24 @@ def thermal(source: FromOption = None, as_json: JsonOption = False, strict: Stri
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run a command; map rigcheck's errors to one line and an exit code, bugs to exit 3."""
+    """Entry point: run a command; map rigcheck's errors to one line and an exit code, bugs to exit 3.
+
+    typer (in standalone mode) turns usage errors into exit 2 and typer.Exit into its code; what
+    escapes it is either one of rigcheck's own errors or a bug.
+    """
     try:
-        code = app(args=argv, prog_name="rigcheck", standalone_mode=False)
-    except click.exceptions.UsageError as exc:
-        exc.show()
-        code = EXIT_BAD_INPUT
-    except click.exceptions.Abort:
-        note("interrupted")
-        code = 130
-    except KeyboardInterrupt:
-        note("interrupted")
-        code = 130
+        app(args=argv, prog_name="rigcheck")
     except RigcheckError as exc:
         note(f"error: {exc}")
-        code = exc.exit_code
+        sys.exit(exc.exit_code)
     except BrokenPipeError:
         # The reader went away (`rigcheck doctor | head`): not an error worth a message.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 0
-    except Exception as exc:
+        sys.exit(0)
+    except Exception as exc:  # the CLI boundary: a bug gets exit 3 with its type and a hint, never hidden
         if os.environ.get("RIGCHECK_DEBUG"):
             raise
         note(
             f"internal error: {type(exc).__name__}: {exc} (rerun with RIGCHECK_DEBUG=1 for a traceback, and report it)"
         )
-        code = EXIT_INTERNAL
-    sys.exit(code if isinstance(code, int) else 0)
+        sys.exit(EXIT_INTERNAL)

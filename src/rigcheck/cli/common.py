@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -26,9 +29,16 @@ FromOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of the report.")]
 
 
+# Width for reports written to a pipe or a file: rich's default of 80 would fold an 8-GPU matrix.
+PIPE_WIDTH = 160
+
+
 def out_console() -> Console:
     """Data and reports go to stdout; rich handles NO_COLOR, FORCE_COLOR and pipes."""
-    return Console(highlight=False, soft_wrap=False)
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
+    return console
 
 
 def err_console() -> Console:
@@ -57,3 +67,23 @@ def load_snapshot(source: Path | None) -> Snapshot:
 def print_json(data: Any) -> None:
     sys.stdout.write(dumps(data))
     sys.stdout.flush()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+
+
+def interruptible(command: Callable[P, R]) -> Callable[P, R]:
+    """Ctrl-C ends a command with one line and exit 130 (typer alone would say "Aborted!" and exit 1)."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            note("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    return run

@@ -13,16 +13,20 @@ from rigcheck.cli.common import JsonOption, out_console, print_json
 from rigcheck.plan.power import plan_power, power_plan_to_dict
 
 
+def _connector_text(conn: dict[str, Any]) -> str:
+    watts = conn["watts_each"]
+    rating = f" ({watts:g} W each)" if watts is not None else ""
+    return f"{conn['count']} × {conn['kind']}{rating}"
+
+
 def _render(plan: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = [Text("rigcheck power plan", style="bold")]
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("GPU", "connectors", "independent cables"):
+    for col in ("GPU", "power sockets on the card", "sockets"):
         table.add_column(col)
     for entry in plan["cables"]:
         conns = entry["connectors"]
-        text = (
-            ", ".join(f"{c['count']} × {c['kind']} ({c['watts_each']:g} W each)" for c in conns) or "none (baseboard)"
-        )
+        text = ", ".join(_connector_text(c) for c in conns) or "none (powered by the baseboard or the slot)"
         table.add_row(str(entry["gpu"]), text, str(sum(c["count"] for c in conns)))
     parts.append(table)
     parts.append(Text(""))

@@ -126,4 +126,5 @@ def explain(code: str) -> str:
     entry = LINK_CODES.get(code)
     if entry is None:
         return f"{code}: not a link code rigcheck knows."
-    return f"{code}: {entry.legend.lower()} — {KIND_MEANING[entry.kind]}."
+    words = entry.legend[0].lower() + entry.legend[1:]  # keep the acronyms (PCIe, CPU, NUMA) as printed
+    return f"{code}: {words} — {KIND_MEANING[entry.kind]}."

@@ -1,0 +1,349 @@
+"""Parse the output of ``nvidia-smi topo -m`` into a :class:`~rigcheck.model.TopoMatrix`.
+
+The table is printed with tabs: every cell is followed by one tab, and since driver ~450 the
+"NUMA Affinity" cell by two when a "GPU NUMA ID" column follows. Copied from a terminal, the tabs
+become spaces up to the next multiple of 8; :func:`_space_fields` rebuilds the tab-separated cells
+from those positions, so an empty cell (two tabs in a row) survives the copy. Text that was
+re-aligned by hand (not on 8-column stops) is read by the header's column positions instead.
+
+Real-world variants handled: ANSI escapes in the header, a header without its leading tab, NIC
+rows and the "NIC Legend:" section, old drivers naming the NIC itself (``mlx4_0``) and using SOC,
+legends that wrap or are absent, CRLF, a missing final newline, "N/A" kept as printed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from rigcheck.errors import ParseError
+from rigcheck.facts.legend import kind_of, lookup, nvlink_count, rank_of
+from rigcheck.model.snapshot import GpuPair, Nic, TopoGpu, TopoMatrix
+
+__all__ = ["pairs_from_topology", "parse_topo"]
+
+CPU_AFFINITY = "CPU Affinity"
+NUMA_AFFINITY = "NUMA Affinity"
+GPU_NUMA_ID = "GPU NUMA ID"
+AFFINITY_COLUMNS = (CPU_AFFINITY, NUMA_AFFINITY, GPU_NUMA_ID)
+
+_TAB = 8
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+_GPU_RE = re.compile(r"^GPU(\d+)$")
+_NIC_RE = re.compile(r"^NIC\d+$")
+_CODE_SHAPE_RE = re.compile(r"^[A-Z][A-Z0-9#]*$")
+_HEADER_NAME_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
+_NIC_LEGEND_RE = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
+_OLD_LEGEND_RE = re.compile(r"^\s*SOC\s*=|PCIe switch")
+
+
+@dataclass(frozen=True)
+class _Cell:
+    text: str  # stripped
+    col: int  # display column where the cell starts (tabs expanded to 8)
+
+
+@dataclass(frozen=True)
+class _Line:
+    cells: list[_Cell]
+    # True when ``cells`` are real tab-separated cells (empty ones included);
+    # False when only the non-empty words are known (hand-aligned text).
+    exact: bool
+
+
+def _next_stop(col: int) -> int:
+    return (col // _TAB + 1) * _TAB
+
+
+def _tab_fields(line: str) -> list[_Cell]:
+    cells: list[_Cell] = []
+    col = 0
+    for raw in line.split("\t"):
+        lead = len(raw) - len(raw.lstrip(" "))
+        cells.append(_Cell(raw.strip(), col + lead if raw.strip() else col))
+        col = _next_stop(col + len(raw))
+    return cells
+
+
+def _space_fields(line: str) -> _Line:
+    """Cells of a tab-less line: rebuilt from 8-column tab stops where the text sits on them."""
+    words = [(m.group(0), m.start()) for m in re.finditer(r"\S+", line)]
+    on_stops = all(c % _TAB == 0 or (w == "X" and c % _TAB == 1) for w, c in words)
+    if not words or not on_stops:
+        return _Line([_Cell(w, c) for w, c in words], exact=False)
+    cells: list[_Cell] = []
+    stop = 0  # where the next cell starts
+    for word, col in words:
+        start = col - col % _TAB
+        if start < stop:
+            return _Line([_Cell(w, c) for w, c in words], exact=False)
+        cells.extend(_Cell("", s) for s in range(stop, start, _TAB))  # one empty cell per extra tab
+        cells.append(_Cell(word, col))
+        stop = _next_stop(col + len(word))
+    # Trailing spaces that reach further tab stops stand for trailing (empty) cells.
+    end = len(line)
+    if end >= stop:
+        cells.extend(_Cell("", s) for s in range(stop, end + 1, _TAB) if s <= end)
+    return _Line(cells, exact=True)
+
+
+def _split(line: str) -> _Line:
+    if "\t" in line:
+        return _Line(_tab_fields(line), exact=True)
+    return _space_fields(line)
+
+
+def _header_names(line: str) -> list[_Cell]:
+    """Column names of the header with their display columns (names may hold single spaces)."""
+    if "\t" in line:
+        return [c for c in _tab_fields(line) if c.text]
+    names: list[_Cell] = []
+    for piece in re.finditer(r"\S+(?: \S+)*", line):
+        for m in _HEADER_NAME_RE.finditer(piece.group(0)):
+            names.append(_Cell(m.group(0), piece.start() + m.start()))
+    return names
+
+
+def _is_device_name(name: str) -> bool:
+    return bool(_GPU_RE.match(name) or _NIC_RE.match(name))
+
+
+def _looks_like_header(names: list[_Cell]) -> bool:
+    return bool(names) and bool(_GPU_RE.match(names[0].text)) and all(n.text != "X" for n in names)
+
+
+def _clean(text: str, path: str | None) -> list[str]:
+    if not text.strip():
+        raise ParseError("empty input: expected the output of `nvidia-smi topo -m`", path=path)
+    lines = _ANSI_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate(lines, start=1):
+        bad = _BINARY_RE.search(line)
+        if bad:
+            raise ParseError(
+                f"binary data (character {ord(bad.group(0)):#04x}), not `nvidia-smi topo -m` output",
+                path=path,
+                line=number,
+            )
+    return lines
+
+
+def _assign_by_position(words: list[_Cell], columns: list[_Cell]) -> list[str]:
+    """Put ``words`` (fewer than ``columns``) under the columns, in order, by display position.
+
+    A value is printed at or left of its column's name (values are shorter than the names), so a
+    word goes to the first free column starting at or after it, as long as the rest still fit.
+    """
+    out = [""] * len(columns)
+    j = 0
+    for i, word in enumerate(words):
+        last = len(columns) - (len(words) - i)
+        while j < last and columns[j].col < word.col - 2:
+            j += 1
+        out[j] = word.text
+        j += 1
+    return out
+
+
+def _affinity_values(
+    trailing: list[_Cell], exact: bool, columns: list[_Cell], *, label: str, path: str | None, number: int
+) -> list[str]:
+    names = [c.text for c in columns]
+    cells = list(trailing)
+    m = len(columns)
+    if exact and NUMA_AFFINITY in names:
+        i = names.index(NUMA_AFFINITY)
+        # nvidia-smi prints two tabs after the NUMA Affinity value when another column follows.
+        if i + 1 < m and len(cells) > m and cells[i + 1].text == "":
+            del cells[i + 1]
+    while len(cells) > m and cells[-1].text == "":
+        cells.pop()
+    if exact and len(cells) == m:
+        return [c.text for c in cells]
+    words = [c for c in cells if c.text]
+    if len(words) > m:
+        raise ParseError(
+            f"row {label} has {len(words)} values after the link codes, the header names {m} "
+            f"({', '.join(names) or 'none'})",
+            path=path,
+            line=number,
+        )
+    if len(words) == m:
+        return [c.text for c in words]
+    return _assign_by_position(words, columns)
+
+
+def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
+    """Read ``nvidia-smi topo -m`` output; raise :class:`ParseError` (with path and line) if it is not."""
+    lines = _clean(text, path)
+
+    # The header: the first line naming GPU0, GPU1, ... (prompt lines before it are skipped).
+    header_at: int | None = None
+    names: list[_Cell] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        names = _header_names(line)
+        if _looks_like_header(names):
+            header_at = i
+            break
+        first = names[0].text if names else ""
+        if _is_device_name(first):
+            raise ParseError(f"no header row before the {first} row", path=path, line=i + 1)
+    if header_at is None:
+        first_line = next(i for i, line in enumerate(lines) if line.strip()) + 1
+        raise ParseError(
+            "no header row naming GPU0, GPU1, ...; this is not `nvidia-smi topo -m` output", path=path, line=first_line
+        )
+
+    # Which header names are devices (GPUs, NICs) and which are the affinity columns after them.
+    row_labels: set[str] = set()
+    for line in lines[header_at + 1 :]:
+        if not line.strip():
+            break
+        split = _split(line)
+        if split.cells and split.cells[0].text:
+            row_labels.add(split.cells[0].text)
+    devices: list[_Cell] = []
+    for name in names:
+        if name.text in AFFINITY_COLUMNS or not (_is_device_name(name.text) or name.text in row_labels):
+            break
+        devices.append(name)
+    columns = names[len(devices) :]
+    labels = [d.text for d in devices]
+    if len(set(labels)) != len(labels):
+        raise ParseError("the header names a device twice", path=path, line=header_at + 1)
+    # A header printed without its leading tab sits one tab stop left of the rows.
+    if devices and devices[0].col == 0:
+        columns = [_Cell(c.text, c.col + _TAB) for c in columns]
+
+    rows: dict[str, list[str]] = {}
+    values: dict[str, list[str]] = {}
+    end = len(lines)
+    for i in range(header_at + 1, len(lines)):
+        line = lines[i]
+        number = i + 1
+        if not line.strip() or line.strip().lower().startswith(("legend", "nic legend")):
+            end = i
+            break
+        split = _split(line)
+        cells = split.cells
+        label = cells[0].text if cells else ""
+        if label not in labels:
+            if _is_device_name(label):
+                raise ParseError(f"row {label} is not a column of the header", path=path, line=number)
+            end = i
+            break
+        if label in rows:
+            raise ParseError(f"row {label} appears twice", path=path, line=number)
+        rest = cells[1:]
+        codes: list[str] = []
+        for cell in rest:
+            if len(codes) == len(labels) or not _CODE_SHAPE_RE.match(cell.text):
+                break
+            codes.append(cell.text)
+        if len(codes) < len(labels):
+            found = rest[len(codes)].text if len(codes) < len(rest) else None
+            column = labels[len(codes)]
+            if found is None:
+                raise ParseError(
+                    f"row {label} has {len(codes)} link codes, the header names {len(labels)} devices",
+                    path=path,
+                    line=number,
+                )
+            raise ParseError(
+                f"row {label}, column {column}: {found!r} is not a link code (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)",
+                path=path,
+                line=number,
+            )
+        for column, code in zip(labels, codes, strict=True):
+            diagonal = column == label
+            if diagonal and code != "X":
+                raise ParseError(
+                    f"row {label}, column {column}: expected X on the diagonal, found {code!r}", path=path, line=number
+                )
+            if not diagonal and (code == "X" or lookup(code) is None):
+                raise ParseError(
+                    f"row {label}, column {column}: {code!r} is not a link code (NV#, PIX, PXB, PHB, NODE, SYS, SOC)",
+                    path=path,
+                    line=number,
+                )
+        rows[label] = codes
+        trailing = rest[len(labels) :]
+        if trailing and _CODE_SHAPE_RE.match(trailing[0].text) and lookup(trailing[0].text) is not None:
+            raise ParseError(
+                f"row {label} has more link codes than the {len(labels)} devices the header names",
+                path=path,
+                line=number,
+            )
+        if _GPU_RE.match(label):
+            values[label] = _affinity_values(trailing, split.exact, columns, label=label, path=path, number=number)
+
+    for label in labels:
+        if label not in rows:
+            raise ParseError(
+                f"the header names {label} but there is no {label} row", path=path, line=min(end, len(lines) - 1) + 1
+            )
+
+    # The legends after the matrix.
+    legend: Literal["new", "old", "none"] = "none"
+    nic_names: dict[str, str] = {}
+    section = ""
+    for line in lines[end:]:
+        stripped = line.strip()
+        if stripped.lower().startswith("nic legend"):
+            section = "nic"
+            continue
+        if stripped.lower().startswith("legend"):
+            section = "legend"
+            legend = "new"
+            continue
+        if section == "legend" and _OLD_LEGEND_RE.search(line):
+            legend = "old"
+        elif section == "nic":
+            m = _NIC_LEGEND_RE.match(line)
+            if m:
+                nic_names[m.group(1)] = m.group(2)
+
+    names_in_header = [c.text for c in columns]
+
+    def column_value(label: str, name: str) -> str | None:
+        if name not in names_in_header:
+            return None
+        return values[label][names_in_header.index(name)]
+
+    gpus = [
+        TopoGpu(
+            index=int(m.group(1)),
+            cpu_affinity=column_value(label, CPU_AFFINITY),
+            numa_affinity=column_value(label, NUMA_AFFINITY),
+            gpu_numa_id=column_value(label, GPU_NUMA_ID),
+        )
+        for label in labels
+        if (m := _GPU_RE.match(label))
+    ]
+    nics = [
+        # Old drivers print the NIC's own name (mlx4_0) as its label; newer ones NIC0 plus a legend.
+        Nic(label=label, name=nic_names.get(label, None if _NIC_RE.match(label) else label))
+        for label in labels
+        if not _GPU_RE.match(label)
+    ]
+    return TopoMatrix(labels=labels, matrix=[rows[label] for label in labels], gpus=gpus, nics=nics, legend=legend)
+
+
+def pairs_from_topology(topo: TopoMatrix) -> list[GpuPair]:
+    """One :class:`GpuPair` per unordered GPU pair (a < b); an asymmetric pair gets the worse code."""
+    gpu_at: list[tuple[int, int]] = []  # (gpu index, position in labels)
+    for pos, label in enumerate(topo.labels):
+        m = _GPU_RE.match(label)
+        if m:
+            gpu_at.append((int(m.group(1)), pos))
+    gpu_at.sort()
+    pairs: list[GpuPair] = []
+    for i, (a, pa) in enumerate(gpu_at):
+        for b, pb in gpu_at[i + 1 :]:
+            there, back = topo.matrix[pa][pb], topo.matrix[pb][pa]
+            code = max(there, back, key=rank_of)
+            pairs.append(GpuPair(a=a, b=b, link=code, kind=kind_of(code), nvlinks=nvlink_count(code)))
+    return pairs

@@ -1,0 +1,160 @@
+"""The PSU and cable planner: the guide's own rig, 12VHPWR, SXM, 6-pin mixes, PSU verdicts and errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rigcheck.errors import UsageError
+from rigcheck.plan.power import (
+    COMMON_PSU_SIZES_W,
+    SCHEMA,
+    TRANSIENT_FACTOR,
+    adapter_8pin_inputs,
+    plan_power,
+    power_plan_to_dict,
+    round_up_psu,
+)
+
+REQUIRED_KEYS = {
+    "schema",
+    "total_gpu_power_w",
+    "independent_cables_total",
+    "cables",
+    "recommended_psu_w",
+    "cpu_watts",
+    "rest_of_system_w",
+    "transient_factor",
+    "headroom_source",
+    "notes",
+}
+
+
+def test_the_guides_rig_two_titan_rtx() -> None:
+    plan = plan_power("TITAN RTX", 2)
+    d = power_plan_to_dict(plan)
+    assert set(d) >= REQUIRED_KEYS
+    assert d["schema"] == SCHEMA == "rigcheck.power-plan/1"
+    assert d["total_gpu_power_w"] == 560
+    assert d["independent_cables_total"] == 4
+    assert d["cables"] == [
+        {"gpu": 0, "connectors": [{"kind": "8-pin", "count": 2, "watts_each": 150}]},
+        {"gpu": 1, "connectors": [{"kind": "8-pin", "count": 2, "watts_each": 150}]},
+    ]
+    # 560 x 1.5 + 150 CPU (assumed) + 150 rest = 1140 -> 1200
+    assert d["cpu_watts"] == 150
+    assert d["cpu_watts_assumed"] is True
+    assert d["recommended_psu_w"] == 1200
+    assert "psu_ok" not in d  # only with --psu-watts
+    assert any("pigtail" in n.lower() for n in d["notes"])
+    json.dumps(d, allow_nan=False)  # JSON-clean
+
+
+def test_12vhpwr_card_rtx_4090() -> None:
+    d = power_plan_to_dict(plan_power("NVIDIA GeForce RTX 4090", 1, cpu_watts=200))
+    assert d["total_gpu_power_w"] == 450
+    assert d["cables"] == [{"gpu": 0, "connectors": [{"kind": "12VHPWR", "count": 1, "watts_each": 600}]}]
+    assert d["independent_cables_total"] == 1
+    assert d["cpu_watts"] == 200
+    assert d["cpu_watts_assumed"] is False
+    assert d["recommended_psu_w"] == 1200  # 450 x 1.5 + 200 + 150 = 1025 -> 1200
+    adapter_notes = [n for n in d["notes"] if "adapter" in n]
+    assert len(adapter_notes) == 1
+    assert "3 independent 8-pin" in adapter_notes[0]
+
+
+def test_sxm_card_has_no_pcie_cables() -> None:
+    d = power_plan_to_dict(plan_power("NVIDIA H100 80GB HBM3", 8))
+    assert d["total_gpu_power_w"] == 5600
+    assert d["independent_cables_total"] == 0
+    assert all(c["connectors"] == [] for c in d["cables"])
+    assert len(d["cables"]) == 8
+    assert any("baseboard" in n for n in d["notes"])
+    # 5600 x 1.5 + 150 + 150 = 8700: beyond common sizes, rounded to 50 W and flagged
+    assert d["recommended_psu_w"] == 8700
+    assert any("several PSUs" in n for n in d["notes"])
+
+
+def test_mixed_8_and_6_pin_sockets() -> None:
+    # Reference designs only: the TITAN V / GTX 1080 Ti take one 8-pin and one 6-pin. (No reference or
+    # Founders Edition card in the catalog has three 8-pin sockets: the RTX 3090 Ti FE uses one 12VHPWR, whose
+    # adapter takes three 8-pin cables -- checked below.)
+    d = power_plan_to_dict(plan_power("NVIDIA TITAN V", 3))
+    assert d["independent_cables_total"] == 6
+    assert d["cables"][2]["connectors"] == [
+        {"kind": "8-pin", "count": 1, "watts_each": 150},
+        {"kind": "6-pin", "count": 1, "watts_each": 75},
+    ]
+
+
+def test_three_8pin_inputs_for_the_3090_ti_adapter() -> None:
+    plan = plan_power("GeForce RTX 3090 Ti", 2)
+    assert plan.independent_cables_total == 2  # one native 12VHPWR cable each
+    assert any("at least 3 independent 8-pin" in n for n in plan.notes)
+    assert adapter_8pin_inputs(450) == 3
+    assert adapter_8pin_inputs(350) == 2  # RTX 3090 FE: the 12-pin adapter takes two 8-pin
+    assert adapter_8pin_inputs(575) == 4  # RTX 5090
+    assert adapter_8pin_inputs(900) == 4  # never more inputs than an adapter has
+
+
+def test_slot_powered_and_eps_cards() -> None:
+    t4 = plan_power("Tesla T4", 4)
+    assert t4.independent_cables_total == 0
+    assert any("slot" in n for n in t4.notes)
+    a6000 = plan_power("NVIDIA RTX A6000", 2)
+    assert a6000.independent_cables_total == 2
+    assert a6000.cables[0].connectors[0].kind == "8-pin CPU"
+    assert a6000.cables[0].connectors[0].watts_each is None
+    d = power_plan_to_dict(a6000)
+    assert d["cables"][0]["connectors"][0]["watts_each"] is None
+    assert any("EPS12V" in n for n in d["notes"])
+
+
+@pytest.mark.parametrize(("psu", "ok"), [(1200, True), (1600, True), (1199, False), (850, False)])
+def test_psu_ok(psu: float, ok: bool) -> None:
+    d = power_plan_to_dict(plan_power("TITAN RTX", 2, psu_watts=psu))
+    assert d["psu_ok"] is ok
+    assert d["psu_watts"] == psu
+
+
+def test_psu_formula_and_rounding() -> None:
+    plan = plan_power("GeForce RTX 3090", 4, cpu_watts=280)
+    assert plan.transient_factor == TRANSIENT_FACTOR == 1.5
+    assert plan.required_w == pytest.approx(350 * 4 * 1.5 + 280 + 150)
+    assert plan.recommended_psu_w == 2550  # 2530 -> next 50 W above the common sizes
+    assert round_up_psu(100) == 550
+    assert round_up_psu(650) == 650
+    assert round_up_psu(651) == 750
+    assert round_up_psu(1201) == 1300
+    assert round_up_psu(2001) == 2050
+    assert list(COMMON_PSU_SIZES_W) == sorted(COMMON_PSU_SIZES_W)
+
+
+def test_unknown_gpu_lists_close_matches() -> None:
+    with pytest.raises(UsageError, match="TITAN RTX") as info:
+        plan_power("Titan RTXX", 1)
+    assert info.value.exit_code == 2
+
+
+def test_ambiguous_gpu_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="Quadro RTX 6000"):
+        plan_power("RTX 6000", 1)
+
+
+@pytest.mark.parametrize("count", [0, -1, 65, 1000])
+def test_count_out_of_range(count: int) -> None:
+    with pytest.raises(UsageError, match="count"):
+        plan_power("TITAN RTX", count)
+
+
+@pytest.mark.parametrize(("psu", "cpu"), [(-1.0, None), (math.nan, None), (None, -5.0), (None, math.inf), (0.0, None)])
+def test_bad_watts(psu: float | None, cpu: float | None) -> None:
+    with pytest.raises(UsageError):
+        plan_power("TITAN RTX", 1, psu_watts=psu, cpu_watts=cpu)
+
+
+def test_gpu_without_board_power_cannot_be_planned() -> None:
+    with pytest.raises(UsageError, match="GB200"):
+        plan_power("NVIDIA GB200", 4)

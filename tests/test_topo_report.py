@@ -1,0 +1,246 @@
+"""The topology report: the `rigcheck topo --json` contract and the terminal rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from rigcheck.model import GpuPair, TopoGpu, TopoMatrix
+from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+from rigcheck.report.topology import (
+    render_topology,
+    sorted_pairs,
+    summarize_topology,
+    topology_from_pairs,
+    topology_to_dict,
+)
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+
+NV4 = "NV4: 4 bonded NVLinks — direct NVLink, the fastest path: peer-to-peer copies bypass PCIe and the CPU."
+NODE = (
+    "NODE: connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node"
+    " — across PCIe host bridges within one CPU socket: traffic crosses the CPU's internal fabric."
+)
+SYS = (
+    "SYS: connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)"
+    " — across CPU sockets (QPI/UPI/Infinity Fabric): the slowest path, P2P usually unavailable"
+)
+CONTRACT_KEYS = {"schema", "labels", "matrix", "gpus", "nics", "pairs"}
+
+
+def _load(rel: str) -> tuple[TopoMatrix, list[GpuPair]]:
+    topo = parse_topo((CORPUS / rel).read_text(encoding="utf-8"), rel)
+    return topo, pairs_from_topology(topo)
+
+
+def _as_json(topo: TopoMatrix, pairs: list[GpuPair]) -> dict[str, object]:
+    doc = json.loads(json.dumps(topology_to_dict(topo, pairs)))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def _text(topo: TopoMatrix, pairs: list[GpuPair]) -> str:
+    console = Console(record=True, width=120, color_system=None)
+    console.print(render_topology(topo, pairs))
+    return console.export_text()
+
+
+def test_dict_for_3xa6000_is_exact() -> None:
+    doc = _as_json(*_load("topo/014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt"))
+    assert set(doc) >= CONTRACT_KEYS
+    assert {k: doc[k] for k in CONTRACT_KEYS} == {
+        "schema": "rigcheck.topo/1",
+        "labels": ["GPU0", "GPU1", "GPU2"],
+        "matrix": [["X", "NV4", "NODE"], ["NV4", "X", "NODE"], ["NODE", "NODE", "X"]],
+        "gpus": [
+            {"index": 0, "cpu_affinity": "0-31,64-95", "numa_affinity": "0", "gpu_numa_id": None},
+            {"index": 1, "cpu_affinity": "0-31,64-95", "numa_affinity": "0", "gpu_numa_id": None},
+            {"index": 2, "cpu_affinity": "0-31,64-95", "numa_affinity": "0", "gpu_numa_id": None},
+        ],
+        "nics": [],
+        "pairs": [
+            {"a": 0, "b": 1, "link": "NV4", "kind": "nvlink", "nvlinks": 4, "explanation": NV4},
+            {"a": 0, "b": 2, "link": "NODE", "kind": "numa_local", "nvlinks": None, "explanation": NODE},
+            {"a": 1, "b": 2, "link": "NODE", "kind": "numa_local", "nvlinks": None, "explanation": NODE},
+        ],
+    }
+    assert doc["legend"] == "new"
+    assert doc["summary"] == (
+        "3 GPUs: NVLink (NV4) for 1 of 3 pairs, the rest over NODE; collectives run at the slowest path, "
+        "so ZeRO will be limited by PCIe across the CPU's host bridges"
+    )
+
+
+def test_dict_for_4x_rtx6000ada_with_nics_and_numa() -> None:
+    doc = _as_json(*_load("topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt"))
+    assert doc["labels"] == ["GPU0", "GPU1", "GPU2", "GPU3", "NIC0", "NIC1", "NIC2", "NIC3"]
+    assert doc["matrix"][4] == ["NODE", "NODE", "SYS", "SYS", "X", "PIX", "SYS", "SYS"]
+    assert doc["nics"] == [{"label": f"NIC{i}", "name": f"mlx5_{i}"} for i in range(4)]
+    assert doc["gpus"][2] == {"index": 2, "cpu_affinity": "32-63", "numa_affinity": "1", "gpu_numa_id": "N/A"}
+    pairs = doc["pairs"]
+    assert isinstance(pairs, list)
+    assert [(p["a"], p["b"], p["link"]) for p in pairs] == [
+        (0, 1, "NODE"),
+        (0, 2, "SYS"),
+        (0, 3, "SYS"),
+        (1, 2, "SYS"),
+        (1, 3, "SYS"),
+        (2, 3, "NODE"),
+    ]
+    assert pairs[1] == {
+        "a": 0,
+        "b": 2,
+        "link": "SYS",
+        "kind": "cross_numa",
+        "nvlinks": None,
+        "explanation": SYS + " (GPU0 is on NUMA node 0, GPU2 on NUMA node 1).",
+    }
+    assert doc["summary"] == (
+        "4 GPUs over NODE/SYS: no NVLink; DDP is fine, ZeRO will be limited by the link between CPU sockets"
+    )
+
+
+def test_dict_for_single_gpu_vm_and_old_nic_name() -> None:
+    doc = _as_json(*_load("h100-vm/topo-m.txt"))
+    assert {k: doc[k] for k in CONTRACT_KEYS} == {
+        "schema": "rigcheck.topo/1",
+        "labels": ["GPU0"],
+        "matrix": [["X"]],
+        "gpus": [{"index": 0, "cpu_affinity": "0-15", "numa_affinity": "0", "gpu_numa_id": "N/A"}],
+        "nics": [],
+        "pairs": [],
+    }
+    old = _as_json(*_load("topo/009-4xk40m-phb-soc-mlx4-old-legend.txt"))
+    assert old["nics"] == [{"label": "mlx4_0", "name": "mlx4_0"}]
+    assert old["legend"] == "old"
+    assert old["gpus"] == [
+        {"index": i, "cpu_affinity": aff, "numa_affinity": None, "gpu_numa_id": None}
+        for i, aff in enumerate(["0-5", "0-5", "6-11", "6-11"])
+    ]
+
+
+def test_vm_sys_on_one_numa_node_says_so() -> None:
+    doc = _as_json(*_load("topo/013-4xa10-all-sys-vm-2nic.txt"))
+    pairs = doc["pairs"]
+    assert isinstance(pairs, list)
+    assert len(pairs) == 6
+    for p in pairs:
+        assert p["explanation"] == SYS + " (both report NUMA node 0, as VMs that hide the host's sockets often do)."
+    assert doc["nics"] == [{"label": "NIC0", "name": "mlx5_0"}, {"label": "NIC1", "name": "mlx5_1"}]
+
+
+def test_no_legend_means_nic_names_are_null() -> None:
+    doc = _as_json(*_load("topo/016-8x4090-all-sys-2nic-no-legend.txt"))
+    assert doc["nics"] == [{"label": "NIC0", "name": None}, {"label": "NIC1", "name": None}]
+    assert doc["legend"] == "none"
+    assert len(doc["pairs"]) == 28  # type: ignore[arg-type]
+
+
+def test_explanations_are_one_sentence_everywhere() -> None:
+    for path in sorted((CORPUS / "topo").glob("*.txt")):
+        doc = _as_json(*_load(f"topo/{path.name}"))
+        for p in doc["pairs"]:  # type: ignore[attr-defined]
+            text = p["explanation"]
+            assert text.endswith(".")
+            assert text.replace("e.g.", "eg").count(". ") == 0, text
+            assert text.startswith(p["link"] + ":")
+            assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("rel", "summary"),
+    [
+        (
+            "topo/007-8xh100-nv18-2numa-no-nics-spaces.txt",
+            "8 GPUs: all pairs NVLink (NV18): fast enough for ZeRO/FSDP as well as DDP",
+        ),
+        (
+            "topo/017-2x5090-phb-tabs.txt",
+            "2 GPUs over PHB: no NVLink; DDP is fine, ZeRO will be limited by PCIe through the CPU",
+        ),
+        (
+            "topo/010-2x2080ti-pix-numa1.txt",
+            "2 GPUs over PIX: no NVLink; DDP is fine, ZeRO will be limited by PCIe through a switch",
+        ),
+        ("h100-vm/topo-m.txt", "1 GPU: no GPU pairs, so nothing travels between GPUs"),
+    ],
+)
+def test_summary(rel: str, summary: str) -> None:
+    assert summarize_topology(*_load(rel)) == summary
+
+
+def test_render_plain_text() -> None:
+    topo, pairs = _load("topo/014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt")
+    text = _text(topo, pairs)
+    assert "\x1b[" not in text
+    for word in ("GPU0", "GPU1", "GPU2", "NV4", "NODE", "CPU Affinity", "NUMA Affinity", "0-31,64-95"):
+        assert word in text
+    assert "GPU NUMA ID" not in text  # absent in this file's header
+    flat = " ".join(text.split())
+    # One line per link kind, best first; a lone pair gets its own sentence, a group the code's.
+    first = flat.index("NV4 GPU pair 0–1: " + NV4.removeprefix("NV4: "))
+    second = flat.index("NODE GPU pairs 0–2, 1–2: " + NODE.removeprefix("NODE: "))
+    assert first < second
+    assert flat.rstrip().endswith("so ZeRO will be limited by PCIe across the CPU's host bridges")
+
+
+def test_render_nics_and_unknown_names() -> None:
+    text = " ".join(_text(*_load("topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt")).split())
+    assert "NICs: NIC0 = mlx5_0, NIC1 = mlx5_1, NIC2 = mlx5_2, NIC3 = mlx5_3" in text
+    no_legend = " ".join(_text(*_load("topo/016-8x4090-all-sys-2nic-no-legend.txt")).split())
+    assert "NIC0 = name not printed" in no_legend
+
+
+def test_render_colours_by_kind() -> None:
+    topo, pairs = _load("topo/014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt")
+    console = Console(record=True, width=120, color_system="standard", force_terminal=True)
+    console.print(render_topology(topo, pairs))
+    coloured = console.export_text(styles=True)
+    assert "\x1b[32mNV4" in coloured  # green
+    assert "\x1b[33mNODE" in coloured  # yellow
+    sys_topo, sys_pairs = _load("topo/024-4xm60-azure-all-soc-old-legend.txt")
+    console = Console(record=True, width=120, color_system="standard", force_terminal=True)
+    console.print(render_topology(sys_topo, sys_pairs))
+    assert "\x1b[31mSOC" in console.export_text(styles=True)  # red
+
+
+def test_topology_from_pairs() -> None:
+    pairs = [
+        GpuPair(a=0, b=1, link="NV12", kind="nvlink", nvlinks=12),
+        GpuPair(a=0, b=2, link=None),
+        GpuPair(a=1, b=2, link="SYS", kind="cross_numa"),
+    ]
+    gpus = [TopoGpu(index=0, cpu_affinity="0-7", numa_affinity="0"), TopoGpu(index=2, numa_affinity="1")]
+    topo = topology_from_pairs(3, pairs, gpus)
+    assert topo.labels == ["GPU0", "GPU1", "GPU2"]
+    assert topo.matrix == [["X", "NV12", "?"], ["NV12", "X", "SYS"], ["?", "SYS", "X"]]
+    assert topo.gpus == [gpus[0], TopoGpu(index=1), gpus[1]]
+    assert topo.nics == []
+    assert topo.legend == "none"
+    doc = _as_json(topo, pairs)
+    assert doc["pairs"][1] == {  # type: ignore[index]
+        "a": 0,
+        "b": 2,
+        "link": None,
+        "kind": None,
+        "nvlinks": None,
+        "explanation": "GPU0 and GPU2: the link between them is unknown.",
+    }
+    assert doc["summary"] == (
+        "3 GPUs: NVLink (NV12) for 1 of 3 pairs, the rest over SYS; collectives run at the slowest path, "
+        "so ZeRO will be limited by the link between CPU sockets; 1 pair unknown"
+    )
+    assert [(p.a, p.b) for p in sorted_pairs(pairs)] == [(0, 1), (1, 2), (0, 2)]
+    text = _text(topo, pairs)
+    assert "?" in text
+
+
+def test_topology_from_pairs_round_trips_a_parsed_matrix() -> None:
+    topo, pairs = _load("topo/022-7gpu-gtx10-pix-phb-no-leading-tab.txt")
+    rebuilt = topology_from_pairs(len(topo.gpus), pairs, topo.gpus)
+    assert rebuilt.matrix == topo.matrix
+    assert rebuilt.gpus == topo.gpus
