@@ -1,0 +1,48 @@
+"""Probe the machine rigcheck runs on: host, software versions, NVML and sysfs, in one Snapshot.
+
+Never imports torch. When NVML cannot start, the snapshot still carries the host and software facts,
+no GPUs, and ``gpu_absent_reason`` with the one-line reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rigcheck.errors import ProbeError
+from rigcheck.model.snapshot import Missing, Snapshot, Source
+from rigcheck.probe.host import probe_host
+from rigcheck.probe.nvml import NvmlLibrary, probe_nvml
+from rigcheck.probe.sysfs import probe_sysfs
+from rigcheck.probe.versions import probe_versions
+
+log = logging.getLogger(__name__)
+
+# Software fields NVML fills; the rest come from the Python environment.
+_NVML_SOFTWARE = ("driver_version", "nvml_version", "cuda_driver_version")
+
+
+def probe_machine(nvml: NvmlLibrary | None = None, sysfs_root: Path = Path("/")) -> Snapshot:
+    """Everything rigcheck can read here. ``sysfs_root`` also roots /proc and /etc (for tests)."""
+    try:
+        snap = probe_nvml(nvml, sysfs_root=sysfs_root)
+    except ProbeError as exc:
+        log.info("no GPUs read: %s", exc)
+        snap = Snapshot(gpu_absent_reason=str(exc))
+        for field in _NVML_SOFTWARE:  # no driver to ask
+            snap.software.mark_missing(field, Missing.NOT_SUPPORTED)
+    snap.source = Source(kind="nvml")
+    snap.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    snap.host = probe_host(sysfs_root)
+
+    software = probe_versions()
+    for field in _NVML_SOFTWARE:
+        setattr(software, field, getattr(snap.software, field))
+        if field in snap.software.missing:
+            software.missing[field] = snap.software.missing[field]
+    snap.software = software
+
+    bus_ids = [g.pci_bus_id for g in snap.gpus if g.pci_bus_id is not None]
+    snap.system = probe_sysfs(bus_ids, sysfs_root)
+    return snap

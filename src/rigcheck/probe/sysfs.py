@@ -1,0 +1,202 @@
+"""PCIe fabric facts from sysfs: each GPU's path to its root port, link speed and width per hop, ACS on
+the bridges, and whether the IOMMU is on.
+
+Every path is taken relative to ``root`` so tests can point it at a hand-made tree. Sources: the
+Linux PCI sysfs ABI (Documentation/ABI/testing/sysfs-bus-pci: current_link_speed, max_link_speed,
+current_link_width, max_link_width, numa_node, config) and the PCI Express Base Specification for the
+extended capability list (starts at 0x100; header = id:16, version:4, next:12) and the ACS capability
+(id 0x000D; capability register at +4, control register at +6; bit 2 = P2P Request Redirect).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Literal
+
+from rigcheck.model.snapshot import Missing, PcieHop, System
+
+log = logging.getLogger(__name__)
+
+_BDF_RE = re.compile(r"^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
+_SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
+
+_EXT_CAP_START = 0x100
+_EXT_CAP_ID_ACS = 0x000D
+_ACS_CTRL_P2P_REQUEST_REDIRECT = 0x4
+_CONFIG_COMMON_LEN = 64  # what an unprivileged reader gets from sysfs config
+_CONFIG_LEGACY_LEN = 256  # conventional PCI config space: no extended capabilities
+
+
+def normalize_bdf(bus_id: str) -> str:
+    """NVML's ``"00000000:1B:00.0"`` and sysfs' ``"0000:1b:00.0"`` to the sysfs form.
+
+    Raises ValueError for a string that is not a PCI bus id.
+    """
+    m = _BDF_RE.match(bus_id.strip())
+    if m is None:
+        raise ValueError(f"not a PCI bus id: {bus_id!r}")
+    domain, bus, dev, fn = m.groups()
+    return f"{int(domain, 16):04x}:{bus.lower()}:{dev.lower()}.{fn}"
+
+
+def _is_bdf(name: str) -> bool:
+    return _BDF_RE.match(name) is not None
+
+
+def _read_text(path: Path) -> tuple[str | None, Missing | None]:
+    try:
+        return path.read_text().strip(), None
+    except PermissionError:
+        return None, Missing.NO_PERMISSION
+    except FileNotFoundError:
+        return None, Missing.NOT_SUPPORTED
+    except OSError as exc:  # EIO and friends: a device that does not answer
+        log.debug("cannot read %s: %s", path, exc)
+        return None, Missing.ERROR
+
+
+def parse_link_speed(text: str) -> float | None:
+    """``"16.0 GT/s PCIe"`` or ``"8 GT/s"`` -> GT/s; ``"Unknown"`` -> None."""
+    m = _SPEED_RE.match(text)
+    return float(m.group(1)) if m else None
+
+
+def _parse_width(text: str) -> int | None:
+    try:
+        width = int(text)
+    except ValueError:
+        return None
+    return width if width > 0 else None
+
+
+def read_numa_node(bus_id: str, root: Path = Path("/")) -> int | None:
+    """The NUMA node sysfs gives a PCI device; None where unknown (absent, or ``-1``)."""
+    try:
+        bdf = normalize_bdf(bus_id)
+    except ValueError:
+        return None
+    text, _ = _read_text(root / "sys/bus/pci/devices" / bdf / "numa_node")
+    if text is None:
+        return None
+    try:
+        node = int(text)
+    except ValueError:
+        return None
+    return node if node >= 0 else None
+
+
+def acs_redirect_from_config(config: bytes) -> tuple[bool | None, Missing | None]:
+    """Walk the extended capability list of a config-space dump for ACS.
+
+    Returns (whether P2P Request Redirect is on, None) or (None, reason). A device with full
+    extended config space but no ACS capability cannot redirect: (False, None).
+    """
+    if len(config) <= _CONFIG_COMMON_LEN:
+        return None, Missing.NO_PERMISSION  # sysfs hands non-root readers only the first 64 bytes
+    if len(config) <= _CONFIG_LEGACY_LEN:
+        return None, Missing.NOT_SUPPORTED  # conventional PCI: no extended capabilities
+    offset = _EXT_CAP_START
+    seen: set[int] = set()
+    while offset and offset not in seen and offset + 8 <= len(config):
+        seen.add(offset)
+        header = int.from_bytes(config[offset : offset + 4], "little")
+        if header in (0, 0xFFFFFFFF):
+            break
+        cap_id = header & 0xFFFF
+        if cap_id == _EXT_CAP_ID_ACS:
+            control = int.from_bytes(config[offset + 6 : offset + 8], "little")
+            return (control & _ACS_CTRL_P2P_REQUEST_REDIRECT) != 0, None
+        offset = (header >> 20) & 0xFFC
+    return False, None
+
+
+def _read_config(path: Path) -> tuple[bytes | None, Missing | None]:
+    try:
+        return path.read_bytes(), None
+    except PermissionError:
+        return None, Missing.NO_PERMISSION
+    except FileNotFoundError:
+        return None, Missing.NOT_SUPPORTED
+    except OSError as exc:
+        log.debug("cannot read %s: %s", path, exc)
+        return None, Missing.ERROR
+
+
+def _read_hop(dev: Path, *, is_bridge: bool) -> PcieHop:
+    hop = PcieHop(bdf=dev.name)
+    for field, fname, parse in (
+        ("link_speed_gts", "current_link_speed", parse_link_speed),
+        ("link_speed_max_gts", "max_link_speed", parse_link_speed),
+        ("link_width", "current_link_width", _parse_width),
+        ("link_width_max", "max_link_width", _parse_width),
+    ):
+        text, reason = _read_text(dev / fname)
+        value = parse(text) if text is not None else None
+        if value is None:
+            hop.mark_missing(field, reason or Missing.NOT_SUPPORTED)
+        else:
+            setattr(hop, field, value)
+    if is_bridge:  # ACS on the GPU endpoint itself does not matter for P2P between GPUs
+        config, reason = _read_config(dev / "config")
+        acs, acs_reason = acs_redirect_from_config(config) if config is not None else (None, reason)
+        hop.acs_enabled = acs
+        if acs is None:
+            hop.mark_missing("acs_enabled", acs_reason or Missing.ERROR)
+    return hop
+
+
+def pcie_path(bus_id: str, root: Path = Path("/")) -> list[PcieHop] | None:
+    """The device and its parents up to the root port, the device first; None if sysfs lacks it."""
+    link = root / "sys/bus/pci/devices" / normalize_bdf(bus_id)
+    if not link.exists():
+        return None
+    dev = link.resolve()
+    hops: list[PcieHop] = []
+    while _is_bdf(dev.name):
+        hops.append(_read_hop(dev, is_bridge=bool(hops)))
+        dev = dev.parent
+    return hops
+
+
+_CMDLINE_KEYS = ("iommu", "intel_iommu", "amd_iommu")
+
+
+IommuState = Literal["on", "off", "unknown"]
+
+
+def _iommu(root: Path) -> tuple[IommuState, str | None]:
+    state: IommuState = "unknown"
+    dirs = [root / "sys/class/iommu", root / "sys/kernel/iommu_groups"]
+    present = [d for d in dirs if d.is_dir()]
+    try:
+        if any(any(d.iterdir()) for d in present):
+            state = "on"
+        elif present:
+            state = "off"
+    except PermissionError:
+        state = "unknown"
+    hints: list[str] = []
+    cmdline, _ = _read_text(root / "proc/cmdline")
+    if cmdline:
+        hints = [tok for tok in cmdline.split() if tok.split("=", 1)[0] in _CMDLINE_KEYS]
+    detail = f"kernel command line: {' '.join(hints)}" if hints else None
+    return state, detail
+
+
+def probe_sysfs(bus_ids: list[str], root: Path = Path("/")) -> System:
+    """PCIe paths for the given GPUs (keyed by the bus id as passed in) and the IOMMU state."""
+    iommu, detail = _iommu(root)
+    system = System(iommu=iommu, iommu_detail=detail)
+    for bus_id in bus_ids:
+        try:
+            path = pcie_path(bus_id, root)
+        except ValueError:
+            log.debug("skipping malformed bus id %r", bus_id)
+            continue
+        if path is not None:
+            system.pcie_paths[bus_id] = path
+    if not system.pcie_paths and bus_ids:
+        system.mark_missing("pcie_paths", Missing.NOT_SUPPORTED)
+    return system

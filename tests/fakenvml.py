@@ -1,0 +1,611 @@
+"""A fake NVML: a real implementation of rigcheck.probe.nvml.NvmlLibrary, driven by per-GPU data.
+
+Methods carry pynvml's names and argument order and raise pynvml's own NVMLError subclasses
+(``pynvml.NVMLError(code)`` maps itself to e.g. NVMLError_NotSupported). Named scenarios below build
+configured fakes; ``SCENARIOS`` maps their names to the builders so any test (checks included) can
+run against every one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
+
+import pynvml
+
+NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
+NO_PERMISSION = pynvml.NVML_ERROR_NO_PERMISSION
+GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
+FUNCTION_NOT_FOUND = pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
+INVALID_ARGUMENT = pynvml.NVML_ERROR_INVALID_ARGUMENT
+UNKNOWN = pynvml.NVML_ERROR_UNKNOWN
+
+# nvmlTopologyLevel_t values
+NODE, SYSTEM, HOSTBRIDGE, SINGLE = 40, 50, 30, 10
+# nvmlClocksEventReason bits
+IDLE, SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL = 0x1, 0x4, 0x8, 0x20, 0x40
+ALL_REASONS = 0x1FF
+
+
+@dataclass(frozen=True)
+class PciInfo:
+    busId: str
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    total: int
+    used: int
+
+
+@dataclass(frozen=True)
+class Utilization:
+    gpu: int
+
+
+@dataclass(frozen=True)
+class ViolationTime:
+    violationTime: int  # ns
+
+
+@dataclass(frozen=True)
+class FieldValue:
+    nvmlReturn: int
+    valueType: int
+    value: object
+
+
+@dataclass
+class FakeLink:
+    active: bool = True
+    version: int = 4
+    remote_bus_id: str = ""
+    remote_type: int = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH
+
+
+@dataclass
+class FakeGpu:
+    """What one fake GPU answers. ``errors`` maps a function name to the NVML error code it raises."""
+
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
+    bus_id: str = "00000000:19:00.0"
+    arch: int = 9
+    cc: tuple[int, int] = (9, 0)
+    memory_total: int = 81559 * 2**20
+    memory_used: int = 512 * 2**20
+    util: int = 0
+    power_mw: int = 74_210
+    limit_mw: int = 700_000
+    default_limit_mw: int = 700_000
+    enforced_limit_mw: int = 700_000
+    min_limit_mw: int = 200_000
+    max_limit_mw: int = 700_000
+    temp: int = 43
+    memory_temp: int | None = 46  # None: the field value reports NotSupported
+    thresholds: dict[int, int] = field(default_factory=lambda: {0: 92, 1: 89, 2: 95, 3: 87})
+    fan: int = 30
+    clocks: dict[int, int] = field(default_factory=lambda: {0: 1980, 1: 1980, 2: 2619})
+    max_clocks: dict[int, int] = field(default_factory=lambda: {0: 1980, 1: 1980, 2: 2619})
+    reasons: int = IDLE
+    supported_reasons: int = ALL_REASONS
+    violations_ns: dict[int, int] = field(default_factory=lambda: {0: 33_534_556_000, 1: 0, 2: 0})
+    pstate: int = 0
+    pcie_gen: int = 5
+    pcie_gen_max: int = 5
+    pcie_gen_gpu_max: int = 5
+    pcie_width: int = 16
+    pcie_width_max: int = 16
+    replay: int = 0
+    persistence: int = 1
+    compute_mode: int = 0
+    mig: tuple[int, int] = (0, 0)
+    ecc: tuple[int, int] = (1, 1)
+    ecc_counts: dict[tuple[int, int], int] = field(default_factory=dict)  # (error type, counter) -> n
+    remapped: tuple[int, int, int, int] = (0, 0, 0, 0)
+    retired: dict[int, list[int]] = field(default_factory=dict)  # cause -> page addresses
+    retired_pending: int = 0
+    numa: int = 0
+    cpus: Sequence[int] = tuple(range(24))
+    links: list[FakeLink] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)
+    lost_after: int | None = None  # GpuIsLost from the (n+1)-th call on this GPU on
+
+
+@dataclass(frozen=True)
+class Handle:
+    index: int
+
+
+def _raise(code: int) -> None:
+    raise pynvml.NVMLError(code)
+
+
+def _mask_words(items: Sequence[int], words: int) -> list[int]:
+    out = [0] * words
+    for i in items:
+        if i // 64 < words:
+            out[i // 64] |= 1 << (i % 64)
+    return out
+
+
+class FakeNvml:
+    """The fake library. ``calls`` records every function called, in order."""
+
+    def __init__(
+        self,
+        gpus: list[FakeGpu],
+        *,
+        topology: Callable[[int, int], int] | None = None,
+        p2p: Callable[[int, int, int], int] | None = None,
+        absent: Sequence[str] = (),
+        init_error: int | None = None,
+        errors: dict[str, int] | None = None,
+        driver: str = "550.54.15",
+        nvml_version: str = "12.550.54.15",
+        cuda: int = 12040,
+    ) -> None:
+        self.gpus = gpus
+        self.topology = topology or (lambda a, b: NODE if gpus[a].numa == gpus[b].numa else SYSTEM)
+        self.p2p = p2p or (lambda a, b, caps: 0)
+        self.absent = set(absent)  # functions the "driver" lacks: FunctionNotFound
+        self.init_error = init_error
+        self.errors = errors or {}  # system-level function -> error code
+        self.driver = driver
+        self.nvml_version = nvml_version
+        self.cuda = cuda
+        self.calls: list[str] = []
+        self.initialized = 0
+        self.shutdowns = 0
+        self._gpu_calls = [0] * len(gpus)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _enter(self, name: str, *handles: Handle) -> None:
+        self.calls.append(name)
+        if name in self.absent:
+            _raise(FUNCTION_NOT_FOUND)
+        if self.initialized <= 0 and name != "nvmlInit":
+            _raise(pynvml.NVML_ERROR_UNINITIALIZED)
+        if name in self.errors:
+            _raise(self.errors[name])
+        for h in handles:
+            gpu = self.gpus[h.index]
+            self._gpu_calls[h.index] += 1
+            if gpu.lost_after is not None and self._gpu_calls[h.index] > gpu.lost_after:
+                _raise(GPU_IS_LOST)
+            if name in gpu.errors:
+                _raise(gpu.errors[name])
+
+    def _gpu(self, name: str, handle: object) -> FakeGpu:
+        assert isinstance(handle, Handle), f"{name} got {handle!r}, not a handle"
+        self._enter(name, handle)
+        return self.gpus[handle.index]
+
+    def count(self, name: str) -> int:
+        return self.calls.count(name)
+
+    # -- system -----------------------------------------------------------------------------
+    def nvmlInit(self) -> None:
+        self._enter("nvmlInit")
+        if self.init_error is not None:
+            _raise(self.init_error)
+        self.initialized += 1
+
+    def nvmlShutdown(self) -> None:
+        self._enter("nvmlShutdown")
+        self.initialized -= 1
+        self.shutdowns += 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._enter("nvmlSystemGetDriverVersion")
+        return self.driver
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        self._enter("nvmlSystemGetNVMLVersion")
+        return self.nvml_version
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion_v2")
+        return self.cuda
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion")
+        return self.cuda
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._enter("nvmlDeviceGetCount")
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int, /) -> object:
+        self._enter("nvmlDeviceGetHandleByIndex")
+        if not 0 <= index < len(self.gpus):
+            _raise(INVALID_ARGUMENT)
+        code = self.gpus[index].errors.get("nvmlDeviceGetHandleByIndex")
+        if code is not None:
+            _raise(code)
+        return Handle(index)
+
+    # -- identity and memory ----------------------------------------------------------------
+    def nvmlDeviceGetName(self, handle: object, /) -> str:
+        return self._gpu("nvmlDeviceGetName", handle).name
+
+    def nvmlDeviceGetUUID(self, handle: object, /) -> str:
+        return self._gpu("nvmlDeviceGetUUID", handle).uuid
+
+    def nvmlDeviceGetPciInfo(self, handle: object, /) -> PciInfo:
+        return PciInfo(busId=self._gpu("nvmlDeviceGetPciInfo", handle).bus_id)
+
+    def nvmlDeviceGetArchitecture(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetArchitecture", handle).arch
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: object, /) -> tuple[int, int]:
+        return self._gpu("nvmlDeviceGetCudaComputeCapability", handle).cc
+
+    def nvmlDeviceGetMemoryInfo(self, handle: object, /) -> MemoryInfo:
+        g = self._gpu("nvmlDeviceGetMemoryInfo", handle)
+        return MemoryInfo(total=g.memory_total, used=g.memory_used)
+
+    def nvmlDeviceGetUtilizationRates(self, handle: object, /) -> Utilization:
+        return Utilization(gpu=self._gpu("nvmlDeviceGetUtilizationRates", handle).util)
+
+    # -- power ------------------------------------------------------------------------------
+    def nvmlDeviceGetPowerUsage(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetPowerUsage", handle).power_mw
+
+    def nvmlDeviceGetPowerManagementLimit(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetPowerManagementLimit", handle).limit_mw
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetPowerManagementDefaultLimit", handle).default_limit_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetEnforcedPowerLimit", handle).enforced_limit_mw
+
+    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: object, /) -> list[int]:
+        g = self._gpu("nvmlDeviceGetPowerManagementLimitConstraints", handle)
+        return [g.min_limit_mw, g.max_limit_mw]
+
+    # -- thermal ----------------------------------------------------------------------------
+    def nvmlDeviceGetTemperature(self, handle: object, sensor: int, /) -> int:
+        g = self._gpu("nvmlDeviceGetTemperature", handle)
+        if sensor != 0:
+            _raise(INVALID_ARGUMENT)
+        return g.temp
+
+    def nvmlDeviceGetTemperatureThreshold(self, handle: object, threshold: int, /) -> int:
+        g = self._gpu("nvmlDeviceGetTemperatureThreshold", handle)
+        if threshold not in g.thresholds:
+            _raise(NOT_SUPPORTED)
+        return g.thresholds[threshold]
+
+    def nvmlDeviceGetFieldValues(self, handle: object, field_ids: list[int], /) -> list[FieldValue]:
+        g = self._gpu("nvmlDeviceGetFieldValues", handle)
+        out = []
+        for fid in field_ids:
+            if fid == 82 and g.memory_temp is not None:
+                out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.memory_temp)))
+            else:
+                out.append(FieldValue(NOT_SUPPORTED, 1, SimpleNamespace(uiVal=0)))
+        return out
+
+    def nvmlDeviceGetFanSpeed(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetFanSpeed", handle).fan
+
+    # -- clocks -----------------------------------------------------------------------------
+    def nvmlDeviceGetClockInfo(self, handle: object, clock_type: int, /) -> int:
+        return self._gpu("nvmlDeviceGetClockInfo", handle).clocks[clock_type]
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: object, clock_type: int, /) -> int:
+        return self._gpu("nvmlDeviceGetMaxClockInfo", handle).max_clocks[clock_type]
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetCurrentClocksEventReasons", handle).reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetCurrentClocksThrottleReasons", handle).reasons
+
+    def nvmlDeviceGetSupportedClocksEventReasons(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetSupportedClocksEventReasons", handle).supported_reasons
+
+    def nvmlDeviceGetSupportedClocksThrottleReasons(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetSupportedClocksThrottleReasons", handle).supported_reasons
+
+    def nvmlDeviceGetViolationStatus(self, handle: object, policy: int, /) -> ViolationTime:
+        g = self._gpu("nvmlDeviceGetViolationStatus", handle)
+        if policy not in g.violations_ns:
+            _raise(NOT_SUPPORTED)
+        return ViolationTime(violationTime=g.violations_ns[policy])
+
+    def nvmlDeviceGetPerformanceState(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetPerformanceState", handle).pstate
+
+    # -- PCIe -------------------------------------------------------------------------------
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetCurrPcieLinkGeneration", handle).pcie_gen
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetMaxPcieLinkGeneration", handle).pcie_gen_max
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetGpuMaxPcieLinkGeneration", handle).pcie_gen_gpu_max
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetCurrPcieLinkWidth", handle).pcie_width
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetMaxPcieLinkWidth", handle).pcie_width_max
+
+    def nvmlDeviceGetPcieReplayCounter(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetPcieReplayCounter", handle).replay
+
+    # -- modes ------------------------------------------------------------------------------
+    def nvmlDeviceGetPersistenceMode(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetPersistenceMode", handle).persistence
+
+    def nvmlDeviceGetComputeMode(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetComputeMode", handle).compute_mode
+
+    def nvmlDeviceGetMigMode(self, handle: object, /) -> list[int]:
+        return list(self._gpu("nvmlDeviceGetMigMode", handle).mig)
+
+    # -- memory health ----------------------------------------------------------------------
+    def nvmlDeviceGetEccMode(self, handle: object, /) -> list[int]:
+        return list(self._gpu("nvmlDeviceGetEccMode", handle).ecc)
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: object, error_type: int, counter_type: int, /) -> int:
+        g = self._gpu("nvmlDeviceGetTotalEccErrors", handle)
+        if not g.ecc[0]:
+            _raise(NOT_SUPPORTED)
+        return g.ecc_counts.get((error_type, counter_type), 0)
+
+    def nvmlDeviceGetRemappedRows(self, handle: object, /) -> tuple[int, int, int, int]:
+        return self._gpu("nvmlDeviceGetRemappedRows", handle).remapped
+
+    def nvmlDeviceGetRetiredPages(self, handle: object, cause: int, /) -> list[int]:
+        return list(self._gpu("nvmlDeviceGetRetiredPages", handle).retired.get(cause, []))
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: object, /) -> int:
+        return self._gpu("nvmlDeviceGetRetiredPagesPendingStatus", handle).retired_pending
+
+    # -- affinity ---------------------------------------------------------------------------
+    def nvmlDeviceGetMemoryAffinity(self, handle: object, node_set_size: int, scope: int, /) -> list[int]:
+        g = self._gpu("nvmlDeviceGetMemoryAffinity", handle)
+        return _mask_words([g.numa], node_set_size)
+
+    def nvmlDeviceGetNumaNodeId(self, handle: object, /) -> int:
+        self._gpu("nvmlDeviceGetNumaNodeId", handle)
+        _raise(NOT_SUPPORTED)  # x86 GPUs are not NUMA nodes themselves
+        return -1
+
+    def nvmlDeviceGetCpuAffinity(self, handle: object, cpu_set_size: int, /) -> list[int]:
+        return _mask_words(self._gpu("nvmlDeviceGetCpuAffinity", handle).cpus, cpu_set_size)
+
+    # -- NVLink -----------------------------------------------------------------------------
+    def _link(self, name: str, handle: object, link: int) -> FakeLink:
+        g = self._gpu(name, handle)
+        if not g.links:
+            _raise(NOT_SUPPORTED)
+        if link >= len(g.links):
+            _raise(INVALID_ARGUMENT)
+        return g.links[link]
+
+    def nvmlDeviceGetNvLinkState(self, handle: object, link: int, /) -> int:
+        return int(self._link("nvmlDeviceGetNvLinkState", handle, link).active)
+
+    def nvmlDeviceGetNvLinkVersion(self, handle: object, link: int, /) -> int:
+        return self._link("nvmlDeviceGetNvLinkVersion", handle, link).version
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: object, link: int, /) -> PciInfo:
+        return PciInfo(busId=self._link("nvmlDeviceGetNvLinkRemotePciInfo", handle, link).remote_bus_id)
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: object, link: int, /) -> int:
+        return self._link("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link).remote_type
+
+    # -- pairs ------------------------------------------------------------------------------
+    def nvmlDeviceGetTopologyCommonAncestor(self, handle1: object, handle2: object, /) -> int:
+        assert isinstance(handle1, Handle)
+        assert isinstance(handle2, Handle)
+        self._enter("nvmlDeviceGetTopologyCommonAncestor", handle1, handle2)
+        return self.topology(handle1.index, handle2.index)
+
+    def nvmlDeviceGetP2PStatus(self, handle1: object, handle2: object, caps_index: int, /) -> int:
+        assert isinstance(handle1, Handle)
+        assert isinstance(handle2, Handle)
+        assert isinstance(caps_index, int), "pynvml's NVML_P2P_CAPS_INDEX_READ is a tuple; pass an int"
+        self._enter("nvmlDeviceGetP2PStatus", handle1, handle2)
+        return self.p2p(handle1.index, handle2.index, caps_index)
+
+
+# --- scenarios -------------------------------------------------------------------------------
+H100_BUS_IDS = [f"00000000:{b:02X}:00.0" for b in (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)]
+NVSWITCH_BUS_IDS = [f"00000000:{b:02X}:00.0" for b in (0x05, 0x06, 0x07, 0x08)]
+
+
+def healthy_8x_h100_nvlink() -> FakeNvml:
+    """8 H100 SXM5 on NVSwitches (18 links each, NV18 all-to-all), 2 NUMA nodes, all P2P ok."""
+    gpus = []
+    for i, bus in enumerate(H100_BUS_IDS):
+        numa = 0 if i < 4 else 1
+        gpus.append(
+            FakeGpu(
+                uuid=f"GPU-8e1b0000-0000-0000-0000-00000000000{i}",
+                bus_id=bus,
+                numa=numa,
+                cpus=tuple(range(0, 48)) + tuple(range(96, 144))
+                if numa == 0
+                else tuple(range(48, 96)) + tuple(range(144, 192)),
+                links=[FakeLink(remote_bus_id=NVSWITCH_BUS_IDS[k % 4]) for k in range(18)],
+            )
+        )
+    return FakeNvml(gpus)
+
+
+def consumer_power_not_supported() -> FakeNvml:
+    """One GeForce card: every power call raises NotSupported; the fan works; no ECC, no NVLink."""
+    power = (
+        "nvmlDeviceGetPowerUsage",
+        "nvmlDeviceGetPowerManagementLimit",
+        "nvmlDeviceGetPowerManagementDefaultLimit",
+        "nvmlDeviceGetEnforcedPowerLimit",
+        "nvmlDeviceGetPowerManagementLimitConstraints",
+    )
+    gpu = FakeGpu(
+        name="NVIDIA GeForce RTX 3090",
+        uuid="GPU-3090",
+        bus_id="00000000:01:00.0",
+        arch=7,
+        cc=(8, 6),
+        memory_total=24576 * 2**20,
+        memory_temp=None,
+        thresholds={0: 98, 1: 95, 3: 93, 5: 83},
+        fan=41,
+        ecc=(0, 0),
+        pcie_gen=4,
+        pcie_gen_max=4,
+        pcie_gen_gpu_max=4,
+        cpus=tuple(range(16)),
+        errors=dict.fromkeys(power, NOT_SUPPORTED)
+        | {"nvmlDeviceGetRemappedRows": NOT_SUPPORTED, "nvmlDeviceGetRetiredPages": NOT_SUPPORTED}
+        | {"nvmlDeviceGetRetiredPagesPendingStatus": NOT_SUPPORTED, "nvmlDeviceGetMigMode": NOT_SUPPORTED},
+    )
+    return FakeNvml([gpu], topology=lambda a, b: HOSTBRIDGE)
+
+
+def gpu_lost_mid_read() -> FakeNvml:
+    """2 GPUs; GPU1 answers its first 5 calls, then says GpuIsLost to everything."""
+    a = FakeGpu(uuid="GPU-a", bus_id="00000000:19:00.0")
+    b = FakeGpu(uuid="GPU-b", bus_id="00000000:3B:00.0", lost_after=5)
+    return FakeNvml([a, b])
+
+
+OLD_DRIVER_ABSENT = (
+    "nvmlSystemGetCudaDriverVersion_v2",
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetSupportedClocksEventReasons",
+    "nvmlDeviceGetRemappedRows",
+    "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+    "nvmlDeviceGetNvLinkRemoteDeviceType",
+)
+
+
+def old_driver_missing_calls() -> FakeNvml:
+    """An old driver (2 V100s, NVLink between them): newer functions raise FunctionNotFound."""
+    a_bus, b_bus = "00000000:1A:00.0", "00000000:1B:00.0"
+    gpus = [
+        FakeGpu(
+            name="Tesla V100-SXM2-16GB",
+            uuid=f"GPU-v100-{i}",
+            bus_id=bus,
+            arch=5,
+            cc=(7, 0),
+            memory_total=16160 * 2**20,
+            memory_temp=None,
+            pcie_gen=3,
+            pcie_gen_max=3,
+            thresholds={0: 90, 1: 87},
+            links=[FakeLink(version=2, remote_bus_id=other, remote_type=0) for _ in range(6)],
+        )
+        for i, (bus, other) in enumerate(((a_bus, b_bus), (b_bus, a_bus)))
+    ]
+    return FakeNvml(gpus, absent=OLD_DRIVER_ABSENT, driver="418.87.01", cuda=10010, topology=lambda a, b: SINGLE)
+
+
+def no_permission() -> FakeNvml:
+    """Running unprivileged in a container: some calls raise NoPermission."""
+    denied = ("nvmlDeviceGetRetiredPages", "nvmlDeviceGetViolationStatus", "nvmlDeviceGetCpuAffinity")
+    gpu = FakeGpu(uuid="GPU-np", bus_id="00000000:65:00.0", errors=dict.fromkeys(denied, NO_PERMISSION))
+    return FakeNvml([gpu])
+
+
+def no_driver() -> FakeNvml:
+    """nvmlInit fails: libnvidia-ml.so cannot be loaded."""
+    return FakeNvml([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+
+def hot_throttling() -> FakeNvml:
+    """One L40S at 88 C, held by SW thermal slowdown and the power cap, with a limit below default."""
+    gpu = FakeGpu(
+        name="NVIDIA L40S",
+        uuid="GPU-l40s",
+        bus_id="00000000:81:00.0",
+        arch=8,
+        cc=(8, 9),
+        temp=88,
+        memory_temp=None,
+        thresholds={0: 98, 1: 94, 3: 89, 5: 85},
+        power_mw=299_000,
+        limit_mw=300_000,
+        default_limit_mw=350_000,
+        enforced_limit_mw=300_000,
+        min_limit_mw=100_000,
+        max_limit_mw=350_000,
+        fan=100,
+        clocks={0: 1410, 1: 1410, 2: 9001},
+        max_clocks={0: 2520, 1: 2520, 2: 9001},
+        reasons=SW_POWER_CAP | SW_THERMAL,
+        violations_ns={0: 120_000_000_000, 1: 45_500_000_000, 2: 0},
+        pcie_gen=4,
+        pcie_gen_max=4,
+        pcie_gen_gpu_max=4,
+    )
+    return FakeNvml([gpu])
+
+
+def pcie_sys_no_p2p() -> FakeNvml:
+    """Two RTX 4090s on different sockets (SYS), P2P not supported; GPU1's link trained at x8."""
+    base = FakeGpu(
+        name="NVIDIA GeForce RTX 4090",
+        arch=8,
+        cc=(8, 9),
+        memory_total=24564 * 2**20,
+        memory_temp=None,
+        ecc=(0, 0),
+        pcie_gen=4,
+        pcie_gen_max=4,
+        pcie_gen_gpu_max=4,
+        thresholds={0: 92, 1: 89, 3: 87},
+    )
+    a = replace(base, uuid="GPU-4090-a", bus_id="00000000:41:00.0", numa=0, cpus=tuple(range(32)))
+    b = replace(base, uuid="GPU-4090-b", bus_id="00000000:C1:00.0", numa=1, cpus=tuple(range(32, 64)), pcie_width=8)
+    return FakeNvml([a, b], topology=lambda x, y: SYSTEM, p2p=lambda x, y, caps: 5)
+
+
+def ecc_errors_pending_remap() -> FakeNvml:
+    """One A100 with uncorrected ECC errors and a row remap pending (needs a reset)."""
+    gpu = FakeGpu(
+        name="NVIDIA A100-SXM4-80GB",
+        uuid="GPU-a100",
+        bus_id="00000000:07:00.0",
+        arch=7,
+        cc=(8, 0),
+        ecc_counts={(1, 0): 2, (1, 1): 7, (0, 0): 113},
+        remapped=(3, 2, 1, 0),
+        retired={0: [0x1000], 1: [0x2000, 0x3000]},
+        retired_pending=1,
+    )
+    return FakeNvml([gpu])
+
+
+def gpu_off_bus() -> FakeNvml:
+    """3 GPUs; GPU1's handle cannot be obtained (it fell off the bus before the probe)."""
+    gpus = [
+        FakeGpu(uuid="GPU-0", bus_id="00000000:19:00.0"),
+        FakeGpu(uuid="GPU-1", bus_id="00000000:3B:00.0", errors={"nvmlDeviceGetHandleByIndex": GPU_IS_LOST}),
+        FakeGpu(uuid="GPU-2", bus_id="00000000:5D:00.0"),
+    ]
+    return FakeNvml(gpus)
+
+
+SCENARIOS: dict[str, Callable[[], FakeNvml]] = {
+    "healthy_8x_h100_nvlink": healthy_8x_h100_nvlink,
+    "consumer_power_not_supported": consumer_power_not_supported,
+    "gpu_lost_mid_read": gpu_lost_mid_read,
+    "old_driver_missing_calls": old_driver_missing_calls,
+    "no_permission": no_permission,
+    "no_driver": no_driver,
+    "hot_throttling": hot_throttling,
+    "pcie_sys_no_p2p": pcie_sys_no_p2p,
+    "ecc_errors_pending_remap": ecc_errors_pending_remap,
+    "gpu_off_bus": gpu_off_bus,
+}

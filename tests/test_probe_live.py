@@ -1,0 +1,88 @@
+"""probe_machine: NVML + host + versions + sysfs in one snapshot, for every fake scenario."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from rigcheck.model import Missing, snapshot_from_json, snapshot_to_json
+from rigcheck.probe.live import probe_machine
+from rigcheck.probe.versions import probe_versions, torch_cuda_from_metadata
+from tests.fakenvml import SCENARIOS, FakeGpu, FakeNvml
+
+TREE = Path(__file__).parent / "fixtures/sysfs/two-gpu"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_scenario_through_probe_machine(name: str) -> None:
+    lib = SCENARIOS[name]()
+    snap = probe_machine(lib, sysfs_root=TREE)
+    assert snap.source.kind == "nvml"
+    assert snap.created_at is not None
+    assert datetime.fromisoformat(snap.created_at).utcoffset() is not None
+    assert snap.host.hostname == "rig-01"
+    assert snap.software.python_version == ".".join(str(v) for v in sys.version_info[:3])
+    assert snap.software.rigcheck_version
+    assert snapshot_from_json(snapshot_to_json(snap)) == snap
+    if name == "no_driver":
+        assert lib.shutdowns == 0
+    else:
+        assert lib.shutdowns == 1
+        assert snap.gpu_absent_reason is None
+        assert snap.software.driver_version == lib.driver
+
+
+def test_no_driver_still_reports_host_and_software() -> None:
+    snap = probe_machine(SCENARIOS["no_driver"](), sysfs_root=TREE)
+    assert snap.gpus == []
+    assert snap.pairs == []
+    assert snap.gpu_absent_reason == "no NVIDIA driver found (libnvidia-ml.so not loadable)"
+    assert snap.host.os == "Ubuntu 22.04.4 LTS"
+    assert snap.software.driver_version is None
+    assert snap.software.missing["driver_version"] is Missing.NOT_SUPPORTED
+    assert snap.system.iommu == "on"
+
+
+def test_sysfs_paths_for_the_gpus_found() -> None:
+    gpus = [FakeGpu(bus_id="00000000:19:00.0"), FakeGpu(bus_id="00000000:C1:00.0", numa=1)]
+    snap = probe_machine(FakeNvml(gpus), sysfs_root=TREE)
+    assert set(snap.system.pcie_paths) == {"00000000:19:00.0", "00000000:C1:00.0"}
+    assert len(snap.system.pcie_paths["00000000:19:00.0"]) == 4
+    assert snap.system.iommu_detail == "kernel command line: intel_iommu=on iommu=pt"
+
+
+def test_versions_without_torch_import() -> None:
+    sw = probe_versions()
+    assert "torch" not in sys.modules or sw.torch_version is not None
+    if sw.torch_version is None:
+        assert sw.missing["torch_version"] is Missing.NOT_IN_SOURCE
+    if sw.nccl_version is None:
+        assert sw.missing["nccl_version"] is Missing.NOT_IN_SOURCE
+
+
+def test_torch_cuda_from_metadata() -> None:
+    assert torch_cuda_from_metadata("2.4.0+cu121", None) == "12.1"
+    assert torch_cuda_from_metadata("2.1.2+cu118", []) == "11.8"
+    reqs = ["filelock", 'nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"']
+    assert torch_cuda_from_metadata("2.5.1", reqs) == "12.4"
+    assert torch_cuda_from_metadata("2.5.1+cpu", ["filelock"]) is None
+
+
+def test_probe_machine_never_imports_torch() -> None:
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from rigcheck.probe.live import probe_machine\n"
+        "snap = probe_machine(sysfs_root=Path(sys.argv[1]))\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "print(snap.gpu_absent_reason or len(snap.gpus))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(TREE)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()

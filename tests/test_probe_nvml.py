@@ -1,0 +1,291 @@
+"""probe_nvml against every fake NVML scenario: exact values, reasons, placeholders, caching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pynvml
+import pytest
+
+from rigcheck.errors import ProbeError
+from rigcheck.model import Missing, P2PStatus, snapshot_from_json, snapshot_to_json
+from rigcheck.probe.nvml import (
+    bits_to_list,
+    cuda_version_string,
+    decode_clock_event_reasons,
+    format_ranges,
+    probe_nvml,
+)
+from tests.fakenvml import OLD_DRIVER_ABSENT, SCENARIOS, FakeGpu, FakeNvml
+
+PROBING = [name for name in SCENARIOS if name != "no_driver"]
+
+
+@pytest.mark.parametrize("name", PROBING)
+def test_every_scenario_probes_round_trips_and_shuts_down(name: str) -> None:
+    lib = SCENARIOS[name]()
+    snap = probe_nvml(lib, sysfs_root=None)
+    assert lib.shutdowns == 1
+    assert lib.initialized == 0
+    assert snap.source.kind == "nvml"
+    assert [g.index for g in snap.gpus] == list(range(len(lib.gpus)))
+    n = len(snap.gpus)
+    assert len(snap.pairs) == n * (n - 1) // 2
+    assert snapshot_from_json(snapshot_to_json(snap)) == snap
+    assert snap.topology is not None
+    assert snap.topology.labels == [f"GPU{i}" for i in range(n)]
+    assert all(snap.topology.matrix[i][i] == "X" for i in range(n))
+
+
+def test_no_driver_raises_one_line_probe_error() -> None:
+    lib = SCENARIOS["no_driver"]()
+    with pytest.raises(ProbeError) as info:
+        probe_nvml(lib)
+    assert str(info.value) == "no NVIDIA driver found (libnvidia-ml.so not loadable)"
+    assert "\n" not in str(info.value)
+    assert lib.shutdowns == 0  # init failed: nothing to shut down
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver not loaded"),
+        (pynvml.NVML_ERROR_NO_PERMISSION, "no permission"),
+    ],
+)
+def test_init_failures_have_their_own_message(code: int, words: str) -> None:
+    with pytest.raises(ProbeError, match=words):
+        probe_nvml(FakeNvml([], init_error=code))
+
+
+def test_healthy_h100_exact_values() -> None:
+    snap = probe_nvml(SCENARIOS["healthy_8x_h100_nvlink"](), sysfs_root=None)
+    g = snap.gpus[0]
+    assert g.name == "NVIDIA H100 80GB HBM3"
+    assert g.pci_bus_id == "00000000:18:00.0"
+    assert g.architecture == "Hopper"
+    assert g.compute_capability == "9.0"
+    assert g.memory_total_mib == 81559
+    assert g.power_draw_w == pytest.approx(74.21)
+    assert (g.power_limit_w, g.power_default_limit_w, g.power_enforced_limit_w) == (700, 700, 700)
+    assert (g.power_min_limit_w, g.power_max_limit_w) == (200, 700)
+    assert (g.temp_c, g.temp_memory_c) == (43, 46)
+    assert (g.temp_shutdown_c, g.temp_slowdown_c, g.temp_max_operating_c, g.temp_memory_max_c) == (92, 89, 87, 95)
+    assert g.temp_target_c is None
+    assert g.missing["temp_target_c"] is Missing.NOT_SUPPORTED
+    assert g.clock_event_reasons_active == ["idle"]
+    assert g.clock_event_durations_us == {"sw_power_cap": 33534556.0, "sw_thermal_slowdown": 0.0, "sync_boost": 0.0}
+    assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max) == (5, 5, 16, 16)
+    assert g.persistence_mode is True
+    assert g.compute_mode == "Default"
+    assert g.mig_enabled is False
+    assert g.ecc_enabled is True
+    assert g.ecc_uncorrected_volatile == 0
+    assert g.numa_node == 0
+    assert snap.gpus[5].numa_node == 1
+    assert g.cpu_affinity == "0-47,96-143"
+    assert g.nvlinks is not None
+    assert len(g.nvlinks) == 18
+    assert all(link.active and link.remote_device_type == "switch" for link in g.nvlinks)
+    assert snap.software.driver_version == "550.54.15"
+    assert snap.software.cuda_driver_version == "12.4"
+    assert snap.missing_functions == []
+    assert snap.diagnostics == []
+    for p in snap.pairs:
+        assert (p.link, p.kind, p.nvlinks) == ("NV18", "nvlink", 18)
+        assert p.p2p_read is P2PStatus.OK
+        assert p.p2p_atomics is P2PStatus.OK
+    assert snap.topology is not None
+    assert snap.topology.matrix[0][7] == "NV18"
+    assert snap.topology.gpus[4].cpu_affinity == "48-95,144-191"
+    assert snap.topology.gpus[4].numa_affinity == "1"
+
+
+def test_consumer_card_power_not_supported_but_fan_read() -> None:
+    snap = probe_nvml(SCENARIOS["consumer_power_not_supported"](), sysfs_root=None)
+    g = snap.gpus[0]
+    for field in (
+        "power_draw_w",
+        "power_limit_w",
+        "power_default_limit_w",
+        "power_enforced_limit_w",
+        "power_min_limit_w",
+        "power_max_limit_w",
+    ):
+        assert getattr(g, field) is None
+        assert g.missing[field] is Missing.NOT_SUPPORTED
+    assert g.fan_percent == 41
+    assert g.temp_target_c == 83
+    assert g.architecture == "Ampere"
+    assert g.ecc_enabled is False
+    assert g.missing["ecc_uncorrected_volatile"] is Missing.NOT_SUPPORTED
+    assert g.nvlinks == []  # NotSupported on link 0: a card without NVLink
+    assert "nvlinks" not in g.missing
+    assert snap.pairs == []
+
+
+def test_gpu_lost_mid_read_stops_reading_and_keeps_the_other_gpu() -> None:
+    lib = SCENARIOS["gpu_lost_mid_read"]()
+    snap = probe_nvml(lib, sysfs_root=None)
+    ok, lost = snap.gpus
+    assert ok.name is not None
+    assert ok.power_limit_w == 700
+    # GPU1 answered 5 calls (name, uuid, pci, arch, cc), then fell off the bus.
+    assert lost.name == "NVIDIA H100 80GB HBM3"
+    assert lost.compute_capability == "9.0"
+    assert lost.read_error is None
+    for field in ("memory_total_mib", "power_draw_w", "temp_c", "ecc_enabled", "nvlinks", "cpu_affinity"):
+        assert getattr(lost, field) is None
+        assert lost.missing[field] is Missing.GPU_LOST
+    assert lib._gpu_calls[1] == 6  # exactly one call raised GpuIsLost; nothing was retried after it
+    pair = snap.pairs[0]
+    assert pair.link is None
+    assert pair.missing["link"] is Missing.GPU_LOST
+    assert any(d.gpu == 1 and "GpuIsLost" in d.message for d in snap.diagnostics)
+
+
+def test_gpu_without_handle_becomes_placeholder() -> None:
+    snap = probe_nvml(SCENARIOS["gpu_off_bus"](), sysfs_root=None)
+    assert [g.read_error for g in snap.gpus] == [None, Missing.GPU_LOST, None]
+    placeholder = snap.gpus[1]
+    assert placeholder.name is None
+    assert placeholder.read_error_detail is not None
+    assert "nvmlDeviceGetHandleByIndex" in placeholder.read_error_detail
+    assert snap.gpus[2].name == "NVIDIA H100 80GB HBM3"
+    pair02 = snap.pair(0, 2)
+    assert pair02 is not None
+    assert pair02.link == "NODE"
+    pair12 = snap.pair(1, 2)
+    assert pair12 is not None
+    assert pair12.missing["p2p_read"] is Missing.GPU_LOST
+
+
+def test_old_driver_falls_back_and_lists_missing_functions_once() -> None:
+    lib = SCENARIOS["old_driver_missing_calls"]()
+    snap = probe_nvml(lib, sysfs_root=None)
+    assert snap.missing_functions == sorted(OLD_DRIVER_ABSENT)
+    for name in OLD_DRIVER_ABSENT:
+        assert lib.count(name) == 1, name  # probed once, not per GPU
+    assert snap.software.cuda_driver_version == "10.1"  # from the un-versioned call
+    g = snap.gpus[1]
+    assert g.clock_event_reasons_active == ["idle"]  # via nvmlDeviceGetCurrentClocksThrottleReasons
+    assert g.clock_event_reasons_supported is not None
+    assert g.missing["remapped_rows_pending"] is Missing.DRIVER_TOO_OLD
+    assert g.missing["pcie_gen_gpu_max"] is Missing.DRIVER_TOO_OLD
+    assert g.pcie_gen_max == 3
+    assert g.architecture == "Volta"
+    assert g.nvlinks is not None
+    assert all(link.missing["remote_device_type"] is Missing.DRIVER_TOO_OLD for link in g.nvlinks)
+    pair = snap.pair(0, 1)
+    assert pair is not None
+    assert (pair.link, pair.nvlinks, pair.kind) == ("NV6", 6, "nvlink")  # direct GPU-to-GPU links
+
+
+def test_function_absent_from_pynvml_module_is_driver_too_old() -> None:
+    class OldBindings:
+        """A pynvml older than the function: the attribute itself is missing."""
+
+        def __init__(self, inner: FakeNvml) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> object:
+            if name == "nvmlDeviceGetGpuMaxPcieLinkGeneration":
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    inner = FakeNvml([FakeGpu(), FakeGpu(bus_id="00000000:3B:00.0")])
+    snap = probe_nvml(OldBindings(inner), sysfs_root=None)  # type: ignore[arg-type]
+    assert snap.missing_functions == ["nvmlDeviceGetGpuMaxPcieLinkGeneration"]
+    assert all(g.missing["pcie_gen_gpu_max"] is Missing.DRIVER_TOO_OLD for g in snap.gpus)
+    assert inner.shutdowns == 1
+
+
+def test_no_permission_fields() -> None:
+    snap = probe_nvml(SCENARIOS["no_permission"](), sysfs_root=None)
+    g = snap.gpus[0]
+    for field in ("retired_pages_sbe", "retired_pages_dbe", "clock_event_durations_us", "cpu_affinity"):
+        assert getattr(g, field) is None
+        assert g.missing[field] is Missing.NO_PERMISSION
+    assert g.retired_pages_pending is False
+    assert snap.topology is not None
+    assert snap.topology.gpus[0].cpu_affinity == "N/A"
+
+
+def test_hot_throttling_card() -> None:
+    g = probe_nvml(SCENARIOS["hot_throttling"](), sysfs_root=None).gpus[0]
+    assert g.temp_c == 88
+    assert g.temp_target_c == 85
+    assert g.clock_event_reasons_active == ["sw_power_cap", "sw_thermal_slowdown"]
+    assert g.clock_event_durations_us == {"sw_power_cap": 120e6, "sw_thermal_slowdown": 45.5e6, "sync_boost": 0.0}
+    assert (g.power_limit_w, g.power_default_limit_w) == (300, 350)
+    assert (g.clock_sm_mhz, g.clock_sm_max_mhz) == (1410, 2520)
+    assert g.architecture == "Ada Lovelace"
+
+
+def test_pcie_sys_pair_without_p2p() -> None:
+    snap = probe_nvml(SCENARIOS["pcie_sys_no_p2p"](), sysfs_root=None)
+    pair = snap.pair(0, 1)
+    assert pair is not None
+    assert (pair.link, pair.kind, pair.nvlinks) == ("SYS", "cross_numa", 0)
+    assert pair.p2p_read is P2PStatus.NOT_SUPPORTED
+    assert pair.p2p_write is P2PStatus.NOT_SUPPORTED
+    assert snap.gpus[1].pcie_width_current == 8
+    assert snap.gpus[1].pcie_width_max == 16
+    assert [g.numa_node for g in snap.gpus] == [0, 1]
+
+
+def test_ecc_errors_and_pending_remap() -> None:
+    g = probe_nvml(SCENARIOS["ecc_errors_pending_remap"](), sysfs_root=None).gpus[0]
+    assert (g.ecc_uncorrected_volatile, g.ecc_uncorrected_aggregate, g.ecc_corrected_volatile) == (2, 7, 113)
+    assert (g.remapped_rows_correctable, g.remapped_rows_uncorrectable) == (3, 2)
+    assert g.remapped_rows_pending is True
+    assert g.remapped_rows_failure is False
+    assert (g.retired_pages_sbe, g.retired_pages_dbe, g.retired_pages_pending) == (1, 2, True)
+
+
+def test_unexpected_nvml_error_becomes_error_with_diagnostic() -> None:
+    lib = FakeNvml([FakeGpu(errors={"nvmlDeviceGetFanSpeed": pynvml.NVML_ERROR_UNKNOWN})])
+    snap = probe_nvml(lib, sysfs_root=None)
+    g = snap.gpus[0]
+    assert g.fan_percent is None
+    assert g.missing["fan_percent"] is Missing.ERROR
+    assert [d.message.split(":")[0] for d in snap.diagnostics] == ["nvmlDeviceGetFanSpeed"]
+    assert snap.diagnostics[0].gpu == 0
+
+
+def test_shutdown_runs_even_when_counting_fails() -> None:
+    lib = FakeNvml([FakeGpu()], errors={"nvmlDeviceGetCount": pynvml.NVML_ERROR_UNKNOWN})
+    with pytest.raises(ProbeError, match="count"):
+        probe_nvml(lib, sysfs_root=None)
+    assert lib.shutdowns == 1
+
+
+def test_numa_falls_back_to_sysfs(tmp_path: Path) -> None:
+    root = tmp_path
+    dev = root / "sys/bus/pci/devices/0000:19:00.0"
+    dev.mkdir(parents=True)
+    (dev / "numa_node").write_text("1\n")
+    lib = FakeNvml([FakeGpu()], absent=("nvmlDeviceGetMemoryAffinity",))
+    g = probe_nvml(lib, sysfs_root=root).gpus[0]
+    assert g.numa_node == 1
+    assert "numa_node" not in g.missing
+    g2 = probe_nvml(FakeNvml([FakeGpu()], absent=("nvmlDeviceGetMemoryAffinity",)), sysfs_root=None).gpus[0]
+    assert g2.numa_node is None
+    assert g2.missing["numa_node"] is Missing.DRIVER_TOO_OLD
+
+
+def test_decoders() -> None:
+    assert decode_clock_event_reasons(0x1 | 0x4 | 0x80 | 0x100) == [
+        "idle",
+        "sw_power_cap",
+        "hw_power_brake_slowdown",
+        "display_clock_setting",
+    ]
+    assert decode_clock_event_reasons(0) == []
+    assert decode_clock_event_reasons(0x40) == ["hw_thermal_slowdown"]
+    assert bits_to_list([0x3, 0x3]) == [0, 1, 64, 65]
+    assert format_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+    assert format_ranges(list(range(24)) + list(range(48, 72))) == "0-23,48-71"
+    assert cuda_version_string(12040) == "12.4"
+    assert cuda_version_string(13000) == "13.0"
+    assert cuda_version_string(11080) == "11.8"
