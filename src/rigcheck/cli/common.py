@@ -41,13 +41,10 @@ def out_console() -> Console:
     return console
 
 
-def err_console() -> Console:
-    return Console(stderr=True, highlight=False)
-
-
 def note(message: str) -> None:
-    """A human message on stderr (never mixed into JSON on stdout)."""
-    err_console().print(f"rigcheck: {message}", markup=False)
+    """A human message on stderr, one unwrapped line (never mixed into JSON on stdout)."""
+    sys.stderr.write(f"rigcheck: {' '.join(message.split())}\n")
+    sys.stderr.flush()
 
 
 def load_snapshot(source: Path | None) -> Snapshot:
