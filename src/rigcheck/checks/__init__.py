@@ -1,1 +1,79 @@
-"""rigcheck.checks"""
+"""The checks: pure functions ``Snapshot -> list[Finding]``; no I/O, no clock, no NVML.
+
+``CHECKS`` maps each check's name (its finding category) to its function; ``run_checks`` runs them all and
+sorts the findings worst first (fail, warn, unknown, info, ok), then by category and subject.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from rigcheck.checks import health, p2p, pcie, power, software, thermal, topology
+from rigcheck.checks.health import check_health
+from rigcheck.checks.p2p import check_p2p
+from rigcheck.checks.pcie import check_pcie
+from rigcheck.checks.power import check_power
+from rigcheck.checks.software import check_software
+from rigcheck.checks.thermal import check_thermal
+from rigcheck.checks.topology import check_topology
+from rigcheck.model import Finding, Snapshot
+
+Check = Callable[[Snapshot], list[Finding]]
+
+CHECKS: dict[str, Check] = {
+    "health": check_health,
+    "power": check_power,
+    "thermal": check_thermal,
+    "pcie": check_pcie,
+    "topology": check_topology,
+    "p2p": check_p2p,
+    "software": check_software,
+}
+
+# Every finding id a check can emit, by check name: the stable contract scripts key on.
+FINDING_IDS: dict[str, tuple[str, ...]] = {
+    "health": health.FINDING_IDS,
+    "power": power.FINDING_IDS,
+    "thermal": thermal.FINDING_IDS,
+    "pcie": pcie.FINDING_IDS,
+    "topology": topology.FINDING_IDS,
+    "p2p": p2p.FINDING_IDS,
+    "software": software.FINDING_IDS,
+}
+
+_NUM = re.compile(r"(\d+)")
+
+
+def _natural(text: str) -> tuple[object, ...]:
+    """Sort "GPU2" before "GPU10"."""
+    return tuple(int(p) if p.isdigit() else p for p in _NUM.split(text))
+
+
+def sort_key(finding: Finding) -> tuple[int, str, tuple[object, ...], str]:
+    host_first = "" if finding.subject == "host" else finding.subject
+    return (-finding.severity.rank, finding.category, _natural(host_first), finding.id)
+
+
+def run_checks(snapshot: Snapshot) -> list[Finding]:
+    """Every check over the snapshot, worst first; never raises on a valid Snapshot."""
+    findings: list[Finding] = []
+    for check in CHECKS.values():
+        findings += check(snapshot)
+    return sorted(findings, key=sort_key)
+
+
+__all__ = [
+    "CHECKS",
+    "FINDING_IDS",
+    "Check",
+    "check_health",
+    "check_p2p",
+    "check_pcie",
+    "check_power",
+    "check_software",
+    "check_thermal",
+    "check_topology",
+    "run_checks",
+    "sort_key",
+]

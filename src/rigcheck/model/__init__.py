@@ -1,5 +1,6 @@
 """The data model: Snapshot (what was read) and Finding (what was concluded)."""
 
+from rigcheck.facts.legend import LinkKind
 from rigcheck.model.finding import Finding, Severity, gpu_subject, pair_subject
 from rigcheck.model.io import snapshot_from_dict, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from rigcheck.model.snapshot import (
@@ -9,7 +10,6 @@ from rigcheck.model.snapshot import (
     Gpu,
     GpuPair,
     Host,
-    LinkKind,
     Missing,
     Nic,
     NvLink,

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigcheck.facts.legend import LinkKind as LinkKind
+from rigcheck.facts.legend import LinkKind
 
 SNAPSHOT_SCHEMA: Literal["rigcheck.snapshot/1"] = "rigcheck.snapshot/1"
 

@@ -1,0 +1,184 @@
+"""PCIe: did each GPU's link train at the speed and width it can do?
+
+Finding ids: pcie.ok, pcie.link-unavailable, pcie.width-below-max, pcie.gen-below-max, pcie.slot-limits-gen,
+pcie.replays.
+"""
+
+from __future__ import annotations
+
+from rigcheck.checks.common import fmt, gpu_finding, has_problem, is_idle, missing_text, readable_gpus
+from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
+from rigcheck.model import Finding, Gpu, Severity, Snapshot
+
+FINDING_IDS: tuple[str, ...] = (
+    "pcie.ok",
+    "pcie.link-unavailable",
+    "pcie.width-below-max",
+    "pcie.gen-below-max",
+    "pcie.slot-limits-gen",
+    "pcie.replays",
+)
+
+
+# Replay counter: any replay is a retransmitted TLP (a link-level CRC error); more than 100 since boot points at
+# signal integrity. nvml.h nvmlDeviceGetPcieReplayCounter; the 100 cut is rigcheck's (DCGM's default PCIe
+# replay health watch also alerts on a rising counter rather than a fixed rate).
+REPLAY_WARN = 100
+
+LINK_SOURCE = "nvml.h nvmlDeviceGetCurrPcieLinkGeneration/Width, nvmlDeviceGetMaxPcieLinkGeneration/Width"
+
+
+def _gbps(gen: int | None, width: int | None) -> float | None:
+    return pcie_bandwidth_gbps(gen, width) if gen is not None and width is not None else None
+
+
+def _bw(gen: int | None, width: int | None) -> str:
+    if gen is None or width is None:
+        return ""
+    bw = pcie_bandwidth_gbps(gen, width)
+    return f" (~{fmt(bw, 'GB/s', 1)} per direction)" if bw is not None else ""
+
+
+def check_pcie(snapshot: Snapshot) -> list[Finding]:
+    findings: list[Finding] = []
+    for gpu in readable_gpus(snapshot):
+        findings += _check_gpu(gpu)
+    return findings
+
+
+def _check_gpu(gpu: Gpu) -> list[Finding]:
+    out: list[Finding] = []
+    gen, gen_max, gen_gpu = gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_gen_gpu_max
+    width, width_max = gpu.pcie_width_current, gpu.pcie_width_max
+
+    missing = [
+        (field, label)
+        for field, label, value in (
+            ("pcie_gen_current", "current PCIe generation", gen),
+            ("pcie_gen_max", "maximum PCIe generation", gen_max),
+            ("pcie_width_current", "current PCIe width", width),
+            ("pcie_width_max", "maximum PCIe width", width_max),
+        )
+        if value is None
+    ]
+    if missing:
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.link-unavailable",
+                Severity.UNKNOWN,
+                f"cannot judge the PCIe link: {missing_text(gpu, missing)}",
+                measured=missing_text(gpu, missing),
+                advice="read it with `nvidia-smi -q -d PCI` (or `sudo lspci -vv` for LnkCap/LnkSta)",
+                source=LINK_SOURCE,
+            )
+        )
+
+    if width is not None and width_max is not None and width < width_max:
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.width-below-max",
+                Severity.WARN,
+                f"PCIe link trained at x{width} of x{width_max}"
+                + (
+                    f": ~{fmt(now_bw, 'GB/s', 1)} of ~{fmt(full_bw, 'GB/s', 1)} per direction"
+                    if (now_bw := _gbps(gen, width)) is not None and (full_bw := _gbps(gen, width_max)) is not None
+                    else ""
+                ),
+                measured=f"x{width}",
+                expected=f"x{width_max}",
+                advice=(
+                    "the card sits in a slot wired for fewer lanes, shares lanes with another slot or an M.2 drive, "
+                    "or runs through a riser: move it to a full x16 slot (see the board manual's lane map), reseat "
+                    "it, or drop the riser; on a two-card consumer board x8/x8 may be all the CPU has"
+                ),
+                source=f"{LINK_SOURCE}; {PCIE_SOURCE}",
+            )
+        )
+
+    if gen is not None and gen_max is not None and gen < gen_max:
+        idle = is_idle(gpu)
+        if idle:
+            severity = Severity.INFO
+            why = "possibly idle power saving (the GPU is idle; the link speeds up under load)"
+            advice = (
+                "re-check under load: `nvidia-smi -q -d PCI` while training; a link stuck below max then is a problem"
+            )
+        elif idle is None:
+            severity = Severity.INFO
+            why = "possibly idle power saving (whether the GPU is busy is not known)"
+            advice = (
+                "re-check under load: `nvidia-smi -q -d PCI` while training; a link stuck below max then is a problem"
+            )
+        else:
+            severity = Severity.WARN
+            why = "while the GPU is busy"
+            advice = (
+                "a busy GPU should run its link at full speed: reseat the card, drop risers or extension cables, "
+                "set the slot to Gen Auto/its max in the BIOS, and check `pcie.replays`"
+            )
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.gen-below-max",
+                severity,
+                f"PCIe link at Gen{gen}, below its max Gen{gen_max}: {why}",
+                measured=f"Gen{gen}{_bw(gen, width)}",
+                expected=f"Gen{gen_max}{_bw(gen_max, width)}",
+                advice=advice,
+                source=f"{LINK_SOURCE}; {PCIE_SOURCE}",
+            )
+        )
+
+    if gen_max is not None and gen_gpu is not None and gen_max < gen_gpu:
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.slot-limits-gen",
+                Severity.INFO,
+                f"the slot or platform limits the link to Gen{gen_max}; the card can do Gen{gen_gpu}",
+                measured=f"Gen{gen_max} max",
+                expected=f"Gen{gen_gpu} (the card's own max)",
+                advice=(
+                    "host-to-GPU copies and P2P over PCIe run at the slot's speed; a newer board/CPU (or a BIOS "
+                    "setting forcing an older generation) decides this"
+                ),
+                source=f"nvml.h nvmlDeviceGetGpuMaxPcieLinkGeneration vs nvmlDeviceGetMaxPcieLinkGeneration; "
+                f"{PCIE_SOURCE}",
+            )
+        )
+
+    replays = gpu.pcie_replay_count
+    if replays is not None and replays > 0:
+        severity = Severity.WARN if replays > REPLAY_WARN else Severity.INFO
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.replays",
+                severity,
+                f"{replays} PCIe replays since the driver loaded (retransmitted packets after link errors)",
+                measured=str(replays),
+                expected=f"0 (warn above {REPLAY_WARN})",
+                advice=(
+                    "signal integrity: reseat the card, remove risers or extension cables, try another slot; a "
+                    "rising count under load costs bandwidth"
+                ),
+                source=f"nvml.h nvmlDeviceGetPcieReplayCounter; the {REPLAY_WARN} cut is rigcheck's",
+            )
+        )
+
+    if not has_problem(out) and None not in (gen, gen_max, width, width_max):
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.ok",
+                Severity.OK,
+                f"PCIe Gen{gen} x{width} (max Gen{gen_max} x{width_max}){_bw(gen, width)}"
+                + (f", {replays} replays" if replays is not None else ""),
+                measured=f"Gen{gen} x{width}",
+                expected=f"Gen{gen_max} x{width_max}",
+                source=LINK_SOURCE,
+            )
+        )
+    return out

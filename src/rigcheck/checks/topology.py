@@ -1,0 +1,285 @@
+"""Topology: how the GPUs reach each other (the guide's "Multi-GPU Connectivity" section).
+
+Finding ids: topology.single-gpu, topology.summary, topology.nvlink, topology.pcie-only, topology.cross-numa,
+topology.mixed-links, topology.nvlink-down, topology.link-unknown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from rigcheck.checks.common import (
+    GUIDE_CONNECTIVITY,
+    gpu_finding,
+    host_finding,
+    list_names,
+    pair_finding,
+    plural,
+    readable_gpus,
+)
+from rigcheck.facts.legend import KIND_MEANING, LEGEND_SOURCE, kind_of, lookup, nvlink_count, rank_of
+from rigcheck.model import Finding, LinkKind, Severity, Snapshot, pair_subject
+
+FINDING_IDS: tuple[str, ...] = (
+    "topology.single-gpu",
+    "topology.summary",
+    "topology.nvlink",
+    "topology.pcie-only",
+    "topology.cross-numa",
+    "topology.mixed-links",
+    "topology.nvlink-down",
+    "topology.link-unknown",
+)
+
+
+DDP_VS_ZERO = (
+    "DDP syncs gradients once per step, so a slower link costs it less; ZeRO/FSDP communicate every layer, "
+    "so they need fast links"
+)
+
+
+@dataclass(frozen=True)
+class _Link:
+    a: int
+    b: int
+    code: str | None  # as topo -m prints it: "NV2", "PHB"
+    kind: LinkKind | None
+    nvlinks: int | None
+    missing_reason: str
+
+    @property
+    def is_nvlink(self) -> bool:
+        return self.kind == "nvlink" or (self.nvlinks is not None and self.nvlinks > 0)
+
+    @property
+    def label(self) -> str:
+        if self.code is not None:
+            return self.code
+        if self.nvlinks:
+            return f"NV{self.nvlinks}"
+        return self.kind or "?"
+
+    @property
+    def subject(self) -> str:
+        return pair_subject(self.a, self.b)
+
+
+def _gpu_indices(snapshot: Snapshot) -> list[int]:
+    if snapshot.gpus:
+        return sorted({g.index for g in readable_gpus(snapshot)})
+    found: set[int] = set()
+    for p in snapshot.pairs:
+        found |= {p.a, p.b}
+    if snapshot.topology is not None:
+        found |= {g.index for g in snapshot.topology.gpus}
+    return sorted(found)
+
+
+def _matrix_code(snapshot: Snapshot, a: int, b: int) -> str | None:
+    """The code `topo -m` printed for a pair, when the snapshot holds the matrix but not the pair."""
+    topo = snapshot.topology
+    if topo is None:
+        return None
+    la, lb = f"GPU{a}", f"GPU{b}"
+    if la not in topo.labels or lb not in topo.labels:
+        return None
+    row, col = topo.labels.index(la), topo.labels.index(lb)
+    if row >= len(topo.matrix) or col >= len(topo.matrix[row]):
+        return None
+    return topo.matrix[row][col]
+
+
+def _links(snapshot: Snapshot, indices: list[int]) -> list[_Link]:
+    links: list[_Link] = []
+    for i, a in enumerate(indices):
+        for b in indices[i + 1 :]:
+            pair = snapshot.pair(a, b)
+            code = pair.link if pair is not None else None
+            if code is None:
+                code = _matrix_code(snapshot, a, b)
+            kind: LinkKind | None = pair.kind if pair is not None else None
+            if kind is None and code is not None:
+                kind = kind_of(code)
+            nvlinks = pair.nvlinks if pair is not None else None
+            if nvlinks is None and code is not None:
+                nvlinks = nvlink_count(code)
+            if pair is None:
+                reason = "no pair record"
+            else:
+                r = pair.missing.get("link") or pair.missing.get("kind")
+                reason = r.value if r is not None else "not recorded"
+            links.append(_Link(a, b, code, kind, nvlinks, reason))
+    return links
+
+
+def _numa_of(snapshot: Snapshot) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for g in readable_gpus(snapshot):
+        if g.numa_node is not None and g.numa_node >= 0:
+            out[g.index] = str(g.numa_node)
+    if snapshot.topology is not None:
+        for t in snapshot.topology.gpus:
+            if t.index not in out and t.numa_affinity not in (None, "", "N/A"):
+                out[t.index] = str(t.numa_affinity)
+    return out
+
+
+def check_topology(snapshot: Snapshot) -> list[Finding]:
+    indices = _gpu_indices(snapshot)
+    if not indices:
+        return []
+    if len(indices) == 1:
+        return [
+            host_finding(
+                "topology.single-gpu",
+                Severity.INFO,
+                f"one GPU (GPU{indices[0]}): no GPU-to-GPU links to check",
+                measured="1 GPU",
+                advice="multi-GPU connectivity matters only with two or more GPUs",
+                source=GUIDE_CONNECTIVITY,
+            )
+        ]
+
+    out: list[Finding] = []
+    links = _links(snapshot, indices)
+    known = [link for link in links if link.kind is not None or link.is_nvlink]
+    unknown = [link for link in links if link not in known]
+
+    for link in known:
+        if link.is_nvlink:
+            n = link.nvlinks
+            count = f"{n} NVLink{'s' if n != 1 else ''}" if n else "NVLink"
+            out.append(
+                pair_finding(
+                    link.a,
+                    link.b,
+                    "topology.nvlink",
+                    Severity.INFO,
+                    f"{link.label} ({count}): {KIND_MEANING['nvlink']}",
+                    measured=link.label,
+                    advice="the fastest path: fine for DDP and for ZeRO/FSDP, which communicate every layer",
+                    source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+                )
+            )
+        else:
+            entry = lookup(link.code) if link.code is not None else None
+            meaning = KIND_MEANING[link.kind] if link.kind is not None else "a PCIe path"
+            legend = entry.legend if entry is not None else None
+            out.append(
+                pair_finding(
+                    link.a,
+                    link.b,
+                    "topology.pcie-only",
+                    Severity.INFO,
+                    f"{link.label}: {meaning}; no NVLink",
+                    measured=f"{link.label} ({legend})" if legend else link.label,
+                    advice=DDP_VS_ZERO + "; prefer DDP (or ZeRO-1/2 with larger buckets) on this pair",
+                    source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+                )
+            )
+
+    if unknown:
+        names = [f"{link.subject} ({link.missing_reason})" for link in unknown]
+        out.append(
+            host_finding(
+                "topology.link-unknown",
+                Severity.UNKNOWN,
+                f"link type unknown for {len(unknown)} of {len(links)} GPU pairs: {list_names(names)}",
+                measured=list_names(names),
+                advice="run `nvidia-smi topo -m` and pass it with `rigcheck topo --from FILE`",
+                source=LEGEND_SOURCE,
+            )
+        )
+
+    numa = _numa_of(snapshot)
+    cross = [link for link in known if link.kind == "cross_numa" and not link.is_nvlink]
+    if cross:
+        codes = "/".join(sorted({c.label for c in cross}))
+        nodes = sorted(set(numa.values()))
+        placement = (
+            "; ".join(f"node {n}: " + ", ".join(f"GPU{i}" for i in indices if numa.get(i) == n) for n in nodes)
+            if nodes
+            else "NUMA node of each GPU not known"
+        )
+        out.append(
+            host_finding(
+                "topology.cross-numa",
+                Severity.WARN,
+                f"{len(cross)} of {len(links)} GPU pairs cross CPU sockets ({codes}): "
+                f"{list_names([c.subject for c in cross])}",
+                measured=placement,
+                expected="GPUs that talk most on the same NUMA node",
+                advice=(
+                    "bind each rank to its GPU's NUMA node (torchrun with `numactl --cpunodebind=N --membind=N`, or "
+                    f"`--cpu-bind` in srun); {placement}; traffic between sockets goes over QPI/UPI/Infinity Fabric "
+                    "and P2P is usually unavailable there"
+                ),
+                source=f"{LEGEND_SOURCE} (SYS/SOC); {GUIDE_CONNECTIVITY}",
+            )
+        )
+
+    nv = [link for link in known if link.is_nvlink]
+    pcie = [link for link in known if not link.is_nvlink]
+    if nv and pcie:
+        out.append(
+            host_finding(
+                "topology.mixed-links",
+                Severity.WARN,
+                f"mixed links: {len(nv)} pairs on NVLink, {len(pcie)} on PCIe only "
+                f"({list_names([f'{p.subject} {p.label}' for p in pcie])})",
+                measured=f"NVLink: {list_names([p.subject for p in nv])}",
+                expected="every pair on the same kind of link",
+                advice=(
+                    "a collective over all GPUs runs at the speed of its slowest link, so the NVLink bridge helps "
+                    "little there; run jobs that talk a lot (ZeRO/FSDP, tensor parallel) on the NVLinked GPUs only "
+                    "(CUDA_VISIBLE_DEVICES), or bridge every pair"
+                ),
+                source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+            )
+        )
+
+    for gpu in readable_gpus(snapshot):
+        links_of = gpu.nvlinks or []
+        states = [link.active for link in links_of if link.active is not None]
+        if states and not any(states):
+            out.append(
+                gpu_finding(
+                    gpu,
+                    "topology.nvlink-down",
+                    Severity.WARN,
+                    f"the card reports {len(links_of)} NVLinks but none is active",
+                    measured=f"0 of {len(links_of)} NVLinks active",
+                    expected="links active where a bridge or NVSwitch is fitted",
+                    advice=(
+                        "reseat the NVLink bridge (or check the NVSwitch fabric manager service on SXM systems: "
+                        "`systemctl status nvidia-fabricmanager`); ignore if this card has no bridge fitted"
+                    ),
+                    source="nvml.h nvmlDeviceGetNvLinkState (`nvidia-smi nvlink -s`)",
+                )
+            )
+
+    kinds = Counter(link.label for link in known)
+    parts = [f"{n}x {code}" for code, n in sorted(kinds.items(), key=lambda kv: rank_of(kv[0]))]
+    best = min((rank_of(link.label) for link in known), default=None)
+    numa_nodes = sorted(set(numa.values()))
+    out.append(
+        host_finding(
+            "topology.summary",
+            Severity.INFO,
+            f"{len(indices)} GPUs, {plural(len(links), 'pair')}: {len(nv)} NVLink, {len(pcie)} PCIe only"
+            + (f", {len(unknown)} unknown" if unknown else "")
+            + (f" ({', '.join(parts)})" if parts else "")
+            + (f"; NUMA nodes {', '.join(numa_nodes)}" if numa_nodes else ""),
+            measured=", ".join(parts) or None,
+            advice=(
+                "all pairs on NVLink: good for ZeRO/FSDP as well as DDP"
+                if nv and not pcie and not unknown
+                else DDP_VS_ZERO
+            )
+            if best is not None
+            else None,
+            source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+        )
+    )
+    return out

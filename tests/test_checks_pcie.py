@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import pytest
+
+from rigcheck.checks.pcie import check_pcie
+from rigcheck.model import Missing, Severity
+from tests.checkutil import ids, only
+from tests.snapshots import make_gpu, make_snapshot
+
+
+def run(**overrides: object) -> list:
+    return check_pcie(make_snapshot([make_gpu(0, **overrides)]))
+
+
+def test_full_link_is_ok_with_bandwidth() -> None:
+    found = run()
+    assert ids(found) == ["pcie.ok"]
+    assert "Gen5 x16" in found[0].message
+    assert "63 GB/s" in found[0].message
+
+
+def test_width_below_max_warns_with_bandwidths() -> None:
+    f = only(run(pcie_gen_current=4, pcie_gen_max=4, pcie_gen_gpu_max=4, pcie_width_current=8), "pcie.width-below-max")
+    assert f.severity is Severity.WARN
+    assert "x8 of x16" in f.message
+    assert "15.8 GB/s" in f.message
+    assert "31.5 GB/s" in f.message
+
+
+@pytest.mark.parametrize(
+    ("state", "severity"),
+    [
+        ({"pstate": "P8", "clock_event_reasons_active": [], "utilization_gpu_percent": 0.0}, Severity.INFO),
+        ({"pstate": "P0", "clock_event_reasons_active": ["idle"], "utilization_gpu_percent": 50.0}, Severity.INFO),
+        ({"pstate": "P0", "clock_event_reasons_active": [], "utilization_gpu_percent": 9.9}, Severity.INFO),
+        ({"pstate": "P0", "clock_event_reasons_active": [], "utilization_gpu_percent": 10.0}, Severity.WARN),
+        (
+            {"pstate": "P2", "clock_event_reasons_active": ["sw_power_cap"], "utilization_gpu_percent": 100.0},
+            Severity.WARN,
+        ),
+    ],
+)
+def test_gen_below_max_idle_vs_busy(state: dict, severity: Severity) -> None:
+    f = only(run(pcie_gen_current=1, **state), "pcie.gen-below-max")
+    assert f.severity is severity
+    assert "Gen1" in f.message
+    assert "Gen5" in f.message
+    if severity is Severity.INFO:
+        assert "possibly idle power saving" in f.message
+
+
+def test_gen_below_max_unknown_idleness_is_info() -> None:
+    found = run(pcie_gen_current=3, pstate=None, clock_event_reasons_active=None, utilization_gpu_percent=None)
+    assert only(found, "pcie.gen-below-max").severity is Severity.INFO
+
+
+def test_slot_limits_gen() -> None:
+    f = only(run(pcie_gen_current=4, pcie_gen_max=4, pcie_gen_gpu_max=5), "pcie.slot-limits-gen")
+    assert f.severity is Severity.INFO
+    assert "Gen4" in f.message
+    assert "Gen5" in f.message
+
+
+@pytest.mark.parametrize(
+    ("count", "severity"), [(0, None), (1, Severity.INFO), (100, Severity.INFO), (101, Severity.WARN)]
+)
+def test_replay_thresholds(count: int, severity: Severity | None) -> None:
+    found = run(pcie_replay_count=count)
+    if severity is None:
+        assert "pcie.replays" not in ids(found)
+    else:
+        f = only(found, "pcie.replays")
+        assert f.severity is severity
+        assert str(count) in f.message
+
+
+def test_missing_link_is_unknown_with_reason() -> None:
+    found = run(missing={"pcie_width_current": Missing.GPU_LOST, "pcie_width_max": Missing.GPU_LOST})
+    f = only(found, "pcie.link-unavailable")
+    assert f.severity is Severity.UNKNOWN
+    assert "gpu_lost" in f.message
+    assert "pcie.ok" not in ids(found)

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import pytest
+
+from rigcheck.checks.power import check_power
+from rigcheck.model import Missing, Severity
+from tests.checkutil import ids, only
+from tests.snapshots import MX250, MX250_MISSING, RTX_3090, make_gpu, make_snapshot
+
+
+def run(**overrides: object) -> list:
+    return check_power(make_snapshot([make_gpu(0, **overrides)]))
+
+
+def test_healthy_h100_is_ok_with_numbers() -> None:
+    found = run()
+    assert ids(found) == ["power.ok"]
+    ok = found[0]
+    assert ok.severity is Severity.OK
+    assert ok.gpu == 0
+    assert ok.subject == "GPU0"
+    assert "700 W" in ok.message
+    assert "74 W" in ok.message
+
+
+@pytest.mark.parametrize(
+    ("limit", "severity"),
+    [
+        (350.0, None),  # at default
+        (400.0, None),  # above default
+        (346.5, Severity.INFO),  # exactly 1% below: rounding
+        (346.0, Severity.WARN),  # 1.14% below
+        (280.0, Severity.WARN),
+    ],
+)
+def test_limit_below_default_thresholds(limit: float, severity: Severity | None) -> None:
+    found = check_power(
+        make_snapshot(
+            [
+                make_gpu(
+                    0,
+                    base=RTX_3090,
+                    power_limit_w=limit,
+                    power_enforced_limit_w=limit,
+                    clock_event_reasons_active=[],
+                    power_draw_w=100.0,
+                )
+            ]
+        )
+    )
+    if severity is None:
+        assert "power.limit-below-default" not in ids(found)
+        assert "power.ok" in ids(found)
+    else:
+        f = only(found, "power.limit-below-default")
+        assert f.severity is severity
+        assert f"{limit:.0f} W" in f.message
+        assert "350 W" in f.message
+
+
+def test_limit_below_default_message_percent() -> None:
+    f = only(check_power(make_snapshot([make_gpu(0, base=RTX_3090)])), "power.limit-below-default")
+    assert "20%" in f.message
+    assert "-pl 350" in (f.advice or "")
+
+
+def test_enforced_below_set_limit_is_info() -> None:
+    f = only(run(power_enforced_limit_w=600.0), "power.enforced-below-limit")
+    assert f.severity is Severity.INFO
+    assert "600 W" in f.message
+    assert "700 W" in f.message
+
+
+def test_power_brake_active_fails_and_points_at_cables() -> None:
+    found = run(clock_event_reasons_active=["hw_slowdown", "hw_power_brake_slowdown"])
+    f = only(found, "power.brake-active")
+    assert f.severity is Severity.FAIL
+    assert "independent cable" in (f.advice or "")
+    assert "pigtail" in (f.advice or "")
+    assert "power.ok" not in ids(found)
+
+
+def test_sw_power_cap_busy_below_max_warns() -> None:
+    found = check_power(make_snapshot([make_gpu(0, base=RTX_3090)]))
+    f = only(found, "power.capped-now")
+    assert f.severity is Severity.WARN
+    assert "279 W of 280 W" in f.message
+
+
+def test_sw_power_cap_idle_is_info() -> None:
+    f = only(run(clock_event_reasons_active=["idle", "sw_power_cap"]), "power.capped-now")
+    assert f.severity is Severity.INFO
+    assert "idle" in f.message
+
+
+def test_sw_power_cap_at_max_limit_under_load_is_info() -> None:
+    f = only(
+        run(clock_event_reasons_active=["sw_power_cap"], utilization_gpu_percent=100.0, power_draw_w=699.0),
+        "power.capped-now",
+    )
+    assert f.severity is Severity.INFO
+    assert "699 W of 700 W" in f.message
+
+
+@pytest.mark.parametrize(("draw", "at_cap"), [(664.0, False), (665.0, True), (700.0, True)])
+def test_at_cap_threshold_95_percent(draw: float, at_cap: bool) -> None:
+    found = run(power_draw_w=draw, clock_event_reasons_active=[], utilization_gpu_percent=100.0)
+    assert ("power.at-cap" in ids(found)) is at_cap
+    if at_cap:
+        f = only(found, "power.at-cap")
+        assert f.severity is Severity.INFO
+        assert "running at its power cap" in f.message
+
+
+@pytest.mark.parametrize(
+    ("us", "severity"), [(500_000.0, Severity.INFO), (1_000_000.0, Severity.WARN), (42e6, Severity.WARN)]
+)
+def test_brake_history(us: float, severity: Severity) -> None:
+    durations = {"hw_power_brake_slowdown": us, "sw_power_cap": 0.0}
+    f = only(run(clock_event_durations_us=durations), "power.brake-history")
+    assert f.severity is severity
+    assert f"{us / 1e6:.1f} s" in f.message
+
+
+def test_cap_history_reports_seconds() -> None:
+    f = only(run(clock_event_durations_us={"sw_power_cap": 33534556.0}), "power.cap-history")
+    assert f.severity is Severity.INFO
+    assert "33.5 s" in f.message
+
+
+def test_consumer_card_without_power_readings_is_unknown_with_reason() -> None:
+    found = check_power(make_snapshot([make_gpu(0, base=MX250, missing=MX250_MISSING)]))
+    assert ids(found) == ["power.readings-unavailable"]
+    f = found[0]
+    assert f.severity is Severity.UNKNOWN
+    assert "power limit not available (not_supported)" in f.message
+
+
+def test_nan_power_is_missing_not_a_pass() -> None:
+    found = run(power_limit_w=float("nan"), power_enforced_limit_w=None, missing={})
+    f = only(found, "power.readings-unavailable")
+    assert "not a finite number" in f.message or "not recorded" in f.message
+    assert "power.ok" not in ids(found)
+
+
+def test_placeholder_gets_no_power_findings() -> None:
+    from rigcheck.model import Gpu
+
+    assert check_power(make_snapshot([Gpu(index=0, read_error=Missing.GPU_LOST)])) == []

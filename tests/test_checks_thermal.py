@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import pytest
+
+from rigcheck.checks.thermal import check_thermal
+from rigcheck.model import Missing, Severity
+from tests.checkutil import ids, only
+from tests.snapshots import RTX_3090, make_gpu, make_snapshot
+
+
+def run(**overrides: object) -> list:
+    # Card thresholds well above the guide's bands so that only the bands speak.
+    overrides.setdefault("temp_slowdown_c", 110.0)
+    overrides.setdefault("temp_shutdown_c", 120.0)
+    return check_thermal(make_snapshot([make_gpu(0, **overrides)]))
+
+
+@pytest.mark.parametrize(
+    ("temp", "finding_id", "severity", "words"),
+    [
+        (70.0, "thermal.ok", Severity.OK, "excellent"),
+        (75.0, "thermal.ok", Severity.OK, "excellent"),
+        (75.5, "thermal.ok", Severity.OK, "good"),
+        (79.0, "thermal.ok", Severity.OK, "good"),
+        (80.0, "thermal.warm", Severity.INFO, "above the guide's 80 C 'good' band"),
+        (83.9, "thermal.warm", Severity.INFO, "80 C"),
+        (84.0, "thermal.throttle-range", Severity.WARN, "within the guide's 84-90 C"),
+        (90.0, "thermal.throttle-range", Severity.WARN, "within the guide's 84-90 C"),
+        (91.0, "thermal.throttle-range", Severity.WARN, "above the guide's 84-90 C"),
+    ],
+)
+def test_guide_bands(temp: float, finding_id: str, severity: Severity, words: str) -> None:
+    found = run(temp_c=temp)
+    assert ids(found) == [finding_id]
+    assert found[0].severity is severity
+    assert words in found[0].message
+    assert found[0].measured == f"{temp:.0f} C"
+
+
+def test_warm_advice_mentions_lifespan() -> None:
+    f = only(run(temp_c=82.0), "thermal.warm")
+    assert "life" in (f.advice or "")
+
+
+@pytest.mark.parametrize(
+    ("temp", "expected"),
+    [
+        (83.0, None),  # 6 C below slowdown 89
+        (84.5, "thermal.near-slowdown"),  # 4.5 C below
+        (89.0, "thermal.at-slowdown"),
+        (90.0, "thermal.near-shutdown"),  # shutdown 95 - 5
+        (96.0, "thermal.near-shutdown"),
+    ],
+)
+def test_card_thresholds_h100(temp: float, expected: str | None) -> None:
+    found = check_thermal(make_snapshot([make_gpu(0, temp_c=temp)]))  # H100: slowdown 89, shutdown 95
+    threshold_ids = {"thermal.near-slowdown", "thermal.at-slowdown", "thermal.near-shutdown"}
+    got = [i for i in ids(found) if i in threshold_ids]
+    assert got == ([expected] if expected else [])
+    if expected:
+        f = only(found, expected)
+        assert f.severity is (Severity.WARN if expected == "thermal.near-slowdown" else Severity.FAIL)
+        assert ("89 C" in f.message) or ("95 C" in f.message)
+
+
+def test_ok_band_suppressed_when_near_slowdown() -> None:
+    found = check_thermal(make_snapshot([make_gpu(0, temp_c=74.0, temp_slowdown_c=78.0)]))
+    assert "thermal.ok" not in ids(found)
+    assert only(found, "thermal.near-slowdown").severity is Severity.WARN
+
+
+@pytest.mark.parametrize(
+    ("reasons", "finding_id", "severity"),
+    [
+        (["hw_slowdown", "hw_thermal_slowdown"], "thermal.hw-thermal-slowdown", Severity.FAIL),
+        (["sw_thermal_slowdown"], "thermal.sw-thermal-slowdown", Severity.WARN),
+        (["hw_slowdown"], "thermal.hw-slowdown", Severity.WARN),
+    ],
+)
+def test_slowdown_reasons(reasons: list[str], finding_id: str, severity: Severity) -> None:
+    found = run(temp_c=70.0, clock_event_reasons_active=reasons)
+    assert only(found, finding_id).severity is severity
+    assert "thermal.ok" not in ids(found)
+
+
+def test_hw_slowdown_with_power_brake_is_left_to_power() -> None:
+    found = run(temp_c=60.0, clock_event_reasons_active=["hw_slowdown", "hw_power_brake_slowdown"])
+    assert "thermal.hw-slowdown" not in ids(found)
+
+
+def test_slowdown_history_seconds() -> None:
+    f = only(
+        run(temp_c=60.0, clock_event_durations_us={"sw_thermal_slowdown": 90e6, "hw_thermal_slowdown": 30e6}),
+        "thermal.slowdown-history",
+    )
+    assert f.severity is Severity.INFO
+    assert "2.0 min" in f.message
+
+
+def test_fan_at_100_percent_warns() -> None:
+    found = check_thermal(make_snapshot([make_gpu(0, base=RTX_3090, temp_c=70.0, clock_event_reasons_active=[])]))
+    f = only(found, "thermal.fan-at-max")
+    assert f.severity is Severity.WARN
+    assert "100%" in f.message
+    assert "70 C" in f.message
+
+
+def test_fan_99_is_fine() -> None:
+    assert "thermal.fan-at-max" not in ids(run(temp_c=60.0, fan_percent=99.0))
+
+
+def test_temperature_missing_is_unknown_with_reason() -> None:
+    found = check_thermal(make_snapshot([make_gpu(0, missing={"temp_c": Missing.NO_PERMISSION})]))
+    f = only(found, "thermal.temperature-unavailable")
+    assert f.severity is Severity.UNKNOWN
+    assert "no_permission" in f.message
