@@ -56,7 +56,10 @@ def check_software(snapshot: Snapshot) -> list[Finding]:
     checked: list[str] = []
 
     driver = parse_version(sw.driver_version)
-    if driver is None:
+    if driver is None and not snapshot.gpus and snapshot.gpu_absent_reason:
+        # No driver at all: health.no-gpu already says so; a second "driver unknown" adds nothing.
+        pass
+    elif driver is None:
         why = (
             why_missing(sw, "driver_version")
             if sw.driver_version is None

@@ -84,3 +84,37 @@ def value_text(record: Record, name: str, unit: str = "", digits: int = 0) -> st
 
 def gpu_label(gpu: Gpu) -> str:
     return f"GPU{gpu.index}"
+
+
+def group_findings(findings: list[Finding]) -> list[tuple[Finding, list[str]]]:
+    """Findings that say the same thing about several subjects, folded into one (first finding, subjects).
+
+    An 8-GPU NVLink box has 28 identical pair findings; a person wants one line. Order is kept.
+    """
+    groups: dict[tuple[str, str, str, str | None], tuple[Finding, list[str]]] = {}
+    for f in findings:
+        key = (f.severity.value, f.id, f.message, f.advice)
+        if key in groups:
+            groups[key][1].append(f.subject)
+        else:
+            groups[key] = (f, [f.subject])
+    return list(groups.values())
+
+
+def subjects_text(subjects: list[str]) -> str:
+    """``GPU0`` or ``4 GPUs`` / ``28 pairs``, for the subject column of a folded finding."""
+    if len(subjects) == 1:
+        return subjects[0]
+    noun = (
+        "pairs"
+        if all("-" in s for s in subjects)
+        else "GPUs"
+        if all(s.startswith("GPU") for s in subjects)
+        else "subjects"
+    )
+    return f"{len(subjects)} {noun}"
+
+
+def subjects_list(subjects: list[str], *, limit: int = 8) -> str:
+    shown = ", ".join(subjects[:limit])
+    return shown + (f", … ({len(subjects) - limit} more)" if len(subjects) > limit else "")

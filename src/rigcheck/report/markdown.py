@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigcheck.model import Finding, Severity
-from rigcheck.report.base import SEVERITY_ORDER, DoctorReport, value_text
+from rigcheck.report.base import SEVERITY_ORDER, DoctorReport, group_findings, subjects_list, value_text
 from rigcheck.report.summary import machine_lines
 
 
@@ -11,8 +11,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _finding_row(f: Finding) -> str:
-    cells = [f.severity.value.upper(), f"`{f.id}`", f.subject, f.message, f.advice or ""]
+def _finding_row(f: Finding, subjects: list[str]) -> str:
+    cells = [f.severity.value.upper(), f"`{f.id}`", subjects_list(subjects), f.message, f.advice or ""]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
 
 
@@ -45,7 +45,7 @@ def render_markdown(report: DoctorReport) -> str:
     if problems:
         out += ["| severity | id | subject | finding | advice |", "| --- | --- | --- | --- | --- |"]
         for sev in SEVERITY_ORDER:
-            out += [_finding_row(f) for f in problems if f.severity is sev]
+            out += [_finding_row(f, subs) for f, subs in group_findings([p for p in problems if p.severity is sev])]
         out.append("")
     passed = [f for f in report.findings if f.severity is Severity.OK]
     if passed:

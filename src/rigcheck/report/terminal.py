@@ -9,7 +9,14 @@ from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
-from rigcheck.report.base import SEVERITY_ORDER, DoctorReport, value_text
+from rigcheck.report.base import (
+    SEVERITY_ORDER,
+    DoctorReport,
+    group_findings,
+    subjects_list,
+    subjects_text,
+    value_text,
+)
 from rigcheck.report.summary import machine_lines
 
 SEVERITY_STYLE: dict[Severity, str] = {
@@ -55,16 +62,21 @@ def gpu_table(snap: Snapshot) -> Table:
 
 
 def finding_lines(findings: list[Finding]) -> list[RenderableType]:
-    """Problems one per line, worst first, each with its advice indented beneath."""
+    """Problems one per line, worst first, each with its advice indented beneath.
+
+    The same finding about several subjects is one line naming them all.
+    """
     out: list[RenderableType] = []
     for sev in SEVERITY_ORDER:
         if sev is Severity.OK:
             continue
-        for f in (x for x in findings if x.severity is sev):
+        for f, subjects in group_findings([x for x in findings if x.severity is sev]):
             line = Text()
             line.append(f"{sev.value.upper():<7}", style=SEVERITY_STYLE[sev])
-            line.append(f" {f.subject:<11} ", style="bold")
+            line.append(f" {subjects_text(subjects):<11} ", style="bold")
             line.append(f.message)
+            if len(subjects) > 1:
+                line.append(f" — {subjects_list(subjects)}")
             line.append(f"  [{f.id}]", style="dim")
             out.append(line)
             if f.advice:
@@ -84,7 +96,14 @@ def passed_line(findings: list[Finding]) -> Text | None:
 
 def result_line(report: DoctorReport) -> Text:
     counts = ", ".join(f"{n} {sev}" for sev, n in report.counts.items() if n and sev != "ok") or "no problems"
-    verdict = "problems found" if report.exit_code else "healthy"
+    if report.exit_code:
+        verdict = "problems found"
+    elif report.counts.get("warn"):
+        verdict = "warnings to look at"
+    elif report.counts.get("unknown"):
+        verdict = "no problems found, but some checks could not decide"
+    else:
+        verdict = "healthy"
     style = "bold red" if report.exit_code else "bold green"
     text = Text("Result: ", style="bold")
     text.append(f"{verdict} ({counts})", style=style)

@@ -1,0 +1,73 @@
+"""Report rendering: folded findings, verdict wording, missing values with their reasons."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
+from rigcheck.report.base import DoctorReport, exit_code_for, group_findings, subjects_text, value_text
+from rigcheck.report.markdown import render_markdown
+from rigcheck.report.terminal import render_terminal
+
+
+def _finding(subject: str, severity: Severity = Severity.INFO, message: str = "NV18 link") -> Finding:
+    return Finding(id="topology.nvlink", severity=severity, category="topology", subject=subject, message=message)
+
+
+def _text(report: DoctorReport) -> str:
+    console = Console(record=True, width=200, color_system=None)
+    console.print(render_terminal(report))
+    return console.export_text()
+
+
+def test_identical_findings_fold_into_one_line() -> None:
+    found = [_finding(f"GPU{a}-GPU{b}") for a in range(4) for b in range(a + 1, 4)]
+    found.append(_finding("GPU0-GPU1", message="something else"))
+    groups = group_findings(found)
+    assert [len(subjects) for _, subjects in groups] == [6, 1]
+    assert subjects_text(groups[0][1]) == "6 pairs"
+    assert subjects_text(["GPU0", "GPU3"]) == "2 GPUs"
+    text = _text(DoctorReport(snapshot=Snapshot(), findings=found))
+    assert text.count("[topology.nvlink]") == 2
+    assert "6 pairs" in text
+    assert "GPU0-GPU1, GPU0-GPU2, GPU0-GPU3, GPU1-GPU2, GPU1-GPU3, GPU2-GPU3" in text
+    md = render_markdown(DoctorReport(snapshot=Snapshot(), findings=found))
+    assert md.count("`topology.nvlink`") == 2
+
+
+def test_verdicts() -> None:
+    def verdict(*severities: Severity, strict: bool = False) -> tuple[int, str]:
+        report = DoctorReport(snapshot=Snapshot(), findings=[_finding("GPU0", s) for s in severities], strict=strict)
+        line = next(ln for ln in _text(report).splitlines() if ln.startswith("Result:"))
+        return report.exit_code, line
+
+    assert verdict(Severity.OK, Severity.INFO) == (0, "Result: healthy (1 info) — exit 0")
+    code, line = verdict(Severity.WARN)
+    assert (code, "warnings to look at" in line) == (0, True)
+    code, line = verdict(Severity.WARN, strict=True)
+    assert (code, "problems found" in line, "--strict" in line) == (1, True, True)
+    code, line = verdict(Severity.UNKNOWN)
+    assert (code, "could not decide" in line) == (0, True)
+    code, line = verdict(Severity.FAIL, Severity.OK)
+    assert (code, "problems found (1 fail)" in line) == (1, True)
+
+
+def test_exit_code_ignores_unknown_and_info() -> None:
+    assert exit_code_for([_finding("GPU0", Severity.UNKNOWN), _finding("GPU0", Severity.INFO)], strict=True) == 0
+
+
+def test_value_text_shows_the_reason() -> None:
+    gpu = Gpu(index=0, power_limit_w=350.0, persistence_mode=False)
+    gpu.mark_missing("power_draw_w", Missing.NOT_SUPPORTED)
+    assert value_text(gpu, "power_limit_w", "W") == "350 W"
+    assert value_text(gpu, "power_draw_w", "W") == "n/a (not supported)"
+    assert value_text(gpu, "temp_c", "C") == "n/a"
+    assert value_text(gpu, "persistence_mode") == "off"
+
+
+def test_placeholder_gpu_is_shown_unreadable() -> None:
+    snap = Snapshot(
+        gpus=[Gpu(index=0, name="A"), Gpu(index=1, read_error=Missing.GPU_LOST, read_error_detail="GPU is lost")]
+    )
+    text = _text(DoctorReport(snapshot=snap, findings=[]))
+    assert "unreadable: GPU is lost" in text
