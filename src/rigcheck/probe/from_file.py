@@ -27,6 +27,7 @@ InputKind = Literal["snapshot", "nvidia-smi-xml", "nvidia-smi-q", "nvidia-smi-ta
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\b", re.MULTILINE)
+_P2P_LEGEND = re.compile(r"^\s*CNS\s+=\s+Chipset not supported", re.MULTILINE)
 _NVLINK = re.compile(r"^\s*Link \d+: ", re.MULTILINE)
 _NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.MULTILINE)
 _Q_SECTION = re.compile(
@@ -88,6 +89,8 @@ def detect_kind(text: str) -> InputKind | None:
         return "nvidia-smi-q"
     if "NVIDIA-SMI" in clean and "|" in clean:
         return "nvidia-smi-table"
+    if _P2P_LEGEND.search(clean):
+        return None  # `nvidia-smi topo -p2p`: same shape as topo -m, other codes
     if _TOPO_HEADER.search(clean) and _TOPO_ROW.search(clean):
         return "topo"
     if _NVLINK_GPU.search(clean) and (_NVLINK.search(clean) or "NVLink" in clean):
@@ -132,6 +135,11 @@ _PARSERS: dict[InputKind, Callable[[str, str | None], Snapshot]] = {
 
 def load_text(text: str, path: str | None = None) -> Snapshot:
     kind = detect_kind(text)
+    if kind is None and _P2P_LEGEND.search(_ANSI.sub("", text)):
+        raise ParseError(
+            "this is `nvidia-smi topo -p2p` output; rigcheck reads `nvidia-smi topo -m` (and finds P2P status itself)",
+            path=path,
+        )
     if kind is None:
         raise ParseError(
             "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "

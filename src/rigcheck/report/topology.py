@@ -184,9 +184,7 @@ def render_topology(topo: TopoMatrix, pairs: list[GpuPair]) -> RenderableType:
         if any(getattr(g, attr) is not None for g in topo.gpus)
     ]
     # Compact and never truncated: an 8-GPU matrix with affinities must fit a log line, whole.
-    table = Table(
-        title="GPU topology (nvidia-smi topo -m)", title_justify="left", box=None, pad_edge=False, header_style="bold"
-    )
+    table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("", no_wrap=True)
     for label in topo.labels:
         table.add_column(label, justify="center", no_wrap=True)
@@ -198,7 +196,7 @@ def render_topology(topo: TopoMatrix, pairs: list[GpuPair]) -> RenderableType:
         extra = [(getattr(gpu, attr) or "") if gpu is not None else "" for _, attr in columns]
         table.add_row(Text(label, style="bold"), *[_code_text(c) for c in row], *extra)
 
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = [Text("GPU topology (nvidia-smi topo -m)", style="bold"), table]
     if topo.nics:
         nic_lines = Text("NICs: ")
         nic_lines.append(", ".join(f"{n.label} = {n.name or 'name not printed'}" for n in topo.nics))

@@ -1,0 +1,91 @@
+"""`--from`: every corpus output is recognised as its kind, and odd encodings are handled."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rigcheck.errors import InputError, ParseError
+from rigcheck.probe.from_file import detect_kind, load_file, load_text, read_text
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
+KIND = {
+    "topo": "topo",
+    "smi": "nvidia-smi-table",
+    "smi-q": "nvidia-smi-q",
+    "smi-xml": "nvidia-smi-xml",
+    "nvlink": "nvlink-status",
+}
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=[e["file"] for e in MANIFEST])
+def test_corpus_files_are_recognised(entry: dict[str, object]) -> None:
+    path = CORPUS / str(entry["file"])
+    # nccl logs, nccl-tests and p2pBandwidthLatencyTest are not snapshot inputs (issue #4 reads them).
+    assert detect_kind(read_text(str(path))) == KIND.get(str(entry["kind"]))
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("q.txt", "nvidia-smi-q"),
+        ("q-d.txt", "nvidia-smi-q"),
+        ("q.xml", "nvidia-smi-xml"),
+        ("nvidia-smi.txt", "nvidia-smi-table"),
+        ("topo-m.txt", "topo"),
+        ("topo-p2p-r.txt", None),
+        ("query.csv", None),
+        ("dmon.txt", None),
+    ],
+)
+def test_h100_outputs_are_recognised(name: str, kind: str | None) -> None:
+    assert detect_kind(read_text(str(CORPUS / "h100-vm" / name))) == kind
+
+
+def test_p2p_matrix_gets_a_pointed_error() -> None:
+    with pytest.raises(ParseError, match=r"topo -p2p"):
+        load_file(str(CORPUS / "h100-vm/topo-p2p-r.txt"))
+
+
+def test_utf16_from_powershell_is_read(tmp_path: Path) -> None:
+    text = (CORPUS / "smi/002-2x2080ti-550.txt").read_text()
+    path = tmp_path / "smi.txt"
+    path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))
+    snap = load_file(str(path))
+    assert [g.name for g in snap.gpus] == ["NVIDIA GeForce RTX 2080 Ti"] * 2
+
+
+def test_utf8_bom_and_crlf(tmp_path: Path) -> None:
+    text = (CORPUS / "topo/017-2x5090-phb-tabs.txt").read_text()
+    path = tmp_path / "topo.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    snap = load_file(str(path))
+    assert snap.topology is not None
+    assert snap.topology.matrix[0][1] == "PHB"
+
+
+def test_stdin_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = (CORPUS / "topo/006-2gpu-nv2-minimal-no-legend.txt").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    snap = load_file("-")
+    assert snap.pairs[0].link == "NV2"
+    assert snap.source.path == "-"
+
+
+def test_topo_only_snapshot_marks_everything_else_not_in_source() -> None:
+    snap = load_text((CORPUS / "topo/010-2x2080ti-pix-numa1.txt").read_text(), "t.txt")
+    gpu = snap.gpus[0]
+    assert gpu.power_limit_w is None
+    assert gpu.missing["power_limit_w"] == "not_in_source"
+    assert gpu.numa_node == 1
+    assert snap.source.kind == "topo"
+
+
+def test_unrecognised_text_lists_what_is_accepted() -> None:
+    with pytest.raises(InputError, match="expected `nvidia-smi -q`"):
+        load_text("timestamp, index, power.draw [W]\n2026/11/22, 0, 74.5 W\n", "q.csv")
