@@ -340,3 +340,40 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     for command in ("doctor", "topo", "snapshot", "power", "thermal"):
         assert command in out
+
+
+def _raise(exc: BaseException) -> object:
+    def boom(*_: object, **__: object) -> object:
+        raise exc
+
+    return boom
+
+
+def test_ctrl_c_is_one_line_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("rigcheck.cli.doctor.run_checks", _raise(KeyboardInterrupt()))
+    code, out, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json")], capsys)
+    assert code == 130
+    assert out == ""
+    assert err == "rigcheck: interrupted\n"
+
+
+def test_bug_is_exit_3_with_a_hint(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("RIGCHECK_DEBUG", raising=False)
+    monkeypatch.setattr("rigcheck.cli.doctor.run_checks", _raise(RuntimeError("checks exploded")))
+    code, _, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json")], capsys)
+    assert code == 3
+    assert "internal error: RuntimeError: checks exploded" in err
+    assert "RIGCHECK_DEBUG=1" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_power_view_explains_missing_cells(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["power", "--from", str(SNAPSHOTS / "consumer-power-not-supported.json")], capsys)
+    assert code == 0
+    assert "GPU0 n/a: not supported (draw, limit, default, enforced, min, max)" in out
+    code, out, _ = run(["power", "--from", str(SNAPSHOTS / "consumer-power-not-supported.json"), "--json"], capsys)
+    data = json.loads(out)
+    assert data["schema"] == "rigcheck.power/1"
+    assert data["gpus"][0]["power_limit_w"] is None
+    assert data["gpus"][0]["missing"]["power_limit_w"] == "not_supported"
+    assert {f["category"] for f in data["findings"]} == {"power"}

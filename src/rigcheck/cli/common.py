@@ -57,7 +57,7 @@ def load_snapshot(source: Path | None) -> Snapshot:
 
     snap = probe_machine()
     if not snap.gpus and snap.gpu_absent_reason:
-        note(f"no NVIDIA GPU visible ({snap.gpu_absent_reason}); showing what can be checked without one.")
+        note(f"no NVIDIA GPU visible: {snap.gpu_absent_reason}; showing what can be checked without one.")
     return snap
 
 

@@ -12,7 +12,7 @@ from rich.text import Text
 from rigcheck.checks import run_checks
 from rigcheck.cli.common import load_snapshot, out_console, print_json
 from rigcheck.model import Finding, Gpu, Snapshot
-from rigcheck.report.base import DoctorReport, value_text
+from rigcheck.report.base import MISSING_WORDS, DoctorReport, value_text
 from rigcheck.report.json_report import findings_to_list
 from rigcheck.report.terminal import finding_lines, passed_line, result_line
 
@@ -46,21 +46,33 @@ def _reasons(g: Gpu, wanted: tuple[str, ...]) -> list[str] | None:
     return [r for r in g.clock_event_reasons_active if r in wanted]
 
 
-def _gpu_rows(snap: Snapshot, fields: tuple[tuple[str, str, str], ...], reasons: tuple[str, ...]) -> Table:
+def _gpu_rows(
+    snap: Snapshot, fields: tuple[tuple[str, str, str], ...], reasons: tuple[str, ...]
+) -> tuple[Table, list[str]]:
+    """The table (missing cells say just "n/a") and one footnote per GPU naming why they are missing."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("GPU")
-    table.add_column("name")
+    table.add_column("GPU", no_wrap=True)
+    table.add_column("name", no_wrap=True)
     for _, header, unit in fields:
-        table.add_column(f"{header} ({unit})" if unit else header, justify="right")
-    table.add_column("active events")
+        table.add_column(f"{header} ({unit})" if unit else header, justify="right", no_wrap=True)
+    table.add_column("active events", no_wrap=True)
+    notes: list[str] = []
     for g in snap.gpus:
         if g.read_error is not None:
             table.add_row(str(g.index), Text(f"unreadable: {g.read_error.value}", style="red"))
             continue
         active = _reasons(g, reasons)
         shown = ", ".join(active) if active else ("none" if active is not None else "n/a")
-        table.add_row(str(g.index), g.name or "?", *(value_text(g, f, digits=0) for f, _, _ in fields), shown)
-    return table
+        cells = [value_text(g, f, digits=0) if getattr(g, f) is not None else "n/a" for f, _, _ in fields]
+        table.add_row(str(g.index), g.name or "?", *cells, shown)
+        why: dict[str, list[str]] = {}
+        for f, header, _ in fields:
+            reason = g.missing.get(f)
+            if getattr(g, f) is None and reason is not None:
+                why.setdefault(MISSING_WORDS[reason], []).append(header)
+        if why:
+            notes.append(f"GPU{g.index} n/a: " + "; ".join(f"{r} ({', '.join(h)})" for r, h in why.items()))
+    return table, notes
 
 
 def _to_dict(
@@ -102,7 +114,9 @@ def show_state(
         raise typer.Exit(report.exit_code)
     parts: list[RenderableType] = [Text(f"rigcheck {category}", style="bold")]
     if snap.gpus:
-        parts.append(_gpu_rows(snap, fields, reasons))
+        table, notes = _gpu_rows(snap, fields, reasons)
+        parts.append(table)
+        parts += [Text(n, style="dim") for n in notes]
     if footer:
         parts.append(Text(footer, style="dim"))
     parts.append(Text(""))
