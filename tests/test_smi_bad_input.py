@@ -9,11 +9,11 @@ import pytest
 
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model import Missing, Snapshot
+from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
 from rigcheck.probe.smi.query_text import parse_query_text
 from rigcheck.probe.smi.query_xml import parse_query_xml
 from rigcheck.probe.smi.table import parse_table
-from rigcheck.probe.smi.values import decode_bytes
 
 BAD = Path(__file__).parent / "fixtures" / "smi-bad"
 Parser = Callable[[str, str | None], Snapshot]
@@ -59,12 +59,15 @@ def test_binary_garbage_decoded_leniently(parse: Parser) -> None:
     assert error.line == 1
 
 
-def test_undecodable_bytes() -> None:
+def test_undecodable_bytes(tmp_path: Path) -> None:
     data = (BAD / "binary-garbage.bin").read_bytes()
-    with pytest.raises(ParseError, match="not UTF-8") as info:
-        decode_bytes(b"line one\nline two\n" + data, "garbage.bin")
+    path = tmp_path / "garbage.bin"
+    path.write_bytes(b"line one\nline two\n" + data.replace(b"\x00", b""))
+    with pytest.raises(InputError, match="not UTF-8") as info:
+        read_text(str(path))
     assert info.value.line == 3
-    assert decode_bytes("\ufeffGPU 0: x\n".encode(), None) == "GPU 0: x\n"
+    path.write_bytes("\ufeffGPU 0: x\n".encode())
+    assert read_text(str(path)) == "GPU 0: x\n"
 
 
 @pytest.mark.parametrize("parse", PARSERS, ids=IDS)

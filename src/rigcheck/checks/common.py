@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any, TypedDict
+
+from typing_extensions import Unpack
 
 from rigcheck.model import Finding, Gpu, Record, Severity, Snapshot, gpu_subject, pair_subject
 
@@ -68,79 +71,34 @@ def category_of(finding_id: str) -> str:
     return finding_id.split(".", 1)[0]
 
 
-def gpu_finding(
-    gpu: Gpu,
-    finding_id: str,
-    severity: Severity,
-    message: str,
-    *,
-    measured: str | None = None,
-    expected: str | None = None,
-    advice: str | None = None,
-    source: str | None = None,
-) -> Finding:
+class Details(TypedDict, total=False):
+    """The optional evidence every finding may carry."""
+
+    measured: str | None
+    expected: str | None
+    advice: str | None
+    source: str | None
+
+
+def _finding(finding_id: str, severity: Severity, message: str, subject: str, **where: Any) -> Finding:
     return Finding(
-        id=finding_id,
-        severity=severity,
-        category=category_of(finding_id),
-        subject=gpu_subject(gpu.index),
-        gpu=gpu.index,
-        message=message,
-        measured=measured,
-        expected=expected,
-        advice=advice,
-        source=source,
+        id=finding_id, severity=severity, category=category_of(finding_id), subject=subject, message=message, **where
     )
+
+
+def gpu_finding(gpu: Gpu, finding_id: str, severity: Severity, message: str, **details: Unpack[Details]) -> Finding:
+    return _finding(finding_id, severity, message, gpu_subject(gpu.index), gpu=gpu.index, **details)
 
 
 def pair_finding(
-    a: int,
-    b: int,
-    finding_id: str,
-    severity: Severity,
-    message: str,
-    *,
-    measured: str | None = None,
-    expected: str | None = None,
-    advice: str | None = None,
-    source: str | None = None,
+    a: int, b: int, finding_id: str, severity: Severity, message: str, **details: Unpack[Details]
 ) -> Finding:
     lo, hi = min(a, b), max(a, b)
-    return Finding(
-        id=finding_id,
-        severity=severity,
-        category=category_of(finding_id),
-        subject=pair_subject(lo, hi),
-        pair=(lo, hi),
-        message=message,
-        measured=measured,
-        expected=expected,
-        advice=advice,
-        source=source,
-    )
+    return _finding(finding_id, severity, message, pair_subject(lo, hi), pair=(lo, hi), **details)
 
 
-def host_finding(
-    finding_id: str,
-    severity: Severity,
-    message: str,
-    *,
-    measured: str | None = None,
-    expected: str | None = None,
-    advice: str | None = None,
-    source: str | None = None,
-) -> Finding:
-    return Finding(
-        id=finding_id,
-        severity=severity,
-        category=category_of(finding_id),
-        subject="host",
-        message=message,
-        measured=measured,
-        expected=expected,
-        advice=advice,
-        source=source,
-    )
+def host_finding(finding_id: str, severity: Severity, message: str, **details: Unpack[Details]) -> Finding:
+    return _finding(finding_id, severity, message, "host", **details)
 
 
 def has_problem(findings: Iterable[Finding]) -> bool:

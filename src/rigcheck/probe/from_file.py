@@ -18,13 +18,13 @@ from rigcheck.probe.smi.query_text import parse_query_text
 from rigcheck.probe.smi.query_xml import parse_query_xml
 from rigcheck.probe.smi.table import parse_table
 from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+from rigcheck.probe.smi.values import strip_ansi
 
 # Real outputs are kilobytes; a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 InputKind = Literal["snapshot", "nvidia-smi-xml", "nvidia-smi-q", "nvidia-smi-table", "topo", "nvlink-status"]
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\b", re.MULTILINE)
 _P2P_LEGEND = re.compile(r"^\s*CNS\s+=\s+Chipset not supported", re.MULTILINE)
@@ -79,7 +79,7 @@ def read_text(path: str) -> str:
 
 def detect_kind(text: str) -> InputKind | None:
     """Which output this is, from its content alone; None when it is none of them."""
-    clean = _ANSI.sub("", text).lstrip("\ufeff")
+    clean = strip_ansi(text).lstrip("\ufeff")
     head = clean.lstrip()[:4096]
     if head.startswith("{"):
         return "snapshot"
@@ -135,7 +135,7 @@ _PARSERS: dict[InputKind, Callable[[str, str | None], Snapshot]] = {
 
 def load_text(text: str, path: str | None = None) -> Snapshot:
     kind = detect_kind(text)
-    if kind is None and _P2P_LEGEND.search(_ANSI.sub("", text)):
+    if kind is None and _P2P_LEGEND.search(strip_ansi(text)):
         raise ParseError(
             "this is `nvidia-smi topo -p2p` output; rigcheck reads `nvidia-smi topo -m` (and finds P2P status itself)",
             path=path,

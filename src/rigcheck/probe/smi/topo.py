@@ -20,6 +20,7 @@ from typing import Literal
 from rigcheck.errors import ParseError
 from rigcheck.facts.legend import kind_of, lookup, nvlink_count, rank_of
 from rigcheck.model.snapshot import GpuPair, Nic, TopoGpu, TopoMatrix
+from rigcheck.probe.smi.values import strip_ansi
 
 __all__ = ["pairs_from_topology", "parse_topo"]
 
@@ -29,7 +30,6 @@ GPU_NUMA_ID = "GPU NUMA ID"
 AFFINITY_COLUMNS = (CPU_AFFINITY, NUMA_AFFINITY, GPU_NUMA_ID)
 
 _TAB = 8
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _BINARY_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 _GPU_RE = re.compile(r"^GPU(\d+)$")
 _NIC_RE = re.compile(r"^NIC\d+$")
@@ -117,7 +117,7 @@ def _looks_like_header(names: list[_Cell]) -> bool:
 def _clean(text: str, path: str | None) -> list[str]:
     if not text.strip():
         raise ParseError("empty input: expected the output of `nvidia-smi topo -m`", path=path)
-    lines = _ANSI_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = strip_ansi(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, line in enumerate(lines, start=1):
         bad = _BINARY_RE.search(line)
         if bad:

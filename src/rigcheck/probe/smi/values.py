@@ -1,7 +1,6 @@
 """Small pieces shared by the nvidia-smi text parsers.
 
-- Input hygiene: :func:`check_text` (empty file, binary garbage -> ParseError), :func:`strip_ansi`,
-  :func:`decode_bytes`.
+- Input hygiene: :func:`check_text` (empty file, binary garbage -> ParseError), :func:`strip_ansi`.
 - Value parsers: ``"55.63 W" -> 55.63``, ``"16x" -> 16``, ``"Enabled" -> True``. Each returns a
   :class:`Parsed`: a value, or ``None`` with the reason it is missing (``"N/A"`` -> REPORTED_NA).
 - :class:`GpuFields` and :func:`build_gpu`: the ``-q`` text and ``-q -x`` XML parsers both collect the
@@ -30,15 +29,6 @@ _BAD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd\ud800-\udfff]
 def strip_ansi(text: str) -> str:
     """Remove ANSI escape sequences (colour, underline) a terminal copy may carry."""
     return _ANSI.sub("", text)
-
-
-def decode_bytes(data: bytes, path: str | None = None) -> str:
-    """Decode a file's bytes as UTF-8 (a BOM is dropped); undecodable bytes are a ParseError."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ParseError("binary data: not UTF-8 text", path=path, line=line) from None
 
 
 def check_text(text: str, path: str | None = None) -> None:
