@@ -377,3 +377,21 @@ def test_power_view_explains_missing_cells(capsys: pytest.CaptureFixture[str]) -
     assert data["gpus"][0]["power_limit_w"] is None
     assert data["gpus"][0]["missing"]["power_limit_w"] == "not_supported"
     assert {f["category"] for f in data["findings"]} == {"power"}
+
+
+@pytest.mark.skipif(nvidia_gpu_present(), reason="this machine has a GPU")
+def test_topo_without_gpu_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["topo"], capsys)
+    assert code == 1
+    assert out == ""
+    assert err.startswith("rigcheck: no NVIDIA GPU visible")
+    assert "--from" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_markdown_shows_placeholder_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["doctor", "--from", str(SNAPSHOTS / "gpu-lost.json"), "--format", "markdown"], capsys)
+    assert code == 1
+    assert "| 2 | unreadable: " in out
+    assert "GPUs: 4 × NVIDIA A100-SXM4-80GB (1 unreadable)" in out
+    assert "| FAIL | `health.gpu-unreadable` | GPU2 |" in out

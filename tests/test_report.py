@@ -70,4 +70,4 @@ def test_placeholder_gpu_is_shown_unreadable() -> None:
         gpus=[Gpu(index=0, name="A"), Gpu(index=1, read_error=Missing.GPU_LOST, read_error_detail="GPU is lost")]
     )
     text = _text(DoctorReport(snapshot=snap, findings=[]))
-    assert "unreadable: GPU is lost" in text
+    assert "unreadable (GPU lost)" in text

@@ -47,8 +47,11 @@ def note(message: str) -> None:
     sys.stderr.flush()
 
 
-def load_snapshot(source: Path | None) -> Snapshot:
-    """The snapshot to work on: the file given with --from, else this machine probed live."""
+def load_snapshot(source: Path | None, *, announce_absent: bool = True) -> Snapshot:
+    """The snapshot to work on: the file given with --from, else this machine probed live.
+
+    Live, with no GPU visible, one line on stderr says so (unless the caller says it itself).
+    """
     if source is not None:
         from rigcheck.probe.from_file import load_file
 
@@ -56,7 +59,7 @@ def load_snapshot(source: Path | None) -> Snapshot:
     from rigcheck.probe.live import probe_machine
 
     snap = probe_machine()
-    if not snap.gpus and snap.gpu_absent_reason:
+    if announce_absent and not snap.gpus and snap.gpu_absent_reason:
         note(f"no NVIDIA GPU visible: {snap.gpu_absent_reason}; showing what can be checked without one.")
     return snap
 

@@ -117,6 +117,8 @@ def show_state(
         table, notes = _gpu_rows(snap, fields, reasons)
         parts.append(table)
         parts += [Text(n, style="dim") for n in notes]
+    else:
+        parts.append(Text(f"no GPUs: {snap.gpu_absent_reason or 'none in this input'}"))
     if footer:
         parts.append(Text(footer, style="dim"))
     parts.append(Text(""))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rigcheck.cli.common import FromOption, JsonOption, load_snapshot, out_console, print_json
+import typer
+
+from rigcheck.cli.common import FromOption, JsonOption, load_snapshot, note, out_console, print_json
 from rigcheck.errors import InputError
 from rigcheck.model import TopoGpu
 from rigcheck.report.topology import render_topology, topology_from_pairs, topology_to_dict
@@ -13,12 +15,17 @@ def topo(source: FromOption = None, as_json: JsonOption = False) -> None:
 
     FILE for --from is a saved `nvidia-smi topo -m` or a rigcheck snapshot.
     """
-    snap = load_snapshot(source)
+    snap = load_snapshot(source, announce_absent=False)
     topo_matrix = snap.topology
     if topo_matrix is None:
+        if source is None and not snap.gpus:
+            note(
+                f"no NVIDIA GPU visible: {snap.gpu_absent_reason or 'NVML lists none'}; no topology to show "
+                "(read a saved one with --from FILE)"
+            )
+            raise typer.Exit(1)
         if not snap.gpus:
-            where = str(source) if source is not None else "this machine"
-            raise InputError("no GPU topology to show", path=where)
+            raise InputError("no GPUs in this input, so no topology to show", path=str(source))
         gpus = [
             TopoGpu(
                 index=g.index,

@@ -118,3 +118,12 @@ def subjects_text(subjects: list[str]) -> str:
 def subjects_list(subjects: list[str], *, limit: int = 8) -> str:
     shown = ", ".join(subjects[:limit])
     return shown + (f", … ({len(subjects) - limit} more)" if len(subjects) > limit else "")
+
+
+def pcie_text(g: Gpu) -> str:
+    """``gen4 x8 / gen4 x16`` (now / max), or the reason the link is unknown."""
+    if g.pcie_gen_current is None and g.pcie_width_current is None:
+        return value_text(g, "pcie_gen_current")
+    now = f"gen{value_text(g, 'pcie_gen_current')} x{value_text(g, 'pcie_width_current')}"
+    top = f"gen{value_text(g, 'pcie_gen_max')} x{value_text(g, 'pcie_width_max')}"
+    return f"{now} / {top}"

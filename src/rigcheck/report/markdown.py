@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rigcheck.model import Finding, Severity
-from rigcheck.report.base import SEVERITY_ORDER, DoctorReport, group_findings, subjects_list, value_text
+from rigcheck.report.base import SEVERITY_ORDER, DoctorReport, group_findings, pcie_text, subjects_list, value_text
 from rigcheck.report.summary import machine_lines
 
 
@@ -29,13 +29,13 @@ def render_markdown(report: DoctorReport) -> str:
             "| --- | --- | --- | --- | --- | --- |",
         ]
         for g in snap.gpus:
+            if g.read_error is not None:
+                detail = g.read_error_detail or g.read_error.value
+                out.append(f"| {g.index} | unreadable: {_cell(detail)} | | | | |")
+                continue
             power = f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}"
             temp = f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}"
-            pcie = (
-                f"gen {value_text(g, 'pcie_gen_current')} x{value_text(g, 'pcie_width_current')} / "
-                f"gen {value_text(g, 'pcie_gen_max')} x{value_text(g, 'pcie_width_max')}"
-            )
-            cells = [str(g.index), g.name or "?", power, temp, pcie, value_text(g, "pstate")]
+            cells = [str(g.index), g.name or "?", power, temp, pcie_text(g), value_text(g, "pstate")]
             out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
         out.append("")
     out += ["## Findings", ""]

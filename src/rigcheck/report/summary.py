@@ -48,8 +48,13 @@ def machine_lines(snap: Snapshot) -> list[str]:
     if versions:
         lines.append("software: " + ", ".join(versions))
     if snap.gpus:
-        names = sorted({g.name or "unknown" for g in snap.gpus})
-        lines.append(f"GPUs: {len(snap.gpus)} × " + " / ".join(names))
+        readable = [g for g in snap.gpus if g.read_error is None]
+        names = sorted({g.name or "name unknown" for g in readable})
+        text = f"GPUs: {len(snap.gpus)}" + (" × " + " / ".join(names) if names else "")
+        lost = len(snap.gpus) - len(readable)
+        if lost:
+            text += f" ({lost} unreadable)"
+        lines.append(text)
     elif snap.gpu_absent_reason:
         lines.append(f"GPUs: none visible — {snap.gpu_absent_reason}")
     else:

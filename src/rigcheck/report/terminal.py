@@ -8,11 +8,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model import Finding, Gpu, Severity, Snapshot
+from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.report.base import (
+    MISSING_WORDS,
     SEVERITY_ORDER,
     DoctorReport,
     group_findings,
+    pcie_text,
     subjects_list,
     subjects_text,
     value_text,
@@ -28,14 +30,6 @@ SEVERITY_STYLE: dict[Severity, str] = {
 }
 
 
-def _pcie(g: Gpu) -> str:
-    if g.pcie_gen_current is None and g.pcie_width_current is None:
-        return value_text(g, "pcie_gen_current")
-    now = f"gen{value_text(g, 'pcie_gen_current')} x{value_text(g, 'pcie_width_current')}"
-    top = f"gen{value_text(g, 'pcie_gen_max')} x{value_text(g, 'pcie_width_max')}"
-    return f"{now} / {top}"
-
-
 def gpu_table(snap: Snapshot) -> Table:
     """One row per GPU with the figures the guide cares about, reasons shown for missing ones."""
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -43,8 +37,8 @@ def gpu_table(snap: Snapshot) -> Table:
         table.add_column(col)
     for g in snap.gpus:
         if g.read_error is not None:
-            detail = g.read_error_detail or g.read_error.value
-            table.add_row(str(g.index), Text(f"unreadable: {detail}", style="bold red"), "", "", "", "", "")
+            # The detail is in the health.gpu-unreadable finding; the table stays narrow.
+            table.add_row(str(g.index), Text(f"unreadable ({MISSING_WORDS[g.read_error]})", style="bold red"))
             continue
         reasons = g.clock_event_reasons_active
         table.add_row(
@@ -52,7 +46,7 @@ def gpu_table(snap: Snapshot) -> Table:
             g.name or "?",
             f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}",
             f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}",
-            _pcie(g),
+            pcie_text(g),
             value_text(g, "pstate"),
             ", ".join(reasons)
             if reasons
@@ -96,7 +90,9 @@ def passed_line(findings: list[Finding]) -> Text | None:
 
 def result_line(report: DoctorReport) -> Text:
     counts = ", ".join(f"{n} {sev}" for sev, n in report.counts.items() if n and sev != "ok") or "no problems"
-    if report.exit_code:
+    if not report.findings:
+        verdict = "nothing to check"
+    elif report.exit_code:
         verdict = "problems found"
     elif report.counts.get("warn"):
         verdict = "warnings to look at"
