@@ -369,3 +369,25 @@ def test_nvlink_inactive_links_and_gpu_without_links() -> None:
     assert down.missing["speed_gbps"] == Missing.REPORTED_NA
     assert up.missing["remote_pci_bus_id"] == Missing.NOT_IN_SOURCE
     assert second.nvlinks == []
+
+
+def test_oldest_q_layout_titan_black_331() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "smi-extra" / "001-1xtitanblack-331-old-temperature.txt"
+    snap = parse_query_text(path.read_text(), str(path))
+    assert snap.software.driver_version == "331.79"
+    gpu = snap.gpus[0]
+    assert (gpu.name, gpu.pci_bus_id, gpu.temp_c, gpu.fan_percent) == (
+        "GeForce GTX TITAN Black",
+        "0000:01:00.0",
+        29,
+        26,
+    )
+    assert gpu.memory_total_mib == 6143
+    assert gpu.persistence_mode is False
+    assert gpu.power_limit_w is None
+    assert gpu.missing["power_limit_w"] == "reported_na"
+    assert gpu.clock_event_reasons_active is None
+    assert gpu.missing["clock_event_reasons_active"] == "reported_na"
+    assert gpu.missing["temp_slowdown_c"] == "not_in_source"

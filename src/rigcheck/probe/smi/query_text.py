@@ -164,7 +164,7 @@ _SCALARS: dict[str, tuple[tuple[str, ...], ...]] = {
     "pcie_width_max": (("link width", "max"),),
     "pcie_width_current": (("link width", "current"),),
     "replays": (("replays since reset",),),
-    "temp_gpu": (("gpu current temp",),),
+    "temp_gpu": (("gpu current temp",), ("temperature", "gpu")),  # drivers before ~R346: "Gpu : 29 C"
     "temp_memory": (("memory current temp",),),
     "temp_target": (("gpu target temperature",),),
     "temp_tlimit": (("gpu t.limit temp",),),
