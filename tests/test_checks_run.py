@@ -222,3 +222,14 @@ def test_no_check_crashes_on_any_snapshot(snap: Snapshot) -> None:
         if f.gpu in placeholders:
             assert f.id == "health.gpu-unreadable"
     assert [f.severity.rank for f in found] == sorted((f.severity.rank for f in found), reverse=True)
+
+
+def test_every_finding_id_is_documented() -> None:
+    from pathlib import Path
+
+    from rigcheck.checks import FINDING_IDS
+
+    doc = (Path(__file__).parent.parent / "docs" / "checks.md").read_text()
+    for ids in FINDING_IDS.values():
+        for finding_id in ids:
+            assert f"`{finding_id}`" in doc, f"{finding_id} is missing from docs/checks.md"
