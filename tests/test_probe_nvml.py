@@ -133,7 +133,9 @@ def test_gpu_lost_mid_read_stops_reading_and_keeps_the_other_gpu() -> None:
     # GPU1 answered 5 calls (name, uuid, pci, arch, cc), then fell off the bus.
     assert lost.name == "NVIDIA H100 80GB HBM3"
     assert lost.compute_capability == "9.0"
-    assert lost.read_error is None
+    assert lost.read_error == Missing.GPU_LOST  # reported once as lost; what was read is kept
+    assert lost.read_error_detail is not None
+    assert "GpuIsLost" in lost.read_error_detail
     for field in ("memory_total_mib", "power_draw_w", "temp_c", "ecc_enabled", "nvlinks", "cpu_affinity"):
         assert getattr(lost, field) is None
         assert lost.missing[field] is Missing.GPU_LOST

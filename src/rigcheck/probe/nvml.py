@@ -483,6 +483,9 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
             if field not in skip and getattr(gpu, field) is None and field not in gpu.missing:
                 gpu.mark_missing(field, Missing.GPU_LOST)
         s.diagnostics.append(Diagnostic(source="nvml", message=f"GPU lost while reading: {r.lost_detail}", gpu=index))
+        # What was read before stays in the snapshot; the GPU itself is reported as lost, once.
+        gpu.read_error = Missing.GPU_LOST
+        gpu.read_error_detail = f"fell off the bus while being read ({r.lost_detail})"
     return gpu, h, lost
 
 
