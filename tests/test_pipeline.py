@@ -68,3 +68,16 @@ def test_lost_gpu_keeps_what_was_read() -> None:
     assert lost.name is not None  # read before it fell off the bus
     unreadable = [f for f in run_checks(snap) if f.gpu == 1]
     assert [f.id for f in unreadable] == ["health.gpu-unreadable"]
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "no_driver"])
+def test_every_null_says_why(name: str) -> None:
+    snap = probe_machine(SCENARIOS[name](), sysfs_root=SYSFS)
+    for gpu in snap.gpus:
+        if gpu.read_error is not None and gpu.name is None:
+            continue  # a placeholder: its read_error is the reason for everything
+        for field in type(gpu).model_fields:
+            if field in {"missing", "read_error", "read_error_detail"}:
+                continue
+            if getattr(gpu, field) is None:
+                assert field in gpu.missing, f"GPU{gpu.index}.{field} is null without a reason"

@@ -6,6 +6,7 @@ reason in its record's ``missing`` map (see :class:`Missing`). Units are part of
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
 from typing import Literal
 
@@ -28,6 +29,10 @@ class Missing(str, Enum):
     NOT_IN_SOURCE = "not_in_source"  # the input (a pasted fragment, an older format) does not hold it
 
 
+# Fields that describe a record rather than measure something: never "missing".
+_NOT_MEASURED = frozenset({"missing", "index", "link", "read_error", "read_error_detail"})
+
+
 class Record(BaseModel):
     """Base of every snapshot record: strict keys, and a reason for each missing value."""
 
@@ -40,6 +45,18 @@ class Record(BaseModel):
         if field not in type(self).model_fields:
             raise KeyError(f"{type(self).__name__} has no field {field!r}")
         self.missing[field] = reason
+
+    def mark_unset_missing(self, reason: Missing, fields: Iterable[str] | None = None) -> None:
+        """Give ``reason`` to every field (of ``fields``, default all) still ``None`` without one.
+
+        A probe calls this last, so that every null in its output says why it is null.
+        """
+        names = list(fields) if fields is not None else list(type(self).model_fields)
+        for name in names:
+            if name in _NOT_MEASURED or name in self.missing:
+                continue
+            if getattr(self, name) is None:
+                self.mark_missing(name, reason)
 
 
 # Names of clock-event ("throttle") reasons, as used in `clock_event_reasons_active`.

@@ -109,11 +109,7 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
             gpu.cpu_affinity = tg.cpu_affinity
         if tg.numa_affinity is not None and tg.numa_affinity.isdigit():
             gpu.numa_node = int(tg.numa_affinity)
-        for name, info in Gpu.model_fields.items():
-            if name in {"index", "missing", "read_error", "read_error_detail"}:
-                continue
-            if getattr(gpu, name) is None and info.default is None:
-                gpu.mark_missing(name, Missing.NOT_IN_SOURCE)
+        gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
         gpus.append(gpu)
     return Snapshot(
         source=Source(kind="topo", path=path),

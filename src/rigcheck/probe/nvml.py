@@ -486,6 +486,8 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
         # What was read before stays in the snapshot; the GPU itself is reported as lost, once.
         gpu.read_error = Missing.GPU_LOST
         gpu.read_error_detail = f"fell off the bus while being read ({r.lost_detail})"
+    # Fields this probe does not read from NVML (e.g. the averaged draw, T.Limit margin).
+    gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
     return gpu, h, lost
 
 

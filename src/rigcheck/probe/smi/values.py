@@ -543,20 +543,9 @@ def _build_memory_health(b: _Builder) -> None:
 
 
 # Fields of a record that are never "missing": identity and bookkeeping.
-_NOT_MEASURED = {"missing", "index", "link", "read_error", "read_error_detail"}
-
-
 def finish_missing(record: Record, fields: Iterable[str] | None = None) -> None:
-    """Mark every field still ``None`` and without a reason as NOT_IN_SOURCE.
-
-    ``fields`` limits this to the named fields (default: every field of the record).
-    """
-    names = list(fields) if fields is not None else list(type(record).model_fields)
-    for name in names:
-        if name in _NOT_MEASURED or name in record.missing:
-            continue
-        if getattr(record, name) is None:
-            record.mark_missing(name, Missing.NOT_IN_SOURCE)
+    """Mark every field still ``None`` and without a reason as NOT_IN_SOURCE (the text does not hold it)."""
+    record.mark_unset_missing(Missing.NOT_IN_SOURCE, fields)
 
 
 _ABSENT_PHRASES = (
