@@ -89,3 +89,25 @@ def test_topo_only_snapshot_marks_everything_else_not_in_source() -> None:
 def test_unrecognised_text_lists_what_is_accepted() -> None:
     with pytest.raises(InputError, match="expected `nvidia-smi -q`"):
         load_text("timestamp, index, power.draw [W]\n2026/11/22, 0, 74.5 W\n", "q.csv")
+
+
+SNAPSHOT_INPUTS = [str(e["file"]) for e in MANIFEST if e["kind"] in KIND] + [
+    "h100-vm/q.txt",
+    "h100-vm/q-d.txt",
+    "h100-vm/q.xml",
+    "h100-vm/nvidia-smi.txt",
+    "h100-vm/topo-m.txt",
+]
+
+
+@pytest.mark.parametrize("name", SNAPSHOT_INPUTS)
+def test_every_input_gives_a_valid_replayable_snapshot(name: str) -> None:
+    import jsonschema
+
+    from rigcheck.model import snapshot_from_json, snapshot_to_dict, snapshot_to_json
+    from rigcheck.model.schema import snapshot_schema
+
+    snap = load_file(str(CORPUS / name))
+    jsonschema.validate(snapshot_to_dict(snap), snapshot_schema())
+    assert snapshot_from_json(snapshot_to_json(snap)) == snap
+    assert snap.gpus
