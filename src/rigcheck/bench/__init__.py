@@ -1,0 +1,1 @@
+"""Measurements (need torch, imported lazily inside functions): launcher, collectives, devices, training."""

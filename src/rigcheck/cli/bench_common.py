@@ -1,0 +1,94 @@
+"""What every `rigcheck bench` command shares: options, the result table, JSON, the exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from rigcheck.cli.common import note, out_console, print_json
+
+CpuOption = Annotated[bool, typer.Option("--cpu", help="Run on CPU processes with gloo (no GPU needed; what CI runs).")]
+WorldSizeOption = Annotated[
+    int | None,
+    typer.Option("--world-size", "-n", min=1, max=512, help="Processes to start (default: every GPU; 2 with --cpu)."),
+]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", min=1.0, help="Give up after this many seconds; partial results are kept.")
+]
+RepeatsOption = Annotated[int, typer.Option("--repeats", min=1, max=10000, help="Timed repetitions per size.")]
+WarmupOption = Annotated[int, typer.Option("--warmup", min=0, max=10000, help="Untimed repetitions first.")]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print the result document (rigcheck.bench/1) as JSON.")]
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # the row's key
+    header: str  # with its unit: "busbw (GB/s)"
+    fmt: Callable[[Any], str] = str
+
+
+def num(digits: int) -> Callable[[Any], str]:
+    """A formatter for numbers with ``digits`` decimals; "-" for null."""
+
+    def fmt(value: Any) -> str:
+        if value is None:
+            return "-"
+        if isinstance(value, bool):
+            return "yes" if value else "NO"
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    return fmt
+
+
+def size_text(size_bytes: Any) -> str:
+    """1024 -> "1 KiB"; the sizes nccl-tests prints as bytes, shown readably."""
+    if not isinstance(size_bytes, int):
+        return "-"
+    value = float(size_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size_bytes} B"
+
+
+def result_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in columns:
+        table.add_column(col.header, justify="right", no_wrap=True)
+    for r in rows:
+        table.add_row(*(col.fmt(r.get(col.key)) for col in columns))
+    return table
+
+
+def doc_failed(doc: dict[str, Any]) -> bool:
+    """A run failed when it is partial, errored, or any row says its data was wrong."""
+    return bool(doc.get("partial") or doc.get("error") or any(r.get("correct") is False for r in doc["results"]))
+
+
+def emit(doc: dict[str, Any], columns: Sequence[Column], *, as_json: bool, title: str) -> None:
+    """Print the document (JSON, or a title, the method line and the table) and exit 0, or 1 on failure."""
+    if as_json:
+        print_json(doc)
+    else:
+        console = out_console()
+        console.print(Text(title, style="bold"))
+        m = doc["method"]
+        console.print(
+            Text(
+                f"{doc['backend']}, world size {doc['world_size']}; {m['warmup']} warm-up, {m['repeats']} timed, "
+                f"{m['statistic']} ({m['timer']}); method {m['method_version']}",
+                style="dim",
+            )
+        )
+        console.print(result_table(doc["results"], columns))
+        for line in doc.get("notes", []):
+            console.print(Text(f"• {line}", style="dim"))
+    if doc.get("error"):
+        note(f"error: {doc['error']}" + (" (partial results kept)" if doc["results"] else ""))
+    raise typer.Exit(1 if doc_failed(doc) else 0)
