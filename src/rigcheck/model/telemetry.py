@@ -52,6 +52,8 @@ class Trace:
     interval_s: float | None = None
     started_at: str | None = None  # ISO 8601, UTC
     path: str | None = None
+    # What a reader skipped or assumed (a truncated last line, ignored columns), one line each.
+    diagnostics: list[str] = field(default_factory=list)
 
     def for_gpu(self, index: int) -> list[Sample]:
         return [s for s in self.samples if s.gpu == index]
@@ -81,6 +83,9 @@ class GpuBurnAnalysis:
     temp_plateau_c: float | None = None
     slowdown_margin_c: float | None = None
     sm_clock_mhz_first: float | None = None  # median over the first seconds of load
+    sm_clock_mhz_sustained: float | None = None  # median over the loaded samples after those first seconds
+    sm_clock_max_mhz: float | None = None  # the card's max SM clock, as the trace gives it
+    # Drop from the max SM clock (else from the first seconds' median) to the sustained median.
     sm_clock_drop_percent: float | None = None
     lost_at_s: float | None = None
     # Set by `rigcheck burn` (not by --analyze): throughput and silent-corruption checks.
