@@ -1,0 +1,414 @@
+"""Read what NCCL says about itself in an ``NCCL_DEBUG=INFO`` log: transports, P2P on or off, version, ranks.
+
+The lines this module reads, as NCCL prints them (format strings from NVIDIA/nccl ``src/transport/p2p.cc``,
+``shm.cc``, ``net.cc``, ``src/misc/param.cc``; examples from the logs under tests/fixtures):
+
+    host:pid:tid [dev] NCCL INFO NCCL version 2.28.9+cuda13.0        (2.7+; older ones print it bare)
+    NCCL version 2.10.3+cuda11.3                                      (rank 0 of NCCL <= 2.11, no prefix)
+    host:pid:tid [dev] NCCL INFO Channel 00/0 : 0[1] -> 1[2] via P2P/CUMEM               (2.12+: channel/conn)
+    host:pid:tid [dev] NCCL INFO Channel 00 : 0[1] -> 1[2] via SHM/direct/direct         (SHM, no conn index)
+    host:pid:tid [dev] NCCL INFO Channel 01 : 7[cb000] -> 8[7000] [send] via NET/IB/3    (bus id as the peer)
+    host:pid:tid [dev] NCCL INFO Channel 00/0 : 15[7] -> 6[6] [send] via NET/Socket/3
+    host:pid:tid [dev] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/direct pointer/read (one process, many GPUs)
+    host:pid:tid [dev] NCCL INFO Ring 00 : 26[2] -> 24[0] via P2P/IPC                    (NCCL 2.4 - 2.6)
+    host:pid:tid [dev] NCCL INFO NCCL_P2P_DISABLE set by environment to 1[.]              (the period varies)
+    host:pid:tid [dev] NCCL INFO comm 0x... rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0
+    host:pid:tid [dev] NCCL INFO comm 0x... rank 28 nranks 32 cudaDev 4 busId 88000 - Init COMPLETE
+
+Lines arrive prefixed (``[1,0]<stdout>:`` from ``mpirun --tag-output``, ``[155]`` from srun/torchrun, a
+timestamp from a Python logger), interleaved with the program's own output, and sometimes glued together when
+two processes write at once (``... send 0.000proxmox:1495820:1495820 [1] NCCL INFO ENV/Plugin ...``). Every
+pattern is therefore searched for anywhere in a line, and every occurrence counts.
+
+``Channel NN/MM : 0 1`` (no ``->``) lists a ring's order, and ``Ring 00 : 7 -> 0 -> 1`` (no ``[dev]``) a
+ring's neighbours: neither is a connection and neither is counted.
+
+p2p_disabled is True when the log shows P2P turned off (NCCL_P2P_DISABLE set to a non-zero value, or
+NCCL_P2P_LEVEL set to LOC / 0, which NCCL documents as "never use P2P"), False when NCCL_P2P_DISABLE was set
+to 0 or when a P2P transport was used, and None when the log cannot tell (no such line and no P2P channel: a
+log of one rank, or SHM chosen because P2P is unavailable between the GPUs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rigcheck.errors import ParseError
+
+Direction = Literal["send", "receive"]
+
+# --- patterns ------------------------------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+# Control characters that no text log carries (tab, LF, VT, FF, CR and ESC are allowed).
+_BAD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+
+# A peer as printed: the rank, then the device in brackets: a CUDA/NVML index ("1") or a PCI bus id ("cb000").
+_PEER = r"(?P<{r}>\d+)\[(?P<{d}>[0-9A-Fa-fx:.]+)\]"
+# The transport: "P2P/IPC/read", "SHM/direct/direct", "NET/IB/0(8)/GDRDMA(PCI)/Shared", "P2P/direct pointer".
+_TRANSPORT = r"(?P<transport>[A-Z][A-Za-z0-9]*(?:/(?:direct pointer|common device|[A-Za-z0-9_.()+-]+))*)"
+_CHANNEL = re.compile(
+    r"\b(?P<keyword>Channel|Ring) (?P<channel>\d+)(?:/(?P<conn>\d+))? : "
+    + _PEER.format(r="from_rank", d="from_device")
+    + r" -> "
+    + _PEER.format(r="to_rank", d="to_device")
+    + r"(?: \[(?P<direction>send|receive)\])?"
+    + r" via "
+    + _TRANSPORT
+)
+_VERSION = re.compile(r"\bNCCL version (?P<version>\d+\.\d+\.\d+)(?:[-+](?P<suffix>[A-Za-z0-9_.+-]*))?")
+_ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>[^\s]+?)\.?(?=\s|$)")
+_NRANKS = re.compile(r"\bn[Rr]anks (?P<n>\d+)\b")
+_NNODES = re.compile(r"\bnNodes (?P<n>\d+)\b")
+_RANK_OF_COMM = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)\b")
+# "host:pid:tid [dev] NCCL INFO" - the host as printed (the corpus has "proxmox", "jean-zay-iam37", "<cluster_name>").
+_PREFIX = re.compile(
+    r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE)\b"
+)
+_NCCL_MARK = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|\bNCCL version \d")
+_P2P_DISABLED_TEXT = re.compile(r"\bP2P (?:is )?disabled\b", re.IGNORECASE)
+
+# Transport families, by the first component after "via".
+TRANSPORT_KINDS: dict[str, str] = {
+    "P2P": "P2P",
+    "SHM": "SHM",
+    "NET": "NET",
+    "COLLNET": "COLLNET",
+    "NVLS": "NVLS",
+}
+
+
+@dataclass(frozen=True)
+class ChannelLine:
+    """One "Channel NN/M : a[b] -> c[d] via T" (or "Ring NN : ...") line: one connection NCCL set up."""
+
+    channel: str  # as printed: "00/0", "01"
+    channel_id: int
+    conn_index: int | None  # the "/0" after the channel (NCCL 2.12+); None where not printed
+    from_rank: int
+    from_device: str  # as printed inside the brackets: a device index ("1") or a PCI bus id ("cb000")
+    to_rank: int
+    to_device: str
+    transport: str  # "P2P/IPC/read", "SHM/direct/direct", "NET/IB/1" ...
+    direction: Direction | None  # NET connections print [send] / [receive]; P2P and SHM print neither
+    keyword: Literal["Channel", "Ring"]
+    line: int  # 1-based line of the log it was read from
+
+    @property
+    def kind(self) -> str:
+        return transport_kind(self.transport)
+
+    @property
+    def peer_key(self) -> str:
+        """The connection as printed, e.g. "0[7000] -> 16[7000] [receive]"."""
+        key = f"{self.from_rank}[{self.from_device}] -> {self.to_rank}[{self.to_device}]"
+        return f"{key} [{self.direction}]" if self.direction else key
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "channel": self.channel,
+            "channel_id": self.channel_id,
+            "conn_index": self.conn_index,
+            "from_rank": self.from_rank,
+            "from_device": self.from_device,
+            "to_rank": self.to_rank,
+            "to_device": self.to_device,
+            "transport": self.transport,
+            "kind": self.kind,
+            "direction": self.direction,
+            "line": self.line,
+        }
+
+
+@dataclass(frozen=True)
+class NcclLog:
+    """What one NCCL_DEBUG=INFO log says. Fields the log does not show are None (or empty)."""
+
+    path: str | None
+    nccl_version: str | None  # "2.28.9" (the first one printed)
+    cuda: str | None  # "13.0", from "+cuda13.0"
+    nccl_versions: tuple[str, ...]  # every distinct version string as printed, "2.28.9+cuda13.0"
+    nranks: int | None  # the largest communicator's size
+    nranks_seen: tuple[int, ...]  # every distinct communicator size printed
+    nnodes: int | None
+    ranks_seen: tuple[int, ...]  # ranks that printed an init line or own a channel line
+    hosts: tuple[str, ...]  # host names from the "host:pid:tid [dev] NCCL INFO" prefixes
+    channels: tuple[ChannelLine, ...]
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_* variables NCCL reported "set by environment"
+    p2p_disabled: bool | None = None
+    p2p_evidence: str = ""  # why p2p_disabled is what it is, one sentence
+    nccl_line_count: int = 0
+
+    @property
+    def transports(self) -> tuple[str, ...]:
+        return tuple(sorted({c.transport for c in self.channels}))
+
+    @property
+    def transport_kinds(self) -> tuple[str, ...]:
+        return tuple(sorted({c.kind for c in self.channels}))
+
+    @property
+    def channel_line_count(self) -> int:
+        return len(self.channels)
+
+    @property
+    def peer_connections(self) -> int:
+        """Distinct connections (from -> to, with direction where printed), over all channels."""
+        return len(self.channel_connections())
+
+    def channel_connections(self) -> dict[str, dict[str, list[str]]]:
+        """{"0[1] -> 1[2]": {"P2P/CUMEM": ["00/0", "01/0"]}, ...}: each connection, its transports and channels."""
+        out: dict[str, dict[str, list[str]]] = {}
+        for c in self.channels:
+            chans = out.setdefault(c.peer_key, {}).setdefault(c.transport, [])
+            if c.channel not in chans:
+                chans.append(c.channel)
+        return {k: {t: sorted(v) for t, v in sorted(m.items())} for k, m in sorted(out.items())}
+
+    def transport_channel_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for c in self.channels:
+            counts[c.transport] = counts.get(c.transport, 0) + 1
+        return dict(sorted(counts.items()))
+
+
+def transport_kind(transport: str) -> str:
+    """The family of a transport string: "P2P/IPC/read" -> "P2P", "NET/IB/1" -> "NET"."""
+    head = transport.split("/", 1)[0]
+    return TRANSPORT_KINDS.get(head.upper(), head.upper())
+
+
+def _normalise(text: str) -> list[str]:
+    clean = _ANSI.sub("", text).lstrip("\ufeff")
+    return clean.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _check_input(text: str, path: str | None) -> None:
+    if not text.strip():
+        raise ParseError("empty file: expected an NCCL_DEBUG=INFO log", path=path)
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ParseError("binary data (NUL byte), not an NCCL log", path=path, line=line)
+    bad = len(_BAD_CONTROL.findall(text))
+    if bad > max(8, len(text) // 100):
+        raise ParseError(f"binary data ({bad} control characters), not an NCCL log", path=path)
+
+
+def _p2p_verdict(
+    env_values: dict[str, list[str]], kinds: Iterable[str], disabled_text: int | None
+) -> tuple[bool | None, str]:
+    disable = env_values.get("NCCL_P2P_DISABLE", [])
+    level = env_values.get("NCCL_P2P_LEVEL", [])
+    on = [v for v in disable if v.strip() not in {"0", ""}]
+    if on:
+        return True, f"NCCL_P2P_DISABLE set by environment to {on[0]}"
+    never = [v for v in level if v.upper() in {"LOC", "0"}]
+    if never:
+        return True, f"NCCL_P2P_LEVEL set by environment to {never[0]} (LOC: never use P2P)"
+    if disabled_text is not None:
+        return True, f"NCCL says P2P is disabled (line {disabled_text})"
+    if disable:
+        return False, "NCCL_P2P_DISABLE set by environment to 0"
+    if "P2P" in kinds:
+        return False, "P2P transports were used, so P2P was not disabled"
+    return None, "no NCCL_P2P_DISABLE line and no P2P channel: the log cannot tell"
+
+
+def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
+    """Parse an NCCL_DEBUG=INFO log (any NCCL 2.4 - 2.28, any launcher's prefixes, other output mixed in).
+
+    Raises ParseError for empty or binary input and for text without a single NCCL line.
+    """
+    _check_input(text, path)
+    versions: list[str] = []
+    nranks: set[int] = set()
+    nnodes: set[int] = set()
+    ranks: set[int] = set()
+    hosts: set[str] = set()
+    channels: list[ChannelLine] = []
+    env: dict[str, str] = {}
+    env_values: dict[str, list[str]] = {}
+    disabled_text_line: int | None = None
+    nccl_lines = 0
+
+    for lineno, line in enumerate(_normalise(text), start=1):
+        marked = _NCCL_MARK.search(line) is not None
+        found_channel = False
+        for m in _CHANNEL.finditer(line):
+            found_channel = True
+            direction: Direction | None = None
+            if m.group("direction") == "send":
+                direction = "send"
+            elif m.group("direction") == "receive":
+                direction = "receive"
+            conn = m.group("conn")
+            keyword: Literal["Channel", "Ring"] = "Ring" if m.group("keyword") == "Ring" else "Channel"
+            channel = ChannelLine(
+                channel=m.group("channel") + (f"/{conn}" if conn is not None else ""),
+                channel_id=int(m.group("channel")),
+                conn_index=int(conn) if conn is not None else None,
+                from_rank=int(m.group("from_rank")),
+                from_device=m.group("from_device"),
+                to_rank=int(m.group("to_rank")),
+                to_device=m.group("to_device"),
+                transport=m.group("transport"),
+                direction=direction,
+                keyword=keyword,
+                line=lineno,
+            )
+            channels.append(channel)
+            ranks.update((channel.from_rank, channel.to_rank))
+        if not (marked or found_channel):
+            continue
+        nccl_lines += 1
+        # Only a line's first prefix names its host: a later one was glued on mid-word ("on dproxmox:...").
+        pm = _PREFIX.search(line)
+        if pm is not None:
+            hosts.add(pm.group("host"))
+        for vm in _VERSION.finditer(line):
+            full = vm.group("version") + (f"+{vm.group('suffix')}" if vm.group("suffix") else "")
+            if full not in versions:
+                versions.append(full)
+        for em in _ENV.finditer(line):
+            name, value = em.group("name"), em.group("value")
+            env.setdefault(name, value)
+            if value not in env_values.setdefault(name, []):
+                env_values[name].append(value)
+        for nm in _NRANKS.finditer(line):
+            nranks.add(int(nm.group("n")))
+        for nn in _NNODES.finditer(line):
+            nnodes.add(int(nn.group("n")))
+        for rm in _RANK_OF_COMM.finditer(line):
+            ranks.add(int(rm.group("rank")))
+        if disabled_text_line is None and _P2P_DISABLED_TEXT.search(line) and "set by environment" not in line:
+            disabled_text_line = lineno
+
+    if nccl_lines == 0:
+        raise ParseError("no NCCL line found: expected a log written with NCCL_DEBUG=INFO", path=path)
+
+    kinds = {c.kind for c in channels}
+    p2p_disabled, evidence = _p2p_verdict(env_values, kinds, disabled_text_line)
+    version: str | None = None
+    cuda: str | None = None
+    if versions:
+        vm0 = _VERSION.search(f"NCCL version {versions[0]}")
+        if vm0 is not None:
+            version = vm0.group("version")
+            suffix = vm0.group("suffix") or ""
+            cuda_m = re.match(r"cuda(?P<cuda>[\d.]+)", suffix)
+            cuda = cuda_m.group("cuda") if cuda_m else None
+    return NcclLog(
+        path=path,
+        nccl_version=version,
+        cuda=cuda,
+        nccl_versions=tuple(versions),
+        nranks=max(nranks) if nranks else None,
+        nranks_seen=tuple(sorted(nranks)),
+        nnodes=max(nnodes) if nnodes else None,
+        ranks_seen=tuple(sorted(ranks)),
+        hosts=tuple(sorted(hosts)),
+        channels=tuple(channels),
+        env=env,
+        p2p_disabled=p2p_disabled,
+        p2p_evidence=evidence,
+        nccl_line_count=nccl_lines,
+    )
+
+
+# --- labels for the guide's table ------------------------------------------------------------------------------
+
+P2P_LABEL = "P2P (NVLink or PCIe peer-to-peer)"
+SHM_LABEL = "SHM (through host memory)"
+SINGLE_RANK_LABEL = "none (single rank)"
+
+
+def _net_labels(log: NcclLog) -> list[str]:
+    names: list[str] = []
+    for t in log.transports:
+        parts = t.split("/")
+        if transport_kind(t) == "NET":
+            label = f"NET/{parts[1]}" if len(parts) > 1 else "NET"
+            if label not in names:
+                names.append(label)
+    return names
+
+
+def describe_transport(log: NcclLog) -> str:
+    """One phrase naming what NCCL used, for a run's label in the guide's table."""
+    kinds = set(log.transport_kinds)
+    if not kinds:
+        if log.nranks is not None and log.nranks <= 1:
+            return SINGLE_RANK_LABEL
+        return "unknown (no channel lines in the log)"
+    parts: list[str] = []
+    if "P2P" in kinds:
+        parts.append(P2P_LABEL)
+    if "SHM" in kinds:
+        parts.append(SHM_LABEL)
+    if "NET" in kinds:
+        parts.extend(_net_labels(log))
+    parts.extend(sorted(kinds - {"P2P", "SHM", "NET"}))
+    return " + ".join(parts)
+
+
+def p2p_mismatch(log: NcclLog, expected_p2p: bool) -> str | None:
+    """The warning for a run whose transports contradict its label; None when they agree or cannot be judged.
+
+    ``expected_p2p`` False: the run was meant to run with NCCL_P2P_DISABLE=1, so no channel may use P2P.
+    ``expected_p2p`` True: the run was meant to use P2P; a run whose channels all went through SHM (or NET
+    between GPUs of one node) fell back, and its timing is not the "with P2P" figure.
+    """
+    counts = log.transport_channel_counts()
+    kinds = set(log.transport_kinds)
+    if not expected_p2p:
+        if "P2P" in kinds:
+            used = ", ".join(f"{t} ({n} channel lines)" for t, n in counts.items() if transport_kind(t) == "P2P")
+            return (
+                f"the run meant to be without P2P still used P2P: {used}; "
+                "NCCL_P2P_DISABLE=1 did not reach NCCL in every rank"
+            )
+        return None
+    if not kinds:
+        return None
+    if "P2P" not in kinds:
+        used = ", ".join(f"{t} ({n} channel lines)" for t, n in counts.items())
+        why = f" ({log.p2p_evidence})" if log.p2p_disabled else ""
+        return (
+            f"the P2P run did not use P2P: NCCL chose {used}{why}; P2P is unavailable between these GPUs "
+            "(no peer access: PCIe ACS or the IOMMU, a virtual machine, or NCCL_P2P_DISABLE / NCCL_P2P_LEVEL set)"
+        )
+    return None
+
+
+def nccl_log_to_dict(log: NcclLog) -> dict[str, object]:
+    """The JSON document of ``rigcheck nccl-log --json`` (schema rigcheck.nccl-log/1)."""
+    return {
+        "schema": SCHEMA,
+        "path": log.path,
+        "nccl_version": log.nccl_version,
+        "cuda": log.cuda,
+        "nccl_versions": list(log.nccl_versions),
+        "nranks": log.nranks,
+        "nranks_seen": list(log.nranks_seen),
+        "nnodes": log.nnodes,
+        "hosts": list(log.hosts),
+        "ranks_seen": list(log.ranks_seen),
+        "transports": list(log.transports),
+        "transport_kinds": list(log.transport_kinds),
+        "transport_channel_lines": log.transport_channel_counts(),
+        "description": describe_transport(log),
+        "p2p_disabled": log.p2p_disabled,
+        "p2p_evidence": log.p2p_evidence,
+        "env": dict(sorted(log.env.items())),
+        "channel_line_count": log.channel_line_count,
+        "peer_connections": log.peer_connections,
+        "channel_connections": log.channel_connections(),
+        "channels": [c.to_dict() for c in log.channels],
+        "nccl_line_count": log.nccl_line_count,
+    }
+
+
+SCHEMA = "rigcheck.nccl-log/1"

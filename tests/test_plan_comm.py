@@ -1,0 +1,301 @@
+"""The communication planner: the issue's gpt2 figures, the formulas, bandwidth sources, the guide's result, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from rigcheck.cli.plan_cmd import register
+from rigcheck.errors import UsageError
+from rigcheck.model import Gpu, GpuPair, LinkKind, Snapshot
+from rigcheck.plan.comm import (
+    ASSUMED_MFU,
+    GPT2_PARAMS,
+    SCHEMA,
+    STRATEGIES,
+    busbw_from_bench,
+    collectives,
+    comm_plan_to_dict,
+    gpt2_param_count,
+    guide_rig_explanation,
+    link_busbw,
+    model_state_bytes_per_gpu,
+    parse_params,
+    plan_comm,
+    theoretical_busbw,
+    wire_bytes_per_gpu,
+)
+
+
+def test_gpt2_parameter_count() -> None:
+    assert gpt2_param_count() == 124_439_808
+    assert GPT2_PARAMS == 124_439_808
+    assert gpt2_param_count(tied=False) == 124_439_808 + 50257 * 768
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("124M", 124_000_000),
+        ("124m", 124_000_000),
+        ("1.3B", 1_300_000_000),
+        ("7e9", 7_000_000_000),
+        ("124439808", 124_439_808),
+        ("124,439,808", 124_439_808),
+        ("gpt2", 124_439_808),
+        ("350k", 350_000),
+    ],
+)
+def test_parse_params(text: str, value: int) -> None:
+    assert parse_params(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "abc", "1.5", "-3M", "1.2345k", "12 parsecs", "0"])
+def test_parse_params_rejects(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_params(text)
+
+
+def test_issue_check_gpt2_two_gpus_fp32() -> None:
+    """The issue: gpt2 / 2 GPUs / fp32: DDP 496 MB per GPU per step, ZeRO-1/2 the same, ZeRO-3/FSDP 1.5x."""
+    params = parse_params("124M")
+    ddp = wire_bytes_per_gpu(params, 2, "ddp", "fp32")
+    assert ddp == 496_000_000
+    assert f"{ddp / 1e6:.0f} MB" == "496 MB"
+    assert wire_bytes_per_gpu(params, 2, "zero1") == ddp
+    assert wire_bytes_per_gpu(params, 2, "zero2") == ddp
+    assert wire_bytes_per_gpu(params, 2, "zero3") == 1.5 * ddp
+    assert wire_bytes_per_gpu(params, 2, "fsdp") == 1.5 * ddp
+    # gpt2's exact count
+    assert wire_bytes_per_gpu(GPT2_PARAMS, 2, "ddp") == 497_759_232
+
+
+def test_ring_factor_and_dtype() -> None:
+    # 2(n-1)/n x S: 8 GPUs, 1e9 params, bf16 -> 2 * 7/8 * 2e9
+    assert wire_bytes_per_gpu(10**9, 8, "ddp", "bf16") == pytest.approx(3.5e9)
+    assert wire_bytes_per_gpu(10**9, 8, "zero3", "fp16") == pytest.approx(5.25e9)
+    assert wire_bytes_per_gpu(10**9, 1, "ddp") == 0
+    ops = [c["op"] for c in collectives("zero3", 4, 100.0)]
+    assert ops == ["all_gather", "all_gather", "reduce_scatter"]
+
+
+def test_model_states_follow_zero_paper() -> None:
+    # ZeRO paper Figure 1: 7.5B params, 64 GPUs, mixed precision (K = 12): 120 GB, 31.4 GB, 16.6 GB, 1.9 GB
+    psi, n = 7.5e9, 64
+    assert model_state_bytes_per_gpu(int(psi), n, "ddp", "bf16") / 1e9 == pytest.approx(120)
+    assert model_state_bytes_per_gpu(int(psi), n, "zero1", "bf16") / 1e9 == pytest.approx(31.4, abs=0.1)
+    assert model_state_bytes_per_gpu(int(psi), n, "zero2", "bf16") / 1e9 == pytest.approx(16.6, abs=0.1)
+    assert model_state_bytes_per_gpu(int(psi), n, "zero3", "bf16") / 1e9 == pytest.approx(1.9, abs=0.1)
+
+
+def test_comm_and_compute_times() -> None:
+    plan = plan_comm(124_000_000, 2, "ddp", "fp32", busbw_gbps=10.0, tokens_per_step_per_gpu=4096, achieved_tflops=5)
+    assert plan.comm_time_s == pytest.approx(496e6 / 10e9)
+    assert plan.compute_time_s == pytest.approx(6 * 124e6 * 4096 / 5e12)
+    assert plan.busbw_source == "given (--busbw)"
+    comm, compute = plan.comm_time_s, plan.compute_time_s
+    assert comm is not None
+    assert compute is not None
+    assert plan.comm_share == pytest.approx(comm / (comm + compute))
+    assert plan.exposed_comm_s == 0.0  # 49.6 ms fits in the ~406 ms backward pass
+    assert "fits inside the backward pass" in plan.advice[0]
+
+
+def test_slow_link_is_called_out() -> None:
+    plan = plan_comm(10**9, 8, "ddp", "bf16", busbw_gbps=1.0, tokens_per_step_per_gpu=1024, achieved_tflops=100)
+    assert plan.exposed_comm_s is not None
+    assert plan.exposed_comm_s > 3
+    assert "longer than the backward pass" in plan.advice[0]
+    assert any("communication-bound" in a for a in plan.advice)
+
+
+def test_missing_bandwidth_and_flops_are_null_with_reasons() -> None:
+    plan = plan_comm(124_000_000, 2, "zero3")
+    doc = comm_plan_to_dict(plan)
+    assert doc["comm_time_s"] is None
+    assert "--busbw" in doc["comm_time_reason"]
+    assert doc["compute_time_s"] is None
+    assert "--tokens" in doc["compute_time_reason"]
+    assert doc["wire_bytes_per_gpu_per_step"] == 744_000_000
+
+
+def test_catalog_peak_with_stated_mfu() -> None:
+    plan = plan_comm(124_000_000, 2, "ddp", "fp32", tokens_per_step_per_gpu=4096, gpu="TITAN RTX", link="NV2")
+    assert plan.busbw_gbps == 50.0  # TU102: 2 links x 25 GB/s per direction
+    assert plan.achieved_tflops == pytest.approx(4608 * 1.770 * 2 / 1000 * ASSUMED_MFU)
+    assert plan.tflops_source is not None
+    assert "40% model FLOPs utilisation assumed" in plan.tflops_source
+    assert plan.gpu_memory_bytes == 24 * 2**30
+    bf16 = plan_comm(10**9, 8, "ddp", "bf16", tokens_per_step_per_gpu=4096, gpu="H100 SXM5")
+    assert bf16.achieved_tflops is not None
+    assert bf16.achieved_tflops > 100
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"gpus": 0}, "--gpus"),
+        ({"strategy": "zero4"}, "--strategy"),
+        ({"dtype": "fp8"}, "--dtype"),
+        ({"busbw_gbps": -1.0}, "--busbw"),
+        ({"achieved_tflops": 0.0}, "--tflops"),
+        ({"gpu": "Voodoo 5", "tokens_per_step_per_gpu": 1}, "--gpu"),
+        ({"link": "NV2"}, "--gpu"),
+        ({"link": "ethernet"}, "--link"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"params": 10**6, "gpus": 2, "strategy": "ddp"}
+    args.update(kwargs)
+    with pytest.raises(UsageError, match=message):
+        plan_comm(**args)  # type: ignore[arg-type]
+
+
+def test_link_names() -> None:
+    bw, src = link_busbw("PCIe3x16", None)
+    assert bw == pytest.approx(15.754, abs=0.001)
+    assert "PCI-SIG" in src
+    bw_nv, _ = link_busbw("NV4", "RTX 3090")
+    assert bw_nv == pytest.approx(56.25)
+
+
+def _snapshot(
+    link: str, kind: LinkKind, nvlinks: int | None, gen: int | None = None, width: int | None = None
+) -> Snapshot:
+    gpus = [
+        Gpu(index=i, name="NVIDIA TITAN RTX", architecture="Turing", pcie_gen_max=gen, pcie_width_max=width)
+        for i in range(2)
+    ]
+    return Snapshot(gpus=gpus, pairs=[GpuPair(a=0, b=1, link=link, kind=kind, nvlinks=nvlinks)])
+
+
+def test_theoretical_busbw_from_snapshot() -> None:
+    nv = theoretical_busbw(_snapshot("NV2", "nvlink", 2), 2)
+    assert nv is not None
+    assert nv[0] == 50.0
+    assert "Turing" in nv[1]
+    pcie = theoretical_busbw(_snapshot("PHB", "host_bridge", None, gen=4, width=8), 2)
+    assert pcie is not None
+    assert pcie[0] == pytest.approx(15.754, abs=0.001)
+    unknown = theoretical_busbw(_snapshot("PHB", "host_bridge", None), 2)
+    assert unknown is not None
+    assert "assumed PCIe 3.0 x16" in unknown[1]
+    assert theoretical_busbw(_snapshot("NV2", "nvlink", 2), 1) is None
+    plan = plan_comm(124_000_000, 2, "ddp", snapshot=_snapshot("NV2", "nvlink", 2))
+    assert plan.comm_time_s == pytest.approx(496e6 / 50e9)
+
+
+def test_busbw_from_bench_takes_largest_allreduce() -> None:
+    doc = {
+        "schema": "rigcheck.bench/1",
+        "results": [
+            {"op": "all_reduce", "size_bytes": 1 << 20, "busbw_gbps": 3.0},
+            {"op": "all_reduce", "size_bytes": 1 << 30, "busbw_gbps": 40.5},
+            {"op": "all_gather", "size_bytes": 1 << 31, "busbw_gbps": 99.0},
+        ],
+    }
+    bw, src = busbw_from_bench(doc)
+    assert bw == 40.5
+    assert "1,073,741,824" in src
+    with pytest.raises(UsageError):
+        busbw_from_bench({"schema": "rigcheck.bench/1", "results": []})
+
+
+def test_guide_rig_explanation() -> None:
+    g = guide_rig_explanation()
+    assert g["params"] == 124_439_808
+    assert g["wire_bytes_per_gpu_per_step"] == 497_759_232
+    assert g["measured_difference_s"] == pytest.approx(29.5, abs=0.01)
+    assert g["nvlink_busbw_gbps"] == 50.0
+    assert g["nvlink_comm_s_per_run"] == pytest.approx(200 * 497_759_232 / 50e9)
+    ceiling, measured = g["scenarios"]
+    assert ceiling["shm_busbw_gbps"] == pytest.approx(15.754, abs=0.001)
+    assert ceiling["share_of_difference"] == pytest.approx(0.147, abs=0.001)
+    assert measured["shm_busbw_gbps"] == 4.0
+    assert measured["share_of_difference"] == pytest.approx(0.776, abs=0.001)
+    assert g["implied_shm_busbw_gbps"] == pytest.approx(3.16, abs=0.01)
+    assert 0.3 < g["implied_mfu_nvlink_run"] < 0.45
+    for key in ("params_source", "wire_source", "nvlink_busbw_source", "fp32_peak_source", "compute_source"):
+        assert g[key]
+    for scenario in g["scenarios"]:
+        assert scenario["shm_busbw_source"]
+    assert g["not_explained"]
+    assert any("29.5 s" in line for line in g["explanation"])
+
+
+# --- the command ------------------------------------------------------------------------------------------------
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def _root() -> None:
+        """test app"""
+
+    return app
+
+
+def test_cli_json_contract() -> None:
+    result = CliRunner().invoke(_app(), ["plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == SCHEMA
+    for key in ("wire_bytes_per_gpu_per_step", "comm_time_s", "compute_time_s", "strategy", "advice"):
+        assert key in doc
+    assert doc["wire_bytes_per_gpu_per_step"] == 496_000_000
+    assert doc["inputs"]["tokens_per_step_per_gpu"] == 4096
+    assert any("4096" in a for a in doc["assumptions"])
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_cli_every_strategy(strategy: str) -> None:
+    args = ["plan", "--params", "124M", "--gpus", "2", "--strategy", strategy, "--busbw", "50", "--json"]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    factor = 1.5 if strategy in {"zero3", "fsdp"} else 1.0
+    assert doc["wire_bytes_per_gpu_per_step"] == 496_000_000 * factor
+    assert doc["comm_time_s"] == pytest.approx(496e6 * factor / 50e9)
+
+
+def test_cli_terminal_and_guide() -> None:
+    args = ["plan", "--params", "gpt2", "--gpus", "2", "--gpu", "TITAN RTX", "--link", "NV2", "--explain-guide"]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    assert "Bytes on the wire per GPU per step: 497.76 MB" in result.stdout
+    assert "Time on the wire per step: 10.0 ms" in result.stdout
+    assert "The guide's NVLink result, explained" in result.stdout
+
+
+def test_cli_from_bench_result(tmp_path: Path) -> None:
+    doc = {"schema": "rigcheck.bench/1", "results": [{"op": "all_reduce", "size_bytes": 1 << 30, "busbw_gbps": 4.0}]}
+    path = tmp_path / "ar.json"
+    path.write_text(json.dumps(doc))
+    args = ["plan", "--params", "124M", "--from", str(path), "--json"]
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["busbw_gbps"] == 4.0
+    assert out["comm_time_s"] == pytest.approx(0.124)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", "--params", "lots"],
+        ["plan", "--params", "124M", "--strategy", "zero9"],
+        ["plan", "--params", "124M", "--dtype", "int8"],
+        ["plan", "--params", "124M", "--busbw", "10", "--from", "x.json"],
+    ],
+)
+def test_cli_usage_errors(args: list[str]) -> None:
+    result = CliRunner().invoke(_app(), args)
+    assert isinstance(result.exception, UsageError)
+    assert result.exception.exit_code == 2
+    assert "\n" not in str(result.exception)
