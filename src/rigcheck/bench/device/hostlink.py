@@ -1,0 +1,239 @@
+"""`rigcheck bench hostlink`: host→GPU and GPU→host copy bandwidth, per GPU, pinned and pageable host memory,
+with this process bound to the GPU's NUMA-local CPUs and not, beside the PCIe link's theoretical rate.
+
+Method: a 1 GiB host buffer and a 1 GiB device buffer; ``dev.copy_(host)`` (host→GPU) and
+``host.copy_(dev)`` (GPU→host), ``non_blocking=True`` from pinned memory (a copy-engine DMA, as nvbandwidth's
+``*_memcpy_ce``), synchronous from pageable memory (the driver stages it through its own pinned buffers);
+``iters`` copies between CUDA events per timed round, the median of ``repeats`` rounds; GB/s = bytes copied
+once / time (1e9 bytes per second), as nvbandwidth counts them.
+
+The GPUs are measured one after another, in this one process, rather than one worker per GPU at once: copies
+of several GPUs at the same time share the host's memory bandwidth and, often, a PCIe switch or root port,
+so concurrent figures would not be the GPU's own (nvbandwidth measures each GPU alone too); and no process
+group is needed. For the bound run, the calling thread is bound (``os.sched_setaffinity``) to the CPUs local
+to the GPU (NVML's CPU affinity in the snapshot, else sysfs ``local_cpulist``) before its host buffers are
+allocated, so their pages are first touched, and placed, on that NUMA node; fresh buffers are allocated for
+each binding (the earlier ones are kept alive so the pinned-memory cache cannot hand them back).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rigcheck.bench.device.common import (
+    GIB,
+    allowed_cpus,
+    format_cpulist,
+    parse_cpulist,
+    pci_bdf,
+    probe_snapshot,
+    require_gpus,
+    set_cpus,
+    snapshot_dict,
+    snapshot_gpu,
+    sysfs_local_cpus,
+    time_calls,
+)
+from rigcheck.bench.env import require_torch, software_versions
+from rigcheck.bench.results import Method, document, row
+from rigcheck.errors import UsageError
+from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
+from rigcheck.model.snapshot import Gpu
+
+METHOD_VERSION = "hostlink-1"
+DEFAULT_SIZE = GIB
+DEFAULT_ITERS = 4
+DIRECTIONS = ("h2d", "d2h")
+MEMORIES = ("pinned", "pageable")
+CHECK_BYTES = 1 << 16  # compared at both ends of the buffer after the copies
+
+
+@dataclass(frozen=True)
+class Binding:
+    numa_bound: bool
+    cpus: frozenset[int] | None  # None: leave the affinity as it is
+
+
+def local_cpus(gpu: Gpu | None, bdf: str | None) -> tuple[set[int] | None, str]:
+    """The CPUs local to a GPU and where that came from (NVML's affinity in the snapshot, else sysfs)."""
+    if gpu is not None and gpu.cpu_affinity:
+        try:
+            cpus = parse_cpulist(gpu.cpu_affinity)
+        except ValueError:
+            cpus = set()
+        if cpus:
+            return cpus, "NVML CPU affinity"
+    if bdf is not None:
+        cpus_sysfs = sysfs_local_cpus(bdf)
+        if cpus_sysfs:
+            return cpus_sysfs, "sysfs local_cpulist"
+    return None, "unknown"
+
+
+def plan_bindings(local: set[int] | None, allowed: set[int], gpu: int) -> tuple[list[Binding], list[str]]:
+    """The runs to make for one GPU: unbound always; NUMA-bound when that differs. Notes say why not."""
+    runs = [Binding(numa_bound=False, cpus=None)]
+    if local is None:
+        return runs, [f"GPU {gpu}: its local CPUs are unknown (no NVML affinity, no sysfs local_cpulist): no bound run"]
+    usable = local & allowed
+    if not usable:
+        return runs, [f"GPU {gpu}: none of its local CPUs ({format_cpulist(local)}) is allowed to this process"]
+    if usable == allowed:
+        return runs, [
+            f"GPU {gpu}: every CPU this process may use is local to it (one NUMA node, or none reported): "
+            "a bound run would be the same run"
+        ]
+    return [*runs, Binding(numa_bound=True, cpus=frozenset(usable))], []
+
+
+def pcie_theoretical(gpu: Gpu | None) -> tuple[float | None, str | None]:
+    """The link's theoretical rate per direction from the snapshot (its max generation and width)."""
+    if gpu is None:
+        return None, None
+    gen = gpu.pcie_gen_max or gpu.pcie_gen_current
+    width = gpu.pcie_width_max or gpu.pcie_width_current
+    if gen is None or width is None:
+        return None, None
+    return pcie_bandwidth_gbps(gen, width), f"Gen{gen} x{width}"
+
+
+def _measure(
+    torch: Any, index: int, direction: str, host: Any, dev: Any, *, warmup: int, repeats: int, iters: int, pinned: bool
+) -> tuple[list[float], bool]:
+    device = torch.device("cuda", index)
+    if direction == "h2d":
+        host[:CHECK_BYTES].fill_(0x5A)
+        host[-CHECK_BYTES:].fill_(0x5A)
+        dev.fill_(0)
+
+        def call() -> None:
+            dev.copy_(host, non_blocking=pinned)
+
+    else:
+        dev.fill_(0xA5)
+        host[:CHECK_BYTES].fill_(0)
+        host[-CHECK_BYTES:].fill_(0)
+
+        def call() -> None:
+            host.copy_(dev, non_blocking=pinned)
+
+    with torch.cuda.device(device):
+        times = time_calls(torch, device, call, warmup=warmup, repeats=repeats, iters=iters)
+        torch.cuda.synchronize(device)
+    head, tail = dev[:CHECK_BYTES].cpu(), dev[-CHECK_BYTES:].cpu()
+    correct = bool(torch.equal(head, host[:CHECK_BYTES]) and torch.equal(tail, host[-CHECK_BYTES:]))
+    return times, correct
+
+
+def run_hostlink(
+    *,
+    gpus: Sequence[int] | None = None,
+    size_bytes: int = DEFAULT_SIZE,
+    warmup: int = 1,
+    repeats: int = 5,
+    iters: int = DEFAULT_ITERS,
+    numa: bool = True,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Host↔GPU copy bandwidth for each GPU (all by default), one GPU at a time in this process."""
+    torch: Any = require_torch()
+    count = require_gpus(torch, "hostlink", hint="; there is no CPU version of a host-to-GPU copy")
+    chosen = list(gpus) if gpus else list(range(count))
+    bad = [g for g in chosen if not 0 <= g < count]
+    if bad:
+        raise UsageError(f"no GPU {bad[0]}: torch sees GPUs 0..{count - 1}")
+    if size_bytes < 2 * CHECK_BYTES:
+        raise UsageError(f"hostlink size must be at least {2 * CHECK_BYTES} bytes")
+    progress = on_progress or (lambda _m: None)
+    snap = probe_snapshot()
+    method = Method(METHOD_VERSION, warmup, repeats, "median", "cuda_events")
+    original = allowed_cpus()
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for index in chosen:
+        bdf = pci_bdf(torch, index)
+        record = snapshot_gpu(snap, bdf, index)
+        name = str(torch.cuda.get_device_name(index))
+        local, local_source = local_cpus(record, bdf)
+        bindings, why = plan_bindings(local, original, index) if numa else ([Binding(False, None)], [])
+        notes.extend(why)
+        theoretical, link = pcie_theoretical(record)
+        dev = torch.empty(size_bytes, dtype=torch.uint8, device=torch.device("cuda", index))
+        keep: list[Any] = []
+        for binding in bindings:
+            try:
+                if binding.cpus is not None:
+                    set_cpus(set(binding.cpus))
+                for memory in MEMORIES:
+                    pinned = memory == "pinned"
+                    host = torch.empty(size_bytes, dtype=torch.uint8, pin_memory=pinned)
+                    host.fill_(1)  # first touch from this (possibly bound) thread places the pages
+                    keep.append(host)
+                    for direction in DIRECTIONS:
+                        progress(f"GPU {index} {direction} {memory}{' NUMA-bound' if binding.numa_bound else ''}")
+                        times, correct = _measure(
+                            torch,
+                            index,
+                            direction,
+                            host,
+                            dev,
+                            warmup=warmup,
+                            repeats=repeats,
+                            iters=iters,
+                            pinned=pinned,
+                        )
+                        r = row(
+                            name=f"GPU {index} {direction} {memory}{' numa-bound' if binding.numa_bound else ''}",
+                            unit="GB/s",
+                            samples=[size_bytes / t / 1e9 for t in times],
+                            method=method,
+                            backend="cuda",
+                            world_size=1,
+                            sizes=[size_bytes],
+                            gpu=index,
+                            device_name=name,
+                            pci_bus_id=bdf,
+                            direction=direction,
+                            memory=memory,
+                            numa_bound=binding.numa_bound,
+                            cpus=format_cpulist(set(binding.cpus)) if binding.cpus is not None else None,
+                            local_cpus=format_cpulist(local) if local else None,
+                            local_cpus_source=local_source,
+                            numa_node=record.numa_node if record is not None else None,
+                            size_bytes=size_bytes,
+                            iters=iters,
+                            time_us_median=statistics.median(times) * 1e6,
+                            pcie_link=link,
+                            pcie_theoretical_gbps=theoretical,
+                            correct=correct,
+                        )
+                        r["gbps"] = r["median"]
+                        r["fraction_of_pcie"] = r["median"] / theoretical if theoretical else None
+                        rows.append(r)
+            finally:
+                if binding.cpus is not None:
+                    set_cpus(original)
+        del keep, dev
+    notes += [
+        f"copies of {size_bytes} bytes, {iters} per timed round between CUDA events, median of {repeats} rounds; "
+        "GB/s counts the bytes copied once, as nvbandwidth does",
+        "pinned: non_blocking copy-engine DMA (nvbandwidth's *_memcpy_ce); pageable: synchronous, staged by the "
+        "driver through pinned buffers, so usually well below pinned",
+        "GPUs measured one at a time in this process: concurrent copies would share host memory and PCIe "
+        "switches, and the figures would not be each GPU's own",
+        "theoretical = PCIe rate per direction of the link's max generation × width from the snapshot, after "
+        f"line encoding only ({PCIE_SOURCE}); TLP/DLLP overheads leave real copies well below it",
+    ]
+    return document(
+        benchmark="hostlink",
+        rows=rows,
+        method=method,
+        backend="cuda",
+        world_size=1,
+        versions=software_versions(),
+        snapshot=snapshot_dict(snap),
+        notes=notes,
+    )

@@ -1,0 +1,163 @@
+"""`rigcheck bench membw`: device-local copy bandwidth (``dst.copy_(src)`` within one device's memory).
+
+Method (as nvbandwidth's ``device_local_copy``): a buffer is copied to another of the same size on the same
+device; ``copy_gbps`` counts the bytes copied once (bytes / time). Every byte copied is read once and written
+once, so the memory itself moves twice that: ``read_write_gbps`` = 2 × ``copy_gbps``, the figure comparable
+with the datasheet memory bandwidth (``rigcheck.facts.catalog``, ``memory_bandwidth_gbps``).
+Timing: ``iters`` copies back to back between CUDA events (CPU: ``time.perf_counter``), after ``warmup``
+untimed rounds; the median over ``repeats`` rounds. 1 GiB on a GPU is far above any L2, so every copy goes to
+device memory; the source holds a counting pattern and the destination is compared with it afterwards.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rigcheck.bench.device.common import (
+    GIB,
+    MIB,
+    device_name,
+    is_cuda,
+    require_gpus,
+    snapshot_dict,
+    time_calls,
+    timer_label,
+)
+from rigcheck.bench.env import require_torch, software_versions
+from rigcheck.bench.launcher import WorkerContext, launch
+from rigcheck.bench.results import Method, document, row
+from rigcheck.errors import UsageError
+from rigcheck.facts import catalog
+
+METHOD_VERSION = "membw-1"
+GPU_SIZES: tuple[int, ...] = (GIB,)
+CPU_SIZES: tuple[int, ...] = (4 * MIB, 64 * MIB, 256 * MIB)
+GPU_ITERS = 8
+CPU_ITERS = 2
+
+
+@dataclass(frozen=True)
+class MembwPayload:
+    sizes: tuple[int, ...]
+    warmup: int
+    repeats: int
+    iters: int
+
+
+def size_label(size_bytes: int) -> str:
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+        if size_bytes >= scale and size_bytes % scale == 0:
+            return f"{size_bytes // scale} {unit}"
+    return f"{size_bytes} B"
+
+
+def copy_rates(size_bytes: int, times_s: Sequence[float]) -> list[float]:
+    """GB/s (1e9 bytes per second) of each timed copy, bytes counted once."""
+    return [size_bytes / t / 1e9 for t in times_s]
+
+
+def _copy_times(torch: Any, device: Any, size: int, payload: MembwPayload) -> tuple[int, list[float], bool]:
+    """(bytes copied, seconds per copy, destination equal to source afterwards) for one size."""
+    words = size // 8
+    src = torch.arange(words, dtype=torch.int64, device=device)  # a counting pattern, checked afterwards
+    dst = torch.empty_like(src)
+    times = time_calls(
+        torch, device, lambda: dst.copy_(src), warmup=payload.warmup, repeats=payload.repeats, iters=payload.iters
+    )
+    return words * 8, times, bool(torch.equal(dst, src))
+
+
+def membw_worker(ctx: WorkerContext, payload: MembwPayload) -> None:
+    """Time ``dst.copy_(src)`` for each size on ``ctx.device``; one row per size through ``ctx.report``."""
+    torch: Any = require_torch()
+    device = torch.device(ctx.device)
+    cuda = is_cuda(device)
+    if cuda:
+        torch.cuda.set_device(device)
+    elif ctx.world_size > 1:
+        torch.set_num_threads(max(1, (torch.get_num_threads() or 1) // ctx.world_size))
+    name = device_name(torch, device)
+    spec = catalog.lookup(name) if cuda else None
+    peak = spec.memory_bandwidth_gbps if spec is not None else None
+    method = Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer_label(device))
+    for size in payload.sizes:
+        nbytes, times, correct = _copy_times(torch, device, size, payload)
+        rates = copy_rates(nbytes, times)
+        r = row(
+            name=f"device-local copy {size_label(nbytes)}",
+            unit="GB/s",
+            samples=rates,
+            method=method,
+            backend=ctx.backend,
+            world_size=ctx.world_size,
+            sizes=[nbytes],
+            rank=ctx.rank,
+            gpu=device.index if cuda else None,
+            device_name=name,
+            size_bytes=nbytes,
+            iters=payload.iters,
+            time_us_median=statistics.median(times) * 1e6,
+            correct=correct,
+        )
+        r["copy_gbps"] = r["median"]
+        r["read_write_gbps"] = 2 * r["median"]
+        r["peak_memory_gbps"] = peak
+        r["peak_source"] = spec.source if (spec is not None and peak is not None) else None
+        r["fraction_of_peak"] = r["read_write_gbps"] / peak if peak else None
+        ctx.progress(f"rank {ctx.rank}: copy {size_label(nbytes)}: {r['copy_gbps']:.1f} GB/s")
+        ctx.report(r)
+
+
+def run_membw(
+    *,
+    cpu: bool = False,
+    sizes: Sequence[int] | None = None,
+    warmup: int | None = None,
+    repeats: int | None = None,
+    iters: int | None = None,
+    world_size: int = 1,
+    timeout_s: float = 600.0,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Device-local copy bandwidth on ``world_size`` devices (one worker each); the result document."""
+    torch: Any = require_torch()
+    if not cpu:
+        n = require_gpus(torch, "membw", hint="; add --cpu to measure this CPU's memory instead")
+        if world_size > n:
+            raise UsageError(f"--world-size {world_size} asks for more GPUs than torch sees ({n})")
+    chosen = tuple(sizes) if sizes else (CPU_SIZES if cpu else GPU_SIZES)
+    if any(s < 8 for s in chosen):
+        raise UsageError("membw sizes must be at least 8 bytes")
+    payload = MembwPayload(
+        sizes=chosen,
+        warmup=(1 if cpu else 2) if warmup is None else warmup,
+        repeats=(5 if cpu else 10) if repeats is None else repeats,
+        iters=(CPU_ITERS if cpu else GPU_ITERS) if iters is None else iters,
+    )
+    outcome = launch(
+        membw_worker, payload, world_size=world_size, cpu=cpu, timeout_s=timeout_s, on_progress=on_progress
+    )
+    notes = [
+        f"dst.copy_(src) on one device, {payload.iters} copies per timed round, median of {payload.repeats} "
+        "rounds; sizes rounded down to whole 8-byte words",
+        "copy (GB/s) counts the bytes copied once, as nvbandwidth's device_local_copy; read+write (GB/s) = 2 × "
+        "copy counts the read and the write, the traffic the memory sees",
+        "peak = the datasheet memory bandwidth (rigcheck.facts.catalog, with its source), held against "
+        "read+write: a ceiling that copies approach but do not reach (DRAM refresh, read/write turnarounds)",
+    ]
+    timer = "perf_counter" if cpu else "cuda_events"
+    return document(
+        benchmark="membw",
+        rows=outcome.rows,
+        method=Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer),
+        backend="gloo" if cpu else "nccl",
+        world_size=world_size,
+        versions=software_versions(),
+        snapshot=snapshot_dict(),
+        partial=outcome.partial,
+        error=outcome.error,
+        notes=notes,
+    )

@@ -1,0 +1,463 @@
+"""Start the worker processes of a benchmark, collect their rows, and end the run cleanly whatever happens.
+
+``launch(fn, payload, world_size=, cpu=, timeout_s=)`` starts ``world_size`` processes with
+torch.multiprocessing (spawn), one per rank, which meet on a free loopback port (``tcp://127.0.0.1:PORT``)
+with gloo on CPU or NCCL on one GPU each (``torch.cuda.set_device(local_rank)``), run ``fn(ctx, payload)``
+and leave the process group. Each worker writes its rows, progress lines and its failure to its own pipe
+(one per rank: a worker killed mid-write cannot block the others on a shared queue lock).
+
+A run ends early, keeping the rows already reported and marking itself partial, when a worker:
+raises (the last line of its traceback reaches the parent), dies (exit code or signal), or outlives
+``timeout_s`` ("rank 1 did not finish within 5 s"). The rank to blame is the one that died without a
+word, else the first to report an error (the others usually fail *because* a peer went away). The other
+workers are then terminated, and killed if they do not go. Ctrl-C does the same and re-raises
+KeyboardInterrupt; workers ignore SIGINT themselves so the terminal shows no worker tracebacks.
+
+Inside a job started by torchrun or srun (RANK, WORLD_SIZE and MASTER_ADDR set), ``launch`` runs ``fn``
+in this process instead, with ``init_method="env://"``; by convention rank 0 reports rows.
+
+torch is imported lazily (``rigcheck --help`` never loads it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from rigcheck.bench.env import require_torch
+
+# After the first failure, how long to wait for the other workers' own reports (to find the root cause).
+FAILURE_GRACE_S = 1.0
+# After terminate (SIGTERM), how long a worker has to go before it is killed (SIGKILL).
+TERMINATE_GRACE_S = 3.0
+# The process group's own timeout is longer than the run's, so the launcher, which can name the rank
+# that hung, always speaks first.
+PG_TIMEOUT_MARGIN_S = 30.0
+JOB_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
+
+
+def _discard(_: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class WorkerContext:
+    """What a worker function knows about its rank, and where its results go."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    backend: str  # "gloo" or "nccl"
+    device: Any  # torch.device: cuda:<local_rank>, or cpu
+    on_row: Callable[[dict[str, Any]], None] = field(default=_discard, repr=False, compare=False)
+    on_progress: Callable[[str], None] = field(default=_discard, repr=False, compare=False)
+
+    def report(self, row: dict[str, Any]) -> None:
+        """Send one result row to the parent as soon as it exists."""
+        self.on_row(dict(row))
+
+    def progress(self, message: str) -> None:
+        """A progress line (shown on stderr by the CLI)."""
+        self.on_progress(message)
+
+
+@dataclass
+class LaunchOutcome:
+    rows: list[dict[str, Any]]  # rows reported (by any rank; by convention rank 0 reports), in order
+    partial: bool  # True when a worker failed, hung or the run was interrupted
+    error: str | None  # one line naming the rank: "rank 1 exited with code -9 (SIGKILL)"
+    wall_s: float
+    nccl_log: str = ""  # NCCL_DEBUG=INFO output of every rank, when asked for; else ""
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def in_launched_job(environ: Mapping[str, str] | None = None) -> bool:
+    """True inside a torchrun/srun job: this process is one rank of it already."""
+    environ = os.environ if environ is None else environ
+    return all(name in environ for name in JOB_VARIABLES)
+
+
+def one_line(exc: BaseException) -> str:
+    """The last line of the exception's traceback ("ValueError: boom"), on one line."""
+    text = traceback.format_exception_only(type(exc), exc)[-1]
+    return " ".join(text.split())
+
+
+def exit_text(code: int) -> str:
+    """How a worker ended: "exited with code 3", "exited with code -9 (SIGKILL)"."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"exited with code {code} ({name})"
+    return f"exited with code {code}"
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(str(r) for r in ranks)
+
+
+def _seconds_text(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+def _nccl_debug_env(log_dir: str) -> dict[str, str]:
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_FILE": os.path.join(log_dir, "nccl.%h.%p.log")}
+
+
+def _read_logs(log_dir: str | None) -> str:
+    if log_dir is None:
+        return ""
+    parts = []
+    for path in sorted(Path(log_dir).iterdir()):
+        if path.is_file():
+            parts.append(path.read_text(errors="replace"))
+    return "".join(part if part.endswith("\n") or not part else part + "\n" for part in parts)
+
+
+# --- the worker side ---------------------------------------------------------------------------------
+
+
+def _setup_rank(
+    *, rank: int, world_size: int, local_rank: int, cpu: bool, init_method: str, pg_timeout_s: float
+) -> tuple[str, Any]:
+    """Join the process group; the backend and this rank's device."""
+    torch: Any = require_torch()
+    import torch.distributed as dist
+
+    backend = "gloo" if cpu else "nccl"
+    if cpu:
+        device = torch.device("cpu")
+    else:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    if not dist.is_initialized():
+        dist.init_process_group(
+            backend,
+            init_method=init_method,
+            rank=rank,
+            world_size=world_size,
+            timeout=timedelta(seconds=pg_timeout_s),
+        )
+    return backend, device
+
+
+@dataclass(frozen=True)
+class _WorkerSpec:
+    """What a spawned worker needs (pickled to it)."""
+
+    rank: int
+    fn: Callable[[WorkerContext, Any], None]
+    payload: Any
+    world_size: int
+    cpu: bool
+    init_method: str
+    pg_timeout_s: float
+    env: dict[str, str]
+
+
+def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
+    """One spawned rank: report rows, progress, and its end ("done" or "error") through ``conn``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends every worker
+    os.environ.update(spec.env)
+    try:
+        import torch.distributed as dist
+
+        backend, device = _setup_rank(
+            rank=spec.rank,
+            world_size=spec.world_size,
+            local_rank=spec.rank,
+            cpu=spec.cpu,
+            init_method=spec.init_method,
+            pg_timeout_s=spec.pg_timeout_s,
+        )
+        ctx = WorkerContext(
+            rank=spec.rank,
+            world_size=spec.world_size,
+            local_rank=spec.rank,
+            backend=backend,
+            device=device,
+            on_row=lambda row: conn.send(("row", row)),
+            on_progress=lambda message: conn.send(("progress", message)),
+        )
+        spec.fn(ctx, spec.payload)
+        dist.destroy_process_group()
+    except Exception as exc:
+        # Any failure of the benchmark is the parent's to report: send its type and message, then end
+        # this worker with a non-zero code (without a traceback on the user's terminal).
+        with contextlib.suppress(OSError):
+            conn.send(("error", one_line(exc)))
+        raise SystemExit(1) from exc
+    conn.send(("done", None))
+    conn.close()
+
+
+# --- the parent side ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Rank:
+    rank: int
+    process: Any  # a SpawnProcess
+    conn: Connection | None
+    error: str | None = None  # the worker's own report of its failure
+    done: bool = False  # it said it finished
+    exitcode: int | None = None
+
+
+@dataclass
+class _Monitor:
+    ranks: list[_Rank]
+    rows: list[dict[str, Any]]
+    on_progress: Callable[[str], None] | None
+    errors_in_order: list[int] = field(default_factory=list)
+
+    def pump(self, timeout: float) -> None:
+        """Read what the workers sent within ``timeout`` seconds, and note who has exited."""
+        conns = [r.conn for r in self.ranks if r.conn is not None]
+        sentinels = [r.process.sentinel for r in self.ranks if r.exitcode is None]
+        if conns or sentinels:
+            wait([*conns, *sentinels], timeout)
+        for r in self.ranks:
+            while r.conn is not None and r.conn.poll():
+                try:
+                    kind, data = r.conn.recv()
+                except (EOFError, OSError):
+                    r.conn.close()
+                    r.conn = None
+                    break
+                self._handle(r, kind, data)
+        for r in self.ranks:
+            if r.exitcode is None and r.process.exitcode is not None:
+                r.exitcode = int(r.process.exitcode)
+
+    def _handle(self, r: _Rank, kind: str, data: Any) -> None:
+        if kind == "row":
+            self.rows.append(data)
+        elif kind == "progress":
+            if self.on_progress is not None:
+                self.on_progress(str(data))
+        elif kind == "error":
+            r.error = str(data)
+            self.errors_in_order.append(r.rank)
+        elif kind == "done":
+            r.done = True
+
+    def failed(self) -> bool:
+        return any(r.error is not None or (r.exitcode not in (None, 0)) for r in self.ranks)
+
+    def all_exited(self) -> bool:
+        return all(r.exitcode is not None for r in self.ranks)
+
+    def blame(self) -> str:
+        """One line naming the rank that most likely caused the failure."""
+        silent = [r for r in self.ranks if r.error is None and r.exitcode not in (None, 0)]
+        if silent:
+            r = silent[0]
+            assert r.exitcode is not None
+            return f"rank {r.rank} {exit_text(r.exitcode)}"
+        first = self.ranks[self.errors_in_order[0]]
+        return f"rank {first.rank} failed: {first.error}"
+
+
+def _stop(ranks: list[_Rank]) -> None:
+    """Terminate every worker still running, kill those that do not go, and reap them all."""
+    for r in ranks:
+        if r.process.is_alive():
+            r.process.terminate()
+    deadline = time.monotonic() + TERMINATE_GRACE_S
+    for r in ranks:
+        r.process.join(max(0.0, deadline - time.monotonic()))
+    for r in ranks:
+        if r.process.is_alive():
+            r.process.kill()
+            r.process.join()
+
+
+@contextlib.contextmanager
+def _patched_environ(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+
+
+def launch(
+    fn: Callable[[WorkerContext, Any], None],
+    payload: Any,
+    *,
+    world_size: int,
+    cpu: bool,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    nccl_debug: bool = False,
+    on_progress: Callable[[str], None] | None = None,
+) -> LaunchOutcome:
+    """Run ``fn(ctx, payload)`` on ``world_size`` ranks (see the module docstring) and collect its rows.
+
+    ``fn`` must be a module-level function and ``payload`` picklable (workers are spawned). ``env`` is set in
+    every worker before torch.distributed starts. Inside a torchrun/srun job, ``fn`` runs in this process
+    and ``world_size`` is the job's.
+    """
+    if world_size < 1:
+        raise ValueError("world_size must be at least 1")
+    if timeout_s <= 0:
+        raise ValueError("timeout_s must be positive")
+    if in_launched_job():
+        return _launch_inline(
+            fn, payload, cpu=cpu, timeout_s=timeout_s, env=env, nccl_debug=nccl_debug, on_progress=on_progress
+        )
+    require_torch()
+    import torch.multiprocessing as tmp
+
+    mp = tmp.get_context("spawn")
+    worker_env = dict(env or {})
+    if cpu and sys.platform.startswith("linux") and "GLOO_SOCKET_IFNAME" not in {**os.environ, **worker_env}:
+        worker_env["GLOO_SOCKET_IFNAME"] = "lo"  # one host: gloo over loopback, whatever the hostname resolves to
+    log_dir = tempfile.mkdtemp(prefix="rigcheck-nccl-") if nccl_debug else None
+    if log_dir is not None:
+        worker_env.update(_nccl_debug_env(log_dir))
+    init_method = f"tcp://127.0.0.1:{free_port()}"
+    pg_timeout_s = timeout_s + PG_TIMEOUT_MARGIN_S
+    ranks: list[_Rank] = []
+    monitor = _Monitor(ranks=ranks, rows=[], on_progress=on_progress)
+    start = time.monotonic()
+    error: str | None = None
+    try:
+        for rank in range(world_size):
+            reader, writer = mp.Pipe(duplex=False)
+            process = mp.Process(
+                target=_worker_main,
+                args=(_WorkerSpec(rank, fn, payload, world_size, cpu, init_method, pg_timeout_s, worker_env), writer),
+                name=f"rigcheck-rank{rank}",
+            )
+            process.start()
+            writer.close()  # the worker holds the only write end: its death reads as EOF here
+            ranks.append(_Rank(rank=rank, process=process, conn=reader))
+        deadline = start + timeout_s
+        failed_at: float | None = None
+        while True:
+            monitor.pump(0.05)
+            now = time.monotonic()
+            if monitor.failed():
+                failed_at = now if failed_at is None else failed_at
+                if monitor.all_exited() or now - failed_at >= FAILURE_GRACE_S:
+                    error = monitor.blame()
+                    break
+            elif monitor.all_exited():
+                break
+            elif now >= deadline:
+                hung = [r.rank for r in ranks if r.exitcode is None]
+                error = f"{_ranks_text(hung)} did not finish within {_seconds_text(timeout_s)}"
+                break
+    finally:
+        # Reached on success, on failure and on KeyboardInterrupt (which then propagates): no process left.
+        _stop(ranks)
+        for r in ranks:
+            if r.conn is not None:
+                # rows a worker sent just before it ended
+                with contextlib.suppress(EOFError, OSError):
+                    while r.conn.poll():
+                        kind, data = r.conn.recv()
+                        monitor._handle(r, kind, data)
+                r.conn.close()
+                r.conn = None
+            r.process.close()
+        nccl_log = _read_logs(log_dir)
+        if log_dir is not None:
+            shutil.rmtree(log_dir, ignore_errors=True)
+    return LaunchOutcome(
+        rows=monitor.rows,
+        partial=error is not None,
+        error=error,
+        wall_s=time.monotonic() - start,
+        nccl_log=nccl_log,
+    )
+
+
+def _launch_inline(
+    fn: Callable[[WorkerContext, Any], None],
+    payload: Any,
+    *,
+    cpu: bool,
+    timeout_s: float,
+    env: Mapping[str, str] | None,
+    nccl_debug: bool,
+    on_progress: Callable[[str], None] | None,
+) -> LaunchOutcome:
+    """This process is one rank of a torchrun/srun job: run ``fn`` here (``env://`` rendezvous)."""
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    log_dir = tempfile.mkdtemp(prefix="rigcheck-nccl-") if nccl_debug else None
+    values = dict(env or {})
+    if log_dir is not None:
+        values.update(_nccl_debug_env(log_dir))
+    rows: list[dict[str, Any]] = []
+    error: str | None = None
+    start = time.monotonic()
+    created = not dist.is_initialized()
+    try:
+        with _patched_environ(values):
+            try:
+                backend, device = _setup_rank(
+                    rank=rank,
+                    world_size=world_size,
+                    local_rank=local_rank,
+                    cpu=cpu,
+                    init_method="env://",
+                    pg_timeout_s=timeout_s + PG_TIMEOUT_MARGIN_S,
+                )
+                ctx = WorkerContext(
+                    rank=rank,
+                    world_size=world_size,
+                    local_rank=local_rank,
+                    backend=backend,
+                    device=device,
+                    on_row=rows.append,
+                    on_progress=on_progress or _discard,
+                )
+                fn(ctx, payload)
+            except Exception as exc:  # noqa: BLE001 - kept as the outcome's error: type and message
+                # This rank's failure becomes the outcome's one-line error, as a spawned worker's would.
+                error = f"rank {rank} failed: {one_line(exc)}"
+            finally:
+                if created and dist.is_initialized():
+                    dist.destroy_process_group()
+    finally:
+        nccl_log = _read_logs(log_dir)
+        if log_dir is not None:
+            shutil.rmtree(log_dir, ignore_errors=True)
+    return LaunchOutcome(
+        rows=rows, partial=error is not None, error=error, wall_s=time.monotonic() - start, nccl_log=nccl_log
+    )

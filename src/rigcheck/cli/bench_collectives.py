@@ -1,0 +1,214 @@
+"""`rigcheck bench allreduce | allgather | reducescatter | broadcast`: collective bandwidth, nccl-tests style.
+
+``register(app)`` adds the four commands to the `bench` typer app. torch is imported only when a command
+runs (through rigcheck.bench), never by `rigcheck --help`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import typer
+
+from rigcheck.cli.bench_common import (
+    Column,
+    CpuOption,
+    JsonOut,
+    TimeoutOption,
+    WarmupOption,
+    WorldSizeOption,
+    emit,
+    num,
+    size_text,
+)
+from rigcheck.cli.common import interruptible, note
+from rigcheck.errors import UsageError
+
+MinBytesOption = Annotated[
+    str, typer.Option("--min-bytes", "-b", help="Smallest buffer: bytes, or with K, M, G (binary: 1K = 1024).")
+]
+MaxBytesOption = Annotated[
+    str | None,
+    typer.Option("--max-bytes", "-e", help="Largest buffer (default 1G on GPUs, 16M with --cpu).", show_default=False),
+]
+RepeatsOpt = Annotated[
+    int | None,
+    typer.Option("--repeats", min=1, max=10000, help="Timed repetitions per size (default 20; 10 with --cpu)."),
+]
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_MULTIPLIER = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str, option: str = "size") -> int:
+    """ "8" -> 8, "1K" -> 1024, "16M", "1G", "4KiB" (binary multiples, as nccl-tests' -b/-e)."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise UsageError(f"{option}: cannot read {text!r} as a size (examples: 8, 1K, 16M, 1G)")
+    size = int(match.group(1)) * _MULTIPLIER[match.group(2).lower()]
+    if size < 1:
+        raise UsageError(f"{option}: a size must be at least 1 byte")
+    return size
+
+
+def _count(size_bytes: Any) -> str:
+    return str(size_bytes // 4) if isinstance(size_bytes, int) else "-"
+
+
+COLUMNS = [
+    Column("size_bytes", "size", size_text),
+    Column("size_bytes", "count (float32)", _count),
+    Column("time_us_median", "time (us)", num(1)),
+    Column("algbw_gbps", "algbw (GB/s)", num(3)),
+    Column("busbw_gbps", "busbw (GB/s)", num(3)),
+    Column("correct", "correct", num(0)),
+]
+
+TITLES = {
+    "allreduce": "all-reduce (sum, float32)",
+    "allgather": "all-gather (float32; size = the gathered buffer)",
+    "reducescatter": "reduce-scatter (sum, float32; size = the buffer before scattering)",
+    "broadcast": "broadcast (from rank 0, float32)",
+}
+
+
+def _run(
+    op: str,
+    *,
+    cpu: bool,
+    world_size: int | None,
+    min_bytes: str,
+    max_bytes: str | None,
+    repeats: int | None,
+    warmup: int,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    from rigcheck.bench.collectives import CPU_MAX_BYTES, GPU_MAX_BYTES, resolve_world_size, run_collective, sweep
+
+    low = parse_size(min_bytes, "--min-bytes")
+    high = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else (CPU_MAX_BYTES if cpu else GPU_MAX_BYTES)
+    if low > high:
+        raise UsageError(f"--min-bytes ({low}) is larger than --max-bytes ({high})")
+    ranks = resolve_world_size(cpu, world_size)
+    doc = run_collective(
+        op,
+        cpu=cpu,
+        world_size=ranks,
+        sizes=sweep(low, high),
+        warmup=warmup,
+        repeats=repeats if repeats is not None else (10 if cpu else 20),
+        timeout_s=timeout,
+        on_progress=note,
+    )
+    emit(doc, COLUMNS, as_json=as_json, title=f"{TITLES[op]}, nccl-tests' algbw and busbw")
+
+
+def allreduce(
+    *,
+    cpu: CpuOption = False,
+    world_size: WorldSizeOption = None,
+    min_bytes: MinBytesOption = "8",
+    max_bytes: MaxBytesOption = None,
+    repeats: RepeatsOpt = None,
+    warmup: WarmupOption = 5,
+    timeout: TimeoutOption = 300.0,
+    as_json: JsonOut = False,
+) -> None:
+    """All-reduce bandwidth over a size sweep: algbw, busbw = algbw × 2(n−1)/n, and a data check per size."""
+    _run(
+        "allreduce",
+        cpu=cpu,
+        world_size=world_size,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        repeats=repeats,
+        warmup=warmup,
+        timeout=timeout,
+        as_json=as_json,
+    )
+
+
+def allgather(
+    *,
+    cpu: CpuOption = False,
+    world_size: WorldSizeOption = None,
+    min_bytes: MinBytesOption = "8",
+    max_bytes: MaxBytesOption = None,
+    repeats: RepeatsOpt = None,
+    warmup: WarmupOption = 5,
+    timeout: TimeoutOption = 300.0,
+    as_json: JsonOut = False,
+) -> None:
+    """All-gather bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."""
+    _run(
+        "allgather",
+        cpu=cpu,
+        world_size=world_size,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        repeats=repeats,
+        warmup=warmup,
+        timeout=timeout,
+        as_json=as_json,
+    )
+
+
+def reducescatter(
+    *,
+    cpu: CpuOption = False,
+    world_size: WorldSizeOption = None,
+    min_bytes: MinBytesOption = "8",
+    max_bytes: MaxBytesOption = None,
+    repeats: RepeatsOpt = None,
+    warmup: WarmupOption = 5,
+    timeout: TimeoutOption = 300.0,
+    as_json: JsonOut = False,
+) -> None:
+    """Reduce-scatter bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."""
+    _run(
+        "reducescatter",
+        cpu=cpu,
+        world_size=world_size,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        repeats=repeats,
+        warmup=warmup,
+        timeout=timeout,
+        as_json=as_json,
+    )
+
+
+def broadcast(
+    *,
+    cpu: CpuOption = False,
+    world_size: WorldSizeOption = None,
+    min_bytes: MinBytesOption = "8",
+    max_bytes: MaxBytesOption = None,
+    repeats: RepeatsOpt = None,
+    warmup: WarmupOption = 5,
+    timeout: TimeoutOption = 300.0,
+    as_json: JsonOut = False,
+) -> None:
+    """Broadcast bandwidth from rank 0 over a size sweep: algbw = busbw, and a data check per size."""
+    _run(
+        "broadcast",
+        cpu=cpu,
+        world_size=world_size,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        repeats=repeats,
+        warmup=warmup,
+        timeout=timeout,
+        as_json=as_json,
+    )
+
+
+COMMANDS = {"allreduce": allreduce, "allgather": allgather, "reducescatter": reducescatter, "broadcast": broadcast}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the four collective commands to ``app`` (the `rigcheck bench` group), each Ctrl-C safe."""
+    for name, command in COMMANDS.items():
+        app.command(name)(interruptible(command))
