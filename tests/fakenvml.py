@@ -609,3 +609,98 @@ SCENARIOS: dict[str, Callable[[], FakeNvml]] = {
     "ecc_errors_pending_remap": ecc_errors_pending_remap,
     "gpu_off_bus": gpu_off_bus,
 }
+
+
+# --- telemetry: readings that change from poll to poll ---------------------------------------------
+# A poll reads power first on every GPU (rigcheck.probe.nvml.NvmlPoller), so the n-th power read of a GPU
+# starts its n-th poll: that is where a TimedFakeNvml applies the GPU's profile and loses GPUs.
+Profile = Callable[[int, int], dict[str, object]]  # (gpu index, poll number from 0) -> FakeGpu fields
+
+
+class TimedFakeNvml(FakeNvml):
+    """A FakeNvml whose GPUs follow ``profile`` poll by poll; ``lose_at_poll`` maps a GPU to the poll
+    (from 0) at which it falls off the bus: from that poll on every call on it raises GpuIsLost."""
+
+    def __init__(
+        self,
+        gpus: list[FakeGpu],
+        profile: Profile,
+        *,
+        lose_at_poll: dict[int, int] | None = None,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(gpus, **kwargs)  # type: ignore[arg-type]
+        self.profile = profile
+        self.lose_at_poll = lose_at_poll or {}
+        self.polls = [0] * len(gpus)
+
+    def nvmlDeviceGetPowerUsage(self, handle: object, /) -> int:
+        assert isinstance(handle, Handle)
+        i = handle.index
+        n = self.polls[i]
+        self.polls[i] += 1
+        gpu = self.gpus[i]
+        if i in self.lose_at_poll and n >= self.lose_at_poll[i] and gpu.lost_after is None:
+            gpu.lost_after = self._gpu_calls[i]  # this call and every later one: GpuIsLost
+        for key, value in self.profile(i, n).items():
+            setattr(gpu, key, value)
+        return super().nvmlDeviceGetPowerUsage(handle)
+
+
+# The H100 of ../shared/gpu-evidence under a bf16 burn, at 10 Hz: idle for IDLE_POLLS, loaded for
+# LOAD_POLLS (power climbs to the 700 W cap within 2 s, then SW power cap holds the SM clock ~1.34 GHz;
+# temperature rises from 35 C toward a 73 C plateau), idle again afterwards.
+BURN_IDLE_POLLS = 10
+BURN_LOAD_POLLS = 300
+
+
+def h100_burn_profile(gpu: int, n: int) -> dict[str, object]:
+    loaded = BURN_IDLE_POLLS <= n < BURN_IDLE_POLLS + BURN_LOAD_POLLS
+    t = (n - BURN_IDLE_POLLS) / 10.0  # seconds into the load
+    if not loaded:
+        cooled = max(0.0, n - BURN_IDLE_POLLS - BURN_LOAD_POLLS) / 10.0
+        warm = 0.0 if n < BURN_IDLE_POLLS else 38.0 * 0.9**cooled
+        return {
+            "power_mw": 74_000,
+            "util": 0,
+            "temp": round(35 + warm),
+            "clocks": {0: 345, 1: 345, 2: 2619},
+            "reasons": IDLE,
+        }
+    capped = t >= 2.0
+    return {
+        "power_mw": 698_000 + (gpu * 500) if capped else int(74_000 + 312_000 * t),
+        "util": 100,
+        "temp": round(73 - 38 * 0.97 ** (t * 10)),
+        "clocks": {0: 1335, 1: 1335, 2: 2619} if capped else {0: 1980, 1: 1980, 2: 2619},
+        "reasons": SW_POWER_CAP if capped else 0,
+    }
+
+
+def burn_power_capped_h100(gpus: int = 1) -> TimedFakeNvml:
+    """``gpus`` H100s under a bf16 burn that holds them at the 700 W cap (not thermally limited)."""
+    return TimedFakeNvml(
+        [FakeGpu(uuid=f"GPU-burn-{i}", bus_id=H100_BUS_IDS[i]) for i in range(gpus)], h100_burn_profile
+    )
+
+
+def burn_gpu_lost(lose_at_poll: int = 5) -> TimedFakeNvml:
+    """2 H100s under the same burn; GPU1 falls off the bus at poll ``lose_at_poll``; GPU0 goes on."""
+    gpus = [FakeGpu(uuid=f"GPU-burn-{i}", bus_id=H100_BUS_IDS[i]) for i in range(2)]
+    return TimedFakeNvml(gpus, h100_burn_profile, lose_at_poll={1: lose_at_poll})
+
+
+def old_driver_consumer_polling() -> TimedFakeNvml:
+    """A GeForce card on an old driver: no power readings (so its readings stay as they are: the profile
+    advances on power reads), no memory temperature, only the pre-R535 "throttle" reasons function."""
+    base = replace(consumer_power_not_supported().gpus[0], temp=60, reasons=SW_THERMAL)
+    return TimedFakeNvml([base], lambda gpu, n: {}, absent=("nvmlDeviceGetCurrentClocksEventReasons",))
+
+
+# Scenarios for the sampler, `monitor` and `burn` (kept apart from SCENARIOS, which every probe test
+# and the doctor pipeline walk with their own expectations).
+TELEMETRY_SCENARIOS: dict[str, Callable[[], TimedFakeNvml]] = {
+    "burn_power_capped_h100": burn_power_capped_h100,
+    "burn_gpu_lost": burn_gpu_lost,
+    "old_driver_consumer_polling": old_driver_consumer_polling,
+}

@@ -1,0 +1,438 @@
+"""`rigcheck burn`: load the chosen GPUs with sustained matmuls while the sampler records, then judge.
+
+The workload, per GPU, gpu-burn style: two random n×n matrices A and B (n sized to the card's free
+memory, 8192 on any card with a few GiB free), C = A·B computed once as the reference, then the same
+product recomputed back to back in chunks of ~0.1 s (``torch.matmul(A, B, out=C)``: cuBLAS, tensor cores
+for bf16/fp16/tf32). After every chunk C is compared with the reference bit for bit: same inputs, same
+kernel, same stream, so any difference is a wrong result from the GPU (silent corruption), counted in
+``errors`` and named at once through ``on_progress``. Chunks are timed on the host after a device
+synchronize, and their floating-point operations (2·n³ each) are spread over the seconds they covered:
+``tflops_per_second`` → ``tflops_first_10s`` and ``tflops_sustained`` (the median after the first
+minute; for runs shorter than two minutes, the median of the last half).
+
+Why threads in one process and not the bench launcher's worker processes: the sampler must run beside
+the load and its trace ends up in this process; there is no collective to set up (each GPU works
+alone); a chosen subset of GPUs (``--gpus 1,3``) needs no CUDA_VISIBLE_DEVICES juggling; and the Python
+work per chunk is a few dozen kernel launches every 0.1 s, with the GIL released while each thread
+waits on its device, so one process drives 8 GPUs without starving any of them.
+
+The loop (``burn_loop``) takes the product, the comparison and the synchronize as callables: tests run
+it on CPU with tiny tensors and an injected fault. ``run_burn`` is the whole run. Nothing here changes a
+card's settings; ``torch.backends.cuda.matmul.allow_tf32`` (a process setting) is set for the run and
+restored.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rigcheck.bench.env import require_torch
+from rigcheck.checks.burn import analyze_trace
+from rigcheck.errors import BenchError, UsageError
+from rigcheck.model.telemetry import GpuBurnAnalysis, Trace
+from rigcheck.monitor.sampler import Poller, Sampler, SamplerStats, TraceFile
+
+METHOD_VERSION = "burn-1"
+DTYPES = ("bf16", "fp16", "tf32", "fp32")
+SIZES = (8192, 4096, 2048, 1024, 512)
+MEMORY_SHARE = 0.25  # the four n×n matrices take at most this share of the free memory
+CHUNK_TARGET_S = 0.1
+FIRST_S = 10.0
+SUSTAINED_AFTER_S = 60.0
+PREROLL_S = 2.0  # idle samples before the load: the baseline for temperature rise and time to cap
+PROGRESS_EVERY_S = 5.0
+
+
+# --- pure accounting ---------------------------------------------------------------------------------
+def pick_size(free_bytes: int, element_bytes: int) -> int:
+    """The largest of SIZES whose 4 matrices (A, B, C, reference) fit in MEMORY_SHARE of free memory."""
+    for n in SIZES:
+        if 4 * n * n * element_bytes <= free_bytes * MEMORY_SHARE:
+            return n
+    return SIZES[-1]
+
+
+def tflops_per_second(chunks: Sequence[tuple[float, float, float]]) -> list[float]:
+    """TFLOPS in each whole second [k, k+1) from chunks (start_s, end_s, flops) spread evenly over their
+    span. Seconds after the last whole one are left out; a second with no chunk counts 0."""
+    if not chunks:
+        return []
+    end = max(c[1] for c in chunks)
+    seconds = [0.0] * math.floor(end)
+    for start, stop, flops in chunks:
+        span = stop - start
+        if span <= 0:
+            continue
+        rate = flops / span
+        k = math.floor(start)
+        while k < len(seconds) and k < stop:
+            overlap = min(stop, k + 1) - max(start, k)
+            if overlap > 0:
+                seconds[k] += rate * overlap
+            k += 1
+    return [f / 1e12 for f in seconds]
+
+
+def tflops_first(chunks: Sequence[tuple[float, float, float]], seconds: float = FIRST_S) -> float | None:
+    """Mean TFLOPS over the first ``seconds`` of load (or all of it when the load was shorter)."""
+    if not chunks:
+        return None
+    window = min(seconds, max(c[1] for c in chunks))
+    if window <= 0:
+        return None
+    flops = 0.0
+    for start, stop, f in chunks:
+        if stop <= start or start >= window:
+            continue
+        flops += f * (min(stop, window) - start) / (stop - start)
+    return flops / window / 1e12
+
+
+def tflops_sustained(per_second: Sequence[float]) -> float | None:
+    """Median TFLOPS after the first minute; for loads under two minutes, the median of the last half."""
+    if not per_second:
+        return None
+    skip = int(SUSTAINED_AFTER_S) if len(per_second) >= 2 * SUSTAINED_AFTER_S else len(per_second) // 2
+    return statistics.median(per_second[skip:])
+
+
+@dataclass
+class GpuLoad:
+    """What the load did on one GPU."""
+
+    index: int
+    size: int = 0
+    dtype: str = ""
+    chunks: list[tuple[float, float, float]] = field(default_factory=list)  # (start_s, end_s, flops)
+    matmuls: int = 0
+    checks: int = 0
+    errors: int = 0  # recomputed products that differ from the reference
+    first_error_s: float | None = None
+    error: str | None = None  # the worker itself failed (CUDA error, out of memory): one line
+
+    @property
+    def last_tflops(self) -> float | None:
+        if not self.chunks:
+            return None
+        start, stop, flops = self.chunks[-1]
+        return flops / (stop - start) / 1e12 if stop > start else None
+
+    def summary(self) -> dict[str, Any]:
+        per_second = tflops_per_second(self.chunks)
+        return {
+            "index": self.index,
+            "dtype": self.dtype,
+            "matrix_size": self.size,
+            "matmuls": self.matmuls,
+            "checks": self.checks,
+            "errors": self.errors,
+            "first_error_s": self.first_error_s,
+            "error": self.error,
+            "tflops_first_10s": tflops_first(self.chunks),
+            "tflops_sustained": tflops_sustained(per_second),
+            "tflops_per_second": [round(v, 2) for v in per_second],
+        }
+
+
+def burn_loop(
+    load: GpuLoad,
+    *,
+    product: Callable[[], object],
+    matches_reference: Callable[[], bool],
+    sync: Callable[[], object],
+    flops_per_product: float,
+    stop: threading.Event,
+    t0: float,
+    duration_s: float,
+    clock: Callable[[], float] = time.perf_counter,
+    chunk_target_s: float = CHUNK_TARGET_S,
+    on_mismatch: Callable[[GpuLoad, float], None] | None = None,
+) -> None:
+    """Recompute the product in timed chunks until ``duration_s`` after ``t0`` or ``stop``; compare the
+    result with the reference after every chunk."""
+    chunk = 1
+    while not stop.is_set():
+        start = clock()
+        if start - t0 >= duration_s:
+            break
+        for _ in range(chunk):
+            product()
+        sync()
+        end = clock()
+        load.chunks.append((start - t0, end - t0, chunk * flops_per_product))
+        load.matmuls += chunk
+        load.checks += 1
+        if not matches_reference():
+            load.errors += 1
+            if load.first_error_s is None:
+                load.first_error_s = end - t0
+            if on_mismatch is not None:
+                on_mismatch(load, end - t0)
+        per = (end - start) / chunk
+        chunk = max(1, min(chunk * 4, round(chunk_target_s / per) if per > 0 else chunk * 4))
+
+
+# --- the torch side ----------------------------------------------------------------------------------
+def _torch_dtype(torch: Any, dtype: str) -> Any:
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}[dtype]
+
+
+def _element_bytes(dtype: str) -> int:
+    return 2 if dtype in ("bf16", "fp16") else 4
+
+
+def cuda_index(torch: Any, nvml_index: int, uuid: str | None) -> int:
+    """CUDA's index of the GPU NVML calls ``nvml_index``: matched by UUID (CUDA orders GPUs differently
+    and CUDA_VISIBLE_DEVICES renumbers them), else the same index."""
+    if uuid is not None:
+        want = uuid.lower().removeprefix("gpu-")
+        for i in range(torch.cuda.device_count()):
+            got = getattr(torch.cuda.get_device_properties(i), "uuid", None)
+            if got is not None and str(got).lower().removeprefix("gpu-") == want:
+                return i
+    if nvml_index >= torch.cuda.device_count():
+        raise BenchError(f"GPU {nvml_index} is not visible to CUDA (CUDA_VISIBLE_DEVICES?)")
+    return nvml_index
+
+
+def gpu_worker(
+    torch: Any,
+    load: GpuLoad,
+    device: Any,
+    *,
+    size: int | None,
+    stop: threading.Event,
+    start_gate: threading.Barrier,
+    t0_box: list[float],
+    duration_s: float,
+    on_mismatch: Callable[[GpuLoad, float], None] | None,
+) -> None:
+    """One GPU's load (a thread). A CUDA failure ends this GPU's load with ``load.error``; others go on."""
+    on_cpu = device.type == "cpu"
+    try:
+        try:
+            if size is None:
+                free, _total = torch.cuda.mem_get_info(device)
+                size = pick_size(int(free), _element_bytes(load.dtype))
+            load.size = size
+            dt = _torch_dtype(torch, load.dtype)
+            gen = torch.Generator(device=device).manual_seed(20261122 + load.index)
+            a = torch.randn(size, size, device=device, dtype=dt, generator=gen)
+            b = torch.randn(size, size, device=device, dtype=dt, generator=gen)
+            reference = torch.matmul(a, b)
+            c = torch.empty_like(reference)
+            torch.matmul(a, b, out=c)  # warm-up: cuBLAS picks its kernel
+
+            def sync() -> None:
+                if not on_cpu:
+                    torch.cuda.synchronize(device)
+
+            sync()
+        finally:
+            start_gate.wait()  # every GPU starts its load at the same moment (even one that failed)
+        burn_loop(
+            load,
+            product=lambda: torch.matmul(a, b, out=c),
+            matches_reference=lambda: bool(torch.equal(c, reference)),
+            sync=sync,
+            flops_per_product=2.0 * size**3,
+            stop=stop,
+            t0=t0_box[0],
+            duration_s=duration_s,
+            on_mismatch=on_mismatch,
+        )
+    except RuntimeError as exc:  # CUDA errors and out of memory are RuntimeErrors in torch
+        load.error = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    except threading.BrokenBarrierError:
+        load.error = load.error or "the run was stopped before the load started"
+
+
+@dataclass
+class BurnResult:
+    trace: Trace
+    analyses: list[GpuBurnAnalysis]
+    loads: dict[int, GpuLoad]
+    dtype: str
+    minutes: float
+    load_s: float  # seconds the load actually ran
+    interrupted: bool
+    sampler: SamplerStats
+
+    @property
+    def errors(self) -> int:
+        return sum(load.errors for load in self.loads.values())
+
+    @property
+    def failed_gpus(self) -> list[int]:
+        return [i for i, load in sorted(self.loads.items()) if load.error is not None]
+
+    def workload(self) -> dict[str, Any]:
+        return {
+            "method_version": METHOD_VERSION,
+            "dtype": self.dtype,
+            "minutes_requested": self.minutes,
+            "load_s": round(self.load_s, 3),
+            "timer": "perf_counter after device synchronize, per chunk of ~0.1 s",
+            "gpus": [load.summary() for _, load in sorted(self.loads.items())],
+        }
+
+
+def run_burn(
+    poller: Poller,
+    *,
+    minutes: float,
+    dtype: str = "bf16",
+    sink: TraceFile | None = None,
+    interval_s: float = 0.1,
+    on_progress: Callable[[str], None] | None = None,
+    device_for: Callable[[int], Any] | None = None,
+    size: int | None = None,
+    preroll_s: float = PREROLL_S,
+    uuids: dict[int, str] | None = None,
+    progress_every_s: float = PROGRESS_EVERY_S,
+) -> BurnResult:
+    """Load every GPU of the (open) ``poller`` for ``minutes`` while sampling it, then analyse the trace.
+
+    ``device_for`` maps an NVML index to a torch device (default: the CUDA device with its UUID); tests
+    pass a CPU device and a tiny ``size``. Ctrl-C stops the load and returns what was measured, with
+    ``interrupted`` set. Raises BenchError when CUDA is not available.
+    """
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if minutes <= 0:
+        raise UsageError("--minutes must be positive")
+    torch: Any = require_torch()
+    say = on_progress or (lambda _: None)
+    indices = sorted(poller.gpus)
+    if device_for is None:
+        if not torch.cuda.is_available():
+            raise BenchError("torch sees no CUDA device (a CPU-only torch build, or CUDA cannot start)")
+        ids = uuids or {}
+        devices = {i: torch.device("cuda", cuda_index(torch, i, ids.get(i))) for i in indices}
+    else:
+        devices = {i: device_for(i) for i in indices}
+    for i, dev in devices.items():
+        if dev.type == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
+            raise UsageError(f"GPU {i} has no bf16 support (compute capability < 8.0): use --dtype fp16")
+
+    duration_s = minutes * 60.0
+    loads = {i: GpuLoad(index=i, dtype=dtype) for i in indices}
+    stop = threading.Event()
+    t0_box = [0.0]  # set when the last thread reaches the gate: the load's t = 0
+    gate = threading.Barrier(len(indices) + 1, action=lambda: t0_box.__setitem__(0, time.perf_counter()))
+
+    def mismatch(load: GpuLoad, at_s: float) -> None:
+        say(f"GPU {load.index}: WRONG RESULT at {at_s:.1f} s: the recomputed product differs from the first one")
+
+    sampler = Sampler(poller, interval_s, buffer_seconds=duration_s + preroll_s + 60.0, sink=sink)
+    tf32_before = bool(torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    threads = [
+        threading.Thread(
+            target=gpu_worker,
+            args=(torch, loads[i], devices[i]),
+            kwargs={
+                "size": size,
+                "stop": stop,
+                "start_gate": gate,
+                "t0_box": t0_box,
+                "duration_s": duration_s,
+                "on_mismatch": mismatch,
+            },
+            name=f"rigcheck-burn-gpu{i}",
+            daemon=True,
+        )
+        for i in indices
+    ]
+    interrupted = False
+    load_started: float | None = None
+    load_ended: float | None = None
+    sampler.start()
+    try:
+        try:
+            say(f"burn: {len(indices)} GPU(s), {dtype}, {minutes:g} min; preparing the matrices")
+            for t in threads:
+                t.start()
+            time.sleep(preroll_s)  # idle baseline while the matrices are set up
+            gate.wait()
+            load_started = t0_box[0]
+            next_progress = load_started + progress_every_s
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
+                now = time.perf_counter()
+                if now >= next_progress:
+                    next_progress = now + progress_every_s
+                    say(_progress_line(now - load_started, duration_s, loads, sampler))
+        except KeyboardInterrupt:
+            interrupted = True
+            say("burn: interrupted; stopping the load and keeping what was measured")
+            stop.set()
+            gate.abort()
+            for t in threads:
+                if t.ident is not None:  # started
+                    t.join()
+        load_ended = time.perf_counter()
+        try:
+            time.sleep(min(1.0, preroll_s))  # a little of the cool-down
+        except KeyboardInterrupt:
+            interrupted = True
+    finally:
+        stop.set()
+        sampler.stop()
+        torch.backends.cuda.matmul.allow_tf32 = tf32_before
+    trace = sampler.trace()
+    analyses = analyze_trace(trace)
+    for a in analyses:
+        load = loads.get(a.index)
+        if load is None:
+            continue
+        per_second = tflops_per_second(load.chunks)
+        a.tflops_sustained = tflops_sustained(per_second)
+        a.tflops_first_10s = tflops_first(load.chunks)
+        a.errors = load.errors
+    load_s = (load_ended - load_started) if load_started is not None and load_ended is not None else 0.0
+    return BurnResult(
+        trace=trace,
+        analyses=analyses,
+        loads=loads,
+        dtype=dtype,
+        minutes=minutes,
+        load_s=min(load_s, duration_s) if not interrupted else load_s,
+        interrupted=interrupted,
+        sampler=sampler.stats,
+    )
+
+
+def _progress_line(elapsed_s: float, duration_s: float, loads: dict[int, GpuLoad], sampler: Sampler) -> str:
+    latest = sampler.latest()
+    parts = []
+    for i, load in sorted(loads.items()):
+        s = latest.get(i)
+        bits = [f"GPU{i}"]
+        if load.error is not None:
+            bits.append("FAILED")
+        elif (tf := load.last_tflops) is not None:
+            bits.append(f"{tf:.0f} TFLOPS")
+        if s is not None and s.lost:
+            bits.append("LOST")
+        elif s is not None:
+            if s.power_w is not None:
+                bits.append(f"{s.power_w:.0f} W")
+            if s.temp_c is not None:
+                bits.append(f"{s.temp_c:.0f} C")
+            if s.sm_clock_mhz is not None:
+                bits.append(f"{s.sm_clock_mhz:.0f} MHz")
+            held = [r for r in s.reasons or [] if r != "idle"]
+            if held:
+                bits.append("+".join(held))
+        if load.errors:
+            bits.append(f"{load.errors} WRONG RESULTS")
+        parts.append(" ".join(bits))
+    return f"burn: {elapsed_s:.0f}/{duration_s:.0f} s; " + "; ".join(parts)

@@ -1,0 +1,256 @@
+"""`rigcheck burn`: the workload's loop and accounting on CPU with tiny tensors, the whole run on CPU
+devices with the fake NVML, and the command line without a GPU."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from rigcheck.bench.burn import (
+    GpuLoad,
+    burn_loop,
+    pick_size,
+    run_burn,
+    tflops_first,
+    tflops_per_second,
+    tflops_sustained,
+)
+from rigcheck.cli import monitor_cmd
+from rigcheck.cli.burn_cmd import burn_document, burn_exit_code
+from rigcheck.probe.nvml import NvmlPoller
+from tests.fakenvml import burn_gpu_lost, burn_power_capped_h100
+from tests.test_monitor_cli import run_cli
+
+TELEMETRY = Path(__file__).parent / "fixtures" / "corpus" / "telemetry"
+GIB = 2**30
+
+
+# --- accounting (pure) --------------------------------------------------------------------------------
+def test_flops_are_spread_over_the_seconds_a_chunk_covers() -> None:
+    chunks = [(0.0, 0.5, 1e12), (0.5, 1.5, 2e12), (1.5, 2.2, 0.7e12)]
+    assert tflops_per_second(chunks) == pytest.approx([2.0, 1.5])  # 2.0-2.2 is not a whole second
+    assert tflops_first(chunks, 10.0) == pytest.approx(3.7 / 2.2)
+    assert tflops_first(chunks, 1.0) == pytest.approx(2.0)
+    assert tflops_per_second([]) == []
+    assert tflops_first([]) is None
+
+
+def test_a_gap_between_chunks_counts_as_no_work() -> None:
+    assert tflops_per_second([(0.0, 1.0, 5e12), (2.0, 3.0, 5e12)]) == pytest.approx([5.0, 0.0, 5.0])
+
+
+def test_sustained_is_after_the_first_minute_or_the_last_half() -> None:
+    long_run = [800.0] * 60 + [660.0] * 60 + [670.0] * 61
+    assert tflops_sustained(long_run) == 670.0
+    short = [800.0] * 30 + [660.0] * 30
+    assert tflops_sustained(short) == 660.0
+    assert tflops_sustained([700.0]) == 700.0
+    assert tflops_sustained([]) is None
+
+
+def test_size_follows_free_memory() -> None:
+    assert pick_size(80 * GIB, 2) == 8192
+    assert pick_size(1 * GIB, 2) == 4096
+    assert pick_size(1 * GIB, 4) == 4096
+    assert pick_size(256 * 2**20, 4) == 2048
+    assert pick_size(0, 2) == 512
+
+
+# --- the loop, on CPU ---------------------------------------------------------------------------------
+class StepClock:
+    """Each product takes 10 ms of fake time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _cpu_pair(n: int = 32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(n, n, generator=gen)
+    b = torch.randn(n, n, generator=gen)
+    return a, b, torch.matmul(a, b), torch.empty(n, n)
+
+
+def _run_loop(fault_from: int | None) -> tuple[GpuLoad, list[tuple[int, float]]]:
+    a, b, reference, c = _cpu_pair()
+    clock = StepClock()
+    calls = itertools.count(1)
+    seen: list[tuple[int, float]] = []
+
+    def product() -> None:
+        torch.matmul(a, b, out=c)
+        clock.now += 0.01
+        if fault_from is not None and next(calls) >= fault_from:
+            c[3, 7] += 1e-3  # the GPU got one element wrong
+
+    load = GpuLoad(index=2, dtype="fp32")
+    burn_loop(
+        load,
+        product=product,
+        matches_reference=lambda: bool(torch.equal(c, reference)),
+        sync=lambda: None,
+        flops_per_product=2.0 * 32**3,
+        stop=threading.Event(),
+        t0=0.0,
+        duration_s=1.0,
+        clock=clock,
+        on_mismatch=lambda gl, at: seen.append((gl.index, at)),
+    )
+    return load, seen
+
+
+def test_loop_recomputes_in_growing_chunks_and_matches_bit_for_bit() -> None:
+    load, seen = _run_loop(fault_from=None)
+    sizes = [round((stop - start) / 0.01) for start, stop, _ in load.chunks]
+    assert sizes[:4] == [1, 4, 10, 10]  # grows to ~0.1 s chunks
+    assert load.matmuls == sum(sizes)
+    assert load.chunks[-1][1] >= 1.0 > load.chunks[-1][0]
+    assert load.errors == 0
+    assert load.checks == len(load.chunks)
+    assert seen == []
+    assert tflops_first(load.chunks) == pytest.approx(2.0 * 32**3 / 0.01 / 1e12)
+
+
+def test_loop_counts_wrong_results_and_names_the_gpu() -> None:
+    load, seen = _run_loop(fault_from=20)
+    ends = list(itertools.accumulate(round((stop - start) / 0.01) for start, stop, _ in load.chunks))
+    assert load.errors == sum(1 for n in ends if n >= 20) > 0
+    assert load.checks == len(ends)
+    assert seen[0][0] == 2
+    assert load.first_error_s == pytest.approx(seen[0][1])
+    assert load.summary()["errors"] == load.errors
+
+
+def test_loop_stops_when_told() -> None:
+    stop = threading.Event()
+    stop.set()
+    load = GpuLoad(index=0)
+    burn_loop(
+        load,
+        product=lambda: None,
+        matches_reference=lambda: True,
+        sync=lambda: None,
+        flops_per_product=1.0,
+        stop=stop,
+        t0=0.0,
+        duration_s=100.0,
+    )
+    assert load.chunks == []
+
+
+# --- the whole run on CPU devices with the fake NVML -------------------------------------------------
+def _cpu_burn(lib: Any, **kwargs: Any) -> Any:
+    with NvmlPoller(lib) as poller:
+        return run_burn(
+            poller,
+            minutes=kwargs.pop("minutes", 0.025),
+            dtype="fp32",
+            interval_s=0.02,
+            device_for=lambda i: torch.device("cpu"),
+            size=48,
+            preroll_s=0.3,
+            **kwargs,
+        )
+
+
+def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
+    lines: list[str] = []
+    result = _cpu_burn(burn_power_capped_h100(2), on_progress=lines.append, progress_every_s=0.5)
+    assert not result.interrupted
+    assert result.load_s == pytest.approx(1.5, abs=0.3)
+    assert [a.index for a in result.analyses] == [0, 1]
+    for a in result.analyses:
+        assert a.errors == 0
+        assert a.tflops_first_10s is not None
+        assert a.tflops_first_10s > 0
+        assert a.tflops_sustained is not None
+        assert a.loaded_s > 0
+        assert a.power_limit_w == 700.0
+    assert any(line.startswith("burn: ") and "GPU1" in line for line in lines[1:])
+    doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result))))
+    assert doc["schema"] == "rigcheck.burn/1"
+    assert doc["partial"] is False
+    gpu = doc["gpus"][0]
+    for key in ("index", "loaded_s", "power_w_median_loaded", "limiter", "verdict", "advice"):
+        assert key in gpu
+    assert gpu["errors"] == 0
+    assert gpu["tflops_sustained"] > 0
+    assert doc["workload"]["gpus"][1]["matrix_size"] == 48
+    assert doc["sampler"]["polls"] > 50
+
+
+def test_run_burn_keeps_the_other_gpus_when_one_is_lost() -> None:
+    result = _cpu_burn(burn_gpu_lost(lose_at_poll=20))
+    by_index = {a.index: a for a in result.analyses}
+    assert by_index[1].lost_at_s is not None
+    assert by_index[0].lost_at_s is None
+    assert by_index[0].loaded_s > 0
+    assert burn_exit_code(result) == 1  # a lost GPU is a problem
+
+
+def test_ctrl_c_keeps_what_was_measured() -> None:
+    calls = itertools.count()
+
+    def progress(line: str) -> None:
+        if next(calls) == 2:  # the second progress line during the load
+            raise KeyboardInterrupt
+
+    result = _cpu_burn(burn_power_capped_h100(1), minutes=1.0, on_progress=progress, progress_every_s=0.2)
+    assert result.interrupted
+    assert result.load_s < 5.0
+    assert result.loads[0].chunks
+    assert result.analyses[0].tflops_first_10s is not None
+    assert burn_exit_code(result) == 130
+    assert burn_document(result, 130)["partial"] is True
+
+
+# --- the command line ---------------------------------------------------------------------------------
+def test_burn_without_a_gpu_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(["burn", "--minutes", "0.1"], capsys)
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith("rigcheck: no NVIDIA GPU visible: ")
+
+
+def test_burn_with_nvml_but_no_cuda_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(burn_power_capped_h100(1), gpus=gpus))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, out, err = run_cli(["burn", "--minutes", "0.1"], capsys)
+    assert code == 1
+    assert out == ""
+    assert "torch sees no CUDA device" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["burn", "--dtype", "int8"],
+        ["burn", "--csv", "a.csv", "--jsonl", "b.jsonl"],
+        ["burn", "--gpus", "0,x"],
+    ],
+)
+def test_burn_bad_usage_is_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run_cli([*argv], capsys)
+    assert code == 2
+    assert out == ""
+
+
+def test_burn_analyze_delegates_to_the_analysis(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["burn", "--analyze", str(TELEMETRY / "smi-lms-torch-bf16-burn.csv"), "--json"], capsys)
+    doc = json.loads(out)
+    assert doc["schema"] == "rigcheck.burn/1"
+    assert doc["gpus"][0]["limiter"] == "power"
+    assert code == 0
