@@ -176,6 +176,10 @@ def test_doctor_every_format_renders(fmt: Format, capsys: pytest.CaptureFixture[
     elif fmt is Format.MARKDOWN:
         assert out.startswith("# rigcheck doctor")
         assert "| GPU | name |" in out
+    elif fmt is Format.HTML:
+        assert out.lstrip().lower().startswith("<!doctype html>")
+        assert "<script" not in out
+        assert "NVIDIA H100 80GB HBM3" in out
     else:
         assert "rigcheck doctor" in out
         assert "Result: healthy" in out
@@ -395,3 +399,24 @@ def test_markdown_shows_placeholder_gpu(capsys: pytest.CaptureFixture[str]) -> N
     assert "| 2 | unreadable: " in out
     assert "GPUs: 4 × NVIDIA A100-SXM4-80GB (1 unreadable)" in out
     assert "| FAIL | `health.gpu-unreadable` | GPU2 |" in out
+
+
+def test_doctor_writes_html_and_markdown_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    html, md = tmp_path / "rig.html", tmp_path / "rig.md"
+    argv = ["doctor", "--from", str(SNAPSHOTS / "ecc-errors.json"), "--html", str(html), "--markdown", str(md)]
+    code, out, err = run(argv, capsys)
+    assert code == 1
+    assert "Result: problems found" in out  # the terminal report is still printed
+    page = html.read_text()
+    assert "health.ecc-uncorrected-volatile" in page
+    assert "<script" not in page
+    assert md.read_text().startswith("# rigcheck doctor")
+    assert f"wrote {html}" in err
+
+
+def test_doctor_html_to_a_bad_path_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "no-such-dir" / "rig.html"
+    code, _, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"), "--html", str(target)], capsys)
+    assert code == 2
+    assert str(target) in err
+    assert len(err.strip().splitlines()) == 1

@@ -9,6 +9,15 @@ from typing import Annotated
 import typer
 
 from rigcheck import __version__
+from rigcheck.cli import (
+    bench_collectives,
+    bench_device,
+    bench_train,
+    burn_cmd,
+    monitor_cmd,
+    nccl_log,
+    plan_cmd,
+)
 from rigcheck.cli.common import FromOption, JsonOption, interruptible, note
 from rigcheck.cli.doctor import doctor
 from rigcheck.cli.power_plan import power_plan
@@ -67,6 +76,20 @@ def power(
 
 power_app.command("plan")(interruptible(power_plan))
 app.add_typer(power_app, name="power")
+
+
+bench_app = typer.Typer(
+    help="Measure: collectives, matmul, memory and host-link bandwidth, P2P, and the guide's gpt2 training run.",
+    no_args_is_help=True,
+)
+bench_collectives.register(bench_app)
+bench_device.register(bench_app)
+bench_train.register(bench_app)
+app.add_typer(bench_app, name="bench")
+plan_cmd.register(app)
+nccl_log.register(app)
+monitor_cmd.register(app)
+burn_cmd.register(app)
 
 
 @app.command()

@@ -116,7 +116,7 @@ P2P_COLUMNS = [
 ]
 
 
-def matmul(  # noqa: PLR0917 - a typer command: one parameter per option
+def matmul(
     dtype: DtypeOption = None,
     cpu: CpuOption = False,
     quick: QuickOption = False,
@@ -145,7 +145,7 @@ def matmul(  # noqa: PLR0917 - a typer command: one parameter per option
     emit(doc, MATMUL_COLUMNS, as_json=as_json, title="matmul: TFLOPS per shape (2·m·n·k / time), best per dtype *")
 
 
-def membw(  # noqa: PLR0917 - a typer command: one parameter per option
+def membw(
     cpu: CpuOption = False,
     size: SizeListOption = None,
     repeats: RepeatsOpt = None,
@@ -170,7 +170,7 @@ def membw(  # noqa: PLR0917 - a typer command: one parameter per option
     emit(doc, MEMBW_COLUMNS, as_json=as_json, title="membw: device-local copy, dst.copy_(src)")
 
 
-def hostlink(  # noqa: PLR0917 - a typer command: one parameter per option
+def hostlink(
     gpu: GpuOption = None,
     size: SizeOption = None,
     numa: NumaOption = True,

@@ -27,6 +27,16 @@ FromOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of the report.")]
+HtmlFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--html", help="Also write a self-contained HTML report (opens offline) to this file.", dir_okay=False
+    ),
+]
+MarkdownFileOption = Annotated[
+    Path | None,
+    typer.Option("--markdown", help="Also write the report as Markdown (for an issue) to this file.", dir_okay=False),
+]
 
 
 # Width for reports written to a pipe or a file: rich's default of 80 would fold an 8-GPU matrix.
@@ -87,3 +97,11 @@ def interruptible(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return run
+
+
+def write_report_file(path: Path, text: str) -> None:
+    """Write a report file in one step (a temporary file, then a rename); a bad path is a one-line error."""
+    from rigcheck.report.html import write_html
+
+    write_html(path, text)
+    note(f"wrote {path}")

@@ -102,7 +102,7 @@ def _from_document(source: Path) -> tuple[float | None, str | None, Snapshot | N
         ) from None
 
 
-def plan(  # noqa: PLR0917 - a typer command: one parameter per option
+def plan(
     params: Annotated[str, typer.Option("--params", help="Model size: 124M, 1.3B, 7e9, 124439808, or gpt2.")],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in data parallel.", min=1)] = 2,
     strategy: Annotated[str, typer.Option("--strategy", help="ddp, zero1, zero2, zero3 or fsdp.")] = "ddp",

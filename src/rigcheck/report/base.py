@@ -39,6 +39,7 @@ class Format(str, Enum):
     TERMINAL = "terminal"
     JSON = "json"
     MARKDOWN = "markdown"
+    HTML = "html"
 
 
 def exit_code_for(findings: list[Finding], *, strict: bool = False) -> int:

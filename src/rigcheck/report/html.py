@@ -242,7 +242,7 @@ def write_html(path: Path, html: str) -> None:
         os.replace(tmp_name, target)
         tmp_name = None
     except OSError as exc:
-        raise InputError(f"cannot write the HTML report: {exc.strerror or exc}", path=str(path)) from exc
+        raise InputError(f"cannot write the report: {exc.strerror or exc}", path=str(path)) from exc
     finally:
         if tmp_name is not None:
             with contextlib.suppress(OSError):
