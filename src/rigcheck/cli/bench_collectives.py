@@ -7,6 +7,7 @@ runs (through rigcheck.bench), never by `rigcheck --help`.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +23,7 @@ from rigcheck.cli.bench_common import (
     num,
     size_text,
 )
-from rigcheck.cli.common import interruptible, note
+from rigcheck.cli.common import HtmlFileOption, interruptible, note
 from rigcheck.errors import UsageError
 
 MinBytesOption = Annotated[
@@ -84,6 +85,7 @@ def _run(
     warmup: int,
     timeout: float,
     as_json: bool,
+    html_file: Path | None = None,
 ) -> None:
     from rigcheck.bench.collectives import CPU_MAX_BYTES, GPU_MAX_BYTES, resolve_world_size, run_collective, sweep
 
@@ -102,7 +104,7 @@ def _run(
         timeout_s=timeout,
         on_progress=note,
     )
-    emit(doc, COLUMNS, as_json=as_json, title=f"{TITLES[op]}, nccl-tests' algbw and busbw")
+    emit(doc, COLUMNS, as_json=as_json, html_file=html_file, title=f"{TITLES[op]}, nccl-tests' algbw and busbw")
 
 
 def allreduce(
@@ -115,6 +117,7 @@ def allreduce(
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """All-reduce bandwidth over a size sweep: algbw, busbw = algbw × 2(n−1)/n, and a data check per size."""
     _run(
@@ -127,6 +130,7 @@ def allreduce(
         warmup=warmup,
         timeout=timeout,
         as_json=as_json,
+        html_file=html_file,
     )
 
 
@@ -140,6 +144,7 @@ def allgather(
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """All-gather bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."""
     _run(
@@ -152,6 +157,7 @@ def allgather(
         warmup=warmup,
         timeout=timeout,
         as_json=as_json,
+        html_file=html_file,
     )
 
 
@@ -165,6 +171,7 @@ def reducescatter(
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """Reduce-scatter bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."""
     _run(
@@ -177,6 +184,7 @@ def reducescatter(
         warmup=warmup,
         timeout=timeout,
         as_json=as_json,
+        html_file=html_file,
     )
 
 
@@ -190,6 +198,7 @@ def broadcast(
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """Broadcast bandwidth from rank 0 over a size sweep: algbw = busbw, and a data check per size."""
     _run(
@@ -202,6 +211,7 @@ def broadcast(
         warmup=warmup,
         timeout=timeout,
         as_json=as_json,
+        html_file=html_file,
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.cli.common import note, out_console, print_json
+from rigcheck.cli.common import note, out_console, print_json, write_report_file
 
 CpuOption = Annotated[bool, typer.Option("--cpu", help="Run on CPU processes with gloo (no GPU needed; what CI runs).")]
 WorldSizeOption = Annotated[
@@ -71,8 +72,17 @@ def doc_failed(doc: dict[str, Any]) -> bool:
     return bool(doc.get("partial") or doc.get("error") or any(r.get("correct") is False for r in doc["results"]))
 
 
-def emit(doc: dict[str, Any], columns: Sequence[Column], *, as_json: bool, title: str) -> None:
-    """Print the document (JSON, or a title, the method line and the table) and exit 0, or 1 on failure."""
+def emit(
+    doc: dict[str, Any], columns: Sequence[Column], *, as_json: bool, title: str, html_file: Path | None = None
+) -> None:
+    """Print the document (JSON, or a title, the method line and the table) and exit 0, or 1 on failure.
+
+    With ``html_file``, the same document is also written as a self-contained HTML page.
+    """
+    if html_file is not None:
+        from rigcheck.report.html import bench_html
+
+        write_report_file(html_file, bench_html(doc))
     if as_json:
         print_json(doc)
     else:

@@ -12,7 +12,7 @@ import typer
 
 from rigcheck.cli.bench_collectives import parse_size
 from rigcheck.cli.bench_common import Column, CpuOption, JsonOut, TimeoutOption, emit, num, size_text
-from rigcheck.cli.common import interruptible, note
+from rigcheck.cli.common import HtmlFileOption, interruptible, note
 
 DtypeOption = Annotated[
     list[str] | None,
@@ -126,6 +126,7 @@ def matmul(
     world_size: DevicesOption = 1,
     timeout: TimeoutOption = 1800.0,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """Best matmul TFLOPS over a shape sweep (L2 flushed between products), beside the card's catalogue peak."""
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
@@ -142,7 +143,13 @@ def matmul(
         timeout_s=timeout,
         on_progress=note,
     )
-    emit(doc, MATMUL_COLUMNS, as_json=as_json, title="matmul: TFLOPS per shape (2·m·n·k / time), best per dtype *")
+    emit(
+        doc,
+        MATMUL_COLUMNS,
+        as_json=as_json,
+        html_file=html_file,
+        title="matmul: TFLOPS per shape (2·m·n·k / time), best per dtype *",
+    )
 
 
 def membw(
@@ -153,6 +160,7 @@ def membw(
     world_size: DevicesOption = 1,
     timeout: TimeoutOption = 600.0,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """Device-local copy bandwidth (bytes copied once, as nvbandwidth; and read+write), beside the datasheet."""
     from rigcheck.bench.device.membw import run_membw
@@ -167,7 +175,7 @@ def membw(
         timeout_s=timeout,
         on_progress=note,
     )
-    emit(doc, MEMBW_COLUMNS, as_json=as_json, title="membw: device-local copy, dst.copy_(src)")
+    emit(doc, MEMBW_COLUMNS, as_json=as_json, html_file=html_file, title="membw: device-local copy, dst.copy_(src)")
 
 
 def hostlink(
@@ -177,6 +185,7 @@ def hostlink(
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """Host→GPU and GPU→host copy bandwidth per GPU, pinned and pageable, NUMA-bound and not, beside PCIe."""
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
@@ -189,7 +198,13 @@ def hostlink(
         warmup=warmup if warmup is not None else 1,
         on_progress=note,
     )
-    emit(doc, HOSTLINK_COLUMNS, as_json=as_json, title="hostlink: host<->GPU copies (GB/s, bytes copied once)")
+    emit(
+        doc,
+        HOSTLINK_COLUMNS,
+        as_json=as_json,
+        html_file=html_file,
+        title="hostlink: host<->GPU copies (GB/s, bytes copied once)",
+    )
 
 
 def p2p(
@@ -197,6 +212,7 @@ def p2p(
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host."""
     from rigcheck.bench.device.p2p import DEFAULT_SIZE, run_p2p
@@ -207,7 +223,13 @@ def p2p(
         warmup=warmup if warmup is not None else 1,
         on_progress=note,
     )
-    emit(doc, P2P_COLUMNS, as_json=as_json, title="p2p: GPU-to-GPU copies, per ordered pair (GB/s, bytes once)")
+    emit(
+        doc,
+        P2P_COLUMNS,
+        as_json=as_json,
+        html_file=html_file,
+        title="p2p: GPU-to-GPU copies, per ordered pair (GB/s, bytes once)",
+    )
 
 
 def register(app: typer.Typer) -> None:

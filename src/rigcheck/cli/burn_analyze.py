@@ -16,7 +16,7 @@ from rich.text import Text
 
 from rigcheck.checks.burn import analyze_trace, is_problem
 from rigcheck.checks.common import fmt
-from rigcheck.cli.common import note, out_console, print_json
+from rigcheck.cli.common import note, out_console, print_json, write_report_file
 from rigcheck.errors import InputError
 from rigcheck.model.telemetry import GpuBurnAnalysis, Trace
 
@@ -95,7 +95,7 @@ def gpu_lines(a: GpuBurnAnalysis) -> list[RenderableType]:
     return lines
 
 
-def burn_analyze(file: Path, as_json: bool) -> None:
+def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> None:
     """Analyse a recorded trace (rigcheck CSV/JSONL, or nvidia-smi --query-gpu CSV) and set the exit code."""
     from rigcheck.probe.trace import read_trace
 
@@ -108,6 +108,10 @@ def burn_analyze(file: Path, as_json: bool) -> None:
         note(line)
     analyses = analyze_trace(trace)
     exit_code = 1 if any(is_problem(a) for a in analyses) else 0
+    if html_file is not None:
+        from rigcheck.report.html import burn_html
+
+        write_report_file(html_file, burn_html(trace, analyses, title=f"rigcheck burn --analyze {file.name}"))
     if as_json:
         print_json(burn_to_dict(trace, analyses, exit_code))
         raise typer.Exit(exit_code)

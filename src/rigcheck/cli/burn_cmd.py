@@ -23,7 +23,15 @@ from rigcheck.bench.burn import DTYPES, BurnResult, run_burn
 from rigcheck.checks.burn import is_problem
 from rigcheck.cli import monitor_cmd
 from rigcheck.cli.burn_analyze import burn_analyze, burn_to_dict, gpu_lines
-from rigcheck.cli.common import EXIT_INTERRUPTED, interruptible, note, out_console, print_json
+from rigcheck.cli.common import (
+    EXIT_INTERRUPTED,
+    HtmlFileOption,
+    interruptible,
+    note,
+    out_console,
+    print_json,
+    write_report_file,
+)
 from rigcheck.errors import BenchError
 from rigcheck.monitor.sampler import TraceFile
 
@@ -105,10 +113,11 @@ def burn(
     ] = None,
     interval: Annotated[float, typer.Option("--interval", min=0.01, max=10.0, help="Seconds between polls.")] = 0.1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (rigcheck.burn/1) as JSON.")] = False,
+    html_file: HtmlFileOption = None,
 ) -> None:
     """Load the GPUs with sustained matmuls while recording power, temperature, clocks and throttle reasons."""
     if analyze is not None:
-        burn_analyze(analyze, as_json)
+        burn_analyze(analyze, as_json, html_file)
         return
     if dtype not in DTYPES:
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
@@ -133,6 +142,10 @@ def burn(
     if sink is not None:
         note(f"{sink.rows} samples written to {sink.path}")
     code = burn_exit_code(result)
+    if html_file is not None:
+        from rigcheck.report.html import burn_html
+
+        write_report_file(html_file, burn_html(result.trace, result.analyses))
     if as_json:
         print_json(burn_document(result, code))
     else:
