@@ -20,6 +20,7 @@ from rigcheck.cli.bench_common import (
     WarmupOption,
     WorldSizeOption,
     emit,
+    emit_comparison,
     num,
     size_text,
 )
@@ -74,6 +75,15 @@ TITLES = {
 }
 
 
+CompareP2POption = Annotated[
+    bool,
+    typer.Option(
+        "--compare-p2p",
+        help="Run twice, with and without NCCL_P2P_DISABLE=1, each labelled with the transport NCCL used.",
+    ),
+]
+
+
 def _run(
     op: str,
     *,
@@ -86,6 +96,7 @@ def _run(
     timeout: float,
     as_json: bool,
     html_file: Path | None = None,
+    compare_p2p: bool = False,
 ) -> None:
     from rigcheck.bench.collectives import CPU_MAX_BYTES, GPU_MAX_BYTES, resolve_world_size, run_collective, sweep
 
@@ -94,16 +105,28 @@ def _run(
     if low > high:
         raise UsageError(f"--min-bytes ({low}) is larger than --max-bytes ({high})")
     ranks = resolve_world_size(cpu, world_size)
-    doc = run_collective(
-        op,
-        cpu=cpu,
-        world_size=ranks,
-        sizes=sweep(low, high),
-        warmup=warmup,
-        repeats=repeats if repeats is not None else (10 if cpu else 20),
-        timeout_s=timeout,
-        on_progress=note,
-    )
+
+    def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> dict[str, Any]:
+        if compare_p2p:
+            note(f"{op}: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
+        return run_collective(
+            op,
+            cpu=cpu,
+            world_size=ranks,
+            sizes=sweep(low, high),
+            warmup=warmup,
+            repeats=repeats if repeats is not None else (10 if cpu else 20),
+            timeout_s=timeout,
+            env=env,
+            nccl_debug=nccl_debug,
+            on_progress=note,
+        )
+
+    if compare_p2p:
+        from rigcheck.bench.compare import compare_p2p as compare
+
+        emit_comparison(compare(one_run, label=op), as_json=as_json, html_file=html_file)
+    doc = one_run()
     emit(doc, COLUMNS, as_json=as_json, html_file=html_file, title=f"{TITLES[op]}, nccl-tests' algbw and busbw")
 
 
@@ -116,6 +139,7 @@ def allreduce(
     repeats: RepeatsOpt = None,
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
+    compare_p2p: CompareP2POption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
 ) -> None:
@@ -131,6 +155,7 @@ def allreduce(
         timeout=timeout,
         as_json=as_json,
         html_file=html_file,
+        compare_p2p=compare_p2p,
     )
 
 
@@ -143,6 +168,7 @@ def allgather(
     repeats: RepeatsOpt = None,
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
+    compare_p2p: CompareP2POption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
 ) -> None:
@@ -158,6 +184,7 @@ def allgather(
         timeout=timeout,
         as_json=as_json,
         html_file=html_file,
+        compare_p2p=compare_p2p,
     )
 
 
@@ -170,6 +197,7 @@ def reducescatter(
     repeats: RepeatsOpt = None,
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
+    compare_p2p: CompareP2POption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
 ) -> None:
@@ -185,6 +213,7 @@ def reducescatter(
         timeout=timeout,
         as_json=as_json,
         html_file=html_file,
+        compare_p2p=compare_p2p,
     )
 
 
@@ -197,6 +226,7 @@ def broadcast(
     repeats: RepeatsOpt = None,
     warmup: WarmupOption = 5,
     timeout: TimeoutOption = 300.0,
+    compare_p2p: CompareP2POption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
 ) -> None:
@@ -212,6 +242,7 @@ def broadcast(
         timeout=timeout,
         as_json=as_json,
         html_file=html_file,
+        compare_p2p=compare_p2p,
     )
 
 

@@ -102,3 +102,54 @@ def emit(
     if doc.get("error"):
         note(f"error: {doc['error']}" + (" (partial results kept)" if doc["results"] else ""))
     raise typer.Exit(1 if doc_failed(doc) else 0)
+
+
+def render_comparison(doc: dict[str, Any]) -> None:
+    """The guide's table: P2P/NVLink Y/N | time | samples/s (or busbw) | transport, then the speed-up."""
+    console = out_console()
+    comp = doc["comparison"]
+    rows = comp["rows"]
+    rate_key, rate_header = ("samples_per_s", "samples/s")
+    if rows and "busbw_gbps" in rows[0]:
+        rate_key, rate_header = ("busbw_gbps", "busbw (GB/s)")
+    console.print(Text(f"{doc['label']} --compare-p2p: {doc['backend']}, world size {doc['world_size']}", style="bold"))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("P2P/NVLink")
+    table.add_column("time (s)", justify="right")
+    table.add_column(rate_header, justify="right")
+    table.add_column("transport (from NCCL_DEBUG=INFO)")
+    for r in rows:
+        table.add_row(r["p2p"], _sig(r.get("time_s")), num(2)(r.get(rate_key)), r["transport"])
+    console.print(table)
+    speedup = comp.get("speedup_percent")
+    if speedup is not None:
+        word = "faster" if speedup >= 0 else "slower"
+        console.print(
+            f"P2P/NVLink: {abs(speedup):.1f}% {word} (time without P2P / with P2P = {comp['time_ratio']:.3f})"
+        )
+    else:
+        console.print("speed-up: not computed (a run has no time)")
+    for line in doc.get("notes", []):
+        console.print(Text(f"• {line}", style="dim"))
+    for line in doc.get("warnings", []):
+        console.print(Text(f"! {line}", style="bold yellow"))
+
+
+def emit_comparison(doc: dict[str, Any], *, as_json: bool, html_file: Path | None = None) -> None:
+    """Print a --compare-p2p document (the guide's table) and exit 0, or 1 on a failed run or a warning."""
+    if html_file is not None:
+        from rigcheck.report.html import bench_html
+
+        write_report_file(html_file, bench_html(doc))
+    if as_json:
+        print_json(doc)
+    else:
+        render_comparison(doc)
+    if doc.get("error"):
+        note(f"error: {doc['error']}")
+    raise typer.Exit(1 if doc_failed(doc) or doc["warnings"] else 0)
+
+
+def _sig(value: Any) -> str:
+    """Four significant figures: a 0.0013 s collective and a 101.9 s training run both read well."""
+    return "-" if value is None else f"{value:.4g}"

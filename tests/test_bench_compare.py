@@ -1,0 +1,182 @@
+"""--compare-p2p: the guide's table, its speed-up arithmetic, and the transport checks on real and canned NCCL logs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rigcheck.bench.compare import (
+    GLOO_TRANSPORT,
+    NO_LOG_TRANSPORT,
+    compare_p2p,
+    run_figures,
+    speedup_percent,
+)
+from rigcheck.bench.results import BENCH_SCHEMA
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus" / "nccl-log"
+P2P_LOG = (CORPUS / "001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt").read_text()
+MULTINODE_LOG = (CORPUS / "004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt").read_text()
+# Synthetic: two ranks of one node with NCCL_P2P_DISABLE=1, so every channel goes through host memory.
+SHM_LOG = """\
+titan:2001:2001 [0] NCCL INFO NCCL version 2.28.9+cuda13.0
+titan:2001:2001 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1
+titan:2002:2002 [1] NCCL INFO NCCL_P2P_DISABLE set by environment to 1
+titan:2001:2001 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0
+titan:2002:2002 [1] NCCL INFO comm 0x56e0 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0
+titan:2001:2001 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct
+titan:2001:2001 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via SHM/direct/direct
+titan:2002:2002 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via SHM/direct/direct
+titan:2002:2002 [1] NCCL INFO Channel 01 : 1[1] -> 0[0] via SHM/direct/direct
+"""
+
+# The guide: 2 x TITAN RTX, gpt2, 200 steps, batch 4 per GPU.
+GUIDE_P2P_S, GUIDE_NO_P2P_S = 101.9003, 131.4367
+
+
+def train_doc(runtime_s: float, *, backend: str = "nccl", log: str | None = None, **extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": BENCH_SCHEMA,
+        "benchmark": "train",
+        "partial": False,
+        "error": None,
+        "method": {"method_version": "train-1"},
+        "backend": backend,
+        "world_size": 2,
+        "versions": {"torch": "x"},
+        "snapshot": {"schema": "snap"},
+        "results": [{"name": "train", "train_runtime_s": runtime_s, "samples_per_s": 1600 / runtime_s}],
+        **extra,
+    }
+    if log is not None:
+        doc["nccl_log"] = log
+    return doc
+
+
+class FakeRuns:
+    """A run function that hands back canned documents and records how it was called."""
+
+    def __init__(self, with_p2p: dict[str, Any], without: dict[str, Any]) -> None:
+        self.docs = {False: with_p2p, True: without}
+        self.calls: list[tuple[dict[str, str], bool]] = []
+
+    def __call__(self, env: dict[str, str], nccl_debug: bool) -> dict[str, Any]:
+        self.calls.append((dict(env), nccl_debug))
+        return dict(self.docs[env.get("NCCL_P2P_DISABLE") == "1"])
+
+
+def test_speedup_is_the_guides_formula() -> None:
+    # (131.4367 - 101.9003) / 131.4367 = 22.47 %: the guide's "~23% faster"
+    assert speedup_percent(GUIDE_P2P_S, GUIDE_NO_P2P_S) == pytest.approx(22.4716, abs=1e-3)
+    assert speedup_percent(101.9, 131.4) == pytest.approx(22.45, abs=0.01)
+    assert speedup_percent(10.0, 10.0) == 0.0
+    assert speedup_percent(12.0, 10.0) == pytest.approx(-20.0)
+    with pytest.raises(ValueError, match="positive"):
+        speedup_percent(0.0, 1.0)
+
+
+def test_guide_pair_on_real_and_synthetic_logs() -> None:
+    runs = FakeRuns(train_doc(GUIDE_P2P_S, log=P2P_LOG), train_doc(GUIDE_NO_P2P_S, log=SHM_LOG))
+    doc = compare_p2p(runs, label="train")
+
+    assert runs.calls == [({}, True), ({"NCCL_P2P_DISABLE": "1"}, True)]
+    assert doc["schema"] == BENCH_SCHEMA
+    assert doc["benchmark"] == "train-compare-p2p"
+    assert doc["warnings"] == []
+    assert not doc["partial"]
+    rows = doc["comparison"]["rows"]
+    assert [r["p2p"] for r in rows] == ["Y", "N"]
+    assert [r["nccl_p2p_disable"] for r in rows] == [None, "1"]
+    assert [r["time_s"] for r in rows] == [GUIDE_P2P_S, GUIDE_NO_P2P_S]
+    assert rows[0]["samples_per_s"] == pytest.approx(1600 / GUIDE_P2P_S)
+    assert rows[0]["transport"].startswith("P2P")
+    assert rows[1]["transport"].startswith("SHM")
+    assert round(doc["comparison"]["speedup_percent"], 1) == 22.5
+    assert doc["comparison"]["time_ratio"] == pytest.approx(GUIDE_NO_P2P_S / GUIDE_P2P_S)
+
+    # The logs are parsed, then taken out of the output; one snapshot at the top.
+    with_p2p, without = doc["runs"]
+    assert "nccl_log" not in with_p2p
+    assert "nccl_log" not in without
+    assert "snapshot" not in with_p2p
+    assert doc["snapshot"] == {"schema": "snap"}
+    assert with_p2p["nccl"]["transports"] == ["P2P/CUMEM"]
+    assert with_p2p["nccl"]["p2p_disabled"] is False
+    assert without["nccl"]["transports"] == ["SHM/direct/direct"]
+    assert without["nccl"]["p2p_disabled"] is True
+    assert without["env"] == {"NCCL_P2P_DISABLE": "1"}
+    assert [r["p2p"] for r in doc["results"]] == ["Y", "N"]
+    json.dumps(doc)  # plain JSON all the way down
+
+
+def test_no_p2p_run_that_still_used_p2p_is_called_out() -> None:
+    runs = FakeRuns(train_doc(GUIDE_P2P_S, log=P2P_LOG), train_doc(GUIDE_P2P_S, log=MULTINODE_LOG))
+    doc = compare_p2p(runs, label="train")
+    assert len(doc["warnings"]) == 1
+    warning = doc["warnings"][0]
+    assert warning.startswith("train P2P=N:")
+    assert "still used P2P" in warning
+    assert "P2P/IPC/read" in warning
+    assert "NET/IB" in doc["comparison"]["rows"][1]["transport"]
+
+
+def test_p2p_run_that_fell_back_to_shm_is_called_out() -> None:
+    runs = FakeRuns(train_doc(GUIDE_NO_P2P_S, log=SHM_LOG), train_doc(GUIDE_NO_P2P_S, log=SHM_LOG))
+    doc = compare_p2p(runs, label="train")
+    assert len(doc["warnings"]) == 1
+    assert doc["warnings"][0].startswith("train P2P=Y:")
+    assert "did not use P2P" in doc["warnings"][0]
+    assert doc["comparison"]["speedup_percent"] == 0.0
+
+
+def test_gloo_says_nccl_is_absent_instead_of_pretending() -> None:
+    runs = FakeRuns(train_doc(2.0, backend="gloo", log=""), train_doc(2.5, backend="gloo", log=""))
+    doc = compare_p2p(runs, label="train")
+    assert [r["transport"] for r in doc["comparison"]["rows"]] == [GLOO_TRANSPORT, GLOO_TRANSPORT]
+    assert doc["warnings"] == []
+    assert any("no effect" in n or "changes nothing" in n for n in doc["notes"])
+    assert doc["runs"][0]["nccl"] is None
+    assert doc["comparison"]["speedup_percent"] == pytest.approx(20.0)
+
+
+def test_nccl_run_without_a_log_is_not_checked_silently() -> None:
+    runs = FakeRuns(train_doc(1.0, log=""), train_doc(1.2, log="no nccl here at all\n"))
+    doc = compare_p2p(runs, label="train")
+    assert [r["transport"] for r in doc["comparison"]["rows"]] == [NO_LOG_TRANSPORT, NO_LOG_TRANSPORT]
+    assert len(doc["warnings"]) == 2
+    assert "no NCCL_DEBUG=INFO output" in doc["warnings"][0]
+    assert "could not be read" in doc["warnings"][1]
+
+
+def test_a_failed_run_is_partial_and_has_no_speedup() -> None:
+    failed = train_doc(1.0, log=SHM_LOG, partial=True, error="rank 1 exited with code -9 (SIGKILL)")
+    failed["results"] = []
+    runs = FakeRuns(train_doc(1.0, log=P2P_LOG), failed)
+    doc = compare_p2p(runs, label="train")
+    assert doc["partial"] is True
+    assert doc["error"] == "rank 1 exited with code -9 (SIGKILL)"
+    assert doc["comparison"]["speedup_percent"] is None
+    assert doc["comparison"]["rows"][1]["time_s"] is None
+    assert any("rank 1 exited" in w for w in doc["warnings"])
+
+
+def test_collective_figures_weight_time_by_size() -> None:
+    doc = {
+        "benchmark": "allreduce",
+        "results": [
+            {"size_bytes": 1000, "time_us_median": 10.0, "busbw_gbps": 0.1},
+            {"size_bytes": 3000, "time_us_median": 20.0, "busbw_gbps": 0.3},
+        ],
+    }
+    figures = run_figures(doc)
+    # (1000 x 10 us + 3000 x 20 us) / 4000 = 17.5 us
+    assert figures["time_s"] == pytest.approx(17.5e-6)
+    assert figures["busbw_gbps"] == 0.3  # at the largest size
+
+
+def test_other_benchmarks_report_their_median_value() -> None:
+    doc = {"benchmark": "p2p", "results": [{"value": 10.0, "unit": "GB/s"}, {"value": 30.0, "unit": "GB/s"}]}
+    assert run_figures(doc) == {"time_s": None, "value": 20.0, "unit": "GB/s"}
