@@ -22,6 +22,7 @@ torch is imported lazily (``rigcheck --help`` never loads it).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -203,6 +204,9 @@ def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
             on_progress=lambda message: conn.send(("progress", message)),
         )
         spec.fn(ctx, spec.payload)
+        # Free what the benchmark left (a DDP reducer holds the process group) before the group goes:
+        # gloo aborts the process ("terminate called without an active exception") otherwise.
+        gc.collect()
         dist.destroy_process_group()
     except Exception as exc:
         # Any failure of the benchmark is the parent's to report: send its type and message, then end
