@@ -13,13 +13,12 @@ rigcheck.checks.burn.is_problem (thermal throttling, lost GPU, HW power brake), 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from rigcheck.bench.burn import DTYPES, BurnResult, run_burn
 from rigcheck.checks.burn import is_problem
 from rigcheck.cli import monitor_cmd
 from rigcheck.cli.burn_analyze import burn_analyze, burn_to_dict, gpu_lines
@@ -34,6 +33,9 @@ from rigcheck.cli.common import (
 )
 from rigcheck.errors import BenchError
 from rigcheck.monitor.sampler import TraceFile
+
+if TYPE_CHECKING:  # the workload module is imported when a burn runs, not at every start of the CLI
+    from rigcheck.bench.burn import BurnResult
 
 
 def burn_exit_code(result: BurnResult) -> int:
@@ -119,6 +121,8 @@ def burn(
     if analyze is not None:
         burn_analyze(analyze, as_json, html_file)
         return
+    from rigcheck.bench.burn import DTYPES, run_burn
+
     if dtype not in DTYPES:
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
     target = monitor_cmd.trace_target(csv, jsonl)
