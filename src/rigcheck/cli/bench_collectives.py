@@ -7,6 +7,7 @@ runs (through rigcheck.bench), never by `rigcheck --help`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -130,123 +131,53 @@ def _run(
     emit(doc, COLUMNS, as_json=as_json, html_file=html_file, title=f"{TITLES[op]}, nccl-tests' algbw and busbw")
 
 
-def allreduce(
-    *,
-    cpu: CpuOption = False,
-    world_size: WorldSizeOption = None,
-    min_bytes: MinBytesOption = "8",
-    max_bytes: MaxBytesOption = None,
-    repeats: RepeatsOpt = None,
-    warmup: WarmupOption = 5,
-    timeout: TimeoutOption = 300.0,
-    compare_p2p: CompareP2POption = False,
-    as_json: JsonOut = False,
-    html_file: HtmlFileOption = None,
-) -> None:
-    """All-reduce bandwidth over a size sweep: algbw, busbw = algbw × 2(n−1)/n, and a data check per size."""
-    _run(
-        "allreduce",
-        cpu=cpu,
-        world_size=world_size,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        repeats=repeats,
-        warmup=warmup,
-        timeout=timeout,
-        as_json=as_json,
-        html_file=html_file,
-        compare_p2p=compare_p2p,
-    )
+# What each command's help says about its busbw factor (nccl-tests' PERFORMANCE.md).
+DOCS = {
+    "allreduce": "All-reduce bandwidth over a size sweep: algbw, busbw = algbw × 2(n−1)/n, and a data check per size.",
+    "allgather": "All-gather bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size.",
+    "reducescatter": (
+        "Reduce-scatter bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."
+    ),
+    "broadcast": "Broadcast bandwidth from rank 0 over a size sweep: algbw = busbw, and a data check per size.",
+}
 
 
-def allgather(
-    *,
-    cpu: CpuOption = False,
-    world_size: WorldSizeOption = None,
-    min_bytes: MinBytesOption = "8",
-    max_bytes: MaxBytesOption = None,
-    repeats: RepeatsOpt = None,
-    warmup: WarmupOption = 5,
-    timeout: TimeoutOption = 300.0,
-    compare_p2p: CompareP2POption = False,
-    as_json: JsonOut = False,
-    html_file: HtmlFileOption = None,
-) -> None:
-    """All-gather bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."""
-    _run(
-        "allgather",
-        cpu=cpu,
-        world_size=world_size,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        repeats=repeats,
-        warmup=warmup,
-        timeout=timeout,
-        as_json=as_json,
-        html_file=html_file,
-        compare_p2p=compare_p2p,
-    )
+def _command(op: str) -> Callable[..., None]:
+    """The typer command for one collective: the same options for all four, only the op differs."""
+
+    def command(
+        *,
+        cpu: CpuOption = False,
+        world_size: WorldSizeOption = None,
+        min_bytes: MinBytesOption = "8",
+        max_bytes: MaxBytesOption = None,
+        repeats: RepeatsOpt = None,
+        warmup: WarmupOption = 5,
+        timeout: TimeoutOption = 300.0,
+        compare_p2p: CompareP2POption = False,
+        as_json: JsonOut = False,
+        html_file: HtmlFileOption = None,
+    ) -> None:
+        _run(
+            op,
+            cpu=cpu,
+            world_size=world_size,
+            min_bytes=min_bytes,
+            max_bytes=max_bytes,
+            repeats=repeats,
+            warmup=warmup,
+            timeout=timeout,
+            as_json=as_json,
+            html_file=html_file,
+            compare_p2p=compare_p2p,
+        )
+
+    command.__name__ = op
+    command.__doc__ = DOCS[op]
+    return command
 
 
-def reducescatter(
-    *,
-    cpu: CpuOption = False,
-    world_size: WorldSizeOption = None,
-    min_bytes: MinBytesOption = "8",
-    max_bytes: MaxBytesOption = None,
-    repeats: RepeatsOpt = None,
-    warmup: WarmupOption = 5,
-    timeout: TimeoutOption = 300.0,
-    compare_p2p: CompareP2POption = False,
-    as_json: JsonOut = False,
-    html_file: HtmlFileOption = None,
-) -> None:
-    """Reduce-scatter bandwidth over a size sweep: algbw, busbw = algbw × (n−1)/n, and a data check per size."""
-    _run(
-        "reducescatter",
-        cpu=cpu,
-        world_size=world_size,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        repeats=repeats,
-        warmup=warmup,
-        timeout=timeout,
-        as_json=as_json,
-        html_file=html_file,
-        compare_p2p=compare_p2p,
-    )
-
-
-def broadcast(
-    *,
-    cpu: CpuOption = False,
-    world_size: WorldSizeOption = None,
-    min_bytes: MinBytesOption = "8",
-    max_bytes: MaxBytesOption = None,
-    repeats: RepeatsOpt = None,
-    warmup: WarmupOption = 5,
-    timeout: TimeoutOption = 300.0,
-    compare_p2p: CompareP2POption = False,
-    as_json: JsonOut = False,
-    html_file: HtmlFileOption = None,
-) -> None:
-    """Broadcast bandwidth from rank 0 over a size sweep: algbw = busbw, and a data check per size."""
-    _run(
-        "broadcast",
-        cpu=cpu,
-        world_size=world_size,
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        repeats=repeats,
-        warmup=warmup,
-        timeout=timeout,
-        as_json=as_json,
-        html_file=html_file,
-        compare_p2p=compare_p2p,
-    )
-
-
-COMMANDS = {"allreduce": allreduce, "allgather": allgather, "reducescatter": reducescatter, "broadcast": broadcast}
+COMMANDS = {op: _command(op) for op in DOCS}
 
 
 def register(app: typer.Typer) -> None:
