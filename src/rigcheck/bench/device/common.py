@@ -90,13 +90,16 @@ def no_gpu_reason(torch: Any) -> str:
     return "torch sees no CUDA device (no driver, or CUDA_VISIBLE_DEVICES hides them)"
 
 
-def require_gpus(torch: Any, what: str, *, count: int = 1, hint: str = "") -> int:
-    """The number of CUDA devices, or a one-line UsageError when there are fewer than ``count``."""
+def require_gpus(torch: Any, what: str, *, count: int = 1, hint: str = "", world_size: int | None = None) -> int:
+    """The number of CUDA devices, or a one-line UsageError when there are fewer than ``count``
+    (or fewer than the ``world_size`` asked for with --world-size)."""
     n = cuda_device_count(torch)
     if n == 0:
         raise UsageError(f"{what} needs an NVIDIA GPU; {no_gpu_reason(torch)}{hint}")
     if n < count:
         raise UsageError(f"{what} needs at least {count} NVIDIA GPUs; torch sees {n}{hint}")
+    if world_size is not None and world_size > n:
+        raise UsageError(f"--world-size {world_size} asks for more GPUs than torch sees ({n})")
     return n
 
 

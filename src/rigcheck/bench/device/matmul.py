@@ -320,9 +320,7 @@ def run_matmul(
     """Sweep shapes for each dtype on ``world_size`` devices (one worker each) and return the document."""
     torch: Any = require_torch()
     if not cpu:
-        n = require_gpus(torch, "matmul", hint="; add --cpu to measure this CPU instead")
-        if world_size > n:
-            raise UsageError(f"--world-size {world_size} asks for more GPUs than torch sees ({n})")
+        require_gpus(torch, "matmul", hint="; add --cpu to measure this CPU instead", world_size=world_size)
     measured, notes = plan_dtypes(dtypes, cpu=cpu)
     payload = MatmulPayload(
         dtypes=measured,

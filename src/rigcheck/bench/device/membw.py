@@ -125,9 +125,7 @@ def run_membw(
     """Device-local copy bandwidth on ``world_size`` devices (one worker each); the result document."""
     torch: Any = require_torch()
     if not cpu:
-        n = require_gpus(torch, "membw", hint="; add --cpu to measure this CPU's memory instead")
-        if world_size > n:
-            raise UsageError(f"--world-size {world_size} asks for more GPUs than torch sees ({n})")
+        require_gpus(torch, "membw", hint="; add --cpu to measure this CPU's memory instead", world_size=world_size)
     chosen = tuple(sizes) if sizes else (CPU_SIZES if cpu else GPU_SIZES)
     if any(s < 8 for s in chosen):
         raise UsageError("membw sizes must be at least 8 bytes")
