@@ -83,17 +83,20 @@ def _to_dict(
     found: list[Finding],
 ) -> dict[str, Any]:
     gpus = []
+    names = [f for f, _, _ in fields]
     for g in snap.gpus:
-        names = [f for f, _, _ in fields]
-        gpus.append(
-            {
-                "index": g.index,
-                "name": g.name,
-                **{f: getattr(g, f) for f in names},
-                "events_active": _reasons(g, reasons),
-                "missing": {k: v.value for k, v in g.missing.items() if k in names},
-            }
-        )
+        values: dict[str, Any] = {f: getattr(g, f) for f in names}
+        values["events_active"] = _reasons(g, reasons)
+        # Every null says why: the field's own reason, the reasons list's for events_active, or,
+        # for a GPU that could not be read at all, why it could not.
+        why = {k: v.value for k, v in g.missing.items() if k in names}
+        if values["events_active"] is None and "clock_event_reasons_active" in g.missing:
+            why["events_active"] = g.missing["clock_event_reasons_active"].value
+        if g.read_error is not None:
+            for key, value in values.items():
+                if value is None:
+                    why.setdefault(key, g.read_error.value)
+        gpus.append({"index": g.index, "name": g.name, **values, "missing": why})
     return {"schema": schema, "gpus": gpus, "findings": findings_to_list(found)}
 
 
