@@ -71,6 +71,23 @@ def test_plan_bindings() -> None:
     assert "not allowed" in notes[0] or "none of its local CPUs" in notes[0]
 
 
+def test_first_touch_is_done_by_the_calling_thread_alone() -> None:
+    # The bound thread must write the pages itself: torch's intra-op threads keep their old affinity.
+    seen: list[int] = []
+
+    class Host:
+        def fill_(self, value: int) -> None:
+            seen.append(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    hostlink.first_touch(torch, Host())
+    assert seen == [1]
+    assert torch.get_num_threads() == before
+    real = torch.zeros(1 << 20, dtype=torch.uint8)
+    hostlink.first_touch(torch, real)
+    assert bool((real == 1).all())
+
+
 def test_local_cpus_prefers_nvml_affinity() -> None:
     cpus, source = hostlink.local_cpus(Gpu(index=0, cpu_affinity="0-3,8"), None)
     assert cpus == {0, 1, 2, 3, 8}

@@ -15,6 +15,7 @@ import torch
 from rigcheck.bench.burn import (
     GpuLoad,
     burn_loop,
+    cuda_index,
     pick_size,
     run_burn,
     tflops_first,
@@ -23,7 +24,9 @@ from rigcheck.bench.burn import (
 )
 from rigcheck.cli import monitor_cmd
 from rigcheck.cli.burn_cmd import burn_document, burn_exit_code
+from rigcheck.errors import BenchError
 from rigcheck.probe.nvml import NvmlPoller
+from tests.conftest import nvidia_gpu_present
 from tests.fakenvml import burn_gpu_lost, burn_power_capped_h100
 from tests.test_monitor_cli import run_cli
 
@@ -60,6 +63,38 @@ def test_size_follows_free_memory() -> None:
     assert pick_size(1 * GIB, 4) == 4096
     assert pick_size(256 * 2**20, 4) == 2048
     assert pick_size(0, 2) == 512
+
+
+class _FakeCuda:
+    """torch.cuda as far as ``cuda_index`` asks: CUDA's devices with their UUIDs (torch prints no "GPU-")."""
+
+    def __init__(self, uuids: list[str | None]) -> None:
+        self.uuids = uuids
+
+    def device_count(self) -> int:
+        return len(self.uuids)
+
+    def get_device_properties(self, i: int) -> Any:
+        return type("Props", (), {"uuid": self.uuids[i]})() if self.uuids[i] is not None else object()
+
+
+def _fake_torch(uuids: list[str | None]) -> Any:
+    return type("FakeTorch", (), {"cuda": _FakeCuda(uuids)})()
+
+
+def test_cuda_index_matches_nvml_uuids_to_cuda_order() -> None:
+    torch_ = _fake_torch(["bbbb-2", "aaaa-1"])  # CUDA orders the GPUs differently from NVML
+    assert cuda_index(torch_, 0, "GPU-AAAA-1") == 1
+    assert cuda_index(torch_, 1, "GPU-bbbb-2") == 0
+    assert cuda_index(_fake_torch([None, None]), 1, "GPU-bbbb-2") == 1  # no UUIDs from CUDA: same index
+    assert cuda_index(torch_, 1, None) == 1
+
+
+def test_cuda_index_refuses_a_gpu_cuda_visible_devices_hides() -> None:
+    # CUDA_VISIBLE_DEVICES=1 on a 2-GPU box: CUDA's device 0 is NVML's GPU 1. NVML's GPU 0 must not be
+    # mapped to CUDA's device 0 (another card) just because the index exists.
+    with pytest.raises(BenchError, match="not visible to CUDA"):
+        cuda_index(_fake_torch(["bbbb-2"]), 0, "GPU-aaaa-1")
 
 
 # --- the loop, on CPU ---------------------------------------------------------------------------------
@@ -214,6 +249,8 @@ def test_ctrl_c_keeps_what_was_measured() -> None:
 
 
 # --- the command line ---------------------------------------------------------------------------------
+# On a GPU machine the real burn would run (exit 0): this checks the message given without one.
+@pytest.mark.skipif(nvidia_gpu_present(), reason="this machine has a GPU")
 def test_burn_without_a_gpu_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(["burn", "--minutes", "0.1"], capsys)
     assert code == 1

@@ -18,6 +18,7 @@ from rigcheck.monitor.prometheus import CONTENT_TYPE, MetricsServer, exposition
 from rigcheck.monitor.sampler import Sampler, SamplerStats
 from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.probe.trace import read_trace
+from tests.conftest import nvidia_gpu_present
 from tests.fakenvml import burn_gpu_lost, burn_power_capped_h100
 
 
@@ -122,6 +123,8 @@ def test_http_get_on_loopback_with_the_fake_poller() -> None:
 
 
 # --- the command --------------------------------------------------------------------------------------
+# On a GPU machine the real monitor would run (exit 0): this checks the message given without one.
+@pytest.mark.skipif(nvidia_gpu_present(), reason="this machine has a GPU")
 def test_monitor_without_a_gpu_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(["monitor", "--duration", "0.1"], capsys)
     assert code == 1

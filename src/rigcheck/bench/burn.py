@@ -5,8 +5,13 @@ memory, 8192 on any card with a few GiB free), C = A·B computed once as the ref
 product recomputed back to back in chunks of ~0.1 s (``torch.matmul(A, B, out=C)``: cuBLAS, tensor cores
 for bf16/fp16/tf32). After every chunk C is compared with the reference bit for bit: same inputs, same
 kernel, same stream, so any difference is a wrong result from the GPU (silent corruption), counted in
-``errors`` and named at once through ``on_progress``. Chunks are timed on the host after a device
-synchronize, and their floating-point operations (2·n³ each) are spread over the seconds they covered:
+``errors`` and named at once through ``on_progress``. (cuBLAS documents bit-wise reproducible results for
+one toolkit, architecture and SM count when a handle's calls run on one stream, or each stream has its own
+workspace; atomics mode, which breaks it, is off by default. Here each GPU's products run on one stream from
+one thread, and torch gives each (handle, stream) its own workspace, so no CUBLAS_WORKSPACE_CONFIG or
+``torch.use_deterministic_algorithms`` is needed: the latter does not change how cuBLAS reduces.) Chunks
+are timed on the host after a device synchronize, and their floating-point operations (2·n³ each) are
+spread over the seconds they covered:
 ``tflops_per_second`` → ``tflops_first_10s`` and ``tflops_sustained`` (the median after the first
 minute; for runs shorter than two minutes, the median of the last half).
 
@@ -192,10 +197,19 @@ def cuda_index(torch: Any, nvml_index: int, uuid: str | None) -> int:
     and CUDA_VISIBLE_DEVICES renumbers them), else the same index."""
     if uuid is not None:
         want = uuid.lower().removeprefix("gpu-")
+        seen = 0  # CUDA devices that reported a UUID (str(props.uuid) has no "GPU-" prefix)
         for i in range(torch.cuda.device_count()):
             got = getattr(torch.cuda.get_device_properties(i), "uuid", None)
-            if got is not None and str(got).lower().removeprefix("gpu-") == want:
+            if got is None:
+                continue
+            seen += 1
+            if str(got).lower().removeprefix("gpu-") == want:
                 return i
+        if seen:
+            # CUDA gave UUIDs and none is this GPU's: CUDA_VISIBLE_DEVICES hides it. Falling back to the
+            # same index would load a *different* card than the one being sampled (CUDA renumbers the
+            # visible GPUs from 0), and the verdict would describe the wrong GPU.
+            raise BenchError(f"GPU {nvml_index} ({uuid}) is not visible to CUDA (CUDA_VISIBLE_DEVICES?)")
     if nvml_index >= torch.cuda.device_count():
         raise BenchError(f"GPU {nvml_index} is not visible to CUDA (CUDA_VISIBLE_DEVICES?)")
     return nvml_index

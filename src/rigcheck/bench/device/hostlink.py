@@ -13,7 +13,8 @@ so concurrent figures would not be the GPU's own (nvbandwidth measures each GPU 
 group is needed. For the bound run, the calling thread is bound (``os.sched_setaffinity``) to the CPUs local
 to the GPU (NVML's CPU affinity in the snapshot, else sysfs ``local_cpulist``) before its host buffers are
 allocated, so their pages are first touched, and placed, on that NUMA node; fresh buffers are allocated for
-each binding (the earlier ones are kept alive so the pinned-memory cache cannot hand them back).
+each binding (the earlier ones are kept alive so the pinned-memory cache cannot hand them back), and the
+pinned-memory cache is emptied after each GPU.
 """
 
 from __future__ import annotations
@@ -100,6 +101,23 @@ def pcie_theoretical(gpu: Gpu | None) -> tuple[float | None, str | None]:
     return pcie_bandwidth_gbps(gen, width), f"Gen{gen} x{width}"
 
 
+def first_touch(torch: Any, host: Any) -> None:
+    """Write every page of ``host`` from the calling thread alone, so that its pages land on the NUMA node of
+    the CPUs this thread is bound to.
+
+    A plain ``fill_`` of a large tensor runs on torch's intra-op (OpenMP) threads, which were created before
+    the binding and keep the affinity they were created with (``sched_setaffinity`` binds only the calling
+    thread): the pages of a pageable buffer would then be spread over every node. (Pinned buffers are placed
+    by cudaHostAlloc in this thread already; the fill does no harm there.)
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        host.fill_(1)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _measure(
     torch: Any, index: int, direction: str, host: Any, dev: Any, *, warmup: int, repeats: int, iters: int, pinned: bool
 ) -> tuple[list[float], bool]:
@@ -170,7 +188,7 @@ def run_hostlink(
                 for memory in MEMORIES:
                     pinned = memory == "pinned"
                     host = torch.empty(size_bytes, dtype=torch.uint8, pin_memory=pinned)
-                    host.fill_(1)  # first touch from this (possibly bound) thread places the pages
+                    first_touch(torch, host)  # from this (possibly bound) thread: places the pages
                     keep.append(host)
                     for direction in DIRECTIONS:
                         progress(f"GPU {index} {direction} {memory}{' NUMA-bound' if binding.numa_bound else ''}")
@@ -217,6 +235,11 @@ def run_hostlink(
                 if binding.cpus is not None:
                     set_cpus(original)
         del keep, dev
+        # Hand the pinned buffers back to the driver, not just to torch's pinned-memory cache: the next GPU's
+        # runs would otherwise be served this GPU's blocks, placed on this GPU's NUMA node.
+        empty_host_cache = getattr(torch._C, "_host_emptyCache", None)
+        if empty_host_cache is not None:
+            empty_host_cache()
     notes += [
         f"copies of {size_bytes} bytes, {iters} per timed round between CUDA events, median of {repeats} rounds; "
         "GB/s counts the bytes copied once, as nvbandwidth does",
