@@ -406,5 +406,5 @@ def test_cli_bad_input_exit_2_one_line(tmp_path: Path, content: bytes) -> None:
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"rigcheck: {path}")
+    assert lines[0].startswith(f"rigcheck: error: {path}")
     assert "Traceback" not in result.output

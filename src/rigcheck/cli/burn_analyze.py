@@ -102,7 +102,7 @@ def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> No
     try:
         trace = read_trace(str(file))
     except InputError as exc:
-        note(str(exc))
+        note(f"error: {exc}")
         raise typer.Exit(exc.exit_code) from None
     for line in trace.diagnostics:
         note(line)

@@ -63,7 +63,7 @@ def nccl_log(
     Exit code: 0, or 2 when the file is not an NCCL log.
     """
     path = str(file)
-    doc = nccl_log_to_dict(parse_nccl_log(read_text(path), path))
+    doc = nccl_log_to_dict(parse_nccl_log(read_text(path, "an NCCL_DEBUG=INFO log"), path))
     if as_json:
         print_json(doc)
     else:

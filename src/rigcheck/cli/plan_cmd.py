@@ -84,7 +84,7 @@ def render_guide(doc: dict[str, Any]) -> RenderableType:
 def _from_document(source: Path) -> tuple[float | None, str | None, Snapshot | None]:
     """--from: a bench result (busbw) or anything `--from` reads elsewhere (a snapshot, topo -m ...)."""
     path = str(source)
-    text = read_text(path)
+    text = read_text(path, "a bench result, a snapshot or a topo -m file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError:

@@ -37,8 +37,14 @@ _Q_SECTION = re.compile(
 )
 
 
-def read_text(path: str) -> str:
-    """The file's text ("-" is standard input), refusing what cannot be an output of these tools."""
+SNAPSHOT_INPUTS = "nvidia-smi output or a rigcheck snapshot"
+
+
+def read_text(path: str, expected: str = SNAPSHOT_INPUTS) -> str:
+    """The file's text ("-" is standard input), refusing what cannot be an output of these tools.
+
+    ``expected`` names what the caller reads, for the message about an empty file.
+    """
     try:
         if path == "-":
             raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
@@ -62,7 +68,7 @@ def read_text(path: str) -> str:
     if len(raw) > MAX_INPUT_BYTES:
         raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
     if not raw.strip():
-        raise InputError("empty file: expected nvidia-smi output or a rigcheck snapshot", path=path)
+        raise InputError(f"empty file: expected {expected}", path=path)
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell redirects write UTF-16
         try:
             return raw.decode("utf-16")

@@ -136,7 +136,7 @@ def format_jsonl_row(sample: Sample) -> str:
 
 def read_trace(path: str) -> Trace:
     """Read a trace file ("-" for stdin) in any of the three formats."""
-    text = read_text(path)
+    text = read_text(path, "a telemetry trace (nvidia-smi --query-gpu CSV, or rigcheck CSV/JSONL)")
     check_text(text, path)
     first = next(line for line in text.splitlines() if line.strip()).strip()
     if first.startswith(CSV_COMMENT.strip()):
