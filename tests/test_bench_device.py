@@ -406,6 +406,14 @@ def test_run_matmul_two_cpu_ranks() -> None:
     assert sorted(r["rank"] for r in doc["results"]) == [0, 0, 1, 1]
     assert all(r["backend"] == "gloo" and r["world_size"] == 2 for r in doc["results"])
     assert sorted(b["rank"] for b in doc["best"]) == [0, 1]  # the best shape per rank
+    # No catalogue peak for a CPU: null, with the reason beside it.
+    for r in doc["results"]:
+        assert r["peak_tflops"] is None
+        assert r["fraction_of_peak"] is None
+        assert r["missing"] == {
+            "peak_tflops": "no catalogue peak for a CPU",
+            "fraction_of_peak": "no catalogue peak for a CPU",
+        }
 
 
 @needs_no_cuda

@@ -94,3 +94,13 @@ def document(
         "results": rows,
         **extra,
     }
+
+
+def explain_nulls(result: dict[str, Any], reason: str, keys: Sequence[str]) -> None:
+    """Give each of ``keys`` that is null in ``result`` a reason, in the row's ``missing`` map.
+
+    rigcheck's rule for every document: a missing number is ``null`` with a sibling reason.
+    """
+    for key in keys:
+        if result.get(key) is None:
+            result.setdefault("missing", {})[key] = reason

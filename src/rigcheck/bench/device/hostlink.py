@@ -39,7 +39,7 @@ from rigcheck.bench.device.common import (
     time_calls,
 )
 from rigcheck.bench.env import require_torch, software_versions
-from rigcheck.bench.results import Method, document, row
+from rigcheck.bench.results import Method, document, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
 from rigcheck.model.snapshot import Gpu
@@ -230,6 +230,11 @@ def run_hostlink(
                         )
                         r["gbps"] = r["median"]
                         r["fraction_of_pcie"] = r["median"] / theoretical if theoretical else None
+                        explain_nulls(
+                            r,
+                            "the PCIe link's generation or width is not known",
+                            ("pcie_theoretical_gbps", "fraction_of_pcie"),
+                        )
                         rows.append(r)
             finally:
                 if binding.cpus is not None:

@@ -41,7 +41,7 @@ from rigcheck.bench.device.common import (
 from rigcheck.bench.env import require_torch, software_versions
 from rigcheck.bench.formulas import matmul_tflops
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, document, row
+from rigcheck.bench.results import Method, document, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 
@@ -259,6 +259,7 @@ def matmul_worker(ctx: WorkerContext, payload: MatmulPayload) -> None:
                 r["tflops_min"] = r["min"]
                 r["tflops_max"] = r["max"]
                 r["fraction_of_peak"] = r["median"] / peak if peak else None
+                explain_nulls(r, _no_peak_reason(spec, dtype_name, cuda), ("peak_tflops", "fraction_of_peak"))
                 ctx.progress(f"rank {ctx.rank}: {dtype_name} {m}x{n}x{k}: {r['median']:.1f} TFLOPS")
                 ctx.report(r)
 
@@ -301,6 +302,14 @@ def plan_dtypes(dtypes: Sequence[str], *, cpu: bool) -> tuple[tuple[str, ...], l
     if not kept:
         raise UsageError(f"on CPU matmul measures only {' and '.join(CPU_DTYPES)}; {'; '.join(notes)}")
     return kept, notes
+
+
+def _no_peak_reason(spec: Any, dtype_name: str, cuda: bool) -> str:
+    if not cuda:
+        return "no catalogue peak for a CPU"
+    if spec is None:
+        return "this GPU is not in rigcheck's catalog"
+    return f"the catalog has no dense {dtype_name} figure for the {spec.name}"
 
 
 def run_matmul(

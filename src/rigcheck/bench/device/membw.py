@@ -28,7 +28,7 @@ from rigcheck.bench.device.common import (
 )
 from rigcheck.bench.env import require_torch, software_versions
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, document, row
+from rigcheck.bench.results import Method, document, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 
@@ -107,6 +107,8 @@ def membw_worker(ctx: WorkerContext, payload: MembwPayload) -> None:
         r["peak_memory_gbps"] = peak
         r["peak_source"] = spec.source if (spec is not None and peak is not None) else None
         r["fraction_of_peak"] = r["read_write_gbps"] / peak if peak else None
+        no_peak = "this GPU is not in rigcheck's catalog" if cuda else "no catalogue bandwidth for host memory"
+        explain_nulls(r, no_peak, ("peak_memory_gbps", "fraction_of_peak"))
         ctx.progress(f"rank {ctx.rank}: copy {size_label(nbytes)}: {r['copy_gbps']:.1f} GB/s")
         ctx.report(r)
 
