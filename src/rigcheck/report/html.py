@@ -169,7 +169,7 @@ table.topo td.k-unknown { background: #fff; color: #64748b; border-style: dashed
 ul.legend { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 6px 18px; }
 ul.legend li.absent { opacity: .5; }
 ul.pairs { list-style: none; padding: 0; }
-table.gpus td:not(:nth-child(2)), table.results td { white-space: nowrap; }
+table.gpus td:not(:nth-child(2)):not(:last-child), table.results td { white-space: nowrap; }
 table.gpus td:nth-child(2) { min-width: 13em; }
 .scroll { overflow-x: auto; }
 .swatch { display: inline-block; width: 1.1em; height: 1.1em; vertical-align: -.2em; border: 1px solid #64748b;
