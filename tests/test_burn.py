@@ -221,6 +221,29 @@ def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
     assert gpu["tflops_sustained"] > 0
     assert doc["workload"]["gpus"][1]["matrix_size"] == 48
     assert doc["sampler"]["polls"] > 50
+    # burn measured what --analyze cannot: those reasons are gone; a null keeps its reason
+    for g in doc["gpus"]:
+        assert not {"tflops_sustained", "tflops_first_10s", "errors"} & set(g["missing"])
+        assert set(g["missing"]) == {key for key, value in g.items() if value is None}
+    assert doc["workload"]["gpus"][0]["missing"] == {"first_error_s": "no wrong result"}
+
+
+def test_load_summary_gives_a_reason_for_throughput_it_could_not_measure() -> None:
+    load = GpuLoad(index=0, error="CUDA out of memory")
+    summary = load.summary()
+    assert summary["tflops_sustained"] is None
+    assert summary["missing"] == {
+        "first_error_s": "no wrong result",
+        "tflops_first_10s": "the load failed on this GPU",
+        "tflops_sustained": "the load failed on this GPU",
+    }
+    assert GpuLoad(index=1).summary()["missing"]["tflops_sustained"] == "no timed matmul finished"
+    short = GpuLoad(index=2, chunks=[(0.0, 0.5, 1e12)])  # half a second of load: no whole second to take
+    assert short.summary()["tflops_first_10s"] is not None
+    assert short.summary()["missing"] == {
+        "first_error_s": "no wrong result",
+        "tflops_sustained": "the load lasted under a whole second",
+    }
 
 
 def test_run_burn_keeps_the_other_gpus_when_one_is_lost() -> None:

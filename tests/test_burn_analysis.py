@@ -108,6 +108,62 @@ def test_real_light_load_is_not_limited() -> None:
     assert not is_problem(result)
 
 
+# --- a reason for every null -----------------------------------------------------------------------
+
+
+def _nulls(a: GpuBurnAnalysis) -> set[str]:
+    return {key for key, value in asdict(a).items() if value is None}
+
+
+ALL_TRACES = sorted(TELEMETRY.glob("*.csv")) + sorted(TRACES.glob("*.csv"))
+
+
+@pytest.mark.parametrize("path", ALL_TRACES, ids=lambda p: p.stem)
+def test_every_null_number_has_its_reason_and_only_those(path: Path) -> None:
+    for a in analyze_trace(read_trace(str(path))):
+        assert set(a.missing) == _nulls(a)
+        assert all(isinstance(why, str) and why for why in a.missing.values())
+
+
+def test_reasons_on_the_real_burn_trace() -> None:
+    result = _one(read_trace(str(BURN)))  # nvidia-smi --query-gpu CSV: no slowdown threshold in it
+    assert result.missing == {
+        "temp_slowdown_c": "not in the trace",
+        "slowdown_margin_c": "the slowdown threshold is not in the trace",
+        "lost_at_s": "not lost",
+        "tflops_sustained": "not measured by --analyze",
+        "tflops_first_10s": "not measured by --analyze",
+        "errors": "not measured by --analyze",
+    }
+
+
+def test_reasons_on_the_light_load_that_never_capped() -> None:
+    result = _one(read_trace(str(LIGHT)))
+    assert result.time_to_power_cap_s is None
+    assert result.missing["time_to_power_cap_s"] == "never reached the cap"
+    assert result.missing["temp_slowdown_c"] == "not in the trace"
+
+
+def test_reasons_when_never_loaded_lost_or_columns_absent() -> None:
+    idle = _one(trace_of(ramp(100, util=3, power=60, temp=(35, 36), clock=345, reasons=["idle"])))
+    for key in ("power_w_median_loaded", "sm_clock_mhz_median_loaded", "time_to_power_cap_s", "temp_rise_c"):
+        assert idle.missing[key] == "the GPU was never loaded"
+    assert "temp_c_max" not in idle.missing  # 36 C: a number, no reason
+    lost = _one(trace_of([*ramp(30, power=300, reasons=["sw_power_cap"]), Sample(t_s=3.0, gpu=0, lost=True)]))
+    assert lost.lost_at_s == 3.0
+    assert "lost_at_s" not in lost.missing
+    bare = _one(trace_of(ramp(50, power=None, limit=None, temp=None, clock=None, clock_max=None, reasons=None)))
+    assert bare.loaded_s > 0  # utilization says so
+    for key in ("power_w_median_loaded", "power_limit_w", "temp_c_max", "temp_rise_c", "sm_clock_drop_percent"):
+        assert bare.missing[key] == "not in the trace"
+    assert bare.missing["time_to_power_cap_s"] == "not in the trace"  # no power, limit or reasons: cannot tell
+    assert set(bare.missing) == _nulls(bare)
+    short = _one(trace_of(ramp(20, power=200, reasons=[])))  # 2 s of load: no sustained clock after 3 s
+    assert short.missing["sm_clock_mhz_sustained"] == "no SM clock reading after the first 3 s of load"
+    assert short.missing["time_to_power_cap_s"] == "never reached the cap"
+    assert set(short.missing) == _nulls(short)
+
+
 # --- synthetic traces -------------------------------------------------------------------------------
 
 

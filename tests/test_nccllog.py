@@ -231,6 +231,30 @@ def test_json_document_contract() -> None:
     assert json.loads(json.dumps(doc)) == doc
 
 
+def test_every_null_has_its_reason_in_missing() -> None:
+    log = parse_nccl_log("h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n")
+    doc = nccl_log_to_dict(log)
+    assert doc["missing"] == {
+        "nccl_version": "no 'NCCL version' line in the log",
+        "cuda": "no 'NCCL version' line in the log",
+        "nranks": "no nRanks line in the log",
+        "nnodes": "no nNodes line in the log",
+        "p2p_disabled": "no NCCL_P2P_DISABLE line and no P2P channel: the log cannot tell",
+    }
+    bare_version = nccl_log_to_dict(
+        parse_nccl_log("NCCL version 2.10.3\nh:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2\n")
+    )
+    assert bare_version["nccl_version"] == "2.10.3"
+    assert bare_version["nranks"] == 2
+    missing = bare_version["missing"]
+    assert isinstance(missing, dict)
+    assert missing["cuda"] == "the NCCL version line has no +cuda suffix"
+    assert "nccl_version" not in missing
+    assert "nranks" not in missing
+    vllm = nccl_log_to_dict(parse(CORPUS / "nccl-log/001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt"))
+    assert vllm["missing"] == {}  # everything printed, nothing null
+
+
 # --- the command ------------------------------------------------------------------------------------------------
 
 

@@ -123,6 +123,40 @@ def test_missing_bandwidth_and_flops_are_null_with_reasons() -> None:
     assert doc["wire_bytes_per_gpu_per_step"] == 744_000_000
 
 
+def test_every_null_number_has_its_reason_in_missing() -> None:
+    doc = comm_plan_to_dict(plan_comm(124_000_000, 2, "zero3"))
+    no_bw = "no bus bandwidth: pass --busbw GBPS, --from a bench result, --link, or a snapshot with GPU pairs"
+    assert doc["missing"] == {
+        "busbw_gbps": no_bw,
+        "comm_time_s": no_bw,
+        "flops_per_step_per_gpu": "no tokens per step: pass --tokens (sequences x sequence length per GPU)",
+        "achieved_tflops": "no FLOPS: pass --tflops (achieved) or --gpu (catalog peak x an assumed utilisation)",
+        "compute_time_s": "no tokens per step: pass --tokens (sequences x sequence length per GPU)",
+        "comm_share": "the time on the wire and the compute time are unknown",
+        "exposed_comm_s": "the time on the wire and the compute time are unknown",
+        "gpu_memory_bytes": "no --gpu: the memory per GPU is unknown",
+    }
+    assert doc["missing"]["comm_time_s"] == doc["comm_time_reason"]  # the older sibling keys stay, same text
+    assert doc["missing"]["compute_time_s"] == doc["compute_time_reason"]
+    for row in doc["strategies"]:
+        assert row["missing"] == {"comm_time_s": no_bw, "fits_model_states": "no --gpu: the memory per GPU is unknown"}
+
+
+def test_missing_is_empty_when_everything_is_known() -> None:
+    plan = plan_comm(124_000_000, 2, "ddp", "fp32", busbw_gbps=10.0, tokens_per_step_per_gpu=4096, gpu="TITAN RTX")
+    doc = comm_plan_to_dict(plan)
+    assert doc["missing"] == {}
+    assert all(row["missing"] == {} for row in doc["strategies"])
+    bw_only = comm_plan_to_dict(plan_comm(124_000_000, 2, "ddp", busbw_gbps=10.0, tokens_per_step_per_gpu=4096))
+    assert bw_only["missing"]["comm_share"] == "the compute time is unknown"
+    one = comm_plan_to_dict(plan_comm(124_000_000, 1, "ddp"))
+    assert one["comm_time_s"] == 0.0
+    assert one["missing"]["busbw_gbps"] == "one GPU: nothing goes on the wire"
+    one_gpu_snapshot = Snapshot(gpus=[Gpu(index=0, name="NVIDIA TITAN RTX")])
+    lone = comm_plan_to_dict(plan_comm(124_000_000, 2, "ddp", snapshot=one_gpu_snapshot))
+    assert lone["missing"]["busbw_gbps"].startswith("the snapshot has fewer than two GPUs to pair")
+
+
 def test_catalog_peak_with_stated_mfu() -> None:
     plan = plan_comm(124_000_000, 2, "ddp", "fp32", tokens_per_step_per_gpu=4096, gpu="TITAN RTX", link="NV2")
     assert plan.busbw_gbps == 50.0  # TU102: 2 links x 25 GB/s per direction

@@ -112,6 +112,21 @@ def test_slot_powered_and_eps_cards() -> None:
     assert any("EPS12V" in n for n in d["notes"])
 
 
+def test_a_null_watts_each_has_its_reason_beside_it() -> None:
+    eps = power_plan_to_dict(plan_power("NVIDIA RTX A6000", 1))["cables"][0]["connectors"][0]
+    assert eps == {
+        "kind": "8-pin CPU",
+        "count": 1,
+        "watts_each": None,
+        "watts_each_reason": "the PCIe CEM specification gives the EPS12V (CPU) 8-pin socket no rating",
+    }
+    fe = power_plan_to_dict(plan_power("RTX 3090", 1))["cables"][0]["connectors"][0]
+    assert (fe["kind"], fe["watts_each"]) == ("12-pin", None)
+    assert fe["watts_each_reason"] == "NVIDIA published no rating for its 12-pin connector (the guide: up to 500-600 W)"
+    rated = power_plan_to_dict(plan_power("TITAN RTX", 1))["cables"][0]["connectors"][0]
+    assert "watts_each_reason" not in rated  # a number needs no reason: the key is there only beside a null
+
+
 @pytest.mark.parametrize(("psu", "ok"), [(1200, True), (1600, True), (1199, False), (850, False)])
 def test_psu_ok(psu: float, ok: bool) -> None:
     d = power_plan_to_dict(plan_power("TITAN RTX", 2, psu_watts=psu))

@@ -234,6 +234,7 @@ POWER_PLANS = [
     ["--gpu", "H100 SXM", "--count", "8"],
     ["--gpu", "A100 PCIe 80GB", "--count", "4"],
     ["--gpu", "RTX 3090", "--count", "3", "--psu-watts", "2000"],
+    ["--gpu", "RTX A6000", "--count", "2"],
 ]
 
 
@@ -255,6 +256,19 @@ def test_power_plan_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
     bad = copy.deepcopy(good)
     bad["cables"][0]["connectors"][0]["count"] = "2"
+    assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    bad["cables"][0]["connectors"][0]["watts_each_reason"] = "a reason beside a number"
+    assert_invalid(bad)
+
+
+def test_power_plan_schema_requires_the_reason_of_a_null_watts_each() -> None:
+    good = cli_json(["power", "plan", "--gpu", "RTX A6000", "--count", "1", "--json"])
+    connector = good["cables"][0]["connectors"][0]
+    assert connector["watts_each"] is None
+    assert connector["watts_each_reason"]
+    bad = copy.deepcopy(good)
+    del bad["cables"][0]["connectors"][0]["watts_each_reason"]  # a null without its reason
     assert_invalid(bad)
 
 
@@ -299,6 +313,32 @@ def test_plan_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
 
 
+def test_plan_schema_requires_a_reason_for_every_null() -> None:
+    good = cli_json(["plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json"], codes=(0,))
+    assert good["busbw_gbps"] is None
+    assert good["gpu_memory_bytes"] is None
+    assert_valid(good)
+    for key in ("busbw_gbps", "comm_time_s", "gpu_memory_bytes", "comm_share", "exposed_comm_s"):
+        bad = copy.deepcopy(good)
+        del bad["missing"][key]  # a null without its reason
+        assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    del bad["missing"]
+    assert_invalid(bad)
+    for key in ("comm_time_s", "fits_model_states"):
+        bad = copy.deepcopy(good)
+        del bad["strategies"][0]["missing"][key]
+        assert_invalid(bad)
+    known = cli_json(["plan", "--params", "124M", "--gpus", "2", "--busbw", "10", "--gpu", "TITAN RTX", "--json"])
+    assert known["missing"] == {}
+    assert_valid(known)
+    bad = copy.deepcopy(known)
+    bad["achieved_tflops"] = None
+    assert_invalid(bad)
+    bad["missing"]["achieved_tflops"] = "no FLOPS"
+    assert_valid(bad)
+
+
 NCCL_INFO_H100 = CORPUS / "h100-vm" / "nccl-info-1rank-gpt2-ddp.txt"
 
 
@@ -321,6 +361,22 @@ def test_nccl_log_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
     bad = copy.deepcopy(good)
     bad["channels"][0]["from_rank"] = "0"
+    assert_invalid(bad)
+
+
+def test_nccl_log_schema_requires_a_reason_for_every_null() -> None:
+    good = cli_json(["nccl-log", str(NCCL_LOGS[-1]), "--json"], codes=(0,))
+    assert good["nnodes"] is None
+    assert good["missing"]["nnodes"] == "no nNodes line in the log"
+    bad = copy.deepcopy(good)
+    del bad["missing"]["nnodes"]  # a null without its reason
+    assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    bad["nranks"] = None
+    assert_invalid(bad)
+    bad["missing"]["nranks"] = "no nRanks line in the log"
+    assert_valid(bad)
+    bad["missing"]["made_up_field"] = "why"
     assert_invalid(bad)
 
 
@@ -356,6 +412,16 @@ def test_burn_json_of_a_run_is_valid() -> None:
     bad = copy.deepcopy(doc)
     del bad["workload"]
     assert_invalid(bad)
+    assert doc["workload"]["gpus"][0]["first_error_s"] is None
+    bad = copy.deepcopy(doc)
+    del bad["workload"]["gpus"][0]["missing"]["first_error_s"]  # a null without its reason
+    assert_invalid(bad)
+    assert doc["gpus"][0]["tflops_first_10s"] is not None
+    bad = copy.deepcopy(doc)
+    bad["gpus"][0]["tflops_first_10s"] = None
+    assert_invalid(bad)
+    bad["gpus"][0]["missing"]["tflops_first_10s"] = "no timed matmul finished"
+    assert_valid(bad)
 
 
 def test_burn_schema_rejects_broken_documents() -> None:
@@ -372,6 +438,28 @@ def test_burn_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
     bad = copy.deepcopy(good)
     bad["gpus"][0]["reasons_time_fraction"]["made_up_reason"] = 0.5
+    assert_invalid(bad)
+
+
+def test_burn_schema_requires_a_reason_for_every_null() -> None:
+    good = cli_json(["burn", "--analyze", str(CORPUS / "telemetry" / "smi-lms-light-load.csv"), "--json"])
+    gpu = good["gpus"][0]
+    assert gpu["temp_slowdown_c"] is None
+    assert gpu["missing"]["temp_slowdown_c"] == "not in the trace"
+    assert gpu["missing"]["time_to_power_cap_s"] == "never reached the cap"
+    for key in ("temp_slowdown_c", "time_to_power_cap_s", "slowdown_margin_c", "lost_at_s", "errors"):
+        bad = copy.deepcopy(good)
+        del bad["gpus"][0]["missing"][key]  # a null without its reason
+        assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    del bad["gpus"][0]["missing"]
+    assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    bad["gpus"][0]["temp_c_max"] = None
+    assert_invalid(bad)
+    bad["gpus"][0]["missing"]["temp_c_max"] = "not in the trace"
+    assert_valid(bad)
+    bad["gpus"][0]["missing"]["verdict"] = "not a number field"
     assert_invalid(bad)
 
 

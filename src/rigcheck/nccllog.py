@@ -383,6 +383,26 @@ def p2p_mismatch(log: NcclLog, expected_p2p: bool) -> str | None:
     return None
 
 
+def null_reasons(log: NcclLog) -> dict[str, str]:
+    """Why each null value of the document is null: field -> reason (rigcheck's rule: a null carries its reason)."""
+    no_version = "no 'NCCL version' line in the log"
+    reasons = {
+        "nccl_version": no_version,
+        "cuda": "the NCCL version line has no +cuda suffix" if log.nccl_version is not None else no_version,
+        "nranks": "no nRanks line in the log",
+        "nnodes": "no nNodes line in the log",
+        "p2p_disabled": log.p2p_evidence or "the log cannot tell",
+    }
+    values: dict[str, object] = {
+        "nccl_version": log.nccl_version,
+        "cuda": log.cuda,
+        "nranks": log.nranks,
+        "nnodes": log.nnodes,
+        "p2p_disabled": log.p2p_disabled,
+    }
+    return {key: why for key, why in reasons.items() if values[key] is None}
+
+
 def nccl_log_to_dict(log: NcclLog) -> dict[str, object]:
     """The JSON document of ``rigcheck nccl-log --json`` (schema rigcheck.nccl-log/1)."""
     return {
@@ -408,6 +428,7 @@ def nccl_log_to_dict(log: NcclLog) -> dict[str, object]:
         "channel_connections": log.channel_connections(),
         "channels": [c.to_dict() for c in log.channels],
         "nccl_line_count": log.nccl_line_count,
+        "missing": null_reasons(log),
     }
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigcheck.bench.env import require_torch
-from rigcheck.checks.burn import analyze_trace
+from rigcheck.checks.burn import BURN_ONLY_FIELDS, analyze_trace
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.telemetry import GpuBurnAnalysis, Trace
 from rigcheck.monitor.sampler import Poller, Sampler, SamplerStats, TraceFile
@@ -128,9 +128,17 @@ class GpuLoad:
         start, stop, flops = self.chunks[-1]
         return flops / (stop - start) / 1e12 if stop > start else None
 
+    def no_tflops_reason(self, key: str) -> str:
+        """Why the TFLOPS figure ``key`` (tflops_sustained, tflops_first_10s) of this load is None."""
+        if self.error:
+            return "the load failed on this GPU"
+        if self.chunks and key == "tflops_sustained":
+            return "the load lasted under a whole second"
+        return "no timed matmul finished"
+
     def summary(self) -> dict[str, Any]:
         per_second = tflops_per_second(self.chunks)
-        return {
+        out: dict[str, Any] = {
             "index": self.index,
             "dtype": self.dtype,
             "matrix_size": self.size,
@@ -143,6 +151,13 @@ class GpuLoad:
             "tflops_sustained": tflops_sustained(per_second),
             "tflops_per_second": [round(v, 2) for v in per_second],
         }
+        reasons = {
+            "first_error_s": "no wrong result",
+            "tflops_first_10s": self.no_tflops_reason("tflops_first_10s"),
+            "tflops_sustained": self.no_tflops_reason("tflops_sustained"),
+        }
+        out["missing"] = {key: why for key, why in reasons.items() if out[key] is None}
+        return out
 
 
 def burn_loop(
@@ -406,11 +421,17 @@ def run_burn(
     for a in analyses:
         load = loads.get(a.index)
         if load is None:
+            for key in BURN_ONLY_FIELDS:
+                a.missing[key] = "no burn load on this GPU"
             continue
         per_second = tflops_per_second(load.chunks)
         a.tflops_sustained = tflops_sustained(per_second)
         a.tflops_first_10s = tflops_first(load.chunks)
         a.errors = load.errors
+        for key in BURN_ONLY_FIELDS:  # replace the analysis's "not measured by --analyze"
+            a.missing.pop(key, None)
+            if getattr(a, key) is None:
+                a.missing[key] = load.no_tflops_reason(key)
     load_s = (load_ended - load_started) if load_started is not None and load_ended is not None else 0.0
     return BurnResult(
         trace=trace,

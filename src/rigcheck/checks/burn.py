@@ -24,13 +24,16 @@ unless a source is named:
   "thermally limited", "not limited" or "limiter unknown".
 - **Clock drop**: from the card's max SM clock (else the median over the first 3 s of load) to the median
   over the rest of the load.
+- **Nulls**: every number left None gets its reason in ``missing`` (field -> a short phrase: "not in the
+  trace", "the GPU was never loaded", "never reached the cap", "not measured by --analyze", "not lost", ...).
 """
 
 from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import fields
 
 from rigcheck.checks.common import fmt
 from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, BRAKE_HISTORY_WARN_US, LIMIT_TOLERANCE
@@ -51,6 +54,32 @@ SILENT_LOSS_INTERVALS = 5.0
 
 POWER_REASONS = frozenset({"sw_power_cap", "hw_power_brake_slowdown"})
 THERMAL_REASONS = frozenset({"sw_thermal_slowdown", "hw_thermal_slowdown"})
+
+# Why a number of a GpuBurnAnalysis is None (its `missing` map).
+NOT_IN_TRACE = "not in the trace"
+NEVER_LOADED = "the GPU was never loaded"
+NEVER_CAPPED = "never reached the cap"
+NOT_MEASURED = "not measured by --analyze"
+NOT_LOST = "not lost"
+NO_THRESHOLD = "the slowdown threshold is not in the trace"
+NO_TEMPERATURE = "no temperature in the trace"
+NOT_WHILE_LOADED = "no reading while the GPU was loaded"
+NO_FIRST_CLOCK = "no SM clock reading in the first 3 s of load"
+NO_SUSTAINED_CLOCK = "no SM clock reading after the first 3 s of load"
+NO_REFERENCE_CLOCK = "no usable reference clock: neither the max SM clock nor a first-seconds clock"
+# The numbers that come from the loaded samples only.
+LOADED_FIELDS = (
+    "power_w_median_loaded",
+    "sm_clock_mhz_median_loaded",
+    "time_to_power_cap_s",
+    "temp_rise_c",
+    "temp_plateau_c",
+    "sm_clock_mhz_first",
+    "sm_clock_mhz_sustained",
+    "sm_clock_drop_percent",
+)
+# Set by `rigcheck burn` (rigcheck.bench.burn), never by the analysis of a trace.
+BURN_ONLY_FIELDS = ("tflops_sustained", "tflops_first_10s", "errors")
 
 LIMITER_WORDS = {
     "power": "power-limited",
@@ -201,6 +230,7 @@ def _analyze_gpu(trace: Trace, index: int, trace_end: float) -> GpuBurnAnalysis:
     if not loaded_samples:
         result.verdict = "not loaded" + _lost_words(lost_at)
         result.advice = _join([LOST_ADVICE if lost_at is not None else None, NOT_LOADED_ADVICE])
+        _explain_nulls(result, samples, loaded_samples, gpu)
         return result
 
     start = loaded_samples[0].t_s
@@ -222,7 +252,40 @@ def _analyze_gpu(trace: Trace, index: int, trace_end: float) -> GpuBurnAnalysis:
     band = _band(result)
     result.verdict = f"{band}, {LIMITER_WORDS[result.limiter]}" + _lost_words(lost_at)
     result.advice = _advice(result, gpu, band)
+    _explain_nulls(result, samples, loaded_samples, gpu)
     return result
+
+
+def _explain_nulls(result: GpuBurnAnalysis, samples: list[Sample], loaded: list[Sample], gpu: TraceGpu) -> None:
+    """Fill ``result.missing``: a reason for each number of the analysis that is None, and only for those."""
+
+    def absent(read: Callable[[Sample], float | None]) -> str:
+        """Why a loaded-sample figure is None: the column is not in the trace, or it is but not while loaded."""
+        return NOT_WHILE_LOADED if any(read(s) is not None for s in samples) else NOT_IN_TRACE
+
+    reasons = dict.fromkeys(("power_limit_w", "temp_c_max", "temp_slowdown_c", "sm_clock_max_mhz"), NOT_IN_TRACE)
+    reasons["slowdown_margin_c"] = NO_THRESHOLD if result.temp_slowdown_c is None else NO_TEMPERATURE
+    reasons["lost_at_s"] = NOT_LOST
+    reasons.update(dict.fromkeys(BURN_ONLY_FIELDS, NOT_MEASURED))
+    if not loaded:
+        reasons.update(dict.fromkeys(LOADED_FIELDS, NEVER_LOADED))
+    else:
+        reasons["power_limit_w"] = absent(lambda s: _limit(s, gpu))
+        reasons["power_w_median_loaded"] = absent(lambda s: s.power_w)
+        clocks = absent(lambda s: s.sm_clock_mhz)
+        reasons["sm_clock_mhz_median_loaded"] = clocks
+        temps = absent(lambda s: s.temp_c)
+        reasons["temp_rise_c"] = temps
+        reasons["temp_plateau_c"] = temps
+        clocked_while_loaded = any(s.sm_clock_mhz is not None for s in loaded)
+        reasons["sm_clock_mhz_first"] = NO_FIRST_CLOCK if clocked_while_loaded else clocks
+        reasons["sm_clock_mhz_sustained"] = NO_SUSTAINED_CLOCK if clocked_while_loaded else clocks
+        reasons["sm_clock_drop_percent"] = NO_REFERENCE_CLOCK if clocked_while_loaded else clocks
+        can_tell = any(s.reasons is not None or (s.power_w is not None and _limit(s, gpu) is not None) for s in loaded)
+        reasons["time_to_power_cap_s"] = NEVER_CAPPED if can_tell else NOT_IN_TRACE
+    result.missing = {
+        f.name: reasons[f.name] for f in fields(result) if f.name in reasons and getattr(result, f.name) is None
+    }
 
 
 def _temperatures(result: GpuBurnAnalysis, loaded: list[Sample]) -> None:

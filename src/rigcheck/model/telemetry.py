@@ -92,3 +92,5 @@ class GpuBurnAnalysis:
     tflops_sustained: float | None = None
     tflops_first_10s: float | None = None
     errors: int | None = None
+    # Field -> why it is None, for every None number above (rigcheck's rule: a null carries its reason).
+    missing: dict[str, str] = field(default_factory=dict)

@@ -76,6 +76,13 @@ FP32_PEAK_TFLOPS: dict[str, tuple[float, str]] = {
     "H100 SXM5": (67.0, H100_DS + " (FP32 67 TFLOPS, SXM)"),
 }
 
+# Why a number of the plan is None (its `missing` map; comm_time_reason / compute_time_reason say the same).
+ONE_GPU_REASON = "one GPU: nothing goes on the wire"
+NO_BUSBW_REASON = "no bus bandwidth: pass --busbw GBPS, --from a bench result, --link, or a snapshot with GPU pairs"
+NO_TOKENS_REASON = "no tokens per step: pass --tokens (sequences x sequence length per GPU)"
+NO_TFLOPS_REASON = "no FLOPS: pass --tflops (achieved) or --gpu (catalog peak x an assumed utilisation)"
+NO_MEMORY_REASON = "no --gpu: the memory per GPU is unknown"
+
 # When the snapshot names a link but not its speed.
 DEFAULT_PCIE = (3, 16)
 DEFAULT_PCIE_NOTE = "PCIe generation/width not in the snapshot: assumed PCIe 3.0 x16 (the TITAN RTX's interface)"
@@ -335,6 +342,8 @@ class CommPlan:
     advice: list[str]
     assumptions: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    # Field -> why it is None, for every None number above (rigcheck's rule: a null carries its reason).
+    missing: dict[str, str] = field(default_factory=dict)
 
 
 def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, strategy, dtype, ...)
@@ -381,9 +390,15 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
     comm_reason: str | None = None
     comm_s: float | None = None
     if gpus == 1:
-        comm_s, comm_reason = 0.0, "one GPU: nothing goes on the wire"
+        bw_reason = ONE_GPU_REASON
+    elif snapshot is not None:
+        bw_reason = "the snapshot has fewer than two GPUs to pair; " + NO_BUSBW_REASON
+    else:
+        bw_reason = NO_BUSBW_REASON
+    if gpus == 1:
+        comm_s, comm_reason = 0.0, ONE_GPU_REASON
     elif bw is None:
-        comm_reason = "no bus bandwidth: pass --busbw GBPS, --from a bench result, --link, or a snapshot with GPU pairs"
+        comm_reason = NO_BUSBW_REASON
     else:
         comm_s = wire / (bw * 1e9)
         if bw_src and bw_src.startswith("theoretical"):
@@ -401,9 +416,9 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
     compute_s: float | None = None
     compute_reason: str | None = None
     if flops is None:
-        compute_reason = "no tokens per step: pass --tokens (sequences x sequence length per GPU)"
+        compute_reason = NO_TOKENS_REASON
     elif tflops is None:
-        compute_reason = "no FLOPS: pass --tflops (achieved) or --gpu (catalog peak x an assumed utilisation)"
+        compute_reason = NO_TFLOPS_REASON
     else:
         compute_s = flops / (tflops * 1e12)
 
@@ -422,15 +437,16 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
     for s in STRATEGIES:
         w = sum(c["bytes_per_gpu"] for c in collectives(s, gpus, params * bpe))
         states = model_state_bytes_per_gpu(params, gpus, s, dtype)
-        table.append(
-            {
-                "strategy": s,
-                "wire_bytes_per_gpu_per_step": w,
-                "comm_time_s": (w / (bw * 1e9)) if bw is not None and gpus > 1 else (0.0 if gpus == 1 else None),
-                "model_state_bytes_per_gpu": states,
-                "fits_model_states": (states < mem) if mem is not None else None,
-            }
-        )
+        row: dict[str, Any] = {
+            "strategy": s,
+            "wire_bytes_per_gpu_per_step": w,
+            "comm_time_s": (w / (bw * 1e9)) if bw is not None and gpus > 1 else (0.0 if gpus == 1 else None),
+            "model_state_bytes_per_gpu": states,
+            "fits_model_states": (states < mem) if mem is not None else None,
+        }
+        row_reasons = {"comm_time_s": bw_reason, "fits_model_states": NO_MEMORY_REASON}
+        row["missing"] = {key: why for key, why in row_reasons.items() if row[key] is None}
+        table.append(row)
     plan = CommPlan(
         params=params,
         gpus=gpus,
@@ -459,6 +475,21 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
         sources=[ZERO_PAPER, NCCL_TESTS, KAPLAN],
     )
     plan.advice = _advice(plan)
+    unknown = [
+        name for name, value in (("the time on the wire", comm_s), ("the compute time", compute_s)) if value is None
+    ]
+    needs_both = " and ".join(unknown) + (" are" if len(unknown) > 1 else " is") + " unknown"
+    reasons = {
+        "busbw_gbps": bw_reason,
+        "comm_time_s": comm_reason or bw_reason,
+        "flops_per_step_per_gpu": NO_TOKENS_REASON,
+        "achieved_tflops": NO_TFLOPS_REASON,
+        "compute_time_s": compute_reason or NO_TFLOPS_REASON,
+        "comm_share": needs_both,
+        "exposed_comm_s": needs_both,
+        "gpu_memory_bytes": NO_MEMORY_REASON,
+    }
+    plan.missing = {key: why for key, why in reasons.items() if getattr(plan, key) is None}
     return plan
 
 
@@ -543,6 +574,7 @@ def comm_plan_to_dict(plan: CommPlan) -> dict[str, Any]:
         "advice": plan.advice,
         "assumptions": plan.assumptions,
         "sources": plan.sources,
+        "missing": dict(plan.missing),
     }
 
 

@@ -84,6 +84,26 @@ class PowerPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+# Why a connector's watts_each is null: no specification gives that connector a rating (facts/connectors).
+NO_RATING_REASONS: dict[str, str] = {
+    "12-pin": "NVIDIA published no rating for its 12-pin connector (the guide: up to 500-600 W)",
+    "8-pin CPU": "the PCIe CEM specification gives the EPS12V (CPU) 8-pin socket no rating",
+}
+NO_RATING_REASON = "no specification gives this connector a rating"
+
+
+def watts_each_reason(kind: str) -> str:
+    """Why a connector of ``kind`` has no ``watts_each``."""
+    return NO_RATING_REASONS.get(kind, NO_RATING_REASON)
+
+
+def _connector_dict(use: ConnectorUse) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": use.kind, "count": use.count, "watts_each": use.watts_each}
+    if use.watts_each is None:
+        out["watts_each_reason"] = watts_each_reason(use.kind)
+    return out
+
+
 def round_up_psu(watts: float) -> int:
     """The smallest common PSU size at or above ``watts``; above 2000 W, the next multiple of 50 W."""
     for size in COMMON_PSU_SIZES_W:
@@ -207,7 +227,8 @@ def plan_power(
 
 
 def power_plan_to_dict(plan: PowerPlan) -> dict[str, Any]:
-    """The JSON form of a plan (schema ``rigcheck.power-plan/1``). ``psu_ok`` is present only with --psu-watts."""
+    """The JSON form of a plan (schema ``rigcheck.power-plan/1``). ``psu_ok`` is present only with --psu-watts;
+    a connector's ``watts_each_reason`` only beside a null ``watts_each``."""
     out: dict[str, Any] = {
         "schema": SCHEMA,
         "gpu": {
@@ -222,7 +243,7 @@ def power_plan_to_dict(plan: PowerPlan) -> dict[str, Any]:
         "cables": [
             {
                 "gpu": c.gpu,
-                "connectors": [{"kind": u.kind, "count": u.count, "watts_each": u.watts_each} for u in c.connectors],
+                "connectors": [_connector_dict(u) for u in c.connectors],
             }
             for c in plan.cables
         ],
