@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rigcheck.bench.launcher import LaunchOutcome
 from rigcheck.errors import UsageError
 from rigcheck.model.snapshot import Gpu, Snapshot
 
@@ -203,3 +204,35 @@ def snapshot_gpu(snap: Snapshot, bdf: str | None, index: int) -> Gpu | None:
                 continue
         return None
     return snap.gpu(index)
+
+
+def launched_document(
+    benchmark: str,
+    rows: list[dict[str, Any]],
+    *,
+    method_version: str,
+    warmup: int,
+    repeats: int,
+    cpu: bool,
+    world_size: int,
+    outcome: LaunchOutcome,
+    notes: list[str],
+    **extra: Any,
+) -> dict[str, Any]:
+    """The result document of a benchmark run through the launcher (one worker per device)."""
+    from rigcheck.bench.env import software_versions
+    from rigcheck.bench.results import Method, document
+
+    return document(
+        benchmark=benchmark,
+        rows=rows,
+        method=Method(method_version, warmup, repeats, "median", "perf_counter" if cpu else "cuda_events"),
+        backend="gloo" if cpu else "nccl",
+        world_size=world_size,
+        versions=software_versions(),
+        snapshot=snapshot_dict(),
+        partial=outcome.partial,
+        error=outcome.error,
+        notes=notes,
+        **extra,
+    )

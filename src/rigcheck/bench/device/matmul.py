@@ -33,15 +33,15 @@ from rigcheck.bench.device.common import (
     MIB,
     device_name,
     is_cuda,
+    launched_document,
     require_gpus,
-    snapshot_dict,
     time_calls,
     timer_label,
 )
-from rigcheck.bench.env import require_torch, software_versions
+from rigcheck.bench.env import require_torch
 from rigcheck.bench.formulas import matmul_tflops
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, document, explain_nulls, row
+from rigcheck.bench.results import Method, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 
@@ -359,18 +359,16 @@ def run_matmul(
         "source); fp32 on CUDA cores and CPUs have none. A sweep's best reaches about 80% of the datasheet "
         "peak on an H100 SXM: the peak assumes boost clocks that a 700 W power cap does not sustain",
     ]
-    timer = "perf_counter" if cpu else "cuda_events"
     best_keys = ("rank", "gpu", "dtype", "m", "n", "k", "tflops_median", "peak_tflops", "fraction_of_peak")
-    return document(
-        benchmark="matmul",
-        rows=rows,
-        method=Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer),
-        backend="gloo" if cpu else "nccl",
+    return launched_document(
+        "matmul",
+        rows,
+        method_version=METHOD_VERSION,
+        warmup=payload.warmup,
+        repeats=payload.repeats,
+        cpu=cpu,
         world_size=world_size,
-        versions=software_versions(),
-        snapshot=snapshot_dict(),
-        partial=outcome.partial,
-        error=outcome.error,
+        outcome=outcome,
         notes=notes,
         best=[{k: r.get(k) for k in best_keys} for r in best],
     )

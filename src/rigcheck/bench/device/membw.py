@@ -21,14 +21,14 @@ from rigcheck.bench.device.common import (
     MIB,
     device_name,
     is_cuda,
+    launched_document,
     require_gpus,
-    snapshot_dict,
     time_calls,
     timer_label,
 )
-from rigcheck.bench.env import require_torch, software_versions
+from rigcheck.bench.env import require_torch
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, document, explain_nulls, row
+from rigcheck.bench.results import Method, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 
@@ -148,16 +148,14 @@ def run_membw(
         "peak = the datasheet memory bandwidth (rigcheck.facts.catalog, with its source), held against "
         "read+write: a ceiling that copies approach but do not reach (DRAM refresh, read/write turnarounds)",
     ]
-    timer = "perf_counter" if cpu else "cuda_events"
-    return document(
-        benchmark="membw",
-        rows=outcome.rows,
-        method=Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer),
-        backend="gloo" if cpu else "nccl",
+    return launched_document(
+        "membw",
+        outcome.rows,
+        method_version=METHOD_VERSION,
+        warmup=payload.warmup,
+        repeats=payload.repeats,
+        cpu=cpu,
         world_size=world_size,
-        versions=software_versions(),
-        snapshot=snapshot_dict(),
-        partial=outcome.partial,
-        error=outcome.error,
+        outcome=outcome,
         notes=notes,
     )
