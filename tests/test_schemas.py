@@ -83,7 +83,7 @@ def cli_json(argv: list[str], *, codes: tuple[int, ...] = (0, 1)) -> dict[str, A
 
 @cache
 def _bench(argv: tuple[str, ...]) -> str:
-    """A bench document as JSON text, run once per session (the runs are the slow part of this module)."""
+    """A bench document as JSON text, run once per test session (the runs are the slow part of this module)."""
     return json.dumps(cli_json(["bench", *argv, "--json"], codes=(0,)))
 
 

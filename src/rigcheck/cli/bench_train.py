@@ -145,5 +145,5 @@ def train(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `train` to a typer app (the lead mounts it under `rigcheck bench`)."""
+    """Add `train` to a typer app (cli/app.py mounts it under `rigcheck bench`)."""
     app.command("train")(interruptible(train))

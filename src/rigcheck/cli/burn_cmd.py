@@ -158,5 +158,5 @@ def burn(
 
 
 def register(app: typer.Typer) -> None:
-    """Add `burn` to a typer app (the lead mounts it on `rigcheck`)."""
+    """Add `burn` to a typer app (cli/app.py mounts it on `rigcheck`)."""
     app.command("burn")(interruptible(burn))

@@ -306,5 +306,5 @@ def _watch(sampler: Sampler, poller: NvmlPoller, history: History, duration: flo
 
 
 def register(app: typer.Typer) -> None:
-    """Add `monitor` to a typer app (the lead mounts it on `rigcheck`)."""
+    """Add `monitor` to a typer app (cli/app.py mounts it on `rigcheck`)."""
     app.command("monitor")(interruptible(monitor))
