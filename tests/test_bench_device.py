@@ -19,6 +19,7 @@ from rigcheck.bench.device import common, hostlink, matmul, membw, p2p
 from rigcheck.bench.launcher import WorkerContext
 from rigcheck.bench.results import BENCH_SCHEMA, Method
 from rigcheck.cli.bench_device import register
+from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
 from rigcheck.model import snapshot_from_json
 from rigcheck.model.snapshot import Gpu
@@ -45,13 +46,13 @@ def cpu_context(rows: list[dict[str, Any]], progress: list[str] | None = None) -
 
 
 def test_cpulist_round_trip() -> None:
-    assert common.parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
-    assert common.format_cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
-    assert common.parse_cpulist("") == set()
+    assert parse_cpulist("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    assert format_cpulist({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
+    assert parse_cpulist("") == set()
     with pytest.raises(ValueError, match="bad CPU range"):
-        common.parse_cpulist("5-2")
+        parse_cpulist("5-2")
     with pytest.raises(ValueError, match="invalid literal"):
-        common.parse_cpulist("a-b")
+        parse_cpulist("a-b")
 
 
 def test_plan_bindings() -> None:

@@ -7,13 +7,13 @@ from pathlib import Path
 import pynvml
 import pytest
 
+from rigcheck.cpulist import format_cpulist
 from rigcheck.errors import ProbeError
 from rigcheck.model import Missing, P2PStatus, snapshot_from_json, snapshot_to_json
 from rigcheck.probe.nvml import (
     bits_to_list,
     cuda_version_string,
     decode_clock_event_reasons,
-    format_ranges,
     probe_nvml,
 )
 from tests.fakenvml import OLD_DRIVER_ABSENT, SCENARIOS, FakeGpu, FakeNvml
@@ -286,8 +286,8 @@ def test_decoders() -> None:
     assert decode_clock_event_reasons(0) == []
     assert decode_clock_event_reasons(0x40) == ["hw_thermal_slowdown"]
     assert bits_to_list([0x3, 0x3]) == [0, 1, 64, 65]
-    assert format_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
-    assert format_ranges(list(range(24)) + list(range(48, 72))) == "0-23,48-71"
+    assert format_cpulist([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+    assert format_cpulist(list(range(24)) + list(range(48, 72))) == "0-23,48-71"
     assert cuda_version_string(12040) == "12.4"
     assert cuda_version_string(13000) == "13.0"
     assert cuda_version_string(11080) == "11.8"

@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 import pynvml
 
+from rigcheck.cpulist import format_cpulist
 from rigcheck.errors import ProbeError
 from rigcheck.facts.legend import code_from_nvml, kind_of
 from rigcheck.model.snapshot import (
@@ -200,20 +201,6 @@ def decode_clock_event_reasons(mask: int) -> list[str]:
 def bits_to_list(words: Sequence[int], bits_per_word: int = _BITS_PER_WORD) -> list[int]:
     """An array of bitmask words (bit i of word w = item w*bits+i) -> the sorted set bits."""
     return [w * bits_per_word + b for w, word in enumerate(words) for b in range(bits_per_word) if int(word) >> b & 1]
-
-
-def format_ranges(items: Sequence[int]) -> str:
-    """[0, 1, 2, 3, 8] -> "0-3,8", the CPU-list form `nvidia-smi topo -m` and Linux use."""
-    parts: list[str] = []
-    ordered = sorted(set(items))
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 def cuda_version_string(version: int) -> str:
@@ -599,7 +586,7 @@ def _read_affinity(r: _GpuReader, lib: NvmlLibrary, h: object, sysfs_root: Path 
     if cpus is not None:
         cpu_list = bits_to_list(cpus)
         if cpu_list:
-            gpu.cpu_affinity = format_ranges(cpu_list)
+            gpu.cpu_affinity = format_cpulist(cpu_list)
         else:
             gpu.mark_missing("cpu_affinity", Missing.NOT_SUPPORTED)
     nodes = r.get(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.bench.launcher import LaunchOutcome
+from rigcheck.cpulist import parse_cpulist
 from rigcheck.errors import UsageError
 from rigcheck.model.snapshot import Gpu, Snapshot
 
@@ -119,38 +120,6 @@ def pci_bdf(torch: Any, index: int) -> str | None:
         return None
     domain = getattr(props, "pci_domain_id", 0) or 0
     return f"{int(domain):04x}:{int(bus):02x}:{int(dev):02x}.0"
-
-
-def parse_cpulist(text: str) -> set[int]:
-    """A kernel CPU list ("0-23,48-71", "3", "") to the set of CPUs; ValueError on anything else."""
-    cpus: set[int] = set()
-    for raw in text.strip().split(","):
-        part = raw.strip()
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        if sep:
-            first, last = int(lo), int(hi)
-            if last < first:
-                raise ValueError(f"bad CPU range {part!r}")
-            cpus.update(range(first, last + 1))
-        else:
-            cpus.add(int(lo))
-    return cpus
-
-
-def format_cpulist(cpus: set[int]) -> str:
-    """The inverse of :func:`parse_cpulist`: {0,1,2,5} -> "0-2,5"."""
-    out: list[str] = []
-    ordered = sorted(cpus)
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 def sysfs_local_cpus(bdf: str, root: Path = Path("/")) -> set[int] | None:

@@ -27,8 +27,6 @@ from typing import Any
 from rigcheck.bench.device.common import (
     GIB,
     allowed_cpus,
-    format_cpulist,
-    parse_cpulist,
     pci_bdf,
     probe_snapshot,
     require_gpus,
@@ -40,6 +38,7 @@ from rigcheck.bench.device.common import (
 )
 from rigcheck.bench.env import require_torch, software_versions
 from rigcheck.bench.results import Method, document, explain_nulls, row
+from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
 from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
 from rigcheck.model.snapshot import Gpu
