@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from rigcheck.model.snapshot import Missing, PcieHop, System
+from rigcheck.probe.files import read_bytes, read_text
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +47,8 @@ def _is_bdf(name: str) -> bool:
 
 
 def _read_text(path: Path) -> tuple[str | None, Missing | None]:
-    try:
-        return path.read_text().strip(), None
-    except PermissionError:
-        return None, Missing.NO_PERMISSION
-    except FileNotFoundError:
-        return None, Missing.NOT_SUPPORTED
-    except OSError as exc:  # EIO and friends: a device that does not answer
-        log.debug("cannot read %s: %s", path, exc)
-        return None, Missing.ERROR
+    text, reason = read_text(path)
+    return (text.strip() if text is not None else None), reason
 
 
 def parse_link_speed(text: str) -> float | None:
@@ -112,18 +106,6 @@ def acs_redirect_from_config(config: bytes) -> tuple[bool | None, Missing | None
     return False, None
 
 
-def _read_config(path: Path) -> tuple[bytes | None, Missing | None]:
-    try:
-        return path.read_bytes(), None
-    except PermissionError:
-        return None, Missing.NO_PERMISSION
-    except FileNotFoundError:
-        return None, Missing.NOT_SUPPORTED
-    except OSError as exc:
-        log.debug("cannot read %s: %s", path, exc)
-        return None, Missing.ERROR
-
-
 def _read_hop(dev: Path, *, is_bridge: bool) -> PcieHop:
     hop = PcieHop(bdf=dev.name)
     for field, fname, parse in (
@@ -139,7 +121,7 @@ def _read_hop(dev: Path, *, is_bridge: bool) -> PcieHop:
         else:
             setattr(hop, field, value)
     if is_bridge:  # ACS on the GPU endpoint itself does not matter for P2P between GPUs
-        config, reason = _read_config(dev / "config")
+        config, reason = read_bytes(dev / "config")
         acs, acs_reason = acs_redirect_from_config(config) if config is not None else (None, reason)
         hop.acs_enabled = acs
         if acs is None:
