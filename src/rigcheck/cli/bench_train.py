@@ -100,8 +100,11 @@ def train(
     try:
         if text is not None:
             read_text_tokens(text, 2)  # a bad path is one line and exit 2, before anything starts
-        if not compare_p2p:
-            doc = run_train(
+
+        def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> dict[str, Any]:
+            if compare_p2p:
+                note(f"train: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
+            return run_train(
                 cpu=cpu,
                 world_size=world_size,
                 steps=steps,
@@ -111,29 +114,17 @@ def train(
                 tiny=tiny,
                 text_path=text,
                 timeout_s=timeout,
+                env=env,
+                nccl_debug=nccl_debug,
                 on_progress=note,
             )
-        else:
+
+        if compare_p2p:
             from rigcheck.bench.compare import compare_p2p as compare
 
-            def one_run(env: dict[str, str], nccl_debug: bool) -> dict[str, Any]:
-                note(f"train: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
-                return run_train(
-                    cpu=cpu,
-                    world_size=world_size,
-                    steps=steps,
-                    batch_size=batch_size,
-                    seq_len=seq_len,
-                    bf16=bf16,
-                    tiny=tiny,
-                    text_path=text,
-                    timeout_s=timeout,
-                    env=env,
-                    nccl_debug=nccl_debug,
-                    on_progress=note,
-                )
-
             doc = compare(one_run, label="train")
+        else:
+            doc = one_run()
     except RigcheckError as exc:
         note(f"error: {exc}")
         raise typer.Exit(exc.exit_code) from None
