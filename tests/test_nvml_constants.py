@@ -1,0 +1,138 @@
+"""The nvml.h numbers written out in rigcheck.probe.nvml, and the functions its NvmlLibrary protocol
+names, held against the real nvidia-ml-py module (which imports without a driver).
+
+The fake NVML in tests/fakenvml.py implements the protocol, so a misspelt function name or a wrong
+constant would pass every other test and fail only on a real GPU; this file is where that is caught.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pynvml
+import pytest
+
+from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, P2PStatus
+from rigcheck.probe import nvml
+
+# (rigcheck's value, the pynvml constant it stands for)
+CONSTANTS = [
+    (nvml._ERR_INVALID_ARGUMENT, "NVML_ERROR_INVALID_ARGUMENT"),
+    (nvml._ERR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED"),
+    (nvml._ERR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION"),
+    (nvml._ERR_DRIVER_NOT_LOADED, "NVML_ERROR_DRIVER_NOT_LOADED"),
+    (nvml._ERR_LIBRARY_NOT_FOUND, "NVML_ERROR_LIBRARY_NOT_FOUND"),
+    (nvml._ERR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND"),
+    (nvml._ERR_GPU_IS_LOST, "NVML_ERROR_GPU_IS_LOST"),
+    (nvml._ERR_LIB_RM_VERSION_MISMATCH, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+    (nvml._TEMPERATURE_GPU, "NVML_TEMPERATURE_GPU"),
+    (nvml._FI_DEV_MEMORY_TEMP, "NVML_FI_DEV_MEMORY_TEMP"),
+    (nvml._THRESHOLD_SHUTDOWN, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),
+    (nvml._THRESHOLD_SLOWDOWN, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),
+    (nvml._THRESHOLD_MEM_MAX, "NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),
+    (nvml._THRESHOLD_GPU_MAX, "NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),
+    (nvml._THRESHOLD_ACOUSTIC_CURR, "NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR"),
+    (nvml._CLOCK_GRAPHICS, "NVML_CLOCK_GRAPHICS"),
+    (nvml._CLOCK_SM, "NVML_CLOCK_SM"),
+    (nvml._CLOCK_MEM, "NVML_CLOCK_MEM"),
+    (nvml._PERF_POLICY_POWER, "NVML_PERF_POLICY_POWER"),
+    (nvml._PERF_POLICY_THERMAL, "NVML_PERF_POLICY_THERMAL"),
+    (nvml._PERF_POLICY_SYNC_BOOST, "NVML_PERF_POLICY_SYNC_BOOST"),
+    (nvml._PSTATE_UNKNOWN, "NVML_PSTATE_UNKNOWN"),
+    (nvml._MEMORY_ERROR_CORRECTED, "NVML_MEMORY_ERROR_TYPE_CORRECTED"),
+    (nvml._MEMORY_ERROR_UNCORRECTED, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"),
+    (nvml._VOLATILE_ECC, "NVML_VOLATILE_ECC"),
+    (nvml._AGGREGATE_ECC, "NVML_AGGREGATE_ECC"),
+    (nvml._RETIRED_CAUSE_SBE, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS"),
+    (nvml._RETIRED_CAUSE_DBE, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR"),
+    (nvml._AFFINITY_SCOPE_NODE, "NVML_AFFINITY_SCOPE_NODE"),
+    (nvml._NVLINK_MAX_LINKS, "NVML_NVLINK_MAX_LINKS"),
+    (nvml._ARCH_UNKNOWN, "NVML_DEVICE_ARCH_UNKNOWN"),
+]
+
+
+@pytest.mark.parametrize(("ours", "name"), CONSTANTS, ids=[name for _, name in CONSTANTS])
+def test_constant_matches_pynvml(ours: int, name: str) -> None:
+    assert ours == getattr(pynvml, name)
+
+
+def test_p2p_caps_indices_match_pynvml() -> None:
+    # pynvml spells NVML_P2P_CAPS_INDEX_READ as a one-element tuple (a stray comma); read through it.
+    def value(name: str) -> int:
+        v = getattr(pynvml, name)
+        return int(v[0]) if isinstance(v, tuple) else int(v)
+
+    expected = {"p2p_read": "READ", "p2p_write": "WRITE", "p2p_nvlink": "NVLINK", "p2p_atomics": "ATOMICS"}
+    for field, index in nvml._P2P_CAPS:
+        assert index == value(f"NVML_P2P_CAPS_INDEX_{expected[field]}"), field
+
+
+def test_p2p_status_codes_match_pynvml() -> None:
+    for code, status in nvml._P2P_STATUS.items():
+        assert code == getattr(pynvml, f"NVML_P2P_STATUS_{status.name}"), status
+
+
+def test_architecture_codes_match_pynvml() -> None:
+    pynvml_name = {"Ada Lovelace": "ADA"}
+    for code, name in nvml._ARCHITECTURES.items():
+        assert code == getattr(pynvml, "NVML_DEVICE_ARCH_" + pynvml_name.get(name, name.upper())), name
+
+
+def test_compute_modes_match_pynvml() -> None:
+    for code, name in nvml._COMPUTE_MODES.items():
+        assert code == getattr(pynvml, "NVML_COMPUTEMODE_" + name.upper()), name
+
+
+def test_nvlink_device_types_match_pynvml() -> None:
+    for code, name in nvml._NVLINK_DEVICE_TYPES.items():
+        assert code == getattr(pynvml, "NVML_NVLINK_DEVICE_TYPE_" + name.upper()), name
+
+
+def test_clock_event_reason_bits_match_pynvml() -> None:
+    """Bit i of the mask is CLOCK_EVENT_REASONS[i]; pynvml names each bit nvmlClocksEventReason<Name>."""
+    camel = {
+        "idle": "GpuIdle",
+        "applications_clocks_setting": "ApplicationsClocksSetting",
+        "sw_power_cap": "SwPowerCap",
+        "hw_slowdown": "HwSlowdown",
+        "sync_boost": "SyncBoost",
+        "sw_thermal_slowdown": "SwThermalSlowdown",
+        "hw_thermal_slowdown": "HwThermalSlowdown",
+        "hw_power_brake_slowdown": "HwPowerBrakeSlowdown",
+        "display_clock_setting": "DisplayClockSetting",
+    }
+    assert set(camel) == set(CLOCK_EVENT_REASONS)
+    for bit, name in enumerate(CLOCK_EVENT_REASONS):
+        assert getattr(pynvml, "nvmlClocksEventReason" + camel[name]) == 1 << bit, name
+        assert nvml.decode_clock_event_reasons(1 << bit) == [name]
+
+
+def protocol_functions() -> list[str]:
+    return sorted(
+        name
+        for name, member in inspect.getmembers(nvml.NvmlLibrary)
+        if name.startswith("nvml") and inspect.isfunction(member)
+    )
+
+
+def test_protocol_lists_the_functions_the_probe_uses() -> None:
+    names = protocol_functions()
+    assert len(names) >= 50
+    assert "nvmlDeviceGetPowerUsage" in names
+
+
+@pytest.mark.parametrize("name", protocol_functions())
+def test_every_protocol_function_exists_in_pynvml(name: str) -> None:
+    """A name the real module lacks would read as driver_too_old on every machine, silently."""
+    assert callable(getattr(pynvml, name, None)), name
+
+
+@pytest.mark.parametrize("name", protocol_functions())
+def test_protocol_arity_matches_pynvml(name: str) -> None:
+    """The protocol's positional parameters are the ones pynvml's function takes (no more, no fewer)."""
+    ours = [p for p in inspect.signature(getattr(nvml.NvmlLibrary, name)).parameters if p != "self"]
+    theirs = inspect.signature(getattr(pynvml, name)).parameters.values()
+    required = [p for p in theirs if p.default is inspect.Parameter.empty and p.kind is not p.VAR_POSITIONAL]
+    assert len(ours) >= len(required), (name, ours, [p.name for p in required])
+    if not any(p.kind is p.VAR_POSITIONAL for p in theirs):
+        assert len(ours) <= len(list(theirs)), (name, ours)
