@@ -12,7 +12,7 @@ import inspect
 import pynvml
 import pytest
 
-from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, P2PStatus
+from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.probe import nvml
 
 # (rigcheck's value, the pynvml constant it stands for)
