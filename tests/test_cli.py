@@ -346,6 +346,18 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert command in out
 
 
+@pytest.mark.parametrize("command", [["doctor"], ["bench", "train"], ["burn"], ["monitor"]])
+def test_help_shows_flags_bare_and_values_with_their_type(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--json <bool>` would read as if the flag took a value; options that take one keep their label."""
+    code, out, _ = run([*command, "--help"], capsys)
+    assert code == 0
+    assert "--json" in out
+    assert "<bool>" not in out
+    assert "<file>" in out  # an option that takes a value still shows what it takes
+
+
 def _raise(exc: BaseException) -> object:
     def boom(*_: object, **__: object) -> object:
         raise exc

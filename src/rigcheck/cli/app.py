@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
+import typer.core
 
 from rigcheck import __version__
 from rigcheck.cli import (
@@ -26,6 +27,24 @@ from rigcheck.cli.state import power_state, thermal_state
 from rigcheck.cli.topo import topo
 from rigcheck.errors import RigcheckError
 from rigcheck.report.base import EXIT_INTERNAL
+
+
+def _flags_without_type_labels() -> None:
+    """typer (0.2x) labels every on/off flag ``<bool>`` in --help, which reads as if ``--json`` took a
+    value; show flags bare, as click does. Only the label changes, and only where typer has the hook."""
+    option_cls: Any = getattr(typer.core, "TyperOption", None)
+    labelled: Any = getattr(option_cls, "display_type_rich", None)
+    if labelled is None or getattr(labelled, "_rigcheck_bare_flags", False):
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        return None if getattr(self, "is_flag", False) else cast("str | None", labelled(self, ctx))
+
+    display_type_rich._rigcheck_bare_flags = True  # type: ignore[attr-defined]
+    option_cls.display_type_rich = display_type_rich
+
+
+_flags_without_type_labels()
 
 app = typer.Typer(
     name="rigcheck",
