@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -324,6 +325,65 @@ def test_p2p_rows_and_matrices_from_fake_measurements() -> None:
     json.dumps(doc)  # plain JSON types only
 
 
+def test_p2p_compare_is_the_guides_table_per_pair(capsys: pytest.CaptureFixture[str]) -> None:
+    """--compare-p2p on bench p2p: peer (P2P=Y) against staged (P2P=N) per ordered pair, with the guide's
+    speed-up; a pair without peer access is flagged, and the document stays valid bench/1."""
+    from rigcheck.cli.bench_common import render_pair_comparison
+    from tests.test_schemas import validator
+
+    size = 10**9
+    method = Method("p2p-1", 1, 3, "median", "perf_counter")
+
+    def measure(src: int, dst: int, mode: str) -> p2p.PairMeasurement:
+        got = fake_measure(src, dst, mode)
+        no_peer = (src, dst) == (1, 2) and mode == "peer"
+        return p2p.PairMeasurement(
+            got.unidirectional_s, got.bidirectional_s, got.latency_s, False if no_peer else got.peer_access, True
+        )
+
+    rows = p2p.build_rows(3, measure, lambda a, b: p2p.PairFacts(), size_bytes=size, method=method)
+    comp = p2p.p2p_comparison(rows)
+    assert [(c["src"], c["dst"]) for c in comp["pairs"]] == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    c01 = comp["pairs"][0]
+    assert [r["p2p"] for r in c01["rows"]] == ["Y", "N"]
+    assert c01["rows"][0]["time_s"] == pytest.approx(0.01)  # 1 GB at the median 100 GB/s
+    assert c01["rows"][1]["time_s"] == pytest.approx(0.04)
+    assert c01["speedup_percent"] == pytest.approx(75.0)  # (0.04 - 0.01) / 0.04, as the guide counts
+    assert c01["time_ratio"] == pytest.approx(4.0)
+    assert len(comp["warnings"]) == 1
+    assert "GPU 1 -> GPU 2" in comp["warnings"][0]
+    assert "host" in comp["pairs"][3]["rows"][0]["transport"]
+    assert "NCCL_P2P_DISABLE" in comp["note"]
+
+    doc = p2p.p2p_document(rows, 3, method=method, size_bytes=size, iters=5, snap=None)
+    doc["comparison"], doc["warnings"] = comp, comp["warnings"]
+    validator("rigcheck.bench/1").validate(json.loads(json.dumps(doc)))
+    broken = json.loads(json.dumps(doc))
+    broken["comparison"]["pairs"][0]["rows"][0]["p2p"] = "yes"
+    with pytest.raises(jsonschema.ValidationError, match="yes"):
+        validator("rigcheck.bench/1").validate(broken)
+
+    from rigcheck.report.html import bench_html
+
+    page = bench_html(doc)
+    assert 'class="comparison"' in page
+    assert "staged through pinned host memory" in page
+
+    render_pair_comparison(comp)
+    out = capsys.readouterr().out
+    assert "0 -> 1" in out
+    assert "+75.0%" in out
+    assert "! GPU 1 -> GPU 2" in out
+
+
+def test_p2p_compare_skips_a_pair_measured_in_one_mode() -> None:
+    method = Method("p2p-1", 1, 3, "median", "perf_counter")
+    rows = p2p.build_rows(
+        2, fake_measure, lambda a, b: p2p.PairFacts(), size_bytes=10**9, method=method, modes=["peer"]
+    )
+    assert p2p.p2p_comparison(rows)["pairs"] == []
+
+
 def test_p2p_pair_facts_from_snapshot() -> None:
     snap = snapshot_from_json((SNAPSHOTS / "healthy-8x-h100.json").read_text())
     f = p2p.pair_facts(snap.gpu(0), snap.gpu(1), snap, "NVIDIA H100 80GB HBM3")
@@ -472,6 +532,9 @@ def test_gpu_p2p_pair() -> None:
     assert len(doc["results"]) == n * (n - 1) * 2
     assert all(r["correct"] for r in doc["results"])
     assert all(r["latency_us"] is not None and r["latency_us"] > 0 for r in doc["results"])
+    comp = p2p.p2p_comparison(doc["results"])
+    assert len(comp["pairs"]) == n * (n - 1)
+    assert all(pair["speedup_percent"] is not None for pair in comp["pairs"])
 
 
 def test_rate_column_keeps_small_cpu_figures_readable() -> None:

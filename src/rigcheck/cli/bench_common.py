@@ -135,6 +135,33 @@ def render_comparison(doc: dict[str, Any]) -> None:
         console.print(Text(f"! {line}", style="bold yellow"))
 
 
+def render_pair_comparison(comp: dict[str, Any]) -> None:
+    """`bench p2p --compare-p2p`: the guide's table for each GPU pair, peer copy against staged."""
+    console = out_console()
+    console.print(Text("p2p --compare-p2p: one copy per pair, P2P (peer) against P2P off (staged)", style="bold"))
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for header, justify in (("pair", "left"), ("P2P", "left"), ("time (ms)", "right"), ("GB/s", "right")):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    table.add_column("speed-up", justify="right")
+    table.add_column("path")
+    for pair in comp["pairs"]:
+        speedup = pair["speedup_percent"]
+        for i, r in enumerate(pair["rows"]):
+            table.add_row(
+                f"{pair['src']} -> {pair['dst']}" if i == 0 else "",
+                r["p2p"],
+                "-" if r["time_s"] is None else f"{r['time_s'] * 1e3:.4g}",
+                num(1)(r["gbps"]),
+                (f"{speedup:+.1f}%" if speedup is not None else "-") if i == 0 else "",
+                r["transport"],
+            )
+    console.print(table)
+    console.print(Text(f"• speed-up = {comp['speedup_formula']}", style="dim"))
+    console.print(Text(f"• {comp['note']}", style="dim"))
+    for line in comp["warnings"]:
+        console.print(Text(f"! {line}", style="bold yellow"))
+
+
 def emit_comparison(doc: dict[str, Any], *, as_json: bool, html_file: Path | None = None) -> None:
     """Print a --compare-p2p document (the guide's table) and exit 0, or 1 on a failed run or a warning."""
     if html_file is not None:

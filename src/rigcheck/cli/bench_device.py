@@ -11,7 +11,16 @@ from typing import Annotated, Any
 import typer
 
 from rigcheck.cli.bench_collectives import parse_size
-from rigcheck.cli.bench_common import Column, CpuOption, JsonOut, TimeoutOption, emit, num, size_text
+from rigcheck.cli.bench_common import (
+    Column,
+    CpuOption,
+    JsonOut,
+    TimeoutOption,
+    emit,
+    num,
+    render_pair_comparison,
+    size_text,
+)
 from rigcheck.cli.common import HtmlFileOption, interruptible, note
 
 DtypeOption = Annotated[
@@ -207,15 +216,25 @@ def hostlink(
     )
 
 
+ComparePairsOption = Annotated[
+    bool,
+    typer.Option(
+        "--compare-p2p",
+        help="Also print the guide's table per pair: the peer copy (P2P=Y) against the copy staged through the host.",
+    ),
+]
+
+
 def p2p(
     size: SizeOption = None,
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
+    compare_p2p: ComparePairsOption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
 ) -> None:
     """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host."""
-    from rigcheck.bench.device.p2p import DEFAULT_SIZE, run_p2p
+    from rigcheck.bench.device.p2p import DEFAULT_SIZE, p2p_comparison, run_p2p
 
     doc = run_p2p(
         size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
@@ -223,6 +242,11 @@ def p2p(
         warmup=warmup if warmup is not None else 1,
         on_progress=note,
     )
+    if compare_p2p:
+        doc["comparison"] = p2p_comparison(doc["results"])
+        doc["warnings"] = list(doc["comparison"]["warnings"])
+        if not as_json:
+            render_pair_comparison(doc["comparison"])
     emit(
         doc,
         P2P_COLUMNS,

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rigcheck.bench.compare import SPEEDUP_FORMULA, speedup_percent
 from rigcheck.bench.device.common import (
     MIB,
     pci_bdf,
@@ -172,6 +173,57 @@ def build_rows(
                 r["fraction_of_theoretical"] = r["median"] / theoretical if theoretical else None
                 rows.append(r)
     return rows
+
+
+PEER_TRANSPORT = "CUDA peer copy (NVLink or PCIe P2P)"
+STAGED_TRANSPORT = "staged through pinned host memory"
+COMPARE_NOTE = (
+    "bench p2p copies with CUDA directly, not through NCCL, so NCCL_P2P_DISABLE has no effect on it: P2P=N is "
+    "the staged mode, the path NCCL itself takes with NCCL_P2P_DISABLE=1 (through host memory); for NCCL's own "
+    "transports run `rigcheck bench allreduce --compare-p2p` or `bench train --compare-p2p`"
+)
+
+
+def p2p_comparison(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The guide's table for each ordered pair measured in both modes: peer (P2P=Y) against staged (P2P=N).
+
+    ``time_s`` is one copy of the row's size at its median unidirectional rate; the speed-up counts as the
+    guide does (time saved over the no-P2P time). A pair whose peer copy had no peer access is flagged: its
+    "P2P" row went through the host too, so the comparison is not one.
+    """
+    by_pair: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by_pair.setdefault((int(r["src"]), int(r["dst"])), {})[str(r["mode"])] = r
+    pairs: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for (src, dst), modes in sorted(by_pair.items()):
+        if "peer" not in modes or "staged" not in modes:
+            continue
+        table: list[dict[str, Any]] = []
+        times: list[float | None] = []
+        for yn, mode, transport in (("Y", "peer", PEER_TRANSPORT), ("N", "staged", STAGED_TRANSPORT)):
+            r = modes[mode]
+            gbps = r.get("unidirectional_gbps")
+            time_s = r["size_bytes"] / (gbps * 1e9) if isinstance(gbps, (int, float)) and gbps > 0 else None
+            times.append(time_s)
+            table.append({"p2p": yn, "mode": mode, "time_s": time_s, "gbps": gbps, "transport": transport})
+        t_y, t_n = times
+        speedup = speedup_percent(t_y, t_n) if t_y and t_n else None
+        if modes["peer"].get("peer_access") is False:
+            table[0]["transport"] = "through the host, by the driver (no peer access between these GPUs)"
+            warnings.append(
+                f"GPU {src} -> GPU {dst}: no CUDA peer access, so its P2P=Y copy went through the host as well"
+            )
+        pairs.append(
+            {
+                "src": src,
+                "dst": dst,
+                "rows": table,
+                "speedup_percent": speedup,
+                "time_ratio": t_n / t_y if speedup is not None and t_y and t_n else None,
+            }
+        )
+    return {"pairs": pairs, "speedup_formula": SPEEDUP_FORMULA, "warnings": warnings, "note": COMPARE_NOTE}
 
 
 def matrix(rows: Sequence[dict[str, Any]], n: int, key: str, mode: str) -> list[list[float | None]]:
