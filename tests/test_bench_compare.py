@@ -16,6 +16,7 @@ from rigcheck.bench.compare import (
     speedup_percent,
 )
 from rigcheck.bench.results import BENCH_SCHEMA
+from rigcheck.errors import UsageError
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus" / "nccl-log"
 P2P_LOG = (CORPUS / "001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt").read_text()
@@ -180,3 +181,18 @@ def test_collective_figures_weight_time_by_size() -> None:
 def test_other_benchmarks_report_their_median_value() -> None:
     doc = {"benchmark": "p2p", "results": [{"value": 10.0, "unit": "GB/s"}, {"value": 30.0, "unit": "GB/s"}]}
     assert run_figures(doc) == {"time_s": None, "value": 20.0, "unit": "GB/s"}
+
+
+def test_compare_refuses_to_run_inside_a_torchrun_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NCCL caches NCCL_P2P_DISABLE per process: a second in-process run would silently compare P2P with P2P."""
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1")):
+        monkeypatch.setenv(name, value)
+    calls: list[dict[str, str]] = []
+
+    def run(env: dict[str, str], nccl_debug: bool) -> dict[str, Any]:
+        calls.append(env)
+        return {}
+
+    with pytest.raises(UsageError, match="outside torchrun/srun"):
+        compare_p2p(run, label="train")
+    assert calls == []

@@ -20,8 +20,9 @@ import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rigcheck.bench.launcher import in_launched_job
 from rigcheck.bench.results import BENCH_SCHEMA
-from rigcheck.errors import ParseError
+from rigcheck.errors import ParseError, UsageError
 from rigcheck.nccllog import describe_transport, p2p_mismatch, parse_nccl_log
 
 RunFn = Callable[[dict[str, str], bool], dict[str, Any]]
@@ -114,6 +115,12 @@ def compare_p2p(run: RunFn, *, label: str) -> dict[str, Any]:
     by the parsed facts under ``nccl``), ``results`` (both runs' rows, each tagged ``p2p`` Y/N),
     ``comparison`` (the guide's table and ``speedup_percent``), ``warnings`` and ``notes``.
     """
+    if in_launched_job():
+        # NCCL reads NCCL_P2P_DISABLE once per process, so a second run in the same rank would not change it.
+        raise UsageError(
+            "--compare-p2p starts its own two runs, and NCCL reads NCCL_P2P_DISABLE once per process: "
+            "run it outside torchrun/srun (or run the job twice, once with NCCL_P2P_DISABLE=1)"
+        )
     runs: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []
     warnings: list[str] = []
