@@ -197,11 +197,11 @@ def test_time_calls_counts_iters_and_runs_before_untimed() -> None:
 def test_fp32_math_sets_and_restores_tf32() -> None:
     matmul_flags = torch.backends.cuda.matmul
     before = matmul_flags.fp32_precision
-    with matmul._fp32_math(torch, "tf32", cuda=True):
+    with matmul.fp32_math(torch, "tf32", cuda=True):
         assert matmul_flags.fp32_precision == "tf32"
-    with matmul._fp32_math(torch, "fp32", cuda=True):
+    with matmul.fp32_math(torch, "fp32", cuda=True):
         assert matmul_flags.fp32_precision == "ieee"
-    with matmul._fp32_math(torch, "bf16", cuda=True):
+    with matmul.fp32_math(torch, "bf16", cuda=True):
         assert matmul_flags.fp32_precision == before
     assert matmul_flags.fp32_precision == before
 

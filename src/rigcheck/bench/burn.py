@@ -23,12 +23,13 @@ waits on its device, so one process drives 8 GPUs without starving any of them.
 
 The loop (``burn_loop``) takes the product, the comparison and the synchronize as callables: tests run
 it on CPU with tiny tensors and an injected fault. ``run_burn`` is the whole run. Nothing here changes a
-card's settings; ``torch.backends.cuda.matmul.allow_tf32`` (a process setting) is set for the run and
+card's settings; TF32 (``torch.backends.cuda.matmul``, a process setting) is set for the run and
 restored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import threading
@@ -37,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
 from rigcheck.checks.burn import BURN_ONLY_FIELDS, analyze_trace
 from rigcheck.errors import BenchError, UsageError
@@ -360,8 +362,8 @@ def run_burn(
         say(f"GPU {load.index}: WRONG RESULT at {at_s:.1f} s: the recomputed product differs from the first one")
 
     sampler = Sampler(poller, interval_s, buffer_seconds=duration_s + preroll_s + 60.0, sink=sink)
-    tf32_before = bool(torch.backends.cuda.matmul.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    math_mode = contextlib.ExitStack()
+    math_mode.enter_context(fp32_math(torch, dtype, cuda=True))
     threads = [
         threading.Thread(
             target=gpu_worker,
@@ -415,7 +417,7 @@ def run_burn(
     finally:
         stop.set()
         sampler.stop()
-        torch.backends.cuda.matmul.allow_tf32 = tf32_before
+        math_mode.close()
     trace = sampler.trace()
     analyses = analyze_trace(trace)
     for a in analyses:

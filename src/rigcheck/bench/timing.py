@@ -54,7 +54,9 @@ def time_repetitions(step: Callable[[], object], *, warmup: int, repeats: int, d
     """Run ``step`` ``warmup`` times untimed, then ``repeats`` times timed; seconds per repetition on this rank.
 
     CPU: a barrier before each repetition, so all ranks start together, and perf_counter around it.
-    CUDA: a barrier, then events recorded around the step on the current stream; one synchronize at the end.
+    CUDA: one barrier before the timed repetitions, then events recorded around each step on the current
+    stream, queued back to back as nccl-tests does; one synchronize at the end. (A barrier per repetition
+    would drain the stream each time, so the host's launch time would be counted in every small message.)
     """
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
@@ -70,9 +72,9 @@ def time_repetitions(step: Callable[[], object], *, warmup: int, repeats: int, d
         return times
     torch: Any = require_torch()
     torch.cuda.synchronize(device)
+    _barrier()
     pairs = []
     for _ in range(repeats):
-        _barrier()
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         begin.record()

@@ -241,7 +241,10 @@ def run_hostlink(
         del keep, dev
         # Hand the pinned buffers back to the driver, not just to torch's pinned-memory cache: the next GPU's
         # runs would otherwise be served this GPU's blocks, placed on this GPU's NUMA node.
-        empty_host_cache = getattr(torch._C, "_host_emptyCache", None)
+        # The public name (torch >= 2.9) first, then the private one older versions have.
+        empty_host_cache = getattr(getattr(torch, "accelerator", None), "empty_host_cache", None) or getattr(
+            torch._C, "_host_emptyCache", None
+        )
         if empty_host_cache is not None:
             empty_host_cache()
     notes += [

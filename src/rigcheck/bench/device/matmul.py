@@ -137,8 +137,9 @@ def sample_indices(count: int, limit: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def _fp32_math(torch: Any, dtype: str, cuda: bool) -> Iterator[None]:
-    """TF32 on for tf32, off for fp32 (CUDA only), restored afterwards."""
+def fp32_math(torch: Any, dtype: str, cuda: bool) -> Iterator[None]:
+    """TF32 on for tf32, off for fp32 (CUDA only), restored afterwards. torch >= 2.9 refuses to read the
+    legacy ``allow_tf32`` once the new ``fp32_precision`` was set, so only one of the two is ever used."""
     if not cuda or dtype not in ("tf32", "fp32"):
         yield
         return
@@ -224,12 +225,12 @@ def matmul_worker(ctx: WorkerContext, payload: MatmulPayload) -> None:
     spec = catalog.lookup(name) if cuda else None
     flush = torch.empty(_flush_bytes(torch, device, payload.flush_bytes) // 4, dtype=torch.int32, device=device)
     if cuda and payload.warmup_s > 0 and payload.shapes:
-        ctx.progress(f"rank {ctx.rank}: warming up {name} for {payload.warmup_s:.0f} s")
+        ctx.progress(f"rank {ctx.rank}: warming up {name} for {payload.warmup_s:g} s")
         _device_warmup(torch, device, torch_dtype(torch, payload.dtypes[0]), payload.shapes[0], payload.warmup_s)
     method = Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer_label(device))
     for dtype_name in payload.dtypes:
         peak = getattr(spec, f"{dtype_name}_tflops", None) if spec is not None else None
-        with _fp32_math(torch, dtype_name, cuda):
+        with fp32_math(torch, dtype_name, cuda):
             for m, n, k in payload.shapes:
                 times, ok, err = _measure_shape(torch, device, dtype_name, (m, n, k), payload=payload, flush=flush)
                 tflops = [matmul_tflops(m, n, k, t) for t in times]

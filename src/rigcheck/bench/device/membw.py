@@ -12,6 +12,7 @@ device memory; the source holds a counting pattern and the destination is compar
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ GPU_SIZES: tuple[int, ...] = (GIB,)
 CPU_SIZES: tuple[int, ...] = (4 * MIB, 64 * MIB, 256 * MIB)
 GPU_ITERS = 8
 CPU_ITERS = 2
+GPU_WARMUP_S = 1.0  # copies until then before timing: an idle GPU starts at its lowest clocks
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class MembwPayload:
     warmup: int
     repeats: int
     iters: int
+    warmup_s: float = 0.0  # device warm-up (seconds of copies) before the first size
 
 
 def size_label(size_bytes: int) -> str:
@@ -64,6 +67,12 @@ def _copy_times(torch: Any, device: Any, size: int, payload: MembwPayload) -> tu
     words = size // 8
     src = torch.arange(words, dtype=torch.int64, device=device)  # a counting pattern, checked afterwards
     dst = torch.empty_like(src)
+    if is_cuda(device) and payload.warmup_s > 0:
+        deadline = time.perf_counter() + payload.warmup_s
+        while time.perf_counter() < deadline:
+            for _ in range(payload.iters):
+                dst.copy_(src)
+            torch.cuda.synchronize(device)
     times = time_calls(
         torch, device, lambda: dst.copy_(src), warmup=payload.warmup, repeats=payload.repeats, iters=payload.iters
     )
@@ -136,13 +145,15 @@ def run_membw(
         warmup=(1 if cpu else 2) if warmup is None else warmup,
         repeats=(5 if cpu else 10) if repeats is None else repeats,
         iters=(CPU_ITERS if cpu else GPU_ITERS) if iters is None else iters,
+        warmup_s=0.0 if cpu else GPU_WARMUP_S,
     )
     outcome = launch(
         membw_worker, payload, world_size=world_size, cpu=cpu, timeout_s=timeout_s, on_progress=on_progress
     )
     notes = [
         f"dst.copy_(src) on one device, {payload.iters} copies per timed round, median of {payload.repeats} "
-        "rounds; sizes rounded down to whole 8-byte words",
+        "rounds; sizes rounded down to whole 8-byte words"
+        + (f"; {payload.warmup_s:g} s of copies first, so the clocks have left idle" if payload.warmup_s else ""),
         "copy (GB/s) counts the bytes copied once, as nvbandwidth's device_local_copy; read+write (GB/s) = 2 × "
         "copy counts the read and the write, the traffic the memory sees",
         "peak = the datasheet memory bandwidth (rigcheck.facts.catalog, with its source), held against "
