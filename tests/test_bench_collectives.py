@@ -19,6 +19,8 @@ from rigcheck.bench import collectives
 from rigcheck.bench.collectives import (
     CPU_MAX_BYTES,
     EMULATED_NOTE,
+    EVENT_RESOLUTION_S,
+    FLOOR_NOTE,
     METHOD_VERSION,
     CollectivePayload,
     collective_worker,
@@ -162,6 +164,24 @@ def one_rank() -> Iterator[tuple[WorkerContext, list[dict[str, Any]], list[str]]
         yield ctx, rows, lines
     finally:
         dist.destroy_process_group()
+
+
+def test_worker_floors_times_under_the_event_resolution(
+    one_rank: tuple[WorkerContext, list[dict[str, Any]], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rank on NCCL: the in-place all-reduce is a no-op and CUDA events can read 0.0 ms. That must give
+    a row (busbw 0, the time at the timer's resolution, a note), not a division by zero."""
+    from rigcheck.bench import collectives
+
+    monkeypatch.setattr(collectives, "time_across_ranks", lambda *a, **k: [0.0, 0.0, 2e-6])
+    ctx, rows, lines = one_rank
+    collective_worker(ctx, CollectivePayload(op="broadcast", sizes=(4096,), warmup=0, repeats=3))
+    (row,) = rows
+    check_row(row, "broadcast", 1)
+    assert row["time_us_median"] == pytest.approx(EVENT_RESOLUTION_S * 1e6)
+    assert row["busbw_gbps"] == 0.0  # one rank: nothing crosses a bus
+    assert row["note"] == FLOOR_NOTE
+    assert "busbw 0.000" in lines[-1]
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,9 @@ def test_algbw_is_bytes_over_time() -> None:
         ("allgather", 4, 0.75),
         ("reducescatter", 8, 0.875),
         ("broadcast", 8, 1.0),
+        ("broadcast", 2, 1.0),
+        ("broadcast", 1, 0.0),
+        ("allgather", 1, 0.0),
     ],
 )
 def test_busbw_factors(op: str, n: int, factor: float) -> None:

@@ -52,6 +52,18 @@ IMPLEMENTATIONS: dict[str, tuple[str, ...]] = {
     "reducescatter": ("tensor", "list", "all_reduce"),
     "broadcast": ("broadcast",),
 }
+# cudaEventElapsedTime: "resolution of around 0.5 microseconds" (CUDA Runtime API reference). A repetition
+# that did no measurable work (one rank: NCCL's in-place all-reduce is a no-op) can read 0.0.
+EVENT_RESOLUTION_S = 0.5e-6
+FLOOR_NOTE = (
+    "some repetitions took less than the CUDA event resolution (0.5 us) and are counted as 0.5 us: "
+    "the operation did no measurable work"
+)
+ONE_RANK_NOTE = (
+    "one rank: a collective moves no data between devices (NCCL's in-place all-reduce on one rank does "
+    "nothing), so busbw is 0 by definition and the time is the launch floor; measure two or more GPUs, or "
+    "check the code path with --cpu -n 2"
+)
 EMULATED_NOTE = (
     "reducescatter: this backend has no reduce-scatter; emulated with all_reduce + slice (correct data, "
     "but twice the traffic: busbw is not comparable with nccl-tests)"
@@ -289,12 +301,13 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
         del case
         if ctx.rank != 0:
             continue
-        median_s = statistics.median(times)
+        floored = [max(t, EVENT_RESOLUTION_S) for t in times]
+        median_s = statistics.median(floored)
         busbw = busbw_gbps(op, size, median_s, ctx.world_size)
         result = row(
             name=op,
             unit="GB/s",
-            samples=[busbw_gbps(op, size, t, ctx.world_size) for t in times],
+            samples=[busbw_gbps(op, size, t, ctx.world_size) for t in floored],
             method=method,
             backend=ctx.backend,
             world_size=ctx.world_size,
@@ -311,6 +324,8 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
         result["value"] = result["median"] = busbw
         if impl == "all_reduce" and op == "reducescatter":
             result["note"] = EMULATED_NOTE
+        elif floored != list(times):
+            result["note"] = FLOOR_NOTE
         ctx.report(result)
         wrong = "" if correct else "; WRONG DATA"
         ctx.progress(
@@ -367,6 +382,8 @@ def run_collective(
         on_progress=on_progress,
     )
     notes = sorted({str(r["note"]) for r in outcome.rows if r.get("note")})
+    if world_size == 1:
+        notes.insert(0, ONE_RANK_NOTE)
     extra: dict[str, Any] = {"op": op, "sizes": chosen, "wall_s": outcome.wall_s, "notes": notes}
     if nccl_debug:
         extra["nccl_log"] = outcome.nccl_log

@@ -5,6 +5,8 @@ whatever the number of ranks n:
     all-reduce:                busbw = algbw × 2(n−1)/n
     all-gather, reduce-scatter: busbw = algbw × (n−1)/n   (bytes = the total buffer, n × per-rank part)
     broadcast, reduce:          busbw = algbw
+One rank moves nothing over any bus: busbw = 0 for every collective (the first two factors are 0 there
+already; nccl-tests' broadcast factor of 1 presumes a second rank).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def busbw_factor(op: Collective, world_size: int) -> float:
     if world_size < 1:
         raise ValueError("world_size must be at least 1")
     n = world_size
+    if n == 1:
+        return 0.0
     if op == "allreduce":
         return 2 * (n - 1) / n
     if op in ("allgather", "reducescatter"):
