@@ -135,8 +135,13 @@ def main() -> None:
     plain: list[float] = []
     ours: list[float] = []
     for i in range(args.repeats):
-        plain.append(time_plain(args, world))
-        ours.append(time_rigcheck(args, world))
+        # alternate which goes first, so clocks and heat left by one run do not always favour the same side
+        if i % 2 == 0:
+            plain.append(time_plain(args, world))
+            ours.append(time_rigcheck(args, world))
+        else:
+            ours.append(time_rigcheck(args, world))
+            plain.append(time_plain(args, world))
         print(f"run {i + 1}/{args.repeats}: plain {plain[-1]:.3f} s, rigcheck {ours[-1]:.3f} s", file=sys.stderr)
     p, r = statistics.median(plain), statistics.median(ours)
     dtype = "bf16" if args.bf16 else "fp32"

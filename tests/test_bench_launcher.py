@@ -139,6 +139,20 @@ def nccl_log_worker(ctx: WorkerContext, payload: Any) -> None:
     ctx.report({"rank": ctx.rank, "nccl_debug": os.environ.get("NCCL_DEBUG"), "log_dir": str(Path(path).parent)})
 
 
+def stuck_at_exit_worker(ctx: WorkerContext, payload: Any) -> None:
+    """Reports, then cannot exit: a non-daemon thread holds the interpreter open, as a teardown that hangs
+    in destroy_process_group would."""
+    import threading
+
+    ctx.report({"rank": ctx.rank})
+    threading.Thread(target=time.sleep, args=(600,), daemon=False).start()
+
+
+def print_worker(ctx: WorkerContext, payload: Any) -> None:
+    print(f"stdout of rank {ctx.rank}", flush=True)  # what NCCL_DEBUG=INFO would print
+    ctx.report({"rank": ctx.rank})
+
+
 # --- tests -------------------------------------------------------------------------------------------
 
 
@@ -193,6 +207,28 @@ def test_a_worker_that_hangs_is_ended_at_the_timeout() -> None:
     assert outcome.error == "rank 1 did not finish within 10 s"
     assert outcome.rows == [{"step": 0}]
     assert 10.0 <= took < 25.0
+
+
+def test_a_worker_stuck_after_it_delivered_does_not_make_the_run_partial(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigcheck.bench import launcher
+
+    monkeypatch.setattr(launcher, "EXIT_GRACE_S", 0.5)
+    start = time.monotonic()
+    outcome = _launch(stuck_at_exit_worker, timeout_s=60.0)
+    assert outcome.partial is False
+    assert outcome.error is None
+    assert sorted(r["rank"] for r in outcome.rows) == [0, 1]
+    assert time.monotonic() - start < 30.0  # ended after the grace, long before the timeout
+
+
+def test_worker_stdout_goes_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    """A library printing in a worker must not land in the parent's stdout (a --json document)."""
+    outcome = _launch(print_worker)
+    assert outcome.error is None
+    out, err = capfd.readouterr()
+    assert "stdout of rank" not in out
+    assert "stdout of rank 0" in err
+    assert "stdout of rank 1" in err
 
 
 def test_ctrl_c_ends_every_worker_and_reraises() -> None:

@@ -250,3 +250,17 @@ def test_a_run_that_times_out_is_partial_and_names_the_rank() -> None:
     assert doc["results"] == []
     assert "rank" in doc["error"]
     assert multiprocessing.active_children() == []
+
+
+@pytest.mark.gpu
+def test_gpu_train_tiny_on_one_gpu_with_nccl() -> None:
+    """The CUDA path end to end: NCCL on one GPU, CUDA-event step times, peak memory, both precisions."""
+    for bf16 in (False, True):
+        doc = run_train(cpu=False, world_size=1, tiny=True, steps=8, bf16=bf16, timeout_s=300.0)
+        assert (doc["partial"], doc["error"]) == (False, None)
+        assert (doc["backend"], doc["world_size"]) == ("nccl", 1)
+        (row,) = doc["results"]
+        for key in ROW_KEYS:
+            assert row[key] > 0, key
+        assert math.isfinite(row["loss_final"])
+    assert multiprocessing.active_children() == []

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import os
 import shutil
 import signal
@@ -44,6 +45,7 @@ from rigcheck.bench.env import require_torch
 FAILURE_GRACE_S = 1.0
 # After terminate (SIGTERM), how long a worker has to go before it is killed (SIGKILL).
 TERMINATE_GRACE_S = 3.0
+EXIT_GRACE_S = 20.0  # after every rank said "done": time to tear its process group down and exit
 # The process group's own timeout is longer than the run's, so the launcher, which can name the rank
 # that hung, always speaks first.
 PG_TIMEOUT_MARGIN_S = 30.0
@@ -155,12 +157,17 @@ def _setup_rank(
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
     if not dist.is_initialized():
+        options: dict[str, Any] = {}
+        if not cpu and "device_id" in inspect.signature(dist.init_process_group).parameters:
+            # torch >= 2.3: binds the group to this GPU (no "no device id" warning, no guessing at barriers)
+            options["device_id"] = device
         dist.init_process_group(
             backend,
             init_method=init_method,
             rank=rank,
             world_size=world_size,
             timeout=timedelta(seconds=pg_timeout_s),
+            **options,
         )
     return backend, device
 
@@ -182,6 +189,10 @@ class _WorkerSpec:
 def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
     """One spawned rank: report rows, progress, and its end ("done" or "error") through ``conn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends every worker
+    # Whatever a library prints (NCCL_DEBUG set in the user's shell writes to stdout) goes to stderr: the
+    # parent's stdout may be a --json document.
+    with contextlib.suppress(OSError):
+        os.dup2(2, 1)
     os.environ.update(spec.env)
     try:
         import torch.distributed as dist
@@ -204,18 +215,21 @@ def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
             on_progress=lambda message: conn.send(("progress", message)),
         )
         spec.fn(ctx, spec.payload)
-        # Free what the benchmark left (a DDP reducer holds the process group) before the group goes:
-        # gloo aborts the process ("terminate called without an active exception") otherwise.
-        gc.collect()
-        dist.destroy_process_group()
     except Exception as exc:
         # Any failure of the benchmark is the parent's to report: send its type and message, then end
         # this worker with a non-zero code (without a traceback on the user's terminal).
         with contextlib.suppress(OSError):
             conn.send(("error", one_line(exc)))
         raise SystemExit(1) from exc
+    # Done before the teardown: the results are complete even if destroying the group hangs or crashes
+    # (the parent waits EXIT_GRACE_S for the exit, then ends the process).
     conn.send(("done", None))
     conn.close()
+    # Free what the benchmark left (a DDP reducer holds the process group) before the group goes:
+    # gloo aborts the process ("terminate called without an active exception") otherwise.
+    gc.collect()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 # --- the parent side ---------------------------------------------------------------------------------
@@ -270,10 +284,15 @@ class _Monitor:
             r.done = True
 
     def failed(self) -> bool:
-        return any(r.error is not None or (r.exitcode not in (None, 0)) for r in self.ranks)
+        """A rank reported an error, or ended badly before saying it was done (a crash in the teardown
+        after "done" loses nothing)."""
+        return any(r.error is not None or (not r.done and r.exitcode not in (None, 0)) for r in self.ranks)
 
     def all_exited(self) -> bool:
         return all(r.exitcode is not None for r in self.ranks)
+
+    def all_done(self) -> bool:
+        return all(r.done for r in self.ranks)
 
     def blame(self) -> str:
         """One line naming the rank that most likely caused the failure."""
@@ -368,6 +387,7 @@ def launch(
             ranks.append(_Rank(rank=rank, process=process, conn=reader))
         deadline = start + timeout_s
         failed_at: float | None = None
+        done_at: float | None = None
         while True:
             monitor.pump(0.05)
             now = time.monotonic()
@@ -378,6 +398,11 @@ def launch(
                     break
             elif monitor.all_exited():
                 break
+            elif monitor.all_done():
+                # every rank delivered; one stuck in its teardown is ended by _stop below
+                done_at = now if done_at is None else done_at
+                if now - done_at >= EXIT_GRACE_S:
+                    break
             elif now >= deadline:
                 hung = [r.rank for r in ranks if r.exitcode is None]
                 error = f"{_ranks_text(hung)} did not finish within {_seconds_text(timeout_s)}"
