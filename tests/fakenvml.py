@@ -91,6 +91,8 @@ class FakeGpu:
     reasons: int = IDLE
     supported_reasons: int = ALL_REASONS
     violations_ns: dict[int, int] = field(default_factory=lambda: {0: 33_534_556_000, 1: 0, 2: 0})
+    # field id (269 SW thermal, 270 HW thermal, 271 HW power brake) -> ns; absent: the field is NotSupported
+    event_counters_ns: dict[int, int] = field(default_factory=lambda: {269: 0, 270: 0, 271: 0})
     pstate: int = 0
     pcie_gen: int = 5
     pcie_gen_max: int = 5
@@ -285,6 +287,8 @@ class FakeNvml:
         for fid in field_ids:
             if fid == 82 and g.memory_temp is not None:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.memory_temp)))
+            elif fid in g.event_counters_ns:
+                out.append(FieldValue(0, 3, SimpleNamespace(ullVal=g.event_counters_ns[fid])))
             else:
                 out.append(FieldValue(NOT_SUPPORTED, 1, SimpleNamespace(uiVal=0)))
         return out
@@ -504,6 +508,7 @@ def old_driver_missing_calls() -> FakeNvml:
             pcie_gen=3,
             pcie_gen_max=3,
             thresholds={0: 90, 1: 87},
+            event_counters_ns={},  # the per-reason field values came with later drivers
             links=[FakeLink(version=2, remote_bus_id=other, remote_type=0) for _ in range(6)],
         )
         for i, (bus, other) in enumerate(((a_bus, b_bus), (b_bus, a_bus)))
@@ -545,6 +550,7 @@ def hot_throttling() -> FakeNvml:
         max_clocks={0: 2520, 1: 2520, 2: 9001},
         reasons=SW_POWER_CAP | SW_THERMAL,
         violations_ns={0: 120_000_000_000, 1: 45_500_000_000, 2: 0},
+        event_counters_ns={269: 45_500_000_000, 270: 0, 271: 0},
         pcie_gen=4,
         pcie_gen_max=4,
         pcie_gen_gpu_max=4,

@@ -74,7 +74,13 @@ def test_healthy_h100_exact_values() -> None:
     assert g.temp_target_c is None
     assert g.missing["temp_target_c"] is Missing.NOT_SUPPORTED
     assert g.clock_event_reasons_active == ["idle"]
-    assert g.clock_event_durations_us == {"sw_power_cap": 33534556.0, "sw_thermal_slowdown": 0.0, "sync_boost": 0.0}
+    assert g.clock_event_durations_us == {
+        "sw_power_cap": 33534556.0,
+        "sw_thermal_slowdown": 0.0,
+        "hw_thermal_slowdown": 0.0,
+        "hw_power_brake_slowdown": 0.0,
+        "sync_boost": 0.0,
+    }
     assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current, g.pcie_width_max) == (5, 5, 16, 16)
     assert g.persistence_mode is True
     assert g.compute_mode == "Default"
@@ -205,12 +211,36 @@ def test_function_absent_from_pynvml_module_is_driver_too_old() -> None:
 def test_no_permission_fields() -> None:
     snap = probe_nvml(SCENARIOS["no_permission"](), sysfs_root=None)
     g = snap.gpus[0]
-    for field in ("retired_pages_sbe", "retired_pages_dbe", "clock_event_durations_us", "cpu_affinity"):
+    for field in ("retired_pages_sbe", "retired_pages_dbe", "cpu_affinity"):
         assert getattr(g, field) is None
         assert g.missing[field] is Missing.NO_PERMISSION
+    # The violation counters were refused; the per-reason field values were not: only those are known.
+    assert g.clock_event_durations_us == {
+        "sw_thermal_slowdown": 0.0,
+        "hw_thermal_slowdown": 0.0,
+        "hw_power_brake_slowdown": 0.0,
+    }
     assert g.retired_pages_pending is False
     assert snap.topology is not None
     assert snap.topology.gpus[0].cpu_affinity == "N/A"
+
+
+def test_power_brake_counter_from_nvml_reaches_the_doctor() -> None:
+    """HW power brake time is read from its field value (nvml.h id 271, ns) and fires power.brake-history."""
+    from rigcheck.checks import run_checks
+    from tests.fakenvml import FakeGpu, FakeNvml
+
+    lib = FakeNvml([FakeGpu(uuid="GPU-brake", event_counters_ns={269: 0, 270: 0, 271: 2_500_000_000})])
+    snap = probe_nvml(lib, sysfs_root=None)
+    assert snap.gpus[0].clock_event_durations_us is not None
+    assert snap.gpus[0].clock_event_durations_us["hw_power_brake_slowdown"] == 2.5e6
+    assert "power.brake-history" in {f.id for f in run_checks(snap)}
+
+
+def test_old_driver_without_the_counter_fields_falls_back_to_the_thermal_policy() -> None:
+    g = probe_nvml(SCENARIOS["old_driver_missing_calls"](), sysfs_root=None).gpus[0]
+    assert g.clock_event_durations_us is not None
+    assert set(g.clock_event_durations_us) == {"sw_power_cap", "sw_thermal_slowdown", "sync_boost"}
 
 
 def test_hot_throttling_card() -> None:
@@ -218,7 +248,13 @@ def test_hot_throttling_card() -> None:
     assert g.temp_c == 88
     assert g.temp_target_c == 85
     assert g.clock_event_reasons_active == ["sw_power_cap", "sw_thermal_slowdown"]
-    assert g.clock_event_durations_us == {"sw_power_cap": 120e6, "sw_thermal_slowdown": 45.5e6, "sync_boost": 0.0}
+    assert g.clock_event_durations_us == {
+        "sw_power_cap": 120e6,
+        "sw_thermal_slowdown": 45.5e6,
+        "hw_thermal_slowdown": 0.0,
+        "hw_power_brake_slowdown": 0.0,
+        "sync_boost": 0.0,
+    }
     assert (g.power_limit_w, g.power_default_limit_w) == (300, 350)
     assert (g.clock_sm_mhz, g.clock_sm_max_mhz) == (1410, 2520)
     assert g.architecture == "Ada Lovelace"

@@ -56,6 +56,10 @@ _ERR_LIB_RM_VERSION_MISMATCH = 18
 
 _TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
 _FI_DEV_MEMORY_TEMP = 82  # nvmlFieldValue id: memory temperature (C)
+# nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*: time under each reason since the driver loaded, in ns (drivers from
+# the R535 era on; older ones answer NotSupported per field). Power cap and sync boost are the perf-policy
+# counters that nvmlDeviceGetViolationStatus also gives.
+_FI_EVENT_COUNTERS = (("sw_thermal_slowdown", 269), ("hw_thermal_slowdown", 270), ("hw_power_brake_slowdown", 271))
 _THRESHOLD_SHUTDOWN = 0  # nvmlTemperatureThresholds_t
 _THRESHOLD_SLOWDOWN = 1
 _THRESHOLD_MEM_MAX = 2
@@ -499,17 +503,44 @@ def _field_number(values: Sequence[FieldValue], gpu: Gpu, field: str) -> float |
     return float(number)
 
 
+def _event_counters(r: _GpuReader, lib: NvmlLibrary, h: object) -> dict[str, float]:
+    """The per-reason counters a newer driver gives as field values (ns -> us); those it has, only."""
+    if r.lost_detail is not None:
+        return {}
+    try:
+        values = r.s.call(
+            "nvmlDeviceGetFieldValues",
+            lambda: lib.nvmlDeviceGetFieldValues(h, [fid for _, fid in _FI_EVENT_COUNTERS]),
+            gpu=r.gpu.index,
+            quiet=frozenset({_ERR_INVALID_ARGUMENT}),  # a driver that predates the field ids
+        )
+    except _Failed as failure:
+        if failure.reason is Missing.GPU_LOST:
+            r.lost_detail = failure.detail
+        return {}
+    found: dict[str, float] = {}
+    for (name, _), fv in zip(_FI_EVENT_COUNTERS, values, strict=False):
+        attr = _VALUE_ATTRS.get(fv.valueType) if fv.nvmlReturn == 0 else None
+        number = getattr(fv.value, attr, None) if attr else None
+        if isinstance(number, int | float):
+            found[name] = float(number) / 1000.0
+    return found
+
+
 def _read_violations(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
-    """Time under power cap / thermal / sync-boost policy since driver load (ns -> us)."""
+    """Time under each clock-event reason since driver load (ns -> us): power cap and sync boost from the
+    perf-policy violation counters; SW/HW thermal slowdown and HW power brake from the field values that
+    newer drivers have. Where those are absent, the thermal perf-policy counter (the driver's thermal
+    capping) stands in for sw_thermal_slowdown and the two hardware reasons stay unknown."""
     gpu = r.gpu
     durations: dict[str, float] = {}
     first_reason: Missing | None = None
-    # NVML_PERF_POLICY_THERMAL is the driver's thermal capping: the sw_thermal_slowdown reason.
-    for policy, reason_name in (
-        (_PERF_POLICY_POWER, "sw_power_cap"),
-        (_PERF_POLICY_THERMAL, "sw_thermal_slowdown"),
-        (_PERF_POLICY_SYNC_BOOST, "sync_boost"),
-    ):
+    counters = _event_counters(r, lib, h)
+    durations.update(counters)
+    policies = [(_PERF_POLICY_POWER, "sw_power_cap"), (_PERF_POLICY_SYNC_BOOST, "sync_boost")]
+    if "sw_thermal_slowdown" not in counters:
+        policies.insert(1, (_PERF_POLICY_THERMAL, "sw_thermal_slowdown"))
+    for policy, reason_name in policies:
         if r.lost_detail is not None:
             break
         try:
