@@ -14,6 +14,7 @@ import torch
 
 from rigcheck.bench.burn import (
     GpuLoad,
+    ProductRing,
     burn_loop,
     cuda_index,
     pick_size,
@@ -58,10 +59,13 @@ def test_sustained_is_after_the_first_minute_or_the_last_half() -> None:
 
 
 def test_size_follows_free_memory() -> None:
+    # 11 matrices (A, B, the reference, a ring of 8) in a quarter of the free memory
     assert pick_size(80 * GIB, 2) == 8192
-    assert pick_size(1 * GIB, 2) == 4096
-    assert pick_size(1 * GIB, 4) == 4096
-    assert pick_size(256 * 2**20, 4) == 2048
+    assert pick_size(80 * GIB, 4) == 8192  # 11 x 256 MiB = 2.75 GiB of 20
+    assert pick_size(6 * GIB, 2) == 8192  # 1.375 GiB of 1.5
+    assert pick_size(5 * GIB, 2) == 4096
+    assert pick_size(1 * GIB, 2) == 2048
+    assert pick_size(256 * 2**20, 4) == 1024
     assert pick_size(0, 2) == 512
 
 
@@ -115,23 +119,27 @@ def _cpu_pair(n: int = 32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, to
     return a, b, torch.matmul(a, b), torch.empty(n, n)
 
 
-def _run_loop(fault_from: int | None) -> tuple[GpuLoad, list[tuple[int, float]]]:
-    a, b, reference, c = _cpu_pair()
+def _run_loop(fault_from: int | None, only: bool = False) -> tuple[GpuLoad, list[tuple[int, float]]]:
+    """The loop on CPU tensors: each product takes 0.01 s on a fake clock; from product ``fault_from`` on
+    (``only``: that product alone) the result has one element wrong."""
+    a, b, reference, _ = _cpu_pair()
+    ring = ProductRing(torch, a, b, reference, slots=4)
     clock = StepClock()
     calls = itertools.count(1)
     seen: list[tuple[int, float]] = []
 
     def product() -> None:
-        torch.matmul(a, b, out=c)
+        ring.product()
         clock.now += 0.01
-        if fault_from is not None and next(calls) >= fault_from:
-            c[3, 7] += 1e-3  # the GPU got one element wrong
+        n = next(calls)
+        if fault_from is not None and (n == fault_from if only else n >= fault_from):
+            ring.outputs[(n - 1) % 4][3, 7] += 1e-3  # the GPU got one element of this product wrong
 
     load = GpuLoad(index=2, dtype="fp32")
     burn_loop(
         load,
         product=product,
-        matches_reference=lambda: bool(torch.equal(c, reference)),
+        check=ring.check,
         sync=lambda: None,
         flops_per_product=2.0 * 32**3,
         stop=threading.Event(),
@@ -150,19 +158,47 @@ def test_loop_recomputes_in_growing_chunks_and_matches_bit_for_bit() -> None:
     assert load.matmuls == sum(sizes)
     assert load.chunks[-1][1] >= 1.0 > load.chunks[-1][0]
     assert load.errors == 0
-    assert load.checks == len(load.chunks)
+    assert load.checks == sum(min(n, 4) for n in sizes)  # the last 4 products of every chunk
     assert seen == []
     assert tflops_first(load.chunks) == pytest.approx(2.0 * 32**3 / 0.01 / 1e12)
 
 
 def test_loop_counts_wrong_results_and_names_the_gpu() -> None:
     load, seen = _run_loop(fault_from=20)
-    ends = list(itertools.accumulate(round((stop - start) / 0.01) for start, stop, _ in load.chunks))
-    assert load.errors == sum(1 for n in ends if n >= 20) > 0
-    assert load.checks == len(ends)
+    sizes = [round((stop - start) / 0.01) for start, stop, _ in load.chunks]
+    ends = list(itertools.accumulate(sizes))
+    # every checked product from the 20th on is wrong: the last min(size, 4) of each chunk, those >= 20
+    expected = 0
+    for size, end in zip(sizes, ends, strict=True):
+        expected += sum(1 for p in range(end - min(size, 4) + 1, end + 1) if p >= 20)
+    assert load.errors == expected > 0
+    assert load.checks == sum(min(n, 4) for n in sizes)
     assert seen[0][0] == 2
     assert load.first_error_s == pytest.approx(seen[0][1])
     assert load.summary()["errors"] == load.errors
+
+
+def test_a_single_wrong_product_among_the_ring_is_caught() -> None:
+    """One transient fault: found when it is one of the last products of its chunk, counted once."""
+    load, seen = _run_loop(fault_from=14, only=True)  # chunks of 1, 4, 10: product 14 is 15 - 1, in the ring
+    assert load.errors == 1
+    assert len(seen) == 1
+    missed, _ = _run_loop(fault_from=8, only=True)  # product 8 of the third chunk (6..15): overwritten unseen
+    assert missed.errors == 0
+
+
+def test_ring_checks_only_what_was_written_since_the_last_check() -> None:
+    a, b, reference, _ = _cpu_pair()
+    ring = ProductRing(torch, a, b, reference, slots=3)
+    assert ring.check() == (0, 0)
+    ring.product()
+    ring.product()
+    assert ring.check() == (0, 2)
+    ring.outputs[0][0, 0] += 1.0  # a wrong value in a buffer already checked is not counted again
+    assert ring.check() == (0, 0)
+    for _ in range(5):
+        ring.product()
+    assert ring.check() == (0, 3)
 
 
 def test_loop_stops_when_told() -> None:
@@ -172,7 +208,7 @@ def test_loop_stops_when_told() -> None:
     burn_loop(
         load,
         product=lambda: None,
-        matches_reference=lambda: True,
+        check=lambda: (0, 1),
         sync=lambda: None,
         flops_per_product=1.0,
         stop=stop,

@@ -70,10 +70,12 @@ def _throughput_line(result: BurnResult, index: int) -> Text:
     if load.errors:
         when = f", first at {load.first_error_s:.1f} s" if load.first_error_s is not None else ""
         return Text(
-            text + f"; {load.errors} of {load.checks} results WRONG{when}: this GPU computes wrong answers",
+            text + f"; {load.errors} of {load.checks} checked results WRONG{when}: this GPU computes wrong answers",
             style="bold red",
         )
-    return Text(text + f"; all {load.checks} results matched the first one bit for bit")
+    return Text(
+        text + f"; all {load.checks} checked results (of {load.matmuls} products) matched the first bit for bit"
+    )
 
 
 def render(result: BurnResult) -> None:
