@@ -75,6 +75,7 @@ class FakeGpu:
     cc: tuple[int, int] = (9, 0)
     memory_total: int = 81559 * 2**20
     memory_used: int = 512 * 2**20
+    memory_reserved: int = 480 * 2**20  # what the driver keeps (v1 of nvmlDeviceGetMemoryInfo counts it as used)
     util: int = 0
     power_mw: int = 74_210
     limit_mw: int = 700_000
@@ -93,6 +94,7 @@ class FakeGpu:
     violations_ns: dict[int, int] = field(default_factory=lambda: {0: 33_534_556_000, 1: 0, 2: 0})
     # field id (269 SW thermal, 270 HW thermal, 271 HW power brake) -> ns; absent: the field is NotSupported
     event_counters_ns: dict[int, int] = field(default_factory=lambda: {269: 0, 270: 0, 271: 0})
+    power_fields_mw: dict[int, int] = field(default_factory=dict)  # 186 instant, 185 average; absent: NotSupported
     pstate: int = 0
     pcie_gen: int = 5
     pcie_gen_max: int = 5
@@ -244,9 +246,13 @@ class FakeNvml:
     def nvmlDeviceGetCudaComputeCapability(self, handle: object, /) -> tuple[int, int]:
         return self._gpu("nvmlDeviceGetCudaComputeCapability", handle).cc
 
-    def nvmlDeviceGetMemoryInfo(self, handle: object, /) -> MemoryInfo:
-        g = self._gpu("nvmlDeviceGetMemoryInfo", handle)
-        return MemoryInfo(total=g.memory_total, used=g.memory_used)
+    def nvmlDeviceGetMemoryInfo(self, handle: object, version: int = 0, /) -> MemoryInfo:
+        # pynvml calls the C symbol nvmlDeviceGetMemoryInfo_v2 when given a version; v1's `used` counts
+        # the driver's reserved memory, v2's does not (nvml.h).
+        g = self._gpu("nvmlDeviceGetMemoryInfo_v2" if version else "nvmlDeviceGetMemoryInfo", handle)
+        if version:
+            return MemoryInfo(total=g.memory_total, used=g.memory_used)
+        return MemoryInfo(total=g.memory_total, used=g.memory_used + g.memory_reserved)
 
     def nvmlDeviceGetUtilizationRates(self, handle: object, /) -> Utilization:
         return Utilization(gpu=self._gpu("nvmlDeviceGetUtilizationRates", handle).util)
@@ -287,6 +293,8 @@ class FakeNvml:
         for fid in field_ids:
             if fid == 82 and g.memory_temp is not None:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.memory_temp)))
+            elif fid in g.power_fields_mw:
+                out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.power_fields_mw[fid])))
             elif fid in g.event_counters_ns:
                 out.append(FieldValue(0, 3, SimpleNamespace(ullVal=g.event_counters_ns[fid])))
             else:
@@ -485,6 +493,7 @@ def gpu_lost_mid_read() -> FakeNvml:
 
 OLD_DRIVER_ABSENT = (
     "nvmlSystemGetCudaDriverVersion_v2",
+    "nvmlDeviceGetMemoryInfo_v2",
     "nvmlDeviceGetCurrentClocksEventReasons",
     "nvmlDeviceGetSupportedClocksEventReasons",
     "nvmlDeviceGetRemappedRows",

@@ -327,3 +327,27 @@ def test_decoders() -> None:
     assert cuda_version_string(12040) == "12.4"
     assert cuda_version_string(13000) == "13.0"
     assert cuda_version_string(11080) == "11.8"
+
+
+def test_memory_used_leaves_out_the_reserved_memory_where_the_driver_can() -> None:
+    """v2 of nvmlDeviceGetMemoryInfo reports "used" as nvidia-smi does; an old driver falls back to v1."""
+    healthy = probe_nvml(SCENARIOS["healthy_8x_h100_nvlink"](), sysfs_root=None)
+    assert healthy.gpus[0].memory_used_mib == 512
+    assert "nvmlDeviceGetMemoryInfo_v2" not in healthy.missing_functions
+    old = probe_nvml(SCENARIOS["old_driver_missing_calls"](), sysfs_root=None)
+    assert old.gpus[0].memory_used_mib == 512 + 480  # v1: reserved counted as used
+    assert old.gpus[0].memory_total_mib is not None
+    assert "nvmlDeviceGetMemoryInfo_v2" in old.missing_functions
+
+
+def test_instant_and_average_draw_from_their_field_values() -> None:
+    """On Ampere and newer nvmlDeviceGetPowerUsage is a 1 s average: the instant draw comes from field 186."""
+    from tests.fakenvml import FakeGpu, FakeNvml
+
+    g = probe_nvml(FakeNvml([FakeGpu(power_fields_mw={186: 312_500, 185: 299_000})]), sysfs_root=None).gpus[0]
+    assert (g.power_draw_w, g.power_draw_avg_w) == (312.5, 299.0)
+    assert "power_draw_avg_w" not in g.missing
+    plain = probe_nvml(FakeNvml([FakeGpu()]), sysfs_root=None).gpus[0]  # a driver without the fields
+    assert plain.power_draw_w is not None
+    assert plain.power_draw_avg_w is None
+    assert "power_draw_avg_w" in plain.missing

@@ -53,12 +53,19 @@ _ERR_LIBRARY_NOT_FOUND = 12
 _ERR_FUNCTION_NOT_FOUND = 13
 _ERR_GPU_IS_LOST = 15
 _ERR_LIB_RM_VERSION_MISMATCH = 18
+_ERR_ARGUMENT_VERSION_MISMATCH = 25  # the driver does not know this struct version: older than the call
+_MEMORY_V2 = 0x02000028  # nvml.h nvmlMemory_v2: sizeof(nvmlMemory_v2_t) | 2 << 24
+# Versioned C symbols that pynvml reaches through the unversioned function and a version argument.
+_PYNVML_ATTR = {"nvmlDeviceGetMemoryInfo_v2": "nvmlDeviceGetMemoryInfo"}
 
 _TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
 _FI_DEV_MEMORY_TEMP = 82  # nvmlFieldValue id: memory temperature (C)
 # nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*: time under each reason since the driver loaded, in ns (drivers from
 # the R535 era on; older ones answer NotSupported per field). Power cap and sync boost are the perf-policy
 # counters that nvmlDeviceGetViolationStatus also gives.
+# nvml.h NVML_FI_DEV_POWER_AVERAGE / _INSTANT (mW): nvmlDeviceGetPowerUsage is itself a 1 s average on
+# Ampere (but GA100) and newer, so the instant draw, where the driver has it, comes from this field.
+_FI_POWER_AVERAGE, _FI_POWER_INSTANT = 185, 186
 _FI_EVENT_COUNTERS = (("sw_thermal_slowdown", 269), ("hw_thermal_slowdown", 270), ("hw_power_brake_slowdown", 271))
 _THRESHOLD_SHUTDOWN = 0  # nvmlTemperatureThresholds_t
 _THRESHOLD_SLOWDOWN = 1
@@ -152,7 +159,7 @@ class NvmlLibrary(Protocol):
     def nvmlDeviceGetPciInfo(self, handle: object, /) -> PciInfo: ...
     def nvmlDeviceGetArchitecture(self, handle: object, /) -> int: ...
     def nvmlDeviceGetCudaComputeCapability(self, handle: object, /) -> tuple[int, int]: ...
-    def nvmlDeviceGetMemoryInfo(self, handle: object, /) -> MemoryInfo: ...
+    def nvmlDeviceGetMemoryInfo(self, handle: object, version: int = 0, /) -> MemoryInfo: ...
     def nvmlDeviceGetUtilizationRates(self, handle: object, /) -> Utilization: ...
     def nvmlDeviceGetPowerUsage(self, handle: object, /) -> int: ...
     def nvmlDeviceGetPowerManagementLimit(self, handle: object, /) -> int: ...
@@ -224,7 +231,7 @@ def _reason(exc: pynvml.NVMLError) -> Missing:
         return Missing.NO_PERMISSION
     if code == _ERR_GPU_IS_LOST:
         return Missing.GPU_LOST
-    if code == _ERR_FUNCTION_NOT_FOUND:
+    if code in (_ERR_FUNCTION_NOT_FOUND, _ERR_ARGUMENT_VERSION_MISMATCH):
         return Missing.DRIVER_TOO_OLD
     return Missing.ERROR
 
@@ -269,7 +276,7 @@ class _Session:
     def call(self, name: str, fn: Callable[[], T], *, gpu: int | None = None, quiet: frozenset[int] = frozenset()) -> T:
         if name in self.missing_functions:
             raise _Failed(Missing.DRIVER_TOO_OLD, f"{name} is not available", _ERR_FUNCTION_NOT_FOUND)
-        if not hasattr(self.lib, name):  # the installed pynvml predates the function
+        if not hasattr(self.lib, _PYNVML_ATTR.get(name, name)):  # the installed pynvml predates the function
             self._note_missing(name)
             raise _Failed(Missing.DRIVER_TOO_OLD, f"{name} is not available", _ERR_FUNCTION_NOT_FOUND)
         try:
@@ -348,8 +355,14 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
         "compute_capability", "nvmlDeviceGetCudaComputeCapability", lambda: lib.nvmlDeviceGetCudaComputeCapability(h)
     )
     gpu.compute_capability = f"{cc[0]}.{cc[1]}" if cc is not None else None
-    mem = r.get(
-        ("memory_total_mib", "memory_used_mib"), "nvmlDeviceGetMemoryInfo", lambda: lib.nvmlDeviceGetMemoryInfo(h)
+    # v2 first: its `used` leaves out the memory the driver reserves, as nvidia-smi's "Used" does (v1 counts
+    # it: ~480 MiB "used" on an idle H100).
+    mem = r.first(
+        ("memory_total_mib", "memory_used_mib"),
+        [
+            ("nvmlDeviceGetMemoryInfo_v2", lambda: lib.nvmlDeviceGetMemoryInfo(h, _MEMORY_V2)),
+            ("nvmlDeviceGetMemoryInfo", lambda: lib.nvmlDeviceGetMemoryInfo(h)),
+        ],
     )
     if mem is not None:
         gpu.memory_total_mib = mem.total / 2**20
@@ -365,6 +378,7 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
         setattr(gpu, field, mw / 1000.0 if mw is not None else None)
 
     watts("power_draw_w", "nvmlDeviceGetPowerUsage", lambda: lib.nvmlDeviceGetPowerUsage(h))
+    _read_power_fields(r, lib, h)
     watts("power_limit_w", "nvmlDeviceGetPowerManagementLimit", lambda: lib.nvmlDeviceGetPowerManagementLimit(h))
     watts(
         "power_default_limit_w",
@@ -525,6 +539,29 @@ def _event_counters(r: _GpuReader, lib: NvmlLibrary, h: object) -> dict[str, flo
         if isinstance(number, int | float):
             found[name] = float(number) / 1000.0
     return found
+
+
+def _read_power_fields(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
+    """The instantaneous and the averaged draw, where the driver gives them as field values (mW)."""
+    if r.lost_detail is not None:
+        return
+    try:
+        values = r.s.call(
+            "nvmlDeviceGetFieldValues",
+            lambda: lib.nvmlDeviceGetFieldValues(h, [_FI_POWER_INSTANT, _FI_POWER_AVERAGE]),
+            gpu=r.gpu.index,
+            quiet=frozenset({_ERR_INVALID_ARGUMENT}),  # a driver that predates the field ids
+        )
+    except _Failed as failure:
+        if failure.reason is Missing.GPU_LOST:
+            r.lost_detail = failure.detail
+        return
+    for field, fv in zip(("power_draw_w", "power_draw_avg_w"), values, strict=False):
+        attr = _VALUE_ATTRS.get(fv.valueType) if fv.nvmlReturn == 0 else None
+        number = getattr(fv.value, attr, None) if attr else None
+        if isinstance(number, int | float) and number > 0:
+            setattr(r.gpu, field, float(number) / 1000.0)
+            r.gpu.missing.pop(field, None)
 
 
 def _read_violations(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
