@@ -16,7 +16,7 @@ from rigcheck.probe.nvml import (
     decode_clock_event_reasons,
     probe_nvml,
 )
-from tests.fakenvml import OLD_DRIVER_ABSENT, SCENARIOS, FakeGpu, FakeNvml
+from tests.fakenvml import OLD_DRIVER_ABSENT, SCENARIOS, FakeGpu, FakeLink, FakeNvml
 
 PROBING = [name for name in SCENARIOS if name != "no_driver"]
 
@@ -197,14 +197,24 @@ def test_function_absent_from_pynvml_module_is_driver_too_old() -> None:
             self._inner = inner
 
         def __getattr__(self, name: str) -> object:
-            if name == "nvmlDeviceGetGpuMaxPcieLinkGeneration":
+            if name in absent:
                 raise AttributeError(name)
             return getattr(self._inner, name)
 
-    inner = FakeNvml([FakeGpu(), FakeGpu(bus_id="00000000:3B:00.0")])
+    # Functions called through a lambda, through partial() with arguments, and as a versioned attempt.
+    absent = (
+        "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+        "nvmlDeviceGetNvLinkRemoteDeviceType",
+        "nvmlSystemGetCudaDriverVersion_v2",
+    )
+    links = [FakeLink(remote_bus_id="00000000:3B:00.0")]
+    inner = FakeNvml([FakeGpu(links=links), FakeGpu(bus_id="00000000:3B:00.0")])
     snap = probe_nvml(OldBindings(inner), sysfs_root=None)  # type: ignore[arg-type]
-    assert snap.missing_functions == ["nvmlDeviceGetGpuMaxPcieLinkGeneration"]
+    assert sorted(snap.missing_functions) == sorted(absent)
     assert all(g.missing["pcie_gen_gpu_max"] is Missing.DRIVER_TOO_OLD for g in snap.gpus)
+    assert snap.gpus[0].nvlinks is not None
+    assert snap.gpus[0].nvlinks[0].missing["remote_device_type"] is Missing.DRIVER_TOO_OLD
+    assert snap.software.cuda_driver_version is not None  # from the unversioned call
     assert inner.shutdowns == 1
 
 

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pynvml
 
@@ -219,6 +219,12 @@ def cuda_version_string(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
+def _late(lib: object, name: str, *args: object) -> Any:
+    """``lib.<name>(*args)``, the function looked up when called: after _Session.call has checked that the
+    installed pynvml has it (an older one lacks newer functions; looking them up early would raise)."""
+    return getattr(lib, name)(*args)
+
+
 def _text(value: str | bytes) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
@@ -413,7 +419,7 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
         value = r.get(
             field,
             "nvmlDeviceGetTemperatureThreshold",
-            partial(lib.nvmlDeviceGetTemperatureThreshold, h, threshold),
+            partial(_late, lib, "nvmlDeviceGetTemperatureThreshold", h, threshold),
         )
         setattr(gpu, field, float(value) if value is not None else None)
 
@@ -421,12 +427,14 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
     gpu.fan_percent = float(fan) if fan is not None else None
 
     for clock, suffix in ((_CLOCK_GRAPHICS, "graphics"), (_CLOCK_SM, "sm"), (_CLOCK_MEM, "mem")):
-        cur = r.get(f"clock_{suffix}_mhz", "nvmlDeviceGetClockInfo", partial(lib.nvmlDeviceGetClockInfo, h, clock))
+        cur = r.get(
+            f"clock_{suffix}_mhz", "nvmlDeviceGetClockInfo", partial(_late, lib, "nvmlDeviceGetClockInfo", h, clock)
+        )
         setattr(gpu, f"clock_{suffix}_mhz", float(cur) if cur is not None else None)
         top = r.get(
             f"clock_{suffix}_max_mhz",
             "nvmlDeviceGetMaxClockInfo",
-            partial(lib.nvmlDeviceGetMaxClockInfo, h, clock),
+            partial(_late, lib, "nvmlDeviceGetMaxClockInfo", h, clock),
         )
         setattr(gpu, f"clock_{suffix}_max_mhz", float(top) if top is not None else None)
 
@@ -583,7 +591,7 @@ def _read_violations(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
         try:
             vt = r.s.call(
                 "nvmlDeviceGetViolationStatus",
-                partial(lib.nvmlDeviceGetViolationStatus, h, policy),
+                partial(_late, lib, "nvmlDeviceGetViolationStatus", h, policy),
                 gpu=gpu.index,
             )
         except _Failed as failure:
@@ -612,7 +620,7 @@ def _read_memory_health(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
         count = r.get(
             field,
             "nvmlDeviceGetTotalEccErrors",
-            partial(lib.nvmlDeviceGetTotalEccErrors, h, error_type, counter),
+            partial(_late, lib, "nvmlDeviceGetTotalEccErrors", h, error_type, counter),
         )
         setattr(gpu, field, int(count) if count is not None else None)
     rows = r.get(
@@ -630,7 +638,7 @@ def _read_memory_health(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
         pages = r.get(
             field,
             "nvmlDeviceGetRetiredPages",
-            partial(lib.nvmlDeviceGetRetiredPages, h, cause),
+            partial(_late, lib, "nvmlDeviceGetRetiredPages", h, cause),
         )
         setattr(gpu, field, len(pages) if pages is not None else None)
     pending_pages = r.get(
@@ -692,7 +700,7 @@ def _read_nvlinks(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
         try:
             state = r.s.call(
                 "nvmlDeviceGetNvLinkState",
-                partial(lib.nvmlDeviceGetNvLinkState, h, link),
+                partial(_late, lib, "nvmlDeviceGetNvLinkState", h, link),
                 gpu=gpu.index,
                 quiet=_QUIET_LINK_END,
             )
@@ -707,7 +715,11 @@ def _read_nvlinks(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
             break
         entry = NvLink(link=link, active=bool(state))
         version = _link_read(
-            r, entry, "version", "nvmlDeviceGetNvLinkVersion", partial(lib.nvmlDeviceGetNvLinkVersion, h, link)
+            r,
+            entry,
+            "version",
+            "nvmlDeviceGetNvLinkVersion",
+            partial(_late, lib, "nvmlDeviceGetNvLinkVersion", h, link),
         )
         entry.version = int(version) if version is not None else None
         remote = _link_read(
@@ -715,7 +727,7 @@ def _read_nvlinks(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
             entry,
             "remote_pci_bus_id",
             "nvmlDeviceGetNvLinkRemotePciInfo",
-            partial(lib.nvmlDeviceGetNvLinkRemotePciInfo, h, link),
+            partial(_late, lib, "nvmlDeviceGetNvLinkRemotePciInfo", h, link),
         )
         entry.remote_pci_bus_id = _text(remote.busId) if remote is not None else None
         kind = _link_read(
@@ -723,7 +735,7 @@ def _read_nvlinks(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
             entry,
             "remote_device_type",
             "nvmlDeviceGetNvLinkRemoteDeviceType",
-            partial(lib.nvmlDeviceGetNvLinkRemoteDeviceType, h, link),
+            partial(_late, lib, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link),
         )
         entry.remote_device_type = _NVLINK_DEVICE_TYPES.get(kind, "unknown") if kind is not None else None
         links.append(entry)
@@ -821,7 +833,7 @@ def _read_pair(s: _Session, a: Gpu, b: Gpu, handles: tuple[object, object], bus_
         try:
             status = s.call(
                 "nvmlDeviceGetP2PStatus",
-                partial(lib.nvmlDeviceGetP2PStatus, ha, hb, caps),
+                partial(_late, lib, "nvmlDeviceGetP2PStatus", ha, hb, caps),
                 gpu=a.index,
             )
         except _Failed as failure:
@@ -872,8 +884,8 @@ def _first(s: _Session, attempts: Sequence[tuple[str, Callable[[], T]]]) -> T:
 def _read_software(s: _Session, software: Software) -> None:
     lib = s.lib
     for field, name, fn in (
-        ("driver_version", "nvmlSystemGetDriverVersion", lib.nvmlSystemGetDriverVersion),
-        ("nvml_version", "nvmlSystemGetNVMLVersion", lib.nvmlSystemGetNVMLVersion),
+        ("driver_version", "nvmlSystemGetDriverVersion", partial(_late, lib, "nvmlSystemGetDriverVersion")),
+        ("nvml_version", "nvmlSystemGetNVMLVersion", partial(_late, lib, "nvmlSystemGetNVMLVersion")),
     ):
         try:
             setattr(software, field, _text(s.call(name, fn)))
@@ -884,8 +896,8 @@ def _read_software(s: _Session, software: Software) -> None:
         cuda = _first(
             s,
             [
-                ("nvmlSystemGetCudaDriverVersion_v2", lib.nvmlSystemGetCudaDriverVersion_v2),
-                ("nvmlSystemGetCudaDriverVersion", lib.nvmlSystemGetCudaDriverVersion),
+                ("nvmlSystemGetCudaDriverVersion_v2", partial(_late, lib, "nvmlSystemGetCudaDriverVersion_v2")),
+                ("nvmlSystemGetCudaDriverVersion", partial(_late, lib, "nvmlSystemGetCudaDriverVersion")),
             ],
         )
     except _Failed as failure:
@@ -928,7 +940,7 @@ def _probe(lib: NvmlLibrary, sysfs_root: Path | None) -> Snapshot:
     snap = Snapshot(source=Source(kind="nvml"))
     _read_software(s, snap.software)
     try:
-        count = s.call("nvmlDeviceGetCount", lib.nvmlDeviceGetCount)
+        count = s.call("nvmlDeviceGetCount", partial(_late, lib, "nvmlDeviceGetCount"))
     except _Failed as failure:
         raise ProbeError(f"NVML could not count the GPUs: {failure.detail}") from None
 
@@ -1099,7 +1111,7 @@ class NvmlPoller:
                 value = self._static(
                     g,
                     "nvmlDeviceGetTemperatureThreshold",
-                    partial(lib.nvmlDeviceGetTemperatureThreshold, handle, threshold),
+                    partial(_late, lib, "nvmlDeviceGetTemperatureThreshold", handle, threshold),
                 )
                 setattr(info, attr, float(value) if value is not None else None)
             limit = self._static(
@@ -1109,7 +1121,7 @@ class NvmlPoller:
             )
             info.power_default_limit_w = limit / 1000.0 if limit is not None else None
             top = self._static(
-                g, "nvmlDeviceGetMaxClockInfo", partial(lib.nvmlDeviceGetMaxClockInfo, handle, _CLOCK_SM)
+                g, "nvmlDeviceGetMaxClockInfo", partial(_late, lib, "nvmlDeviceGetMaxClockInfo", handle, _CLOCK_SM)
             )
             g.max_sm_clock_mhz = float(top) if top is not None else None
         except _GpuLost as lost:
