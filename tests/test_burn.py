@@ -350,3 +350,37 @@ def test_burn_analyze_delegates_to_the_analysis(capsys: pytest.CaptureFixture[st
     assert doc["schema"] == "rigcheck.burn/1"
     assert doc["gpus"][0]["limiter"] == "power"
     assert code == 0
+
+
+def test_a_setup_failure_is_kept_when_the_start_is_aborted() -> None:
+    """Out of memory while preparing the matrices, and Ctrl-C (the gate broken) meanwhile: the load's error
+    is the out-of-memory, not "stopped before the load started"."""
+    from rigcheck.bench.burn import gpu_worker
+
+    class NoMemoryTorch:
+        float32 = torch.float32
+
+        @staticmethod
+        def Generator(device: object) -> torch.Generator:
+            return torch.Generator()
+
+        @staticmethod
+        def randn(*args: object, **kwargs: object) -> object:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 256.00 MiB")
+
+    gate = threading.Barrier(2)
+    gate.abort()
+    load = GpuLoad(index=0, dtype="fp32")
+    gpu_worker(
+        NoMemoryTorch(),
+        load,
+        torch.device("cpu"),
+        size=64,
+        stop=threading.Event(),
+        start_gate=gate,
+        t0_box=[0.0],
+        duration_s=1.0,
+        on_mismatch=None,
+    )
+    assert load.error is not None
+    assert "out of memory" in load.error

@@ -261,6 +261,10 @@ def cuda_index(torch: Any, nvml_index: int, uuid: str | None) -> int:
     return nvml_index
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
 def gpu_worker(
     torch: Any,
     load: GpuLoad,
@@ -295,6 +299,9 @@ def gpu_worker(
                     torch.cuda.synchronize(device)
 
             sync()
+        except RuntimeError as exc:
+            load.error = _one_line(exc)  # kept even if the gate below is broken by a Ctrl-C meanwhile
+            raise
         finally:
             start_gate.wait()  # every GPU starts its load at the same moment (even one that failed)
         burn_loop(
@@ -308,10 +315,10 @@ def gpu_worker(
             duration_s=duration_s,
             on_mismatch=on_mismatch,
         )
-    except RuntimeError as exc:  # CUDA errors and out of memory are RuntimeErrors in torch
-        load.error = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-    except threading.BrokenBarrierError:
+    except threading.BrokenBarrierError:  # first: it is a RuntimeError too
         load.error = load.error or "the run was stopped before the load started"
+    except RuntimeError as exc:  # CUDA errors and out of memory are RuntimeErrors in torch
+        load.error = load.error or _one_line(exc)
 
 
 @dataclass
@@ -437,8 +444,9 @@ def run_burn(
             stop.set()
             gate.abort()
             for t in threads:
-                if t.ident is not None:  # started
-                    t.join()
+                while t.ident is not None and t.is_alive():  # started, and not yet out of its chunk
+                    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C still keeps the results
+                        t.join(0.2)
         load_ended = time.perf_counter()
         try:
             time.sleep(min(1.0, preroll_s))  # a little of the cool-down

@@ -129,6 +129,7 @@ def burn(
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
     target = monitor_cmd.trace_target(csv, jsonl)
     poller = monitor_cmd.open_poller(monitor_cmd.parse_gpus(gpus_text))
+    sink: TraceFile | None = None
     try:
         sink = TraceFile(target[0], target[1]) if target is not None else None
         result = run_burn(
@@ -144,6 +145,8 @@ def burn(
         note(f"no usable NVIDIA GPU: {exc}")
         raise typer.Exit(1) from None
     finally:
+        if sink is not None:
+            sink.close()  # the sampler closed it, unless the run failed before it started
         poller.close()
     if sink is not None:
         note(f"{sink.rows} samples written to {sink.path}")

@@ -252,6 +252,7 @@ def monitor(
     poller = open_poller(wanted)
     interrupted = False
     server: MetricsServer | None = None
+    sink: TraceFile | None = None
     try:
         sink = TraceFile(target[0], target[1]) if target is not None else None
         history = History()
@@ -272,6 +273,8 @@ def monitor(
     finally:
         if server is not None:
             server.stop()
+        if sink is not None:
+            sink.close()  # also when the endpoint could not start: no file left open
         poller.close()
     if sampler.sink is not None:
         note(f"{sampler.sink.rows} samples written to {sampler.sink.path}")
