@@ -358,7 +358,7 @@ def test_a_setup_failure_is_kept_when_the_start_is_aborted() -> None:
     from rigcheck.bench.burn import gpu_worker
 
     class NoMemoryTorch:
-        float32 = torch.float32
+        bfloat16, float16, float32 = torch.bfloat16, torch.float16, torch.float32
 
         @staticmethod
         def Generator(device: object) -> torch.Generator:
