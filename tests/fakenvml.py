@@ -86,6 +86,7 @@ class FakeGpu:
     temp: int = 43
     memory_temp: int | None = 46  # None: the field value reports NotSupported
     thresholds: dict[int, int] = field(default_factory=lambda: {0: 92, 1: 89, 2: 95, 3: 87})
+    unknown_thresholds: frozenset[int] = frozenset()  # enum values the driver predates: InvalidArgument
     fan: int = 30
     clocks: dict[int, int] = field(default_factory=lambda: {0: 1980, 1: 1980, 2: 2619})
     max_clocks: dict[int, int] = field(default_factory=lambda: {0: 1980, 1: 1980, 2: 2619})
@@ -283,6 +284,8 @@ class FakeNvml:
 
     def nvmlDeviceGetTemperatureThreshold(self, handle: object, threshold: int, /) -> int:
         g = self._gpu("nvmlDeviceGetTemperatureThreshold", handle)
+        if threshold in g.unknown_thresholds:
+            _raise(pynvml.NVML_ERROR_INVALID_ARGUMENT)  # a driver older than the enum value
         if threshold not in g.thresholds:
             _raise(NOT_SUPPORTED)
         return g.thresholds[threshold]
@@ -517,6 +520,7 @@ def old_driver_missing_calls() -> FakeNvml:
             pcie_gen=3,
             pcie_gen_max=3,
             thresholds={0: 90, 1: 87},
+            unknown_thresholds=frozenset({4, 5, 6}),  # the acoustic thresholds came with R520-era drivers
             event_counters_ns={},  # the per-reason field values came with later drivers
             links=[FakeLink(version=2, remote_bus_id=other, remote_type=0) for _ in range(6)],
         )

@@ -361,3 +361,11 @@ def test_instant_and_average_draw_from_their_field_values() -> None:
     assert plain.power_draw_w is not None
     assert plain.power_draw_avg_w is None
     assert "power_draw_avg_w" in plain.missing
+
+
+def test_a_threshold_the_driver_predates_is_not_supported_without_a_diagnostic() -> None:
+    snap = probe_nvml(SCENARIOS["old_driver_missing_calls"](), sysfs_root=None)
+    g = snap.gpus[0]
+    assert g.temp_target_c is None
+    assert g.missing["temp_target_c"] is Missing.NOT_SUPPORTED
+    assert not any("Threshold" in d.message for d in snap.diagnostics)

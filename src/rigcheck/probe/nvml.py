@@ -315,6 +315,20 @@ class _GpuReader:
     def get(self, fields: str | Sequence[str], name: str, fn: Callable[[], T]) -> T | None:
         return self.first(fields, [(name, fn)])
 
+    def get_enum(self, field: str, name: str, fn: Callable[[], T]) -> T | None:
+        """A read by an enum argument: a driver that predates the enum value says InvalidArgument, which
+        here means "not supported by this driver", not an error worth a diagnostic."""
+        if self.lost_detail is not None:
+            self.gpu.mark_missing(field, Missing.GPU_LOST)
+            return None
+        try:
+            return self.s.call(name, fn, gpu=self.gpu.index, quiet=frozenset({_ERR_INVALID_ARGUMENT}))
+        except _Failed as failure:
+            if failure.code == _ERR_INVALID_ARGUMENT:
+                failure = _Failed(Missing.NOT_SUPPORTED, failure.detail, failure.code)
+            self._fail([field], failure)
+            return None
+
     def first(self, fields: str | Sequence[str], attempts: Sequence[tuple[str, Callable[[], T]]]) -> T | None:
         """Try versioned symbols in order, moving on only when the driver lacks one."""
         names = (fields,) if isinstance(fields, str) else tuple(fields)
@@ -416,7 +430,7 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
         ("temp_memory_max_c", _THRESHOLD_MEM_MAX),
         ("temp_target_c", _THRESHOLD_ACOUSTIC_CURR),
     ):
-        value = r.get(
+        value = r.get_enum(
             field,
             "nvmlDeviceGetTemperatureThreshold",
             partial(_late, lib, "nvmlDeviceGetTemperatureThreshold", h, threshold),
