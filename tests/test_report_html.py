@@ -436,6 +436,7 @@ def test_burn_page_has_every_plot_with_its_lines_and_bands() -> None:
     assert "throttling (power-limited)" in page.all_text
     assert "697 W / 700 W" in page.all_text
     assert "31.1%" in page.all_text
+    assert "power cap (SW) 93.0%" in page.all_text
 
     power = figure_svg(html, "power", gpu=0)
     labels = [title_of(p) for p in power.iter(f"{SVG_NS}path") if p.get("class") == "series"]
@@ -647,3 +648,15 @@ def test_bench_compare_p2p_document_from_the_bench_module() -> None:
     series = {title_of(p) for p in sweep.iter(f"{SVG_NS}path") if p.get("class") == "series"}
     assert series == {"p2p Y", "p2p N"}
     assert html.count('<details class="run">') == 2
+
+
+def test_a_share_is_never_rounded_to_all_or_nothing() -> None:
+    from rigcheck.report.html import _share_text
+
+    assert [_share_text(f) for f in (0.995, 0.9996, 1.0, 0.0004, 0.25)] == [
+        "99.5%",
+        ">99.9%",
+        "100.0%",
+        "<0.1%",
+        "25.0%",
+    ]

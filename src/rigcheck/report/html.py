@@ -545,7 +545,7 @@ def _facts(a: GpuBurnAnalysis) -> str:
     rows.append(
         (
             "share of loaded time per reason",
-            ", ".join(f"{REASON_WORDS.get(k, k)} {v * 100:.0f}%" for k, v in shares if v > 0) or "none",
+            ", ".join(f"{REASON_WORDS.get(k, k)} {_share_text(v)}" for k, v in shares if v > 0) or "none",
         )
     )
     if a.tflops_sustained is not None or a.tflops_first_10s is not None:
@@ -1065,6 +1065,16 @@ def _bench_chart(doc_id: str, rows: Sequence[dict[str, Any]], benchmark: str) ->
             f"{svg}</figure>"
         )
     return "".join(figs)
+
+
+def _share_text(fraction: float) -> str:
+    """A share of time to one decimal, never rounded up to "100%" or down to "0%" when it is not."""
+    pct = fraction * 100
+    if 99.95 <= pct < 100:
+        return ">99.9%"
+    if 0 < pct < 0.05:
+        return "<0.1%"
+    return f"{pct:.1f}%"
 
 
 def _generic(obj: Any, key: str = "") -> str:
