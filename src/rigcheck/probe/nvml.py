@@ -539,50 +539,42 @@ def _field_number(values: Sequence[FieldValue], gpu: Gpu, field: str) -> float |
     return float(number)
 
 
-def _event_counters(r: _GpuReader, lib: NvmlLibrary, h: object) -> dict[str, float]:
-    """The per-reason counters a newer driver gives as field values (ns -> us); those it has, only."""
+def _optional_fields(r: _GpuReader, lib: NvmlLibrary, h: object, field_ids: Sequence[int]) -> list[float | None]:
+    """Field values a newer driver has and an older one lacks: each a number, or None where this driver
+    does not give it (no diagnostic: absent is expected). GpuIsLost is recorded on the reader."""
     if r.lost_detail is not None:
-        return {}
+        return [None] * len(field_ids)
     try:
         values = r.s.call(
             "nvmlDeviceGetFieldValues",
-            lambda: lib.nvmlDeviceGetFieldValues(h, [fid for _, fid in _FI_EVENT_COUNTERS]),
+            lambda: lib.nvmlDeviceGetFieldValues(h, list(field_ids)),
             gpu=r.gpu.index,
             quiet=frozenset({_ERR_INVALID_ARGUMENT}),  # a driver that predates the field ids
         )
     except _Failed as failure:
         if failure.reason is Missing.GPU_LOST:
             r.lost_detail = failure.detail
-        return {}
-    found: dict[str, float] = {}
-    for (name, _), fv in zip(_FI_EVENT_COUNTERS, values, strict=False):
+        return [None] * len(field_ids)
+    numbers: list[float | None] = []
+    for fv in list(values)[: len(field_ids)]:
         attr = _VALUE_ATTRS.get(fv.valueType) if fv.nvmlReturn == 0 else None
         number = getattr(fv.value, attr, None) if attr else None
-        if isinstance(number, int | float):
-            found[name] = float(number) / 1000.0
-    return found
+        numbers.append(float(number) if isinstance(number, int | float) else None)
+    return numbers + [None] * (len(field_ids) - len(numbers))
+
+
+def _event_counters(r: _GpuReader, lib: NvmlLibrary, h: object) -> dict[str, float]:
+    """The per-reason counters a newer driver gives as field values (ns -> us); those it has, only."""
+    values = _optional_fields(r, lib, h, [fid for _, fid in _FI_EVENT_COUNTERS])
+    return {name: v / 1000.0 for (name, _), v in zip(_FI_EVENT_COUNTERS, values, strict=True) if v is not None}
 
 
 def _read_power_fields(r: _GpuReader, lib: NvmlLibrary, h: object) -> None:
     """The instantaneous and the averaged draw, where the driver gives them as field values (mW)."""
-    if r.lost_detail is not None:
-        return
-    try:
-        values = r.s.call(
-            "nvmlDeviceGetFieldValues",
-            lambda: lib.nvmlDeviceGetFieldValues(h, [_FI_POWER_INSTANT, _FI_POWER_AVERAGE]),
-            gpu=r.gpu.index,
-            quiet=frozenset({_ERR_INVALID_ARGUMENT}),  # a driver that predates the field ids
-        )
-    except _Failed as failure:
-        if failure.reason is Missing.GPU_LOST:
-            r.lost_detail = failure.detail
-        return
-    for field, fv in zip(("power_draw_w", "power_draw_avg_w"), values, strict=False):
-        attr = _VALUE_ATTRS.get(fv.valueType) if fv.nvmlReturn == 0 else None
-        number = getattr(fv.value, attr, None) if attr else None
-        if isinstance(number, int | float) and number > 0:
-            setattr(r.gpu, field, float(number) / 1000.0)
+    values = _optional_fields(r, lib, h, [_FI_POWER_INSTANT, _FI_POWER_AVERAGE])
+    for field, mw in zip(("power_draw_w", "power_draw_avg_w"), values, strict=True):
+        if mw is not None and mw > 0:
+            setattr(r.gpu, field, mw / 1000.0)
             r.gpu.missing.pop(field, None)
 
 
