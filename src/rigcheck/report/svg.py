@@ -382,7 +382,8 @@ def line_chart(
         f'<text x="{_f(px0 - 62)}" y="{_f(cy)}" text-anchor="middle" transform="rotate(-90 {_f(px0 - 62)} {_f(cy)})" '
         f'fill="#1e293b">{_e(y.title)}</text>'
     )
-    # Reference lines, labelled at their left end inside the plot.
+    # Reference lines, labelled at their left end inside the plot (the labels drawn over the data).
+    labels: list[str] = []
     for h in hlines:
         if not ylo <= h.value <= yhi:
             continue
@@ -392,8 +393,10 @@ def line_chart(
             f'<line class="hline" x1="{_f(px0)}" y1="{_f(py)}" x2="{_f(px1)}" y2="{_f(py)}" '
             f'stroke="{_e(h.colour)}" stroke-width="1.6"{dash_attr}><title>{_e(h.label)}</title></line>'
         )
-        out.append(
-            f'<text x="{_f(px0 + 6)}" y="{_f(py - 4)}" fill="{_e(h.colour)}" font-size="11">{_e(h.label)}</text>'
+        labels.append(
+            # a white halo keeps the label readable where the data runs through it
+            f'<text x="{_f(px0 + 6)}" y="{_f(py - 4)}" fill="{_e(h.colour)}" font-size="11" stroke="#ffffff" '
+            f'stroke-width="3" paint-order="stroke">{_e(h.label)}</text>'
         )
     for vx, label in vlines:
         if not xlo <= vx <= xhi:
@@ -418,7 +421,9 @@ def line_chart(
             for px_, py_ in pts:
                 if py_ is not None:
                     out.append(f'<circle cx="{_f(sx(px_))}" cy="{_f(sy(py_))}" r="3" fill="{_e(s.colour)}"/>')
-    out.append("</g></svg>")
+    out.append("</g>")
+    out += labels
+    out.append("</svg>")
     return "".join(out)
 
 
