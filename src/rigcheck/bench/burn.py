@@ -43,6 +43,7 @@ from typing import Any
 
 from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
+from rigcheck.bench.launcher import one_line
 from rigcheck.checks.burn import BURN_ONLY_FIELDS, analyze_trace
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.telemetry import GpuBurnAnalysis, Trace
@@ -261,10 +262,6 @@ def cuda_index(torch: Any, nvml_index: int, uuid: str | None) -> int:
     return nvml_index
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-
-
 def gpu_worker(
     torch: Any,
     load: GpuLoad,
@@ -300,7 +297,7 @@ def gpu_worker(
 
             sync()
         except RuntimeError as exc:
-            load.error = _one_line(exc)  # kept even if the gate below is broken by a Ctrl-C meanwhile
+            load.error = one_line(exc)[:300]  # kept even if the gate below is broken by a Ctrl-C meanwhile
             raise
         finally:
             start_gate.wait()  # every GPU starts its load at the same moment (even one that failed)
@@ -318,7 +315,7 @@ def gpu_worker(
     except threading.BrokenBarrierError:  # first: it is a RuntimeError too
         load.error = load.error or "the run was stopped before the load started"
     except RuntimeError as exc:  # CUDA errors and out of memory are RuntimeErrors in torch
-        load.error = load.error or _one_line(exc)
+        load.error = load.error or one_line(exc)[:300]
 
 
 @dataclass

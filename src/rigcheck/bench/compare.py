@@ -47,6 +47,13 @@ def speedup_percent(time_p2p_s: float, time_no_p2p_s: float) -> float:
     return (time_no_p2p_s - time_p2p_s) / time_no_p2p_s * 100.0
 
 
+def speedup_and_ratio(time_p2p_s: float | None, time_no_p2p_s: float | None) -> tuple[float | None, float | None]:
+    """(speed-up %, time without P2P / time with P2P); both None unless both times are known and positive."""
+    if not time_p2p_s or not time_no_p2p_s or time_p2p_s <= 0 or time_no_p2p_s <= 0:
+        return None, None
+    return speedup_percent(time_p2p_s, time_no_p2p_s), time_no_p2p_s / time_p2p_s
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -143,7 +150,7 @@ def compare_p2p(run: RunFn, *, label: str) -> dict[str, Any]:
 
     with_p2p, without = table
     t_y, t_n = with_p2p.get("time_s"), without.get("time_s")
-    speedup = speedup_percent(t_y, t_n) if t_y and t_n and t_y > 0 and t_n > 0 else None
+    speedup, ratio = speedup_and_ratio(t_y, t_n)
     notes = [f"speed-up = {SPEEDUP_FORMULA}"]
     if any(d.get("backend") == "gloo" for d in runs):
         notes.append(GLOO_NOTE)
@@ -168,7 +175,7 @@ def compare_p2p(run: RunFn, *, label: str) -> dict[str, Any]:
         "comparison": {
             "rows": table,
             "speedup_percent": speedup,
-            "time_ratio": (t_n / t_y) if speedup is not None and t_y and t_n else None,
+            "time_ratio": ratio,
             "speedup_formula": SPEEDUP_FORMULA,
         },
         "warnings": warnings,

@@ -60,12 +60,12 @@ _PYNVML_ATTR = {"nvmlDeviceGetMemoryInfo_v2": "nvmlDeviceGetMemoryInfo"}
 
 _TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
 _FI_DEV_MEMORY_TEMP = 82  # nvmlFieldValue id: memory temperature (C)
-# nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*: time under each reason since the driver loaded, in ns (drivers from
-# the R535 era on; older ones answer NotSupported per field). Power cap and sync boost are the perf-policy
-# counters that nvmlDeviceGetViolationStatus also gives.
 # nvml.h NVML_FI_DEV_POWER_AVERAGE / _INSTANT (mW): nvmlDeviceGetPowerUsage is itself a 1 s average on
 # Ampere (but GA100) and newer, so the instant draw, where the driver has it, comes from this field.
 _FI_POWER_AVERAGE, _FI_POWER_INSTANT = 185, 186
+# nvml.h NVML_FI_DEV_CLOCKS_EVENT_REASON_*: time under each reason since the driver loaded, in ns (drivers from
+# the R535 era on; older ones answer NotSupported per field). Power cap and sync boost are the perf-policy
+# counters that nvmlDeviceGetViolationStatus also gives.
 _FI_EVENT_COUNTERS = (("sw_thermal_slowdown", 269), ("hw_thermal_slowdown", 270), ("hw_power_brake_slowdown", 271))
 _THRESHOLD_SHUTDOWN = 0  # nvmlTemperatureThresholds_t
 _THRESHOLD_SLOWDOWN = 1
@@ -312,36 +312,30 @@ class _GpuReader:
         for field in fields:
             self.gpu.mark_missing(field, failure.reason)
 
-    def get(self, fields: str | Sequence[str], name: str, fn: Callable[[], T]) -> T | None:
-        return self.first(fields, [(name, fn)])
+    def get(self, fields: str | Sequence[str], name: str, fn: Callable[[], T], *, enum_arg: bool = False) -> T | None:
+        return self.first(fields, [(name, fn)], enum_arg=enum_arg)
 
-    def get_enum(self, field: str, name: str, fn: Callable[[], T]) -> T | None:
-        """A read by an enum argument: a driver that predates the enum value says InvalidArgument, which
-        here means "not supported by this driver", not an error worth a diagnostic."""
-        if self.lost_detail is not None:
-            self.gpu.mark_missing(field, Missing.GPU_LOST)
-            return None
-        try:
-            return self.s.call(name, fn, gpu=self.gpu.index, quiet=frozenset({_ERR_INVALID_ARGUMENT}))
-        except _Failed as failure:
-            if failure.code == _ERR_INVALID_ARGUMENT:
-                failure = _Failed(Missing.NOT_SUPPORTED, failure.detail, failure.code)
-            self._fail([field], failure)
-            return None
+    def first(
+        self, fields: str | Sequence[str], attempts: Sequence[tuple[str, Callable[[], T]]], *, enum_arg: bool = False
+    ) -> T | None:
+        """Try versioned symbols in order, moving on only when the driver lacks one.
 
-    def first(self, fields: str | Sequence[str], attempts: Sequence[tuple[str, Callable[[], T]]]) -> T | None:
-        """Try versioned symbols in order, moving on only when the driver lacks one."""
+        ``enum_arg``: the read takes an enum value that a driver may predate; its InvalidArgument then means
+        "not supported by this driver", not an error worth a diagnostic."""
         names = (fields,) if isinstance(fields, str) else tuple(fields)
         if self.lost_detail is not None:
             for field in names:
                 self.gpu.mark_missing(field, Missing.GPU_LOST)
             return None
+        quiet = frozenset({_ERR_INVALID_ARGUMENT}) if enum_arg else frozenset()
         for i, (name, fn) in enumerate(attempts):
             try:
-                return self.s.call(name, fn, gpu=self.gpu.index)
+                return self.s.call(name, fn, gpu=self.gpu.index, quiet=quiet)
             except _Failed as failure:
                 if failure.reason is Missing.DRIVER_TOO_OLD and i + 1 < len(attempts):
                     continue
+                if enum_arg and failure.code == _ERR_INVALID_ARGUMENT:
+                    failure = _Failed(Missing.NOT_SUPPORTED, failure.detail, failure.code)
                 self._fail(names, failure)
                 return None
         return None
@@ -430,10 +424,11 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
         ("temp_memory_max_c", _THRESHOLD_MEM_MAX),
         ("temp_target_c", _THRESHOLD_ACOUSTIC_CURR),
     ):
-        value = r.get_enum(
+        value = r.get(
             field,
             "nvmlDeviceGetTemperatureThreshold",
             partial(_late, lib, "nvmlDeviceGetTemperatureThreshold", h, threshold),
+            enum_arg=True,
         )
         setattr(gpu, field, float(value) if value is not None else None)
 
@@ -522,6 +517,14 @@ def _read_gpu(s: _Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, ob
 _VALUE_ATTRS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 
+def _value_of(fv: FieldValue) -> float | None:
+    """A field value's number, read from the union member its valueType names (None: not a number).
+    The per-field return code is the caller's to judge."""
+    attr = _VALUE_ATTRS.get(fv.valueType)
+    number = getattr(fv.value, attr, None) if attr else None
+    return float(number) if isinstance(number, int | float) else None
+
+
 def _field_number(values: Sequence[FieldValue], gpu: Gpu, field: str) -> float | None:
     """The first field value as a number; its per-field return code becomes the reason."""
     if not values:
@@ -531,12 +534,10 @@ def _field_number(values: Sequence[FieldValue], gpu: Gpu, field: str) -> float |
     if fv.nvmlReturn != 0:
         gpu.mark_missing(field, _reason(pynvml.NVMLError(fv.nvmlReturn)))
         return None
-    attr = _VALUE_ATTRS.get(fv.valueType)
-    number = getattr(fv.value, attr, None) if attr else None
-    if not isinstance(number, int | float):
+    number = _value_of(fv)
+    if number is None:
         gpu.mark_missing(field, Missing.ERROR)
-        return None
-    return float(number)
+    return number
 
 
 def _optional_fields(r: _GpuReader, lib: NvmlLibrary, h: object, field_ids: Sequence[int]) -> list[float | None]:
@@ -555,11 +556,7 @@ def _optional_fields(r: _GpuReader, lib: NvmlLibrary, h: object, field_ids: Sequ
         if failure.reason is Missing.GPU_LOST:
             r.lost_detail = failure.detail
         return [None] * len(field_ids)
-    numbers: list[float | None] = []
-    for fv in list(values)[: len(field_ids)]:
-        attr = _VALUE_ATTRS.get(fv.valueType) if fv.nvmlReturn == 0 else None
-        number = getattr(fv.value, attr, None) if attr else None
-        numbers.append(float(number) if isinstance(number, int | float) else None)
+    numbers = [_value_of(fv) if fv.nvmlReturn == 0 else None for fv in list(values)[: len(field_ids)]]
     return numbers + [None] * (len(field_ids) - len(numbers))
 
 
@@ -1270,6 +1267,4 @@ class NvmlPoller:
                     Missing.NOT_SUPPORTED if fv.nvmlReturn == _ERR_NOT_SUPPORTED else Missing.NO_PERMISSION
                 )
             return None
-        attr = _VALUE_ATTRS.get(fv.valueType)
-        number = getattr(fv.value, attr, None) if attr else None
-        return float(number) if isinstance(number, int | float) else None
+        return _value_of(fv)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rigcheck.bench.compare import SPEEDUP_FORMULA, speedup_percent
+from rigcheck.bench.compare import SPEEDUP_FORMULA, speedup_and_ratio
 from rigcheck.bench.device.common import (
     MIB,
     pci_bdf,
@@ -208,7 +208,7 @@ def p2p_comparison(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             times.append(time_s)
             table.append({"p2p": yn, "mode": mode, "time_s": time_s, "gbps": gbps, "transport": transport})
         t_y, t_n = times
-        speedup = speedup_percent(t_y, t_n) if t_y and t_n else None
+        speedup, ratio = speedup_and_ratio(t_y, t_n)
         if modes["peer"].get("peer_access") is False:
             table[0]["transport"] = "through the host, by the driver (no peer access between these GPUs)"
             warnings.append(
@@ -220,7 +220,7 @@ def p2p_comparison(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "dst": dst,
                 "rows": table,
                 "speedup_percent": speedup,
-                "time_ratio": t_n / t_y if speedup is not None and t_y and t_n else None,
+                "time_ratio": ratio,
             }
         )
     return {"pairs": pairs, "speedup_formula": SPEEDUP_FORMULA, "warnings": warnings, "note": COMPARE_NOTE}
