@@ -1,0 +1,141 @@
+"""The command lines whose output is held fixed across refactors: every `--json` document on the real inputs,
+and one terminal rendering per named test rig (ANSI stripped, fixed width).
+
+``python -m tests.golden.cases`` (from the repository root) rewrites tests/golden/out/ from the current code;
+tests/test_golden.py runs the same command lines and compares. Change a golden file only in the commit that
+changes the documented output (docs/commands.md) on purpose.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(__file__).resolve().parent / "out"
+FIX = "tests/fixtures"
+CORPUS = f"{FIX}/corpus"
+WIDTH = "160"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    argv: tuple[str, ...]
+
+    @property
+    def is_json(self) -> bool:
+        return "--json" in self.argv or self.argv[0] == "snapshot"
+
+
+def _files(pattern: str) -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(pattern))
+
+
+def _stem(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", Path(path).name)[:64]
+
+
+def cases() -> list[Case]:
+    """Every case, in a stable order; names are file names under out/."""
+    machine_inputs = (
+        _files(f"{FIX}/snapshots/*.json")
+        + _files(f"{CORPUS}/smi/*.txt")
+        + _files(f"{CORPUS}/smi-q/*.txt")
+        + _files(f"{CORPUS}/smi-xml/*.xml")
+        + _files(f"{CORPUS}/nvlink/*.txt")
+        + [f"{CORPUS}/h100-vm/{n}" for n in ("q.txt", "q.xml", "nvidia-smi.txt", "nvlink-s.txt", "topo-m.txt")]
+    )
+    out: list[Case] = []
+    for src in machine_inputs:
+        for cmd in ("doctor", "power", "thermal", "topo"):
+            out.append(Case(f"{cmd}--{_stem(src)}.json", (cmd, "--from", src, "--json")))
+        out.append(Case(f"snapshot--{_stem(src)}.json", ("snapshot", "--from", src)))
+        out.append(Case(f"doctor-md--{_stem(src)}.md", ("doctor", "--from", src, "--format", "markdown")))
+    for src in _files(f"{CORPUS}/topo/*.txt"):
+        out.append(Case(f"topo--{_stem(src)}.json", ("topo", "--from", src, "--json")))
+        out.append(Case(f"doctor--{_stem(src)}.json", ("doctor", "--from", src, "--json")))
+    for src in _files(f"{FIX}/snapshots/*.json"):  # the named test rigs, as a person reads them
+        for cmd in ("doctor", "power", "thermal", "topo"):
+            out.append(Case(f"{cmd}--{_stem(src)}.txt", (cmd, "--from", src)))
+    for src in _files(f"{CORPUS}/topo/*.txt")[:6]:
+        out.append(Case(f"topo--{_stem(src)}.txt", ("topo", "--from", src)))
+    for src in [*_files(f"{CORPUS}/nccl-log/*.txt"), *_files(f"{FIX}/nccl-extra/*.txt"),
+                f"{CORPUS}/h100-vm/nccl-info-1rank-gpt2-ddp.txt"]:
+        out.append(Case(f"nccl-log--{_stem(src)}.json", ("nccl-log", src, "--json")))
+        out.append(Case(f"nccl-log--{_stem(src)}.txt", ("nccl-log", src)))
+    traces = [*_files(f"{CORPUS}/telemetry/*.csv"), *_files(f"{FIX}/traces/*.csv"), f"{CORPUS}/h100-vm/query.csv"]
+    for src in traces:
+        out.append(Case(f"burn-analyze--{_stem(src)}.json", ("burn", "--analyze", src, "--json")))
+        out.append(Case(f"burn-analyze--{_stem(src)}.txt", ("burn", "--analyze", src)))
+    h100_topo = f"{CORPUS}/topo/007-8xh100-nv18-2numa-no-nics-spaces.txt"
+    plans = {
+        "gpt2-ddp": ("--params", "gpt2", "--gpus", "2"),
+        "124m-zero3-titan": ("--params", "124M", "--gpus", "2", "--strategy", "zero3", "--gpu", "TITAN RTX"),
+        "7b-fsdp-busbw": ("--params", "7B", "--gpus", "8", "--strategy", "fsdp", "--busbw", "120", "--dtype", "bf16"),
+        "1.3b-zero2-link": ("--params", "1.3B", "--gpus", "4", "--strategy", "zero2", "--link", "PCIe3x16"),
+        "gpt2-guide": ("--params", "gpt2", "--gpus", "2", "--link", "NV2", "--gpu", "TITAN RTX", "--explain-guide"),
+        "topo-h100": ("--params", "7B", "--gpus", "8", "--from", h100_topo),
+        "snap-titan": ("--params", "124M", "--gpus", "2", "--from", f"{FIX}/snapshots/2x-titan-rtx-nv2.json"),
+    }
+    for name, args in plans.items():
+        out.append(Case(f"plan--{name}.json", ("plan", *args, "--json")))
+        out.append(Case(f"plan--{name}.txt", ("plan", *args)))
+    power_plans = {
+        "2-titan": ("--gpu", "TITAN RTX", "--count", "2"),
+        "2-titan-psu": ("--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "1000"),
+        "4-4090-small-psu": ("--gpu", "RTX 4090", "--count", "4", "--psu-watts", "1200"),
+        "8-h100": ("--gpu", "H100 SXM", "--count", "8"),
+    }
+    for name, args in power_plans.items():
+        out.append(Case(f"power-plan--{name}.json", ("power", "plan", *args, "--json")))
+        out.append(Case(f"power-plan--{name}.txt", ("power", "plan", *args)))
+    return out
+
+
+def run(case: Case) -> tuple[int, str]:
+    """Run ``rigcheck ARGV`` in this process from the repository root; (exit code, stdout)."""
+    from rigcheck.cli.app import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, old_cols = os.getcwd(), os.environ.get("COLUMNS")
+    os.chdir(ROOT)
+    os.environ["COLUMNS"] = WIDTH
+    code: int | str | None = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(case.argv))
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        os.chdir(old_cwd)
+        if old_cols is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old_cols
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    return int(code or 0), text
+
+
+def record(case: Case) -> str:
+    """What a golden file holds: the exit code on the first line, then stdout (JSON re-indented stably)."""
+    code, text = run(case)
+    if case.is_json and code != 2:
+        text = json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return f"exit {code}\n{text}"
+
+
+if __name__ == "__main__":
+    OUT.mkdir(exist_ok=True)
+    for old in OUT.iterdir():
+        old.unlink()
+    for c in cases():
+        (OUT / c.name).write_text(record(c), encoding="utf-8")
+    sys.stdout.write(f"wrote {len(cases())} golden files to {OUT}\n")
