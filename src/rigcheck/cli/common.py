@@ -7,13 +7,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
 from rigcheck.model import Snapshot
 from rigcheck.report.json_report import dumps
+from rigcheck.report.render import Format
+
+if TYPE_CHECKING:
+    from rigcheck.model.document import Document
 
 FromOption = Annotated[
     Path | None,
@@ -97,6 +101,28 @@ def interruptible(command: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
     return run
+
+
+def emit(doc: Document, fmt: Format = Format.TERMINAL) -> None:
+    """Print ``doc`` in ``fmt`` on stdout: the one place a command's document becomes output."""
+    from rigcheck.report.render import render
+
+    rendered = render(doc, fmt)
+    if isinstance(rendered, str):
+        sys.stdout.write(rendered)
+        sys.stdout.flush()
+    else:
+        out_console().print(rendered)
+
+
+def write_rendering(path: Path, doc: Document, fmt: Format) -> None:
+    """Write ``doc`` rendered as text (HTML, Markdown, JSON) to ``path``, whole or not at all."""
+    from rigcheck.report.render import render
+
+    rendered = render(doc, fmt)
+    if not isinstance(rendered, str):
+        raise TypeError(f"the {fmt.value} rendering is not text")
+    write_report_file(path, rendered)
 
 
 def write_report_file(path: Path, text: str) -> None:

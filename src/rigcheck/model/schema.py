@@ -1,11 +1,9 @@
 """JSON Schemas of rigcheck's documents (the files in rigcheck/schemas/).
 
-Two kinds:
-- generated from the model: the snapshot and the findings (:func:`schema_files` gives their exact text; a test
-  keeps the committed files current; ``tools/update_schemas.py`` rewrites them);
-- hand-written, for the documents built as plain dicts (doctor, topo, power, thermal, power plan, bench, nccl-log,
-  plan, burn, the trace header, the monitor summary): the files are the source; :func:`document_schema` loads them, and
-  tests/test_schemas.py validates each command's real output against its schema.
+Every schema is generated from its model: the snapshot, the findings, and each command's document
+(:data:`GENERATED`: schema id -> file and the model class, a :class:`rigcheck.model.document.Document`).
+:func:`schema_files` gives their exact text; a test keeps the committed files current; ``tools/update_schemas.py``
+rewrites them. tests/test_schemas.py validates each command's real output against its schema.
 
 Every schema's ``$id`` is the document's ``"schema"`` string (``rigcheck.doctor/1``). A schema that embeds
 another refers to it relative to its own ``$id``: ``{"$ref": "../rigcheck.snapshot/1"}`` resolves to
@@ -14,19 +12,24 @@ another refers to it relative to its own ``$id``: ``{"$ref": "../rigcheck.snapsh
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
 
+from rigcheck.model.document import EXTERNAL_REF
 from rigcheck.model.finding import Finding
 from rigcheck.model.snapshot import Snapshot
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
-# Hand-written schemas: document schema string -> file under rigcheck/schemas/.
+# Generated document schemas: schema id -> (file under rigcheck/schemas/, "module:Class" of its model, title).
+GENERATED: dict[str, tuple[str, str, str]] = {}
+
+# Hand-written schemas, for the documents not yet typed: schema id -> file under rigcheck/schemas/.
 HAND_WRITTEN: dict[str, str] = {
     "rigcheck.doctor/1": "doctor-1.schema.json",
     "rigcheck.topo/1": "topo-1.schema.json",
@@ -56,12 +59,40 @@ def findings_schema() -> dict[str, Any]:
     return schema
 
 
+def _external_refs(node: Any) -> Any:
+    """The schema with each EXTERNAL_REF key renamed to "$ref" (see rigcheck.model.document)."""
+    if isinstance(node, dict):
+        return {("$ref" if k == EXTERNAL_REF else k): _external_refs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_external_refs(v) for v in node]
+    return node
+
+
+def generated_schema(schema_id: str) -> dict[str, Any]:
+    """The JSON Schema of a typed document, from its model (``GENERATED``)."""
+    _, target, title = GENERATED[schema_id]
+    module_name, _, class_name = target.partition(":")
+    model = getattr(importlib.import_module(module_name), class_name)
+    schema: dict[str, Any] = _external_refs(model.model_json_schema(by_alias=True, mode="serialization"))
+    schema["$schema"] = DRAFT
+    schema["$id"] = schema_id
+    schema["title"] = title
+    return schema
+
+
+def _text(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def schema_files() -> dict[str, str]:
     """The generated schemas: file name -> exact text, as committed under rigcheck/schemas/."""
-    return {
-        "snapshot-1.schema.json": json.dumps(snapshot_schema(), indent=2, sort_keys=True) + "\n",
-        "findings-1.schema.json": json.dumps(findings_schema(), indent=2, sort_keys=True) + "\n",
+    files = {
+        "snapshot-1.schema.json": _text(snapshot_schema()),
+        "findings-1.schema.json": _text(findings_schema()),
     }
+    for schema_id, (name, _, _) in GENERATED.items():
+        files[name] = _text(generated_schema(schema_id))
+    return files
 
 
 def document_schema(schema_id: str) -> dict[str, Any]:
@@ -70,11 +101,13 @@ def document_schema(schema_id: str) -> dict[str, Any]:
         return snapshot_schema()
     if schema_id == "rigcheck.findings/1":
         return findings_schema()
+    if schema_id in GENERATED:
+        return generated_schema(schema_id)
     data: dict[str, Any] = json.loads((SCHEMA_DIR / HAND_WRITTEN[schema_id]).read_text(encoding="utf-8"))
     return data
 
 
 def document_schemas() -> dict[str, dict[str, Any]]:
     """Every schema by its ``$id``: the generated ones and the hand-written ones (register them all to validate)."""
-    ids = ["rigcheck.snapshot/1", "rigcheck.findings/1", *HAND_WRITTEN]
+    ids = ["rigcheck.snapshot/1", "rigcheck.findings/1", *GENERATED, *HAND_WRITTEN]
     return {schema_id: document_schema(schema_id) for schema_id in ids}
