@@ -1,0 +1,21 @@
+"""Exit codes (DESIGN.md "Contracts"), decided here in cli/ and nowhere below it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rigcheck.model.finding import Finding, Severity
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1  # a finding fails (or warns, under --strict); a measurement failed
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+
+
+def exit_code_for(findings: Iterable[Finding], *, strict: bool = False) -> int:
+    """0 when healthy; 1 when any finding fails, or warns under ``strict``. ``unknown`` never changes it."""
+    worst = {f.severity for f in findings}
+    if Severity.FAIL in worst or (strict and Severity.WARN in worst):
+        return EXIT_PROBLEMS
+    return EXIT_OK
