@@ -1,4 +1,4 @@
-"""The nvml.h numbers written out in rigcheck.probe.nvml, and the functions its NvmlLibrary protocol
+"""The nvml.h numbers written out in rigcheck.probe.nvml.constants, and the functions its NvmlLibrary protocol
 names, held against the real nvidia-ml-py module (which imports without a driver).
 
 The fake NVML in tests/fakenvml.py implements the protocol, so a misspelt function name or a wrong
@@ -14,48 +14,49 @@ import pytest
 
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.probe import nvml
+from rigcheck.probe.nvml import constants as nvmlh
 
 # (rigcheck's value, the pynvml constant it stands for)
 CONSTANTS = [
-    (nvml._ERR_INVALID_ARGUMENT, "NVML_ERROR_INVALID_ARGUMENT"),
-    (nvml._ERR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED"),
-    (nvml._ERR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION"),
-    (nvml._ERR_DRIVER_NOT_LOADED, "NVML_ERROR_DRIVER_NOT_LOADED"),
-    (nvml._ERR_LIBRARY_NOT_FOUND, "NVML_ERROR_LIBRARY_NOT_FOUND"),
-    (nvml._ERR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND"),
-    (nvml._ERR_GPU_IS_LOST, "NVML_ERROR_GPU_IS_LOST"),
-    (nvml._ERR_LIB_RM_VERSION_MISMATCH, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
-    (nvml._ERR_ARGUMENT_VERSION_MISMATCH, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH"),
-    (nvml._MEMORY_V2, "nvmlMemory_v2"),
-    (dict(nvml._FI_EVENT_COUNTERS)["sw_thermal_slowdown"], "NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN"),
-    (dict(nvml._FI_EVENT_COUNTERS)["hw_thermal_slowdown"], "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN"),
+    (nvmlh.ERR_INVALID_ARGUMENT, "NVML_ERROR_INVALID_ARGUMENT"),
+    (nvmlh.ERR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED"),
+    (nvmlh.ERR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION"),
+    (nvmlh.ERR_DRIVER_NOT_LOADED, "NVML_ERROR_DRIVER_NOT_LOADED"),
+    (nvmlh.ERR_LIBRARY_NOT_FOUND, "NVML_ERROR_LIBRARY_NOT_FOUND"),
+    (nvmlh.ERR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND"),
+    (nvmlh.ERR_GPU_IS_LOST, "NVML_ERROR_GPU_IS_LOST"),
+    (nvmlh.ERR_LIB_RM_VERSION_MISMATCH, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"),
+    (nvmlh.ERR_ARGUMENT_VERSION_MISMATCH, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH"),
+    (nvmlh.MEMORY_V2, "nvmlMemory_v2"),
+    (dict(nvmlh.FI_EVENT_COUNTERS)["sw_thermal_slowdown"], "NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN"),
+    (dict(nvmlh.FI_EVENT_COUNTERS)["hw_thermal_slowdown"], "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN"),
     (
-        dict(nvml._FI_EVENT_COUNTERS)["hw_power_brake_slowdown"],
+        dict(nvmlh.FI_EVENT_COUNTERS)["hw_power_brake_slowdown"],
         "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN",
     ),
-    (nvml._TEMPERATURE_GPU, "NVML_TEMPERATURE_GPU"),
-    (nvml._FI_DEV_MEMORY_TEMP, "NVML_FI_DEV_MEMORY_TEMP"),
-    (nvml._THRESHOLD_SHUTDOWN, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),
-    (nvml._THRESHOLD_SLOWDOWN, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),
-    (nvml._THRESHOLD_MEM_MAX, "NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),
-    (nvml._THRESHOLD_GPU_MAX, "NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),
-    (nvml._THRESHOLD_ACOUSTIC_CURR, "NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR"),
-    (nvml._CLOCK_GRAPHICS, "NVML_CLOCK_GRAPHICS"),
-    (nvml._CLOCK_SM, "NVML_CLOCK_SM"),
-    (nvml._CLOCK_MEM, "NVML_CLOCK_MEM"),
-    (nvml._PERF_POLICY_POWER, "NVML_PERF_POLICY_POWER"),
-    (nvml._PERF_POLICY_THERMAL, "NVML_PERF_POLICY_THERMAL"),
-    (nvml._PERF_POLICY_SYNC_BOOST, "NVML_PERF_POLICY_SYNC_BOOST"),
-    (nvml._PSTATE_UNKNOWN, "NVML_PSTATE_UNKNOWN"),
-    (nvml._MEMORY_ERROR_CORRECTED, "NVML_MEMORY_ERROR_TYPE_CORRECTED"),
-    (nvml._MEMORY_ERROR_UNCORRECTED, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"),
-    (nvml._VOLATILE_ECC, "NVML_VOLATILE_ECC"),
-    (nvml._AGGREGATE_ECC, "NVML_AGGREGATE_ECC"),
-    (nvml._RETIRED_CAUSE_SBE, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS"),
-    (nvml._RETIRED_CAUSE_DBE, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR"),
-    (nvml._AFFINITY_SCOPE_NODE, "NVML_AFFINITY_SCOPE_NODE"),
-    (nvml._NVLINK_MAX_LINKS, "NVML_NVLINK_MAX_LINKS"),
-    (nvml._ARCH_UNKNOWN, "NVML_DEVICE_ARCH_UNKNOWN"),
+    (nvmlh.TEMPERATURE_GPU, "NVML_TEMPERATURE_GPU"),
+    (nvmlh.FI_DEV_MEMORY_TEMP, "NVML_FI_DEV_MEMORY_TEMP"),
+    (nvmlh.THRESHOLD_SHUTDOWN, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),
+    (nvmlh.THRESHOLD_SLOWDOWN, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),
+    (nvmlh.THRESHOLD_MEM_MAX, "NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),
+    (nvmlh.THRESHOLD_GPU_MAX, "NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),
+    (nvmlh.THRESHOLD_ACOUSTIC_CURR, "NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR"),
+    (nvmlh.CLOCK_GRAPHICS, "NVML_CLOCK_GRAPHICS"),
+    (nvmlh.CLOCK_SM, "NVML_CLOCK_SM"),
+    (nvmlh.CLOCK_MEM, "NVML_CLOCK_MEM"),
+    (nvmlh.PERF_POLICY_POWER, "NVML_PERF_POLICY_POWER"),
+    (nvmlh.PERF_POLICY_THERMAL, "NVML_PERF_POLICY_THERMAL"),
+    (nvmlh.PERF_POLICY_SYNC_BOOST, "NVML_PERF_POLICY_SYNC_BOOST"),
+    (nvmlh.PSTATE_UNKNOWN, "NVML_PSTATE_UNKNOWN"),
+    (nvmlh.MEMORY_ERROR_CORRECTED, "NVML_MEMORY_ERROR_TYPE_CORRECTED"),
+    (nvmlh.MEMORY_ERROR_UNCORRECTED, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"),
+    (nvmlh.VOLATILE_ECC, "NVML_VOLATILE_ECC"),
+    (nvmlh.AGGREGATE_ECC, "NVML_AGGREGATE_ECC"),
+    (nvmlh.RETIRED_CAUSE_SBE, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS"),
+    (nvmlh.RETIRED_CAUSE_DBE, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR"),
+    (nvmlh.AFFINITY_SCOPE_NODE, "NVML_AFFINITY_SCOPE_NODE"),
+    (nvmlh.NVLINK_MAX_LINKS, "NVML_NVLINK_MAX_LINKS"),
+    (nvmlh.ARCH_UNKNOWN, "NVML_DEVICE_ARCH_UNKNOWN"),
 ]
 
 
@@ -71,28 +72,28 @@ def test_p2p_caps_indices_match_pynvml() -> None:
         return int(v[0]) if isinstance(v, tuple) else int(v)
 
     expected = {"p2p_read": "READ", "p2p_write": "WRITE", "p2p_nvlink": "NVLINK", "p2p_atomics": "ATOMICS"}
-    for field, index in nvml._P2P_CAPS:
+    for field, index in nvmlh.P2P_CAPS:
         assert index == value(f"NVML_P2P_CAPS_INDEX_{expected[field]}"), field
 
 
 def test_p2p_status_codes_match_pynvml() -> None:
-    for code, status in nvml._P2P_STATUS.items():
+    for code, status in nvmlh.P2P_STATUS.items():
         assert code == getattr(pynvml, f"NVML_P2P_STATUS_{status.name}"), status
 
 
 def test_architecture_codes_match_pynvml() -> None:
     pynvml_name = {"Ada Lovelace": "ADA"}
-    for code, name in nvml._ARCHITECTURES.items():
+    for code, name in nvmlh.ARCHITECTURES.items():
         assert code == getattr(pynvml, "NVML_DEVICE_ARCH_" + pynvml_name.get(name, name.upper())), name
 
 
 def test_compute_modes_match_pynvml() -> None:
-    for code, name in nvml._COMPUTE_MODES.items():
+    for code, name in nvmlh.COMPUTE_MODES.items():
         assert code == getattr(pynvml, "NVML_COMPUTEMODE_" + name.upper()), name
 
 
 def test_nvlink_device_types_match_pynvml() -> None:
-    for code, name in nvml._NVLINK_DEVICE_TYPES.items():
+    for code, name in nvmlh.NVLINK_DEVICE_TYPES.items():
         assert code == getattr(pynvml, "NVML_NVLINK_DEVICE_TYPE_" + name.upper()), name
 
 

@@ -11,6 +11,7 @@ from rigcheck.cpulist import format_cpulist
 from rigcheck.errors import ProbeError
 from rigcheck.model import Missing, P2PStatus, snapshot_from_json, snapshot_to_json
 from rigcheck.probe.nvml import (
+    NvmlPoller,
     bits_to_list,
     cuda_version_string,
     decode_clock_event_reasons,
@@ -369,3 +370,24 @@ def test_a_threshold_the_driver_predates_is_not_supported_without_a_diagnostic()
     assert g.temp_target_c is None
     assert g.missing["temp_target_c"] is Missing.NOT_SUPPORTED
     assert not any("Threshold" in d.message for d in snap.diagnostics)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (pynvml.NVML_ERROR_NOT_SUPPORTED, Missing.NOT_SUPPORTED),
+        (pynvml.NVML_ERROR_NO_PERMISSION, Missing.NO_PERMISSION),
+        (pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH, Missing.DRIVER_TOO_OLD),
+    ],
+)
+def test_probe_and_poller_read_an_error_alike(code: int, reason: Missing) -> None:
+    """One error mapper (probe/nvml/calls.py): the snapshot and the telemetry poller give the same NVML
+    error the same reason."""
+    snap = probe_nvml(FakeNvml([FakeGpu(errors={"nvmlDeviceGetTemperature": code})]), sysfs_root=None)
+    assert snap.gpus[0].temp_c is None
+    assert snap.gpus[0].missing["temp_c"] is reason
+    with NvmlPoller(FakeNvml([FakeGpu(errors={"nvmlDeviceGetTemperature": code})])) as poller:
+        (sample,) = poller.poll(0.0)
+        assert sample.temp_c is None
+        assert poller.unavailable == {0: {"temp_c": reason.value}}
+        assert poller.errors == 0

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from rigcheck.facts.nvlink import A100_WP, GA102_WP, HOPPER_WP, PASCAL_WP, TURING_WP, VOLTA_WP
+from rigcheck.facts.sources import A100_WP, GA102_WP, HOPPER_WP, PASCAL_WP, TURING_WP, VOLTA_WP
 
 Segment = Literal["consumer", "workstation", "datacenter"]
 FormFactor = Literal["pcie", "sxm", "superchip"]

@@ -9,12 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PASCAL_WP = "NVIDIA Tesla P100 whitepaper (WP-08019-001), https://images.nvidia.com/content/pdf/tesla/whitepaper/pascal-architecture-whitepaper.pdf"
-VOLTA_WP = "NVIDIA Tesla V100 GPU Architecture whitepaper (WP-08608-001), https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf"
-TURING_WP = "NVIDIA Turing GPU Architecture whitepaper (WP-09183-001), https://images.nvidia.com/aem-dam/en-zz/Solutions/design-visualization/technologies/turing-architecture/NVIDIA-Turing-Architecture-Whitepaper.pdf"
-A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
-GA102_WP = "NVIDIA Ampere GA102 GPU Architecture whitepaper V1, https://www.nvidia.com/content/dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
-HOPPER_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+from rigcheck.facts import catalog
+from rigcheck.facts.sources import A100_WP, GA102_WP, HOPPER_WP, PASCAL_WP, TURING_WP, VOLTA_WP
+
+# The whitepapers are re-exported: callers cite them from this module.
+__all__ = [
+    "A100_WP",
+    "BLACKWELL_SRC",
+    "GA102_WP",
+    "HOPPER_WP",
+    "NVLINK_VARIANTS",
+    "PASCAL_WP",
+    "TURING_WP",
+    "VOLTA_WP",
+    "NvlinkVariant",
+    "nvlink_pair_bandwidth_gbps",
+    "variant_for",
+    "variant_for_chip",
+]
+
 BLACKWELL_SRC = "NVIDIA Blackwell architecture / HGX B200 specifications (fifth-generation NVLink, 1.8 TB/s per GPU), https://www.nvidia.com/en-us/data-center/technologies/blackwell-architecture/"
 
 
@@ -105,9 +118,6 @@ def variant_for(architecture_or_gpu_name: str) -> NvlinkVariant | None:
     by_arch = _BY_ARCHITECTURE.get(key.lower())
     if by_arch is not None:
         return by_arch
-    # imported here: catalog imports this module's document names
-    from rigcheck.facts import catalog
-
     spec = catalog.lookup(key)
     if spec is None or spec.nvlink_generation == 0:
         return None

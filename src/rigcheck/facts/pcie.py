@@ -1,4 +1,4 @@
-"""PCI Express generations: signalling rate, line encoding, and bandwidth per lane per direction.
+"""PCI Express generations: signalling rate, line encoding, bandwidth per lane per direction; a GPU's link.
 
 Sources: PCI-SIG, PCI Express Base Specification revisions 1.0a, 2.0, 3.0, 4.0, 5.0 and 6.0
 (https://pcisig.com/specifications), and the PCI-SIG FAQ table of bandwidths per generation
@@ -8,8 +8,10 @@ TLP/DLLP headers, flow control and (gen 6) FLIT CRC/FEC overheads are not subtra
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 PCIE_SOURCE = "PCI-SIG PCI Express Base Specification (rev. per generation), https://pcisig.com/specifications"
 
@@ -66,3 +68,64 @@ def pcie_bandwidth_gbps(gen: int, width: int) -> float | None:
     if g is None or width not in VALID_WIDTHS:
         return None
     return g.lane_gbps * width
+
+
+class PcieReadings(Protocol):
+    """A GPU's PCIe link as read (rigcheck.model.snapshot.Gpu has these fields)."""
+
+    @property
+    def pcie_gen_current(self) -> int | None: ...
+    @property
+    def pcie_gen_max(self) -> int | None: ...
+    @property
+    def pcie_width_current(self) -> int | None: ...
+    @property
+    def pcie_width_max(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    """A GPU's PCIe link: generation, width, and its theoretical bandwidth (None: gen or width unknown here)."""
+
+    gen: int
+    width: int
+    gbps: float | None  # GB/s per direction, after line encoding (pcie_bandwidth_gbps)
+
+    @property
+    def label(self) -> str:
+        return f"Gen{self.gen} x{self.width}"
+
+
+def gpu_pcie_link(gpu: PcieReadings | None) -> PcieLink | None:
+    """The link a GPU moves data over: the one rule for every theoretical PCIe figure (bench hostlink and p2p,
+    the communication plan), so one GPU never gets two answers.
+
+    The width is the current one: a link trained narrower than its max (lanes split between two slots, a
+    riser) stays that narrow under load. The generation is the max: a GPU at idle drops its link to a lower
+    generation to save power and raises it again under load (the PCIe check calls that out, checks/pcie.py),
+    and a snapshot is usually taken at idle. Each falls back to the other reading when one is unknown; None
+    when neither generation or neither width is known.
+    """
+    if gpu is None:
+        return None
+    gen = gpu.pcie_gen_max or gpu.pcie_gen_current
+    width = gpu.pcie_width_current or gpu.pcie_width_max
+    if gen is None or width is None:
+        return None
+    return PcieLink(gen, width, pcie_bandwidth_gbps(gen, width))
+
+
+# A PCI address: NVML's "00000000:1B:00.0" (8-digit domain) or sysfs' "0000:1b:00.0".
+BDF_RE = re.compile(r"^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
+
+
+def normalize_bdf(bus_id: str) -> str:
+    """NVML's ``"00000000:1B:00.0"`` and sysfs' ``"0000:1b:00.0"`` to the sysfs form.
+
+    Raises ValueError for a string that is not a PCI bus id.
+    """
+    m = BDF_RE.match(bus_id.strip())
+    if m is None:
+        raise ValueError(f"not a PCI bus id: {bus_id!r}")
+    domain, bus, dev, fn = m.groups()
+    return f"{int(domain, 16):04x}:{bus.lower()}:{dev.lower()}.{fn}"

@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model import Gpu, Missing, Snapshot, Source, snapshot_from_json
-from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
-from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
-from rigcheck.probe.smi.values import strip_ansi
+from rigcheck.probe.smi.ansi import strip_ansi
 
 # Real outputs are kilobytes; a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -107,6 +101,8 @@ def detect_kind(text: str) -> InputKind | None:
 
 
 def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
+    from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+
     topo = parse_topo(text, path)
     gpus: list[Gpu] = []
     for tg in topo.gpus:
@@ -126,13 +122,30 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
     )
 
 
-_PARSERS: dict[InputKind, Callable[[str, str | None], Snapshot]] = {
-    "nvidia-smi-xml": parse_query_xml,
-    "nvidia-smi-q": parse_query_text,
-    "nvidia-smi-table": parse_table,
-    "nvlink-status": parse_nvlink_status,
-    "topo": snapshot_from_topo_text,
-}
+def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
+    """Read ``text`` as ``kind``. Each text parser is imported here: a snapshot JSON (the common case) needs none."""
+    if kind == "snapshot":
+        snap = snapshot_from_json(text, path=path)
+        # Keep where the data originally came from; remember the file it was replayed from.
+        snap.source.replayed_from = path
+        return snap
+    if kind == "nvidia-smi-xml":
+        from rigcheck.probe.smi.query_xml import parse_query_xml
+
+        return parse_query_xml(text, path)
+    if kind == "nvidia-smi-q":
+        from rigcheck.probe.smi.query_text import parse_query_text
+
+        return parse_query_text(text, path)
+    if kind == "nvidia-smi-table":
+        from rigcheck.probe.smi.table import parse_table
+
+        return parse_table(text, path)
+    if kind == "nvlink-status":
+        from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
+
+        return parse_nvlink_status(text, path)
+    return snapshot_from_topo_text(text, path)  # "topo", the one kind left
 
 
 def load_text(text: str, path: str | None = None) -> Snapshot:
@@ -148,12 +161,7 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
             "`nvidia-smi topo -m`, `nvidia-smi nvlink -s`, or a rigcheck snapshot JSON",
             path=path,
         )
-    if kind == "snapshot":
-        snap = snapshot_from_json(text, path=path)
-        # Keep where the data originally came from; remember the file it was replayed from.
-        snap.source.replayed_from = path
-        return snap
-    return _PARSERS[kind](text, path)
+    return _parse(kind, text, path)
 
 
 def load_file(path: str) -> Snapshot:

@@ -15,12 +15,13 @@ import re
 from pathlib import Path
 from typing import Literal
 
+from rigcheck.facts.pcie import BDF_RE as _BDF_RE
+from rigcheck.facts.pcie import normalize_bdf
 from rigcheck.model.snapshot import Missing, PcieHop, System
 from rigcheck.probe.files import read_bytes, read_text
 
 log = logging.getLogger(__name__)
 
-_BDF_RE = re.compile(r"^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 _SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
 
 _EXT_CAP_START = 0x100
@@ -28,18 +29,6 @@ _EXT_CAP_ID_ACS = 0x000D
 _ACS_CTRL_P2P_REQUEST_REDIRECT = 0x4
 _CONFIG_COMMON_LEN = 64  # what an unprivileged reader gets from sysfs config
 _CONFIG_LEGACY_LEN = 256  # conventional PCI config space: no extended capabilities
-
-
-def normalize_bdf(bus_id: str) -> str:
-    """NVML's ``"00000000:1B:00.0"`` and sysfs' ``"0000:1b:00.0"`` to the sysfs form.
-
-    Raises ValueError for a string that is not a PCI bus id.
-    """
-    m = _BDF_RE.match(bus_id.strip())
-    if m is None:
-        raise ValueError(f"not a PCI bus id: {bus_id!r}")
-    domain, bus, dev, fn = m.groups()
-    return f"{int(domain, 16):04x}:{bus.lower()}:{dev.lower()}.{fn}"
 
 
 def _is_bdf(name: str) -> bool:

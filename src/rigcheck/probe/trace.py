@@ -1,10 +1,10 @@
-"""Telemetry traces on disk: read any of three formats into a :class:`Trace`, and write rigcheck's own two.
+"""Telemetry traces on disk: read any of three formats into a :class:`Trace`.
 
 Formats (told apart by their first line):
 
 - **nvidia-smi CSV**, as ``nvidia-smi --query-gpu=timestamp,index,power.draw,... --format=csv[,nounits]
-  -lms 100`` writes it. Columns are found by their header names, in any order and any subset; units in
-  the header (``power.draw [W]``) and in the values (``127.87 W``) are stripped; ``[N/A]``, ``N/A``,
+  -lms 100`` writes it, parsed here. Columns are found by their header names, in any order and any subset;
+  units in the header (``power.draw [W]``) and in the values (``127.87 W``) are stripped; ``[N/A]``, ``N/A``,
   ``[Not Supported]`` become ``None``; ``[GPU is lost]`` marks the GPU lost at that sample. Clock-event
   reasons come from the hex bit mask (``clocks_event_reasons.active``, or the older
   ``clocks_throttle_reasons.active``), decoded with nvml.h's bit order (bit i = CLOCK_EVENT_REASONS[i]),
@@ -12,14 +12,8 @@ Formats (told apart by their first line):
   Timestamps (``2026/11/22 18:08:32.717``) become seconds since the first sample. Several GPUs
   interleave, told apart by ``index`` (else ``uuid`` / ``pci.bus_id``). Columns rigcheck does not use
   are ignored, and named in the trace's diagnostics.
-- **rigcheck JSONL** (``rigcheck.trace/1``): line 1 is a header object
-  ``{"schema": "rigcheck.trace/1", "gpus": [{"index", "name", "temp_slowdown_c", ...}], "interval_s",
-  "started_at"}``; every further line is one sample object with the fields of :class:`Sample`
-  (``reasons``: a list of names, or ``null`` when not read).
-- **rigcheck CSV** (``rigcheck.trace/1``): line 1 is ``# rigcheck.trace/1 {the same JSON header}``, line 2
-  the column names :data:`CSV_COLUMNS` (``t_s,gpu,power_w,...``), then one sample per row. An empty cell
-  is ``None``; ``reasons`` holds names joined by ``|``, ``none`` for an empty list; ``lost`` is ``1``
-  or empty.
+- **rigcheck JSONL** and **rigcheck CSV** (``rigcheck.trace/1``): rigcheck's own file format, read and written
+  by rigcheck.model.trace.
 
 A last line cut short (the writer crashed mid-line) is skipped with a diagnostic; anything else that
 does not parse is a :class:`ParseError` naming the file and line.
@@ -29,18 +23,16 @@ from __future__ import annotations
 
 import csv
 import itertools
-import json
-import math
 import re
 import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TextIO
 
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
-from rigcheck.model.telemetry import TRACE_SCHEMA, Sample, Trace, TraceGpu
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu
+from rigcheck.model.trace import CSV_COMMENT, Lines, csv_rows, read_rigcheck_csv, read_rigcheck_jsonl, skip_truncated
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.values import (
     REASON_BY_LABEL,
@@ -55,80 +47,8 @@ from rigcheck.probe.smi.values import (
     parse_watts,
 )
 
-# Sample fields in the order rigcheck's CSV writes them.
-CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
-_FLOAT_FIELDS = frozenset(f.name for f in fields(Sample) if f.name not in {"t_s", "gpu", "reasons", "lost"})
-_GPU_FIELDS = frozenset(f.name for f in fields(TraceGpu))
-REASONS_SEPARATOR = "|"
-NO_REASONS = "none"
-CSV_COMMENT = "# "
-
 # An nvidia-smi trace without a timestamp column is taken to be sampled at the issue's `-lms 100`.
 DEFAULT_INTERVAL_S = 0.1
-
-
-# --- writing (the sampler's side) ---------------------------------------------------------------
-
-
-def trace_header(gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None) -> dict[str, Any]:
-    """The header object both rigcheck formats start with."""
-    return {
-        "schema": TRACE_SCHEMA,
-        "gpus": [asdict(g) for g in gpus],
-        "interval_s": interval_s,
-        "started_at": started_at,
-    }
-
-
-def write_jsonl_header(
-    out: TextIO, gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None
-) -> None:
-    """Line 1 of a rigcheck JSONL trace."""
-    out.write(json.dumps(trace_header(gpus, interval_s=interval_s, started_at=started_at)) + "\n")
-
-
-def write_csv_header(
-    out: TextIO, gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None
-) -> None:
-    """Lines 1 and 2 of a rigcheck CSV trace: the ``# rigcheck.trace/1 {...}`` comment and the column names."""
-    header = json.dumps(trace_header(gpus, interval_s=interval_s, started_at=started_at))
-    out.write(f"{CSV_COMMENT}{TRACE_SCHEMA} {header}\n")
-    out.write(",".join(CSV_COLUMNS) + "\n")
-
-
-def _cell(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return ""
-    return repr(round(float(value), 3)).removesuffix(".0")
-
-
-def format_csv_row(sample: Sample) -> str:
-    """One sample as a line of rigcheck's CSV (with its newline)."""
-    cells: list[str] = []
-    for name in CSV_COLUMNS:
-        value = getattr(sample, name)
-        if name == "gpu":
-            cells.append(str(value))
-        elif name == "t_s":
-            cells.append(f"{value:.3f}")
-        elif name == "reasons":
-            cells.append("" if value is None else (REASONS_SEPARATOR.join(value) if value else NO_REASONS))
-        elif name == "lost":
-            cells.append("1" if value else "")
-        else:
-            cells.append(_cell(value))
-    return ",".join(cells) + "\n"
-
-
-def format_jsonl_row(sample: Sample) -> str:
-    """One sample as a line of rigcheck's JSONL (with its newline); non-finite numbers become null."""
-    data = asdict(sample)
-    data["t_s"] = round(sample.t_s, 4)
-    for name in _FLOAT_FIELDS:
-        value = data[name]
-        if value is not None and not math.isfinite(value):
-            data[name] = None
-    return json.dumps(data, separators=(",", ":")) + "\n"
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -140,193 +60,15 @@ def read_trace(path: str) -> Trace:
     check_text(text, path)
     first = next(line for line in text.splitlines() if line.strip()).strip()
     if first.startswith(CSV_COMMENT.strip()):
-        trace = _read_rigcheck_csv(text, path)
+        trace = read_rigcheck_csv(text, path)
     elif first.startswith("{"):
-        trace = _read_rigcheck_jsonl(text, path)
+        trace = read_rigcheck_jsonl(text, path)
     else:
         trace = _read_smi_csv(text, path)
     if not trace.samples:
         raise ParseError("no samples in the trace", path=path)
     trace.path = path
     return trace
-
-
-@dataclass
-class _Lines:
-    """Numbered, non-empty lines; the last one may be a truncated write."""
-
-    items: list[tuple[int, str]]
-
-    @classmethod
-    def of(cls, text: str) -> _Lines:
-        return cls([(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()])
-
-
-def _truncated(path: str, line: int, is_last: bool, trace: Trace, what: str) -> bool:
-    """A bad last line is a crash mid-write: note it and go on. Any other bad line is an error."""
-    if not is_last:
-        return False
-    trace.diagnostics.append(f"{path}:{line}: last line is incomplete ({what}); skipped, as a write cut short")
-    return True
-
-
-def _header_from_json(data: object, path: str, line: int) -> tuple[dict[int, TraceGpu], float | None, str | None]:
-    if not isinstance(data, dict):
-        raise ParseError("the header is not a JSON object", path=path, line=line)
-    schema = data.get("schema")
-    if schema != TRACE_SCHEMA:
-        raise ParseError(f"schema {schema!r}, expected {TRACE_SCHEMA!r}", path=path, line=line)
-    gpus: dict[int, TraceGpu] = {}
-    raw_gpus = data.get("gpus") or []
-    if not isinstance(raw_gpus, list):
-        raise ParseError("header 'gpus' is not a list", path=path, line=line)
-    for item in raw_gpus:
-        if not isinstance(item, dict) or not _is_int(item.get("index")):
-            raise ParseError("a header GPU lacks an integer 'index'", path=path, line=line)
-        known = {k: v for k, v in item.items() if k in _GPU_FIELDS}
-        for key, value in known.items():
-            if key == "name":
-                if value is not None and not isinstance(value, str):
-                    raise ParseError("header GPU 'name' is not a string", path=path, line=line)
-            elif key != "index" and not _is_number_or_none(value):
-                raise ParseError(f"header GPU {key!r} is not a number", path=path, line=line)
-        gpu = TraceGpu(**known)
-        gpus[gpu.index] = gpu
-    interval = data.get("interval_s")
-    if not _is_number_or_none(interval):
-        raise ParseError("header 'interval_s' is not a number", path=path, line=line)
-    started = data.get("started_at")
-    if started is not None and not isinstance(started, str):
-        raise ParseError("header 'started_at' is not a string", path=path, line=line)
-    return gpus, (float(interval) if interval is not None else None), started
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number_or_none(value: object) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
-
-
-def _sample_from_json(data: object) -> Sample:
-    """A sample object -> Sample; ValueError says what is wrong."""
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    t_s, gpu = data.get("t_s"), data.get("gpu")
-    if not _is_number_or_none(t_s) or t_s is None:
-        raise ValueError("'t_s' is not a number")
-    if not isinstance(gpu, int) or isinstance(gpu, bool):
-        raise ValueError("'gpu' is not an integer")
-    values: dict[str, Any] = {}
-    for name in _FLOAT_FIELDS:
-        value = data.get(name)
-        if not _is_number_or_none(value):
-            raise ValueError(f"{name!r} is not a number")
-        values[name] = float(value) if value is not None else None
-    reasons = data.get("reasons")
-    if reasons is not None and (not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons)):
-        raise ValueError("'reasons' is not a list of names")
-    lost = data.get("lost", False)
-    if not isinstance(lost, bool):
-        raise ValueError("'lost' is not true/false")
-    return Sample(t_s=float(t_s), gpu=int(gpu), reasons=reasons, lost=lost, **values)
-
-
-def _read_rigcheck_jsonl(text: str, path: str) -> Trace:
-    lines = _Lines.of(text).items
-    first_no, first = lines[0]
-    try:
-        header = json.loads(first)
-    except json.JSONDecodeError:
-        raise ParseError("line 1 is not JSON: expected the rigcheck.trace/1 header", path=path, line=first_no) from None
-    gpus, interval, started = _header_from_json(header, path, first_no)
-    trace = Trace(source="rigcheck-jsonl", gpus=gpus, interval_s=interval, started_at=started)
-    for k, (number, line) in enumerate(lines[1:], 2):
-        is_last = k == len(lines)
-        try:
-            trace.samples.append(_sample_from_json(json.loads(line)))
-        except json.JSONDecodeError:
-            if _truncated(path, number, is_last, trace, "not complete JSON"):
-                continue
-            raise ParseError("not a JSON sample line", path=path, line=number) from None
-        except (ValueError, TypeError) as exc:
-            if _truncated(path, number, is_last, trace, str(exc)):
-                continue
-            raise ParseError(f"bad sample: {exc}", path=path, line=number) from None
-    return trace
-
-
-def _read_rigcheck_csv(text: str, path: str) -> Trace:
-    lines = _Lines.of(text).items
-    first_no, first = lines[0]
-    body = first.strip()[len(CSV_COMMENT.strip()) :].strip()
-    if not body.startswith(TRACE_SCHEMA):
-        raise ParseError(f"expected '# {TRACE_SCHEMA} {{...}}' on the first line", path=path, line=first_no)
-    try:
-        header = json.loads(body[len(TRACE_SCHEMA) :].strip() or "{}")
-    except json.JSONDecodeError:
-        raise ParseError("the header comment does not hold valid JSON", path=path, line=first_no) from None
-    gpus, interval, started = _header_from_json(header, path, first_no)
-    if len(lines) < 2:
-        raise ParseError("no column header row after the comment line", path=path)
-    cols_no, cols_line = lines[1]
-    columns = [c.strip() for c in next(csv.reader([cols_line]))]
-    missing = [c for c in ("t_s", "gpu") if c not in columns]
-    if missing:
-        raise ParseError(f"column header lacks {', '.join(missing)}", path=path, line=cols_no)
-    trace = Trace(source="rigcheck-csv", gpus=gpus, interval_s=interval, started_at=started)
-    ignored = [c for c in columns if c not in CSV_COLUMNS]
-    if ignored:
-        trace.diagnostics.append(f"{path}: ignored columns rigcheck does not know: {', '.join(ignored)}")
-    for k, (number, cells) in enumerate(_csv_rows(lines[2:]), 3):
-        is_last = k == len(lines)
-        try:
-            trace.samples.append(_sample_from_cells(columns, cells))
-        except ValueError as exc:
-            if _truncated(path, number, is_last, trace, str(exc)):
-                continue
-            raise ParseError(f"bad sample: {exc}", path=path, line=number) from None
-    return trace
-
-
-def _csv_rows(lines: list[tuple[int, str]]) -> Iterable[tuple[int, list[str]]]:
-    for number, line in lines:
-        yield number, [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
-
-
-def _float_cell(cell: str, name: str) -> float | None:
-    if cell == "":
-        return None
-    try:
-        value = float(cell)
-    except ValueError:
-        raise ValueError(f"{name} {cell!r} is not a number") from None
-    return value if math.isfinite(value) else None
-
-
-def _sample_from_cells(columns: list[str], cells: list[str]) -> Sample:
-    if len(cells) != len(columns):
-        raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
-    row = dict(zip(columns, cells, strict=True))
-    t_s = _float_cell(row["t_s"], "t_s")
-    if t_s is None:
-        raise ValueError("t_s is empty")
-    try:
-        gpu = int(row["gpu"])
-    except ValueError:
-        raise ValueError(f"gpu {row['gpu']!r} is not an integer") from None
-    values = {name: _float_cell(row[name], name) for name in _FLOAT_FIELDS if name in row}
-    reasons: list[str] | None = None
-    raw = row.get("reasons", "")
-    if raw == NO_REASONS:
-        reasons = []
-    elif raw:
-        reasons = [r.strip() for r in raw.split(REASONS_SEPARATOR) if r.strip()]
-    lost_cell = row.get("lost", "").lower()
-    if lost_cell not in {"", "0", "1", "true", "false"}:
-        raise ValueError(f"lost {lost_cell!r} is not 1 or empty")
-    return Sample(t_s=t_s, gpu=gpu, reasons=reasons, lost=lost_cell in {"1", "true"}, **values)
 
 
 # --- nvidia-smi --query-gpu CSV -----------------------------------------------------------------
@@ -518,7 +260,7 @@ def _smi_row(cols: _SmiColumns, cells: list[str], width: int) -> tuple[Sample, d
 
 
 def _read_smi_csv(text: str, path: str) -> Trace:
-    lines = _Lines.of(text).items
+    lines = Lines.of(text).items
     header_no, header_line = lines[0]
     headers = [c.strip() for c in next(csv.reader([header_line], skipinitialspace=True))]
     if not _looks_like_smi_header(headers):
@@ -543,13 +285,13 @@ def _read_smi_csv(text: str, path: str) -> Trace:
     rows: list[tuple[Sample, datetime | None, str]] = []
     names: dict[str, str] = {}
     default_limits: dict[str, float] = {}
-    for k, (number, cells) in enumerate(_csv_rows(lines[1:]), 2):
+    for k, (number, cells) in enumerate(csv_rows(lines[1:]), 2):
         if [_column_key(c) for c in cells] == header_keys:
             continue  # nvidia-smi repeats its header when restarted into the same file
         try:
             sample, stamp, identity = _smi_row(cols, cells, len(headers))
         except _RowError as exc:
-            if _truncated(path, number, k == len(lines), trace, str(exc)):
+            if skip_truncated(path, number, k == len(lines), trace, str(exc)):
                 continue
             raise ParseError(f"bad row: {exc}", path=path, line=number) from None
         key = identity or "0"

@@ -20,7 +20,7 @@ from typing import Literal
 from rigcheck.errors import ParseError
 from rigcheck.facts.legend import kind_of, lookup, nvlink_count, rank_of
 from rigcheck.model.snapshot import GpuPair, Nic, TopoGpu, TopoMatrix
-from rigcheck.probe.smi.values import strip_ansi
+from rigcheck.probe.smi.ansi import strip_ansi
 
 __all__ = ["pairs_from_topology", "parse_topo"]
 

@@ -18,17 +18,12 @@ from typing import Generic, TypeVar
 
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Diagnostic, Gpu, Missing, NvLink, Record
+from rigcheck.probe.smi.ansi import strip_ansi
 
 T = TypeVar("T")
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 # C0 controls that never occur in nvidia-smi output (tab, LF, VT, FF, CR and ESC are allowed).
 _BAD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd\ud800-\udfff]")
-
-
-def strip_ansi(text: str) -> str:
-    """Remove ANSI escape sequences (colour, underline) a terminal copy may carry."""
-    return _ANSI.sub("", text)
 
 
 def check_text(text: str, path: str | None = None) -> None:
