@@ -16,7 +16,7 @@ nvidia-smi -q >"$out/smi-q.txt" 2>&1
 run doctor          rigcheck doctor --html "$out/doctor.html"
 run snapshot        rigcheck snapshot -o "$out/snapshot.json"
 run pytest-gpu      python -m pytest -q -m gpu -p no:cacheprovider
-run doctor-speed    python benchmarks/doctor_speed.py --repeats 10
+run startup-speed   python benchmarks/startup_speed.py --runs 10
 run matmul          python benchmarks/matmul_vs_mamf.py
 run memory          python benchmarks/memory_vs_nvbandwidth.py
 run allreduce       rigcheck bench allreduce --json --html "$out/allreduce.html"

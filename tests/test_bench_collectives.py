@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +34,16 @@ from rigcheck.bench.collectives import (
 )
 from rigcheck.bench.formulas import busbw_factor
 from rigcheck.bench.launcher import WorkerContext, free_port, launch
-from rigcheck.bench.results import BENCH_SCHEMA
 from rigcheck.bench.timing import time_across_ranks, time_repetitions, timer_name
 from rigcheck.cli.bench_collectives import parse_size, register
 from rigcheck.errors import UsageError
+from rigcheck.model import snapshot_from_json, snapshot_to_dict
+from rigcheck.model.bench import BENCH_SCHEMA
 from tests.test_bench_launcher import assert_no_worker_left
+
+SNAPSHOT = snapshot_from_json(
+    (Path(__file__).parent / "fixtures" / "snapshots" / "2x-titan-rtx-nv2.json").read_text(encoding="utf-8")
+)
 
 CONTRACT_KEYS = {"op", "size_bytes", "time_us_median", "algbw_gbps", "busbw_gbps", "world_size", "backend", "correct"}
 GENERIC_KEYS = {
@@ -111,7 +117,7 @@ def test_world_size_defaults() -> None:
 
 def test_unknown_op_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="unknown collective"):
-        run_collective("alltoall", cpu=True, world_size=2, sizes=[8], warmup=0, repeats=1, timeout_s=10)
+        run_collective("alltoall", cpu=True, world_size=2, sizes=[8], warmup=0, repeats=1, timeout_s=10, snapshot=None)
 
 
 # --- timing ------------------------------------------------------------------------------------------
@@ -232,10 +238,13 @@ def test_wrong_data_is_caught(
 @pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter", "broadcast"])
 def test_run_collective_on_two_cpu_processes(op: str) -> None:
     lines: list[str] = []
-    doc = run_collective(
-        op, cpu=True, world_size=2, sizes=[1, 8, 1000], warmup=1, repeats=3, timeout_s=60, on_progress=lines.append
+    document, nccl_log = run_collective(
+        op, cpu=True, world_size=2, sizes=[1, 8, 1000], warmup=1, repeats=3, timeout_s=60, snapshot=SNAPSHOT,
+        on_progress=lines.append,
     )  # fmt: skip
     assert_no_worker_left()
+    assert nccl_log == ""  # not asked for
+    doc = document.to_json_dict()
     assert doc["schema"] == BENCH_SCHEMA
     assert doc["benchmark"] == op
     assert doc["partial"] is False
@@ -246,7 +255,7 @@ def test_run_collective_on_two_cpu_processes(op: str) -> None:
         "method_version": METHOD_VERSION, "warmup": 1, "repeats": 3, "statistic": "median", "timer": "perf_counter"
     }  # fmt: skip
     assert doc["versions"]["torch"] == str(torch.__version__)
-    assert doc["snapshot"]["schema"].startswith("rigcheck.snapshot")
+    assert doc["snapshot"] == snapshot_to_dict(SNAPSHOT)  # the machine the caller handed in, not probed here
     assert doc["notes"] == []  # torch 2.13's gloo has every collective natively (no emulation)
     # 1 B becomes the smallest valid size: one float32 (allreduce, broadcast) or one per rank (same as 8 B)
     expected = [4, 8, 1000] if op in ("allreduce", "broadcast") else [8, 1000]
@@ -343,8 +352,11 @@ def test_a_hung_worker_is_named_at_the_timeout(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("RIGCHECK_BENCH_FAIL_RANK", "1")
     monkeypatch.setenv("RIGCHECK_BENCH_FAIL_AFTER", "1")
     monkeypatch.setenv("RIGCHECK_BENCH_FAIL_MODE", "hang")
-    doc = run_collective("allreduce", cpu=True, world_size=2, sizes=[8, 16], warmup=0, repeats=1, timeout_s=10)
+    document, _ = run_collective(
+        "allreduce", cpu=True, world_size=2, sizes=[8, 16], warmup=0, repeats=1, timeout_s=10, snapshot=None
+    )
     assert_no_worker_left()
+    doc = document.to_json_dict()
     assert doc["partial"] is True
     # rank 0 waits in the next collective for rank 1, so both are still running at the deadline
     assert doc["error"] in ("rank 1 did not finish within 10 s", "ranks 0, 1 did not finish within 10 s")
@@ -371,9 +383,10 @@ def test_bad_sizes_are_usage_errors() -> None:
 @pytest.mark.gpu
 def test_allreduce_on_gpus_with_nccl() -> None:
     world_size = torch.cuda.device_count()
-    doc = run_collective("allreduce", cpu=False, world_size=world_size, sizes=[8, 1 << 20, 64 << 20], warmup=2,
-                         repeats=5, timeout_s=120)  # fmt: skip
+    document, _ = run_collective("allreduce", cpu=False, world_size=world_size, sizes=[8, 1 << 20, 64 << 20],
+                                 warmup=2, repeats=5, timeout_s=120, snapshot=None)  # fmt: skip
     assert_no_worker_left()
+    doc = document.to_json_dict()
     assert doc["error"] is None
     assert doc["backend"] == "nccl"
     assert doc["method"]["timer"] == "cuda_events"

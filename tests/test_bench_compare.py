@@ -11,14 +11,29 @@ import pytest
 from rigcheck.bench.compare import (
     GLOO_TRANSPORT,
     NO_LOG_TRANSPORT,
+    RunDocument,
+    collective_figures,
     compare_p2p,
-    run_figures,
     speedup_percent,
+    train_figures,
 )
-from rigcheck.bench.results import BENCH_SCHEMA
 from rigcheck.errors import UsageError
+from rigcheck.model import snapshot_from_json, snapshot_to_dict
+from rigcheck.model.bench import (
+    BENCH_SCHEMA,
+    CollectiveDocument,
+    CollectiveRow,
+    Method,
+    TrainDocument,
+    TrainRow,
+    Versions,
+    row_head,
+)
+from tests.test_schemas import assert_valid
 
-CORPUS = Path(__file__).parent / "fixtures" / "corpus" / "nccl-log"
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS = FIXTURES / "corpus" / "nccl-log"
+SNAPSHOT = snapshot_from_json((FIXTURES / "snapshots" / "2x-titan-rtx-nv2.json").read_text(encoding="utf-8"))
 P2P_LOG = (CORPUS / "001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt").read_text()
 MULTINODE_LOG = (CORPUS / "004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt").read_text()
 # Synthetic: two ranks of one node with NCCL_P2P_DISABLE=1, so every channel goes through host memory.
@@ -36,37 +51,67 @@ titan:2002:2002 [1] NCCL INFO Channel 01 : 1[1] -> 0[0] via SHM/direct/direct
 
 # The guide: 2 x TITAN RTX, gpt2, 200 steps, batch 4 per GPU.
 GUIDE_P2P_S, GUIDE_NO_P2P_S = 101.9003, 131.4367
+METHOD = Method(method_version="train-1", warmup=5, repeats=195, timer="cuda_events")
+VERSIONS = Versions(rigcheck="0", python="3", torch="x", cuda="12.4", nccl="2.21.5", transformers="4")
 
 
-def train_doc(runtime_s: float, *, backend: str = "nccl", log: str | None = None, **extra: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "schema": BENCH_SCHEMA,
-        "benchmark": "train",
-        "partial": False,
-        "error": None,
-        "method": {"method_version": "train-1"},
-        "backend": backend,
-        "world_size": 2,
-        "versions": {"torch": "x"},
-        "snapshot": {"schema": "snap"},
-        "results": [{"name": "train", "train_runtime_s": runtime_s, "samples_per_s": 1600 / runtime_s}],
-        **extra,
-    }
-    if log is not None:
-        doc["nccl_log"] = log
-    return doc
+def train_doc(
+    runtime_s: float, *, backend: Any = "nccl", partial: bool = False, error: str | None = None, rows: int = 1
+) -> TrainDocument:
+    """A train run as run_train builds it: gpt2 on two GPUs, 1600 samples in ``runtime_s``."""
+    row = TrainRow(
+        **row_head(name="train", unit="ms", samples=[500.0], method=METHOD, backend=backend, world_size=2),
+        model="gpt2",
+        parameters=124_439_808,
+        dtype="fp32",
+        optimizer="AdamW lr 5e-05",
+        data="generated tokens",
+        steps=200,
+        warmup_steps=5,
+        timed_steps=195,
+        batch_size=4,
+        global_batch_size=8,
+        seq_len=1024,
+        train_runtime_s=runtime_s,
+        samples_per_s=1600 / runtime_s,
+        tokens_per_s=1600 / runtime_s * 1024,
+        step_time_median_ms=500.0,
+        step_time_p10_ms=490.0,
+        step_time_p90_ms=510.0,
+        step_time_min_ms=480.0,
+        step_time_max_ms=600.0,
+        peak_memory_bytes=10 << 30,
+        peak_memory_kind="cuda max_memory_allocated",
+        loss_first=10.9,
+        loss_final=7.5,
+        loss_finite=True,
+        loss_decreased=True,
+        correct=True,
+    )
+    return TrainDocument(
+        partial=partial,
+        error=error,
+        method=METHOD,
+        backend=backend,
+        world_size=2,
+        versions=VERSIONS,
+        snapshot=SNAPSHOT,
+        results=[row] * rows,
+        notes=["how it was measured"],
+        wall_s=runtime_s + 5,
+    )
 
 
 class FakeRuns:
-    """A run function that hands back canned documents and records how it was called."""
+    """A run function that hands back canned documents and logs, and records how it was called."""
 
-    def __init__(self, with_p2p: dict[str, Any], without: dict[str, Any]) -> None:
-        self.docs = {False: with_p2p, True: without}
+    def __init__(self, with_p2p: tuple[RunDocument, str], without: tuple[RunDocument, str]) -> None:
+        self.runs = {False: with_p2p, True: without}
         self.calls: list[tuple[dict[str, str], bool]] = []
 
-    def __call__(self, env: dict[str, str], nccl_debug: bool) -> dict[str, Any]:
+    def __call__(self, env: dict[str, str], nccl_debug: bool) -> tuple[RunDocument, str]:
         self.calls.append((dict(env), nccl_debug))
-        return dict(self.docs[env.get("NCCL_P2P_DISABLE") == "1"])
+        return self.runs[env.get("NCCL_P2P_DISABLE") == "1"]
 
 
 def test_speedup_is_the_guides_formula() -> None:
@@ -80,8 +125,10 @@ def test_speedup_is_the_guides_formula() -> None:
 
 
 def test_guide_pair_on_real_and_synthetic_logs() -> None:
-    runs = FakeRuns(train_doc(GUIDE_P2P_S, log=P2P_LOG), train_doc(GUIDE_NO_P2P_S, log=SHM_LOG))
-    doc = compare_p2p(runs, label="train")
+    runs = FakeRuns((train_doc(GUIDE_P2P_S), P2P_LOG), (train_doc(GUIDE_NO_P2P_S), SHM_LOG))
+    compared = compare_p2p(runs, label="train")
+    doc = compared.to_json_dict()
+    assert_valid(doc)
 
     assert runs.calls == [({}, True), ({"NCCL_P2P_DISABLE": "1"}, True)]
     assert doc["schema"] == BENCH_SCHEMA
@@ -103,7 +150,7 @@ def test_guide_pair_on_real_and_synthetic_logs() -> None:
     assert "nccl_log" not in with_p2p
     assert "nccl_log" not in without
     assert "snapshot" not in with_p2p
-    assert doc["snapshot"] == {"schema": "snap"}
+    assert doc["snapshot"] == snapshot_to_dict(SNAPSHOT)
     assert with_p2p["nccl"]["transports"] == ["P2P/CUMEM"]
     assert with_p2p["nccl"]["p2p_disabled"] is False
     assert without["nccl"]["transports"] == ["SHM/direct/direct"]
@@ -114,8 +161,8 @@ def test_guide_pair_on_real_and_synthetic_logs() -> None:
 
 
 def test_no_p2p_run_that_still_used_p2p_is_called_out() -> None:
-    runs = FakeRuns(train_doc(GUIDE_P2P_S, log=P2P_LOG), train_doc(GUIDE_P2P_S, log=MULTINODE_LOG))
-    doc = compare_p2p(runs, label="train")
+    runs = FakeRuns((train_doc(GUIDE_P2P_S), P2P_LOG), (train_doc(GUIDE_P2P_S), MULTINODE_LOG))
+    doc = compare_p2p(runs, label="train").to_json_dict()
     assert len(doc["warnings"]) == 1
     warning = doc["warnings"][0]
     assert warning.startswith("train P2P=N:")
@@ -125,8 +172,8 @@ def test_no_p2p_run_that_still_used_p2p_is_called_out() -> None:
 
 
 def test_p2p_run_that_fell_back_to_shm_is_called_out() -> None:
-    runs = FakeRuns(train_doc(GUIDE_NO_P2P_S, log=SHM_LOG), train_doc(GUIDE_NO_P2P_S, log=SHM_LOG))
-    doc = compare_p2p(runs, label="train")
+    runs = FakeRuns((train_doc(GUIDE_NO_P2P_S), SHM_LOG), (train_doc(GUIDE_NO_P2P_S), SHM_LOG))
+    doc = compare_p2p(runs, label="train").to_json_dict()
     assert len(doc["warnings"]) == 1
     assert doc["warnings"][0].startswith("train P2P=Y:")
     assert "did not use P2P" in doc["warnings"][0]
@@ -134,8 +181,8 @@ def test_p2p_run_that_fell_back_to_shm_is_called_out() -> None:
 
 
 def test_gloo_says_nccl_is_absent_instead_of_pretending() -> None:
-    runs = FakeRuns(train_doc(2.0, backend="gloo", log=""), train_doc(2.5, backend="gloo", log=""))
-    doc = compare_p2p(runs, label="train")
+    runs = FakeRuns((train_doc(2.0, backend="gloo"), ""), (train_doc(2.5, backend="gloo"), ""))
+    doc = compare_p2p(runs, label="train").to_json_dict()
     assert [r["transport"] for r in doc["comparison"]["rows"]] == [GLOO_TRANSPORT, GLOO_TRANSPORT]
     assert doc["warnings"] == []
     assert any("no effect" in n or "changes nothing" in n for n in doc["notes"])
@@ -144,8 +191,8 @@ def test_gloo_says_nccl_is_absent_instead_of_pretending() -> None:
 
 
 def test_nccl_run_without_a_log_is_not_checked_silently() -> None:
-    runs = FakeRuns(train_doc(1.0, log=""), train_doc(1.2, log="no nccl here at all\n"))
-    doc = compare_p2p(runs, label="train")
+    runs = FakeRuns((train_doc(1.0), ""), (train_doc(1.2), "no nccl here at all\n"))
+    doc = compare_p2p(runs, label="train").to_json_dict()
     assert [r["transport"] for r in doc["comparison"]["rows"]] == [NO_LOG_TRANSPORT, NO_LOG_TRANSPORT]
     assert len(doc["warnings"]) == 2
     assert "no NCCL_DEBUG=INFO output" in doc["warnings"][0]
@@ -153,10 +200,10 @@ def test_nccl_run_without_a_log_is_not_checked_silently() -> None:
 
 
 def test_a_failed_run_is_partial_and_has_no_speedup() -> None:
-    failed = train_doc(1.0, log=SHM_LOG, partial=True, error="rank 1 exited with code -9 (SIGKILL)")
-    failed["results"] = []
-    runs = FakeRuns(train_doc(1.0, log=P2P_LOG), failed)
-    doc = compare_p2p(runs, label="train")
+    failed = train_doc(1.0, partial=True, error="rank 1 exited with code -9 (SIGKILL)", rows=0)
+    runs = FakeRuns((train_doc(1.0), P2P_LOG), (failed, SHM_LOG))
+    doc = compare_p2p(runs, label="train").to_json_dict()
+    assert_valid(doc)
     assert doc["partial"] is True
     assert doc["error"] == "rank 1 exited with code -9 (SIGKILL)"
     assert doc["comparison"]["speedup_percent"] is None
@@ -164,23 +211,60 @@ def test_a_failed_run_is_partial_and_has_no_speedup() -> None:
     assert any("rank 1 exited" in w for w in doc["warnings"])
 
 
+def sweep_doc(times_us: dict[int, tuple[float, float]]) -> CollectiveDocument:
+    """An all-reduce run on two ranks: size -> (median time in us, busbw)."""
+    method = Method(method_version="collectives-1", warmup=0, repeats=1, timer="cuda_events")
+    rows = [
+        CollectiveRow(
+            **row_head(name="allreduce", unit="GB/s", samples=[bw], method=method, backend="nccl", world_size=2),
+            op="allreduce",
+            size_bytes=size,
+            time_us_median=time_us,
+            algbw_gbps=bw,
+            busbw_gbps=bw,
+            correct=True,
+        )
+        for size, (time_us, bw) in times_us.items()
+    ]
+    return CollectiveDocument(
+        benchmark="allreduce",
+        partial=False,
+        error=None,
+        method=method,
+        backend="nccl",
+        world_size=2,
+        versions=VERSIONS,
+        snapshot=None,
+        results=rows,
+        op="allreduce",
+        sizes=list(times_us),
+        wall_s=1.0,
+        notes=[],
+    )
+
+
 def test_collective_figures_weight_time_by_size() -> None:
-    doc = {
-        "benchmark": "allreduce",
-        "results": [
-            {"size_bytes": 1000, "time_us_median": 10.0, "busbw_gbps": 0.1},
-            {"size_bytes": 3000, "time_us_median": 20.0, "busbw_gbps": 0.3},
-        ],
-    }
-    figures = run_figures(doc)
+    time_s, busbw = collective_figures(sweep_doc({1000: (10.0, 0.1), 3000: (20.0, 0.3)}))
     # (1000 x 10 us + 3000 x 20 us) / 4000 = 17.5 us
-    assert figures["time_s"] == pytest.approx(17.5e-6)
-    assert figures["busbw_gbps"] == 0.3  # at the largest size
+    assert time_s == pytest.approx(17.5e-6)
+    assert busbw == 0.3  # at the largest size
 
 
-def test_other_benchmarks_report_their_median_value() -> None:
-    doc = {"benchmark": "p2p", "results": [{"value": 10.0, "unit": "GB/s"}, {"value": 30.0, "unit": "GB/s"}]}
-    assert run_figures(doc) == {"time_s": None, "value": 20.0, "unit": "GB/s"}
+def test_a_run_without_rows_has_no_figures() -> None:
+    assert collective_figures(sweep_doc({})) == (None, None)
+    assert train_figures(train_doc(1.0, rows=0)) == (None, None)
+    assert train_figures(train_doc(2.0)) == (2.0, 800.0)
+
+
+def test_collective_comparison_is_valid_and_keeps_its_rows() -> None:
+    fast, slow = sweep_doc({1024: (10.0, 0.2)}), sweep_doc({1024: (30.0, 0.07)})
+    doc = compare_p2p(FakeRuns((fast, P2P_LOG), (slow, SHM_LOG)), label="allreduce").to_json_dict()
+    assert_valid(doc)
+    assert doc["benchmark"] == "allreduce-compare-p2p"
+    assert [r["busbw_gbps"] for r in doc["comparison"]["rows"]] == [0.2, 0.07]
+    assert doc["comparison"]["speedup_percent"] == pytest.approx(200 / 3)
+    assert [list(r)[-1] for r in doc["results"]] == ["p2p", "p2p"]  # the tag comes last, as printed
+    assert list(doc["runs"][0])[-4:] == ["p2p", "env", "transport", "nccl"]
 
 
 def test_compare_refuses_to_run_inside_a_torchrun_job(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,9 +273,9 @@ def test_compare_refuses_to_run_inside_a_torchrun_job(monkeypatch: pytest.Monkey
         monkeypatch.setenv(name, value)
     calls: list[dict[str, str]] = []
 
-    def run(env: dict[str, str], nccl_debug: bool) -> dict[str, Any]:
+    def run(env: dict[str, str], nccl_debug: bool) -> tuple[RunDocument, str]:
         calls.append(env)
-        return {}
+        return train_doc(1.0), ""
 
     with pytest.raises(UsageError, match="outside torchrun/srun"):
         compare_p2p(run, label="train")

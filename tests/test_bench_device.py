@@ -6,6 +6,7 @@ Workers run in-process with a WorkerContext whose rows go to a list; the CLI tes
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -18,17 +19,19 @@ from typer.testing import CliRunner
 
 from rigcheck.bench.device import common, hostlink, matmul, membw, p2p
 from rigcheck.bench.launcher import WorkerContext
-from rigcheck.bench.results import BENCH_SCHEMA, Method
 from rigcheck.cli.bench_device import register
 from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
-from rigcheck.model import snapshot_from_json
+from rigcheck.model import snapshot_from_json, snapshot_to_dict
+from rigcheck.model.bench import BENCH_SCHEMA, MatmulRow, Method, row_head
 from rigcheck.model.snapshot import Gpu
 
 torch = pytest.importorskip("torch")
 
 SNAPSHOTS = Path(__file__).parent / "fixtures" / "snapshots"
 HAS_CUDA = bool(torch.cuda.is_available())
+H100 = snapshot_from_json((SNAPSHOTS / "healthy-8x-h100.json").read_text())
+P2P_METHOD = Method(method_version="p2p-1", warmup=1, repeats=3, timer="perf_counter")
 
 
 def cpu_context(rows: list[dict[str, Any]], progress: list[str] | None = None) -> WorkerContext:
@@ -98,9 +101,13 @@ def test_local_cpus_prefers_nvml_affinity() -> None:
 
 
 def test_pcie_theoretical_from_snapshot_link() -> None:
+    # Idle at Gen1: the link runs at its max generation under load.
     gbps, link = hostlink.pcie_theoretical(Gpu(index=0, pcie_gen_max=5, pcie_width_max=16, pcie_gen_current=1))
     assert link == "Gen5 x16"
     assert gbps == pytest.approx(32 * 16 * 128 / 130 / 8)  # 63.02 GB/s per direction
+    # Trained to x8 in an x16 slot (two cards sharing the lanes): x8 is what it has.
+    narrow = Gpu(index=0, pcie_gen_max=4, pcie_gen_current=4, pcie_width_max=16, pcie_width_current=8)
+    assert hostlink.pcie_theoretical(narrow) == (pytest.approx(16 * 8 * 128 / 130 / 8), "Gen4 x8")
     assert hostlink.pcie_theoretical(Gpu(index=0)) == (None, None)
 
 
@@ -158,16 +165,36 @@ def test_default_shapes_cover_the_mamf_sweep() -> None:
     assert all(max(s) <= 1024 for s in matmul.default_shapes(cpu=True, quick=False))
 
 
+def matmul_row(dtype: Any, tflops: float, correct: bool = True) -> MatmulRow:
+    method = Method(method_version="matmul-1", warmup=0, repeats=1)
+    return MatmulRow(
+        **row_head(name="matmul", unit="TFLOPS", samples=[tflops], method=method, backend="gloo", world_size=1),
+        rank=0,
+        gpu=None,
+        device_name="cpu",
+        dtype=dtype,
+        m=64,
+        n=64,
+        k=64,
+        time_us_median=1.0,
+        peak_tflops=None,
+        peak_source=None,
+        correct=correct,
+        max_rel_error=0.0,
+        best=False,
+        tflops_median=tflops,
+        tflops_min=tflops,
+        tflops_max=tflops,
+        fraction_of_peak=None,
+        missing={"peak_tflops": "no catalogue peak for a CPU", "fraction_of_peak": "no catalogue peak for a CPU"},
+    )
+
+
 def test_mark_best_ignores_wrong_products() -> None:
-    rows = [
-        {"rank": 0, "dtype": "bf16", "tflops_median": 10.0, "correct": True},
-        {"rank": 0, "dtype": "bf16", "tflops_median": 30.0, "correct": False},
-        {"rank": 0, "dtype": "bf16", "tflops_median": 20.0, "correct": True},
-        {"rank": 0, "dtype": "fp32", "tflops_median": 5.0, "correct": True},
-    ]
-    best = matmul.mark_best(rows)
-    assert [r["best"] for r in rows] == [False, False, True, True]
-    assert {r["tflops_median"] for r in best} == {20.0, 5.0}
+    rows = [matmul_row("bf16", 10.0), matmul_row("bf16", 30.0, False), matmul_row("bf16", 20.0), matmul_row("fp32", 5)]
+    marked, best = matmul.mark_best(rows)
+    assert [r.best for r in marked] == [False, False, True, True]
+    assert [(b.dtype, b.tflops_median) for b in best] == [("bf16", 20.0), ("fp32", 5.0)]
 
 
 def test_copy_rates_count_bytes_once() -> None:
@@ -251,7 +278,7 @@ def test_matmul_worker_catches_a_wrong_product(monkeypatch: pytest.MonkeyPatch) 
         matmul.MatmulPayload(dtypes=("fp32",), shapes=((8, 8, 8),), warmup=0, repeats=1, flush_bytes=1024),
     )
     assert rows[0]["correct"] is False
-    assert matmul.mark_best(rows) == []
+    assert matmul.mark_best([MatmulRow.model_validate(r) for r in rows])[1] == []
 
 
 def test_membw_worker_cpu() -> None:
@@ -285,7 +312,7 @@ def fake_measure(src: int, dst: int, mode: str) -> p2p.PairMeasurement:
 
 def test_p2p_rows_and_matrices_from_fake_measurements() -> None:
     size = 10**9
-    method = Method("p2p-1", 1, 3, "median", "perf_counter")
+    method = P2P_METHOD
 
     def facts(a: int, b: int) -> p2p.PairFacts:
         return p2p.PairFacts(
@@ -298,15 +325,15 @@ def test_p2p_rows_and_matrices_from_fake_measurements() -> None:
     rows = p2p.build_rows(3, fake_measure, facts, size_bytes=size, method=method, on_progress=seen.append)
     assert len(rows) == 3 * 2 * 2  # ordered pairs × modes
     assert len(seen) == 12
-    r01 = next(r for r in rows if (r["src"], r["dst"], r["mode"]) == (0, 1, "peer"))
-    assert r01["unidirectional_gbps"] == pytest.approx(100.0)  # 1e9 B / 0.01 s, the median sample
-    assert r01["bidirectional_gbps"] == pytest.approx(2 * size / 0.0125 / 1e9)  # both directions' bytes
-    assert r01["latency_us"] == pytest.approx(2.0)
-    assert r01["fraction_of_theoretical"] == pytest.approx(1.0)
-    r12s = next(r for r in rows if (r["src"], r["dst"], r["mode"]) == (1, 2, "staged"))
-    assert r12s["unidirectional_gbps"] == pytest.approx(size / 0.16 / 1e9)
-    assert r12s["theoretical_gbps"] == 25.0  # staged copies are held against PCIe
-    assert next(r for r in rows if (r["src"], r["dst"]) == (2, 0))["correct"] is False
+    r01 = next(r for r in rows if (r.src, r.dst, r.mode) == (0, 1, "peer"))
+    assert r01.unidirectional_gbps == pytest.approx(100.0)  # 1e9 B / 0.01 s, the median sample
+    assert r01.bidirectional_gbps == pytest.approx(2 * size / 0.0125 / 1e9)  # both directions' bytes
+    assert r01.latency_us == pytest.approx(2.0)
+    assert r01.fraction_of_theoretical == pytest.approx(1.0)
+    r12s = next(r for r in rows if (r.src, r.dst, r.mode) == (1, 2, "staged"))
+    assert r12s.unidirectional_gbps == pytest.approx(size / 0.16 / 1e9)
+    assert r12s.theoretical_gbps == 25.0  # staged copies are held against PCIe
+    assert next(r for r in rows if (r.src, r.dst) == (2, 0)).correct is False
 
     mats = p2p.matrices(rows, 3)
     uni = mats["unidirectional_gbps_peer"]
@@ -318,21 +345,26 @@ def test_p2p_rows_and_matrices_from_fake_measurements() -> None:
     assert lines[0].split()[1:] == ["0", "1", "2"]
     assert lines[1].split() == ["0", "-", "100.0", "25.0"]
 
-    doc = p2p.p2p_document(rows, 3, method=method, size_bytes=size, iters=5, snap=None)
+    doc = p2p.p2p_document(rows, 3, method=method, size_bytes=size, iters=5, snap=H100).to_json_dict()
     assert doc["schema"] == BENCH_SCHEMA
     assert doc["benchmark"] == "p2p"
     assert doc["matrices"]["bidirectional_gbps_peer"][1][0] == pytest.approx(160.0)
+    assert "comparison" not in doc  # --compare-p2p only
+    assert "warnings" not in doc
     json.dumps(doc)  # plain JSON types only
 
 
-def test_p2p_compare_is_the_guides_table_per_pair(capsys: pytest.CaptureFixture[str]) -> None:
+def test_p2p_compare_is_the_guides_table_per_pair() -> None:
     """--compare-p2p on bench p2p: peer (P2P=Y) against staged (P2P=N) per ordered pair, with the guide's
     speed-up; a pair without peer access is flagged, and the document stays valid bench/1."""
-    from rigcheck.cli.bench_common import render_pair_comparison
+    from rich.console import Console
+
+    from rigcheck.report.bench import terminal
+    from rigcheck.report.bench_html import bench_html
     from tests.test_schemas import validator
 
     size = 10**9
-    method = Method("p2p-1", 1, 3, "median", "perf_counter")
+    method = P2P_METHOD
 
     def measure(src: int, dst: int, mode: str) -> p2p.PairMeasurement:
         got = fake_measure(src, dst, mode)
@@ -343,49 +375,50 @@ def test_p2p_compare_is_the_guides_table_per_pair(capsys: pytest.CaptureFixture[
 
     rows = p2p.build_rows(3, measure, lambda a, b: p2p.PairFacts(), size_bytes=size, method=method)
     comp = p2p.p2p_comparison(rows)
-    assert [(c["src"], c["dst"]) for c in comp["pairs"]] == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
-    c01 = comp["pairs"][0]
-    assert [r["p2p"] for r in c01["rows"]] == ["Y", "N"]
-    assert c01["rows"][0]["time_s"] == pytest.approx(0.01)  # 1 GB at the median 100 GB/s
-    assert c01["rows"][1]["time_s"] == pytest.approx(0.04)
-    assert c01["speedup_percent"] == pytest.approx(75.0)  # (0.04 - 0.01) / 0.04, as the guide counts
-    assert c01["time_ratio"] == pytest.approx(4.0)
-    assert len(comp["warnings"]) == 1
-    assert "GPU 1 -> GPU 2" in comp["warnings"][0]
-    assert "host" in comp["pairs"][3]["rows"][0]["transport"]
-    assert "NCCL_P2P_DISABLE" in comp["note"]
+    assert [(c.src, c.dst) for c in comp.pairs] == [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]
+    c01 = comp.pairs[0]
+    assert [r.p2p for r in c01.rows] == ["Y", "N"]
+    assert c01.rows[0].time_s == pytest.approx(0.01)  # 1 GB at the median 100 GB/s
+    assert c01.rows[1].time_s == pytest.approx(0.04)
+    assert c01.speedup_percent == pytest.approx(75.0)  # (0.04 - 0.01) / 0.04, as the guide counts
+    assert c01.time_ratio == pytest.approx(4.0)
+    assert len(comp.warnings) == 1
+    assert "GPU 1 -> GPU 2" in comp.warnings[0]
+    assert "host" in comp.pairs[3].rows[0].transport
+    assert "NCCL_P2P_DISABLE" in comp.note
 
-    doc = p2p.p2p_document(rows, 3, method=method, size_bytes=size, iters=5, snap=None)
-    doc["comparison"], doc["warnings"] = comp, comp["warnings"]
-    validator("rigcheck.bench/1").validate(json.loads(json.dumps(doc)))
+    document = p2p.p2p_document(rows, 3, method=method, size_bytes=size, iters=5, snap=None, comparison=comp)
+    doc = document.to_json_dict()
+    assert list(doc)[-2:] == ["comparison", "warnings"]  # after the matrices, as printed
+    assert doc["warnings"] == comp.warnings
+    validator("rigcheck.bench/1").validate(doc)
     broken = json.loads(json.dumps(doc))
     broken["comparison"]["pairs"][0]["rows"][0]["p2p"] = "yes"
     with pytest.raises(jsonschema.ValidationError, match="yes"):
         validator("rigcheck.bench/1").validate(broken)
 
-    from rigcheck.report.html import bench_html
-
-    page = bench_html(doc)
+    page = bench_html(document)
     assert 'class="comparison"' in page
     assert "staged through pinned host memory" in page
 
-    render_pair_comparison(comp)
-    out = capsys.readouterr().out
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    console.print(terminal(document))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert out.index("p2p --compare-p2p") < out.index("p2p: GPU-to-GPU copies")  # the comparison first
     assert "0 -> 1" in out
     assert "+75.0%" in out
     assert "! GPU 1 -> GPU 2" in out
 
 
 def test_p2p_compare_skips_a_pair_measured_in_one_mode() -> None:
-    method = Method("p2p-1", 1, 3, "median", "perf_counter")
     rows = p2p.build_rows(
-        2, fake_measure, lambda a, b: p2p.PairFacts(), size_bytes=10**9, method=method, modes=["peer"]
+        2, fake_measure, lambda a, b: p2p.PairFacts(), size_bytes=10**9, method=P2P_METHOD, modes=["peer"]
     )
-    assert p2p.p2p_comparison(rows)["pairs"] == []
+    assert p2p.p2p_comparison(rows).pairs == []
 
 
 def test_p2p_pair_facts_from_snapshot() -> None:
-    snap = snapshot_from_json((SNAPSHOTS / "healthy-8x-h100.json").read_text())
+    snap = H100
     f = p2p.pair_facts(snap.gpu(0), snap.gpu(1), snap, "NVIDIA H100 80GB HBM3")
     assert f.link == "NV18"
     assert f.nvml_p2p_read == "ok"
@@ -410,14 +443,14 @@ needs_no_cuda = pytest.mark.skipif(HAS_CUDA, reason="checks the messages given w
 @needs_no_cuda
 def test_gpu_only_benchmarks_refuse_in_one_line() -> None:
     with pytest.raises(UsageError, match="hostlink needs an NVIDIA GPU; ") as exc:
-        hostlink.run_hostlink()
+        hostlink.run_hostlink(snapshot=H100)
     assert "\n" not in str(exc.value)
     with pytest.raises(UsageError, match="p2p needs an NVIDIA GPU"):
-        p2p.run_p2p()
+        p2p.run_p2p(snapshot=H100)
     with pytest.raises(UsageError, match="add --cpu"):
-        matmul.run_matmul()
+        matmul.run_matmul(snapshot=H100)
     with pytest.raises(UsageError, match="add --cpu"):
-        membw.run_membw()
+        membw.run_membw(snapshot=H100)
 
 
 # --- the CLI, through the launcher (one spawned CPU worker each) -----------------------------------------
@@ -460,8 +493,12 @@ def test_cli_membw_cpu_table() -> None:
 
 
 def test_run_matmul_two_cpu_ranks() -> None:
-    doc = matmul.run_matmul(cpu=True, world_size=2, shapes=[(16, 16, 16), (32, 32, 32)], warmup=0, repeats=2)
+    document = matmul.run_matmul(
+        cpu=True, world_size=2, shapes=[(16, 16, 16), (32, 32, 32)], warmup=0, repeats=2, snapshot=H100
+    )
+    doc = document.to_json_dict()
     assert doc["partial"] is False, doc["error"]
+    assert doc["snapshot"] == snapshot_to_dict(H100)  # the machine the caller handed in
     assert doc["world_size"] == 2
     assert doc["backend"] == "gloo"
     assert sorted(r["rank"] for r in doc["results"]) == [0, 0, 1, 1]
@@ -498,9 +535,15 @@ def test_cli_matmul_cpu_rejects_gpu_only_dtype() -> None:
 
 @pytest.mark.gpu
 def test_gpu_matmul_small_sweep() -> None:
-    doc = matmul.run_matmul(
-        dtypes=["bf16", "tf32"], shapes=[(1024, 1024, 1024), (2048, 2048, 2048)], warmup=2, repeats=5, warmup_s=0.5
+    document = matmul.run_matmul(
+        dtypes=["bf16", "tf32"],
+        shapes=[(1024, 1024, 1024), (2048, 2048, 2048)],
+        warmup=2,
+        repeats=5,
+        warmup_s=0.5,
+        snapshot=None,
     )
+    doc = document.to_json_dict()
     assert doc["partial"] is False, doc["error"]
     assert doc["method"]["timer"] == "cuda_events"
     assert all(r["correct"] for r in doc["results"])
@@ -510,10 +553,12 @@ def test_gpu_matmul_small_sweep() -> None:
 
 @pytest.mark.gpu
 def test_gpu_membw_and_hostlink() -> None:
-    doc = membw.run_membw(sizes=[64 << 20], repeats=3)
+    from rigcheck.probe.live import probe_machine
+
+    doc = membw.run_membw(sizes=[64 << 20], repeats=3, snapshot=None).to_json_dict()
     assert doc["results"][0]["correct"] is True
     assert doc["results"][0]["copy_gbps"] > 10
-    doc = hostlink.run_hostlink(gpus=[0], size_bytes=16 << 20, repeats=2)
+    doc = hostlink.run_hostlink(gpus=[0], size_bytes=16 << 20, repeats=2, snapshot=probe_machine()).to_json_dict()
     rows = doc["results"]
     assert {(r["direction"], r["memory"]) for r in rows} >= {
         ("h2d", "pinned"),
@@ -527,17 +572,20 @@ def test_gpu_membw_and_hostlink() -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(HAS_CUDA and torch.cuda.device_count() < 2, reason="p2p needs two GPUs")
 def test_gpu_p2p_pair() -> None:
-    doc = p2p.run_p2p(size_bytes=16 << 20, repeats=2, iters=2)
+    from rigcheck.probe.live import probe_machine
+
+    document = p2p.run_p2p(size_bytes=16 << 20, repeats=2, iters=2, compare=True, snapshot=probe_machine())
+    doc = document.to_json_dict()
     n = doc["gpus"]
     assert len(doc["results"]) == n * (n - 1) * 2
     assert all(r["correct"] for r in doc["results"])
     assert all(r["latency_us"] is not None and r["latency_us"] > 0 for r in doc["results"])
-    comp = p2p.p2p_comparison(doc["results"])
+    comp = doc["comparison"]
     assert len(comp["pairs"]) == n * (n - 1)
     assert all(pair["speedup_percent"] is not None for pair in comp["pairs"])
 
 
 def test_rate_column_keeps_small_cpu_figures_readable() -> None:
-    from rigcheck.cli.bench_device import _rate
+    from rigcheck.report.bench import rate
 
-    assert [_rate(x) for x in (799.44, 2.3456, 0.5234, 0.000123, None)] == ["799.4", "2.35", "0.523", "0.00012", "-"]
+    assert [rate(x) for x in (799.44, 2.3456, 0.5234, 0.000123, None)] == ["799.4", "2.35", "0.523", "0.00012", "-"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rigcheck.bench.formulas import algbw_gbps, busbw_factor, busbw_gbps, matmul_tflops
-from rigcheck.bench.results import Method, row
+from rigcheck.model.bench import Method, reasons, row_head
 
 
 def test_algbw_is_bytes_over_time() -> None:
@@ -48,7 +48,16 @@ def test_bad_inputs() -> None:
 
 
 def test_row_median_and_spread() -> None:
-    r = row(name="x", unit="GB/s", samples=[3.0, 1.0, 2.0], method=Method("1", 2, 3), backend="gloo", world_size=2)
+    method = Method(method_version="1", warmup=2, repeats=3)
+    r = row_head(name="x", unit="GB/s", samples=[3.0, 1.0, 2.0], method=method, backend="gloo", world_size=2)
     assert (r["value"], r["median"], r["min"], r["max"], r["repeats"], r["warmup"]) == (2.0, 2.0, 1.0, 3.0, 3, 2)
+    assert (r["method_version"], r["sizes"]) == ("1", [])
     with pytest.raises(ValueError, match="sample"):
-        row(name="x", unit="s", samples=[], method=Method("1", 0, 0), backend="gloo", world_size=1)
+        row_head(name="x", unit="s", samples=[], method=method, backend="gloo", world_size=1)
+
+
+def test_reasons_name_only_the_nulls() -> None:
+    assert reasons("no catalogue peak", peak=None, fraction=None, gpu=0) == {
+        "peak": "no catalogue peak",
+        "fraction": "no catalogue peak",
+    }

@@ -25,7 +25,6 @@ import typer
 from typer.testing import CliRunner
 
 from rigcheck.bench.launcher import WorkerContext
-from rigcheck.bench.results import BENCH_SCHEMA
 from rigcheck.bench.train import (
     METHOD_VERSION,
     TrainOptions,
@@ -38,6 +37,7 @@ from rigcheck.bench.train import (
 )
 from rigcheck.cli.bench_train import register
 from rigcheck.errors import InputError, UsageError
+from rigcheck.model.bench import BENCH_SCHEMA
 
 REPO = Path(__file__).resolve().parent.parent
 TEXT = REPO / "docs" / "design.md"  # English prose: a byte-level model learns its letter frequencies fast
@@ -134,7 +134,7 @@ def test_cpu_ranks_share_the_cores() -> None:
 def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "transformers", None)
     with pytest.raises(UsageError, match=r"rigcheck\[train\]"):
-        run_train(cpu=True, world_size=1, tiny=True)
+        run_train(cpu=True, world_size=1, tiny=True, snapshot=None)
 
 
 # --- the worker, in this process ---------------------------------------------------------------------------
@@ -245,10 +245,11 @@ def test_cli_bad_text_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_a_run_that_times_out_is_partial_and_names_the_rank() -> None:
     # The workers cannot even import torch in 1 s; the document says so instead of raising.
-    doc = run_train(cpu=True, world_size=2, tiny=True, steps=10_000, timeout_s=1.0)
-    assert doc["partial"] is True
-    assert doc["results"] == []
-    assert "rank" in doc["error"]
+    doc, _ = run_train(cpu=True, world_size=2, tiny=True, steps=10_000, timeout_s=1.0, snapshot=None)
+    assert doc.partial is True
+    assert doc.results == []
+    assert doc.error is not None
+    assert "rank" in doc.error
     assert multiprocessing.active_children() == []
 
 
@@ -256,7 +257,8 @@ def test_a_run_that_times_out_is_partial_and_names_the_rank() -> None:
 def test_gpu_train_tiny_on_one_gpu_with_nccl() -> None:
     """The CUDA path end to end: NCCL on one GPU, CUDA-event step times, peak memory, both precisions."""
     for bf16 in (False, True):
-        doc = run_train(cpu=False, world_size=1, tiny=True, steps=8, bf16=bf16, timeout_s=300.0)
+        document, _ = run_train(cpu=False, world_size=1, tiny=True, steps=8, bf16=bf16, timeout_s=300.0, snapshot=None)
+        doc = document.to_json_dict()
         assert (doc["partial"], doc["error"]) == (False, None)
         assert (doc["backend"], doc["world_size"]) == ("nccl", 1)
         (row,) = doc["results"]

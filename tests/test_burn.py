@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,7 @@ def test_loop_counts_wrong_results_and_names_the_gpu() -> None:
     assert load.checks == sum(min(n, 4) for n in sizes)
     assert seen[0][0] == 2
     assert load.first_error_s == pytest.approx(seen[0][1])
-    assert load.summary()["errors"] == load.errors
+    assert load.summary().errors == load.errors
 
 
 def test_a_single_wrong_product_among_the_ring_is_caught() -> None:
@@ -237,7 +238,7 @@ def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
     lines: list[str] = []
     result = _cpu_burn(burn_power_capped_h100(2), on_progress=lines.append, progress_every_s=0.5)
     assert not result.interrupted
-    assert result.load_s == pytest.approx(1.5, abs=0.3)
+    assert result.workload.load_s == pytest.approx(1.5, abs=0.3)
     assert [a.index for a in result.analyses] == [0, 1]
     for a in result.analyses:
         assert a.errors == 0
@@ -247,7 +248,7 @@ def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
         assert a.loaded_s > 0
         assert a.power_limit_w == 700.0
     assert any(line.startswith("burn: ") and "GPU1" in line for line in lines[1:])
-    doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result))))
+    doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result)).to_json_dict()))
     assert doc["schema"] == "rigcheck.burn/1"
     assert doc["partial"] is False
     gpu = doc["gpus"][0]
@@ -264,19 +265,46 @@ def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
     assert doc["workload"]["gpus"][0]["missing"] == {"first_error_s": "no wrong result"}
 
 
+def test_a_run_is_drawn_in_every_format() -> None:
+    """A `rigcheck burn` document (not only a `--analyze` one) in the terminal, Markdown and the HTML page."""
+    import io
+
+    from rich.console import Console
+
+    from rigcheck.report.render import Format, render
+
+    run = _cpu_burn(burn_power_capped_h100(1))
+    doc = burn_document(run, burn_exit_code(run))
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    console.print(render(doc, Format.TERMINAL))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert re.match(r"rigcheck burn: \d+ s of fp32 matmuls\nGPU0  ", text)
+    matmuls = doc.workload.gpus[0].matmuls if doc.workload is not None else 0
+    assert f"checked results (of {matmuls} products) matched the first bit for bit" in text
+    assert text.rstrip().endswith("no GPU computed a wrong result, throttled for heat or was lost")
+    markdown = render(doc, Format.MARKDOWN)
+    assert isinstance(markdown, str)
+    assert re.match(r"# rigcheck burn: \d+ s of fp32 matmuls\n\n## GPU0: ", markdown)
+    assert "- fp32 48×48 matmul: " in markdown
+    page = render(doc, Format.HTML)
+    assert isinstance(page, str)
+    assert "<title>rigcheck burn</title>" in page
+    assert 'data-plot="power"' in page  # the samples behind the verdict are drawn, not only the numbers
+
+
 def test_load_summary_gives_a_reason_for_throughput_it_could_not_measure() -> None:
     load = GpuLoad(index=0, error="CUDA out of memory")
     summary = load.summary()
-    assert summary["tflops_sustained"] is None
-    assert summary["missing"] == {
+    assert summary.tflops_sustained is None
+    assert summary.missing == {
         "first_error_s": "no wrong result",
         "tflops_first_10s": "the load failed on this GPU",
         "tflops_sustained": "the load failed on this GPU",
     }
-    assert GpuLoad(index=1).summary()["missing"]["tflops_sustained"] == "no timed matmul finished"
+    assert GpuLoad(index=1).summary().missing["tflops_sustained"] == "no timed matmul finished"
     short = GpuLoad(index=2, chunks=[(0.0, 0.5, 1e12)])  # half a second of load: no whole second to take
-    assert short.summary()["tflops_first_10s"] is not None
-    assert short.summary()["missing"] == {
+    assert short.summary().tflops_first_10s is not None
+    assert short.summary().missing == {
         "first_error_s": "no wrong result",
         "tflops_sustained": "the load lasted under a whole second",
     }
@@ -300,11 +328,13 @@ def test_ctrl_c_keeps_what_was_measured() -> None:
 
     result = _cpu_burn(burn_power_capped_h100(1), minutes=1.0, on_progress=progress, progress_every_s=0.2)
     assert result.interrupted
-    assert result.load_s < 5.0
-    assert result.loads[0].chunks
+    assert result.workload.load_s < 5.0
+    assert result.workload.gpus[0].matmuls > 0
     assert result.analyses[0].tflops_first_10s is not None
     assert burn_exit_code(result) == 130
-    assert burn_document(result, 130)["partial"] is True
+    doc = burn_document(result, 130).to_json_dict()
+    assert doc["partial"] is True
+    assert doc["interrupted"] is True
 
 
 # --- the command line ---------------------------------------------------------------------------------

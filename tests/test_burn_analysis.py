@@ -7,7 +7,6 @@ import csv
 import io
 import json
 import statistics
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -18,10 +17,12 @@ from typer.testing import CliRunner
 from rigcheck.checks.burn import analyze_trace, is_problem
 from rigcheck.checks.power import BRAKE_ADVICE
 from rigcheck.checks.thermal import COOLING_ADVICE
-from rigcheck.cli.burn_analyze import BURN_SCHEMA, burn_analyze
+from rigcheck.cli.burn_analyze import burn_analyze
+from rigcheck.model.burn import BURN_SCHEMA, GpuBurnAnalysis
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
-from rigcheck.model.telemetry import GpuBurnAnalysis, Sample, Trace, TraceGpu
-from rigcheck.probe.trace import format_jsonl_row, read_trace, write_jsonl_header
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu
+from rigcheck.model.trace import format_jsonl_row, write_jsonl_header
+from rigcheck.probe.trace import read_trace
 
 TELEMETRY = Path(__file__).parent / "fixtures" / "corpus" / "telemetry"
 BURN = TELEMETRY / "smi-lms-torch-bf16-burn.csv"
@@ -112,7 +113,7 @@ def test_real_light_load_is_not_limited() -> None:
 
 
 def _nulls(a: GpuBurnAnalysis) -> set[str]:
-    return {key for key, value in asdict(a).items() if value is None}
+    return {key for key, value in a.model_dump().items() if value is None}
 
 
 ALL_TRACES = sorted(TELEMETRY.glob("*.csv")) + sorted(TRACES.glob("*.csv"))
@@ -409,7 +410,7 @@ def test_cli_json_on_the_real_burn() -> None:
     assert gpu["temp_c_max"] == 70
     assert gpu["temp_slowdown_c"] is None
     assert gpu["reasons_time_fraction"]["sw_power_cap"] == pytest.approx(441 / 443)
-    assert gpu == asdict(_one(read_trace(str(BURN))))
+    assert gpu == _one(read_trace(str(BURN))).model_dump(mode="json")
 
 
 def test_cli_terminal_on_the_light_load() -> None:
@@ -464,3 +465,33 @@ def test_cli_bad_input_exit_2_one_line(tmp_path: Path, content: bytes) -> None:
     assert len(lines) == 1
     assert lines[0].startswith(f"rigcheck: error: {path}")
     assert "Traceback" not in result.output
+
+
+# --- what `burn --analyze` loads ------------------------------------------------------------------------
+_HEAVY = ("pynvml", "rigcheck.probe.nvml", "http.server", "torch", "rigcheck.report.burn_html", "rigcheck.report.svg")
+_LOADED = f"""
+import sys
+from rigcheck.cli.app import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(m for m in {_HEAVY!r} if m in sys.modules))
+"""
+
+
+def _heavy_modules_loaded(*argv: str) -> set[str]:
+    """The heavy modules a `rigcheck ARGV` run in a fresh interpreter has imported by its end."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LOADED, *argv], capture_output=True, text=True, check=True)
+    return set(done.stdout.splitlines()[-1].split()) if done.stdout.strip() else set()
+
+
+def test_analyze_loads_neither_nvml_nor_the_page_unless_asked(tmp_path: Path) -> None:
+    assert _heavy_modules_loaded("burn", "--analyze", str(LIGHT), "--json") == set()
+    page = tmp_path / "burn.html"
+    loaded = _heavy_modules_loaded("burn", "--analyze", str(LIGHT), "--html", str(page))
+    assert loaded == {"rigcheck.report.burn_html", "rigcheck.report.svg"}
+    assert page.read_text().startswith("<!DOCTYPE html>")

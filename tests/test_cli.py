@@ -12,7 +12,7 @@ import pytest
 
 from rigcheck.cli.app import main
 from rigcheck.model.schema import snapshot_schema
-from rigcheck.report.base import Format
+from rigcheck.report.render import Format
 from tests.conftest import nvidia_gpu_present
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -37,7 +37,7 @@ def test_allreduce_contract_through_main(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_allreduce_compare_p2p_through_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    page = tmp_path / "cmp.html"
+    page, markdown = tmp_path / "cmp.html", tmp_path / "cmp.md"
     argv = [
         "bench",
         "allreduce",
@@ -50,6 +50,8 @@ def test_allreduce_compare_p2p_through_main(tmp_path: Path, capsys: pytest.Captu
         "--json",
         "--html",
         str(page),
+        "--markdown",
+        str(markdown),
     ]
     code, out, err = run(argv, capsys)
     assert code == 0, err
@@ -60,6 +62,10 @@ def test_allreduce_compare_p2p_through_main(tmp_path: Path, capsys: pytest.Captu
     assert len(doc["runs"]) == 2
     assert "NCCL_P2P_DISABLE=1 changes nothing" in " ".join(doc["notes"])
     assert "<svg" in page.read_text()
+    md = markdown.read_text().splitlines()
+    assert md[0] == "# rigcheck bench allreduce-compare-p2p"
+    assert "| P2P/NVLink | time (s) | busbw (GB/s) | transport (from NCCL_DEBUG=INFO) |" in md
+    assert [line for line in md if line.startswith("## ")] == ["## P2P=Y (gloo (no NCCL))", "## P2P=N (gloo (no NCCL))"]
 
 
 def test_train_tiny_through_main(capsys: pytest.CaptureFixture[str]) -> None:

@@ -203,3 +203,37 @@ def test_monitor_bad_usage_is_exit_2(argv: list[str], capsys: pytest.CaptureFixt
     code, out, _ = run_cli(argv, capsys)
     assert code == 2
     assert out == ""
+
+
+_MONITOR_LOADS = """
+import sys
+import typer
+from rigcheck.cli import monitor_cmd
+from rigcheck.probe.nvml import NvmlPoller
+from tests.fakenvml import burn_power_capped_h100
+
+monitor_cmd.make_poller = lambda gpus=None: NvmlPoller(burn_power_capped_h100(1), gpus=gpus)
+app = typer.Typer()
+monitor_cmd.register(app)
+try:
+    app(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(m for m in ("http.server", "rigcheck.monitor.prometheus", "rigcheck.report.html") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "loaded"), [([], ""), (["--prometheus", "0"], "http.server rigcheck.monitor.prometheus")]
+)
+def test_monitor_starts_http_server_only_for_prometheus(extra: list[str], loaded: str) -> None:
+    import subprocess
+    import sys
+
+    argv = ["--duration", "0.1", "--interval", "0.02", "--json", *extra]
+    root = Path(__file__).resolve().parent.parent  # the fake NVML is imported as tests.fakenvml
+    done = subprocess.run(
+        [sys.executable, "-c", _MONITOR_LOADS, *argv], capture_output=True, text=True, check=True, cwd=root
+    )
+    assert json.loads(done.stdout[: done.stdout.rindex("}") + 1])["schema"] == "rigcheck.monitor/1"
+    assert done.stdout.splitlines()[-1] == loaded

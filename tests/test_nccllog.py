@@ -18,10 +18,11 @@ from rigcheck.nccllog import (
     SINGLE_RANK_LABEL,
     NcclLog,
     describe_transport,
-    nccl_log_to_dict,
     p2p_mismatch,
     parse_nccl_log,
 )
+from rigcheck.report.nccl_log import markdown
+from rigcheck.report.render import Format, render
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -48,23 +49,23 @@ def test_corpus_log_matches_manifest(entry: dict[str, Any]) -> None:
     assert list(log.nccl_versions) == facts["nccl_versions"]
     assert log.nranks == max(int(n) for n in facts["nranks"])
     assert log.channel_line_count == facts["channel_line_count"]
-    assert log.channel_connections() == facts["channel_connections"]
+    assert log.channel_connections == facts["channel_connections"]
     assert log.peer_connections == len(facts["channel_connections"])
 
 
 def test_corpus_vllm_log_details() -> None:
     log = parse(CORPUS / "nccl-log/001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt")
     assert (log.nccl_version, log.cuda) == ("2.28.9", "13.0")
-    assert log.hosts == ("proxmox",)  # not "dproxmox" from the line glued mid-word
+    assert log.hosts == ["proxmox"]  # not "dproxmox" from the line glued mid-word
     assert log.env["NCCL_CUMEM_ENABLE"] == "1"
     assert describe_transport(log) == P2P_LABEL
-    assert log.ranks_seen == (0, 1)
+    assert log.ranks_seen == [0, 1]
 
 
 def test_corpus_multinode_ib_log_details() -> None:
     log = parse(CORPUS / "nccl-log/004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt")
     assert (log.nccl_version, log.cuda) == ("2.10.3", "11.3")
-    assert log.transport_kinds == ("NET", "P2P")
+    assert log.transport_kinds == ["NET", "P2P"]
     assert len(log.hosts) == 4
     assert describe_transport(log) == P2P_LABEL + " + NET/IB"
     sends = [c for c in log.channels if c.direction == "send"]
@@ -76,7 +77,7 @@ def test_corpus_multinode_ib_log_details() -> None:
 def test_h100_one_rank_log() -> None:
     log = parse(CORPUS / "h100-vm/nccl-info-1rank-gpt2-ddp.txt")
     assert log.nranks == 1
-    assert log.transports == ()
+    assert log.transports == []
     assert log.channel_line_count == 0  # "Channel 00/64 : 0" lines are ring orders, not connections
     assert log.p2p_disabled is None
     assert (log.nccl_version, log.cuda) == ("2.28.9", "13.0")
@@ -117,7 +118,7 @@ def test_extra_logs(facts: tuple[str, str | None, int | None, tuple[str, ...], b
     log = parse(EXTRA / name)
     assert log.nccl_version == version
     assert log.nranks == nranks
-    assert log.transports == transports
+    assert tuple(log.transports) == transports
     assert log.p2p_disabled is disabled
     assert log.channel_line_count == lines
     assert log.peer_connections == conns
@@ -158,16 +159,17 @@ def test_glued_and_unprefixed_lines_are_read() -> None:
     keys = {c.peer_key for c in log.channels}
     assert "7[7] -> 3[3]" in keys  # second prefix on one line
     assert "6[6] -> 5[5]" in keys  # a channel line with no prefix at all
-    assert {c.keyword for c in log.channels} == {"Ring"}
+    assert len(log.channels) == 17  # "Ring 04 : 3[3] -> 2[2] via P2P/IPC" lines (NCCL 2.4-2.6)
+    assert all(c.conn_index is None and c.kind == "P2P" for c in log.channels)
 
 
 def test_tolerant_of_ansi_cr_and_prefixes() -> None:
     log = parse(EXTRA / "s02-synthetic-2x-titanrtx-p2p-disabled-shm-2.18.5-mpirun-ansi.txt")
     assert log.env["NCCL_P2P_DISABLE"] == "1"  # ANSI and the final period removed
-    assert log.hosts == ("rig",)
+    assert log.hosts == ["rig"]
     crlf = parse(EXTRA / "s01-synthetic-2x-titanrtx-nv2-p2p-ipc-2.7.8-crlf-progress.txt")
     assert all("\r" not in c.transport for c in crlf.channels)
-    assert crlf.nccl_versions == ("2.7.8+cuda11.0",)
+    assert crlf.nccl_versions == ["2.7.8+cuda11.0"]
 
 
 def test_direction_and_conn_index() -> None:
@@ -220,7 +222,7 @@ def test_bad_input_raises_parse_error(text: str, message: str) -> None:
 
 
 def test_json_document_contract() -> None:
-    doc = nccl_log_to_dict(parse(CORPUS / "nccl-log/004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt"))
+    doc = parse(CORPUS / "nccl-log/004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt").to_json_dict()
     assert doc["schema"] == "rigcheck.nccl-log/1"
     for key in ("transports", "p2p_disabled", "nccl_version", "nranks", "channels"):
         assert key in doc
@@ -233,7 +235,7 @@ def test_json_document_contract() -> None:
 
 def test_every_null_has_its_reason_in_missing() -> None:
     log = parse_nccl_log("h:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n")
-    doc = nccl_log_to_dict(log)
+    doc = log.to_json_dict()
     assert doc["missing"] == {
         "nccl_version": "no 'NCCL version' line in the log",
         "cuda": "no 'NCCL version' line in the log",
@@ -241,9 +243,7 @@ def test_every_null_has_its_reason_in_missing() -> None:
         "nnodes": "no nNodes line in the log",
         "p2p_disabled": "no NCCL_P2P_DISABLE line and no P2P channel: the log cannot tell",
     }
-    bare_version = nccl_log_to_dict(
-        parse_nccl_log("NCCL version 2.10.3\nh:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2\n")
-    )
+    bare_version = parse_nccl_log("NCCL version 2.10.3\nh:1:2 [0] NCCL INFO comm 0x1 rank 0 nRanks 2\n").to_json_dict()
     assert bare_version["nccl_version"] == "2.10.3"
     assert bare_version["nranks"] == 2
     missing = bare_version["missing"]
@@ -251,8 +251,37 @@ def test_every_null_has_its_reason_in_missing() -> None:
     assert missing["cuda"] == "the NCCL version line has no +cuda suffix"
     assert "nccl_version" not in missing
     assert "nranks" not in missing
-    vllm = nccl_log_to_dict(parse(CORPUS / "nccl-log/001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt"))
+    vllm = parse(CORPUS / "nccl-log/001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt").to_json_dict()
     assert vllm["missing"] == {}  # everything printed, nothing null
+
+
+# --- the renderings -------------------------------------------------------------------------------------------
+
+
+def test_markdown_and_html_list_transports_connections_and_env() -> None:
+    log = parse(EXTRA / "s02-synthetic-2x-titanrtx-p2p-disabled-shm-2.18.5-mpirun-ansi.txt")
+    md = render(log, Format.MARKDOWN)
+    assert isinstance(md, str)
+    assert md.startswith("# rigcheck nccl-log\n")
+    assert "- NCCL 2.18.5 (CUDA 12.2); ranks: 2; hosts: 1" in md
+    assert "| SHM/direct/direct | 4 |" in md
+    assert "| 0[0] -> 1[1] | SHM/direct/direct ch 00,01 |" in md
+    assert "| `NCCL_P2P_DISABLE` | `1` |" in md
+    page = render(log, Format.HTML)
+    assert isinstance(page, str)
+    assert '<td class="mono">0[0] -&gt; 1[1]</td>' in page
+    assert "P2P disabled: yes (NCCL_P2P_DISABLE set by environment to 1)" in page
+
+
+def test_renderings_escape_what_the_log_says() -> None:
+    log = parse_nccl_log("h:1:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to <b>|eth0\n")
+    assert log.env == {"NCCL_SOCKET_IFNAME": "<b>|eth0"}
+    assert "`<b>\\|eth0`" in markdown(log)  # a pipe would split the Markdown table cell
+    page = render(log, Format.HTML)
+    assert isinstance(page, str)
+    assert "&lt;b&gt;|eth0" in page
+    assert "<b>" not in page
+    assert "No channel connection lines in the log." in page
 
 
 # --- the command ------------------------------------------------------------------------------------------------

@@ -9,12 +9,11 @@ import pytest
 from rich.console import Console
 
 from rigcheck.checks import CHECKS, run_checks
+from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Severity, snapshot_from_json, snapshot_to_json
+from rigcheck.model.doctor import doctor_document
 from rigcheck.probe.live import probe_machine
-from rigcheck.report.base import DoctorReport
-from rigcheck.report.json_report import render_json
-from rigcheck.report.markdown import render_markdown
-from rigcheck.report.terminal import render_terminal
+from rigcheck.report.render import Format, render
 from tests.fakenvml import SCENARIOS
 
 SYSFS = Path(__file__).parent / "fixtures" / "sysfs" / "two-gpu"
@@ -51,12 +50,12 @@ def test_scenario_through_the_pipeline(name: str) -> None:
     assert any(f.id == finding_id and f.severity is severity for f in findings), [
         (f.id, f.severity.value) for f in findings
     ]
-    report = DoctorReport(snapshot=replayed, findings=findings)
-    assert report.exit_code == exit_code
-    assert json.loads(render_json(report))["exit_code"] == exit_code
-    assert render_markdown(report).startswith("# rigcheck doctor")
+    doc = doctor_document(replayed, findings, exit_code=exit_code_for(findings), strict=False)
+    assert doc.exit_code == exit_code
+    assert json.loads(str(render(doc, Format.JSON)))["exit_code"] == exit_code
+    assert str(render(doc, Format.MARKDOWN)).startswith("# rigcheck doctor")
     console = Console(record=True, width=160, color_system=None)
-    console.print(render_terminal(report))
+    console.print(render(doc, Format.TERMINAL))
     text = console.export_text()
     assert finding_id in text or severity is Severity.OK
 

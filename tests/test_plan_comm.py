@@ -15,13 +15,10 @@ from rigcheck.model import Gpu, GpuPair, LinkKind, Snapshot
 from rigcheck.plan.comm import (
     ASSUMED_MFU,
     GPT2_PARAMS,
-    SCHEMA,
     STRATEGIES,
     busbw_from_bench,
     collectives,
-    comm_plan_to_dict,
     gpt2_param_count,
-    guide_rig_explanation,
     link_busbw,
     model_state_bytes_per_gpu,
     parse_params,
@@ -29,6 +26,10 @@ from rigcheck.plan.comm import (
     theoretical_busbw,
     wire_bytes_per_gpu,
 )
+from rigcheck.plan.guide import guide_rig_explanation
+from rigcheck.report.render import Format, render
+
+SCHEMA = "rigcheck.plan/1"
 
 
 def test_gpt2_parameter_count() -> None:
@@ -79,7 +80,7 @@ def test_ring_factor_and_dtype() -> None:
     assert wire_bytes_per_gpu(10**9, 8, "ddp", "bf16") == pytest.approx(3.5e9)
     assert wire_bytes_per_gpu(10**9, 8, "zero3", "fp16") == pytest.approx(5.25e9)
     assert wire_bytes_per_gpu(10**9, 1, "ddp") == 0
-    ops = [c["op"] for c in collectives("zero3", 4, 100.0)]
+    ops = [c.op for c in collectives("zero3", 4, 100.0)]
     assert ops == ["all_gather", "all_gather", "reduce_scatter"]
 
 
@@ -115,7 +116,7 @@ def test_slow_link_is_called_out() -> None:
 
 def test_missing_bandwidth_and_flops_are_null_with_reasons() -> None:
     plan = plan_comm(124_000_000, 2, "zero3")
-    doc = comm_plan_to_dict(plan)
+    doc = plan.to_json_dict()
     assert doc["comm_time_s"] is None
     assert "--busbw" in doc["comm_time_reason"]
     assert doc["compute_time_s"] is None
@@ -124,7 +125,7 @@ def test_missing_bandwidth_and_flops_are_null_with_reasons() -> None:
 
 
 def test_every_null_number_has_its_reason_in_missing() -> None:
-    doc = comm_plan_to_dict(plan_comm(124_000_000, 2, "zero3"))
+    doc = plan_comm(124_000_000, 2, "zero3").to_json_dict()
     no_bw = "no bus bandwidth: pass --busbw GBPS, --from a bench result, --link, or a snapshot with GPU pairs"
     assert doc["missing"] == {
         "busbw_gbps": no_bw,
@@ -144,16 +145,16 @@ def test_every_null_number_has_its_reason_in_missing() -> None:
 
 def test_missing_is_empty_when_everything_is_known() -> None:
     plan = plan_comm(124_000_000, 2, "ddp", "fp32", busbw_gbps=10.0, tokens_per_step_per_gpu=4096, gpu="TITAN RTX")
-    doc = comm_plan_to_dict(plan)
+    doc = plan.to_json_dict()
     assert doc["missing"] == {}
     assert all(row["missing"] == {} for row in doc["strategies"])
-    bw_only = comm_plan_to_dict(plan_comm(124_000_000, 2, "ddp", busbw_gbps=10.0, tokens_per_step_per_gpu=4096))
+    bw_only = plan_comm(124_000_000, 2, "ddp", busbw_gbps=10.0, tokens_per_step_per_gpu=4096).to_json_dict()
     assert bw_only["missing"]["comm_share"] == "the compute time is unknown"
-    one = comm_plan_to_dict(plan_comm(124_000_000, 1, "ddp"))
+    one = plan_comm(124_000_000, 1, "ddp").to_json_dict()
     assert one["comm_time_s"] == 0.0
     assert one["missing"]["busbw_gbps"] == "one GPU: nothing goes on the wire"
     one_gpu_snapshot = Snapshot(gpus=[Gpu(index=0, name="NVIDIA TITAN RTX")])
-    lone = comm_plan_to_dict(plan_comm(124_000_000, 2, "ddp", snapshot=one_gpu_snapshot))
+    lone = plan_comm(124_000_000, 2, "ddp", snapshot=one_gpu_snapshot).to_json_dict()
     assert lone["missing"]["busbw_gbps"].startswith("the snapshot has fewer than two GPUs to pair")
 
 
@@ -241,24 +242,56 @@ def test_busbw_from_bench_takes_largest_allreduce() -> None:
 
 def test_guide_rig_explanation() -> None:
     g = guide_rig_explanation()
-    assert g["params"] == 124_439_808
-    assert g["wire_bytes_per_gpu_per_step"] == 497_759_232
-    assert g["measured_difference_s"] == pytest.approx(29.5, abs=0.01)
-    assert g["nvlink_busbw_gbps"] == 50.0
-    assert g["nvlink_comm_s_per_run"] == pytest.approx(200 * 497_759_232 / 50e9)
-    ceiling, measured = g["scenarios"]
-    assert ceiling["shm_busbw_gbps"] == pytest.approx(15.754, abs=0.001)
-    assert ceiling["share_of_difference"] == pytest.approx(0.147, abs=0.001)
-    assert measured["shm_busbw_gbps"] == 4.0
-    assert measured["share_of_difference"] == pytest.approx(0.776, abs=0.001)
-    assert g["implied_shm_busbw_gbps"] == pytest.approx(3.16, abs=0.01)
-    assert 0.3 < g["implied_mfu_nvlink_run"] < 0.45
-    for key in ("params_source", "wire_source", "nvlink_busbw_source", "fp32_peak_source", "compute_source"):
-        assert g[key]
-    for scenario in g["scenarios"]:
-        assert scenario["shm_busbw_source"]
-    assert g["not_explained"]
-    assert any("29.5 s" in line for line in g["explanation"])
+    assert g.params == 124_439_808
+    assert g.wire_bytes_per_gpu_per_step == 497_759_232
+    assert g.measured_difference_s == pytest.approx(29.5, abs=0.01)
+    assert g.nvlink_busbw_gbps == 50.0
+    assert g.nvlink_comm_s_per_run == pytest.approx(200 * 497_759_232 / 50e9)
+    ceiling, measured = g.scenarios
+    assert ceiling.shm_busbw_gbps == pytest.approx(15.754, abs=0.001)
+    assert ceiling.share_of_difference == pytest.approx(0.147, abs=0.001)
+    assert measured.shm_busbw_gbps == 4.0
+    assert measured.share_of_difference == pytest.approx(0.776, abs=0.001)
+    assert g.implied_shm_busbw_gbps == pytest.approx(3.16, abs=0.01)
+    assert 0.3 < g.implied_mfu_nvlink_run < 0.45
+    for text in (g.params_source, g.wire_source, g.nvlink_busbw_source, g.fp32_peak_source, g.compute_source):
+        assert text
+    for scenario in g.scenarios:
+        assert scenario.shm_busbw_source
+    assert g.not_explained
+    assert any("29.5 s" in line for line in g.explanation)
+    assert g.model_dump(by_alias=True)["schema"] == "rigcheck.plan-guide/1"
+
+
+# --- the renderings -------------------------------------------------------------------------------------------
+
+
+def test_json_keeps_guide_out_unless_asked() -> None:
+    plan = plan_comm(124_000_000, 2, "ddp", busbw_gbps=10.0)
+    assert "guide" not in plan.to_json_dict()
+    assert list(plan.to_json_dict())[-1] == "missing"
+    plan.guide = guide_rig_explanation()
+    assert list(plan.to_json_dict())[-1] == "guide"  # after `missing`, where the command has always put it
+
+
+def test_markdown_and_html_show_the_strategy_table_and_the_guide() -> None:
+    plan = plan_comm(GPT2_PARAMS, 2, "zero3", tokens_per_step_per_gpu=4096, gpu="TITAN RTX", link="NV2")
+    plan.guide = guide_rig_explanation()
+    md = render(plan, Format.MARKDOWN)
+    assert isinstance(md, str)
+    assert md.startswith("# rigcheck plan\n")
+    assert "Bytes on the wire per GPU per step: **746.64 MB**" in md
+    assert "| zero3 | 746.64 | 14.9 ms | 0.93 GiB |" in md
+    assert "## The guide's NVLink result, explained" in md
+    page = render(plan, Format.HTML)
+    assert isinstance(page, str)
+    assert '<tr><td><strong>zero3</strong></td><td class="num">746.64</td>' in page  # the chosen strategy
+    assert "<td>ddp</td>" in page
+    assert "Not explained by the bytes:" in page
+    unknown = render(plan_comm(124_000_000, 2, "ddp"), Format.HTML)
+    assert isinstance(unknown, str)
+    assert '<td class="num na">n/a</td>' in unknown  # no bandwidth: the wire time is missing, and says so
+    assert "The guide" not in unknown
 
 
 # --- the command ------------------------------------------------------------------------------------------------

@@ -10,13 +10,12 @@ import pytest
 from rigcheck.errors import UsageError
 from rigcheck.plan.power import (
     COMMON_PSU_SIZES_W,
-    SCHEMA,
     TRANSIENT_FACTOR,
     adapter_8pin_inputs,
     plan_power,
-    power_plan_to_dict,
     round_up_psu,
 )
+from rigcheck.report.render import Format, render
 
 REQUIRED_KEYS = {
     "schema",
@@ -34,10 +33,18 @@ REQUIRED_KEYS = {
 
 def test_the_guides_rig_two_titan_rtx() -> None:
     plan = plan_power("TITAN RTX", 2)
-    d = power_plan_to_dict(plan)
+    d = plan.to_json_dict()
     assert set(d) >= REQUIRED_KEYS
-    assert d["schema"] == SCHEMA == "rigcheck.power-plan/1"
+    assert d["schema"] == "rigcheck.power-plan/1"
     assert d["total_gpu_power_w"] == 560
+    assert d["gpu"] == {
+        "name": "TITAN RTX",
+        "count": 2,
+        "board_power_w": 280,
+        "form_factor": "pcie",
+        "source": d["gpu"]["source"],
+    }
+    assert isinstance(d["gpu"]["board_power_w"], int)  # the catalog's 280, not 280.0: the JSON keeps its types
     assert d["independent_cables_total"] == 4
     assert d["cables"] == [
         {"gpu": 0, "connectors": [{"kind": "8-pin", "count": 2, "watts_each": 150}]},
@@ -53,7 +60,7 @@ def test_the_guides_rig_two_titan_rtx() -> None:
 
 
 def test_12vhpwr_card_rtx_4090() -> None:
-    d = power_plan_to_dict(plan_power("NVIDIA GeForce RTX 4090", 1, cpu_watts=200))
+    d = plan_power("NVIDIA GeForce RTX 4090", 1, cpu_watts=200).to_json_dict()
     assert d["total_gpu_power_w"] == 450
     assert d["cables"] == [{"gpu": 0, "connectors": [{"kind": "12VHPWR", "count": 1, "watts_each": 600}]}]
     assert d["independent_cables_total"] == 1
@@ -66,7 +73,7 @@ def test_12vhpwr_card_rtx_4090() -> None:
 
 
 def test_sxm_card_has_no_pcie_cables() -> None:
-    d = power_plan_to_dict(plan_power("NVIDIA H100 80GB HBM3", 8))
+    d = plan_power("NVIDIA H100 80GB HBM3", 8).to_json_dict()
     assert d["total_gpu_power_w"] == 5600
     assert d["independent_cables_total"] == 0
     assert all(c["connectors"] == [] for c in d["cables"])
@@ -81,7 +88,7 @@ def test_mixed_8_and_6_pin_sockets() -> None:
     # Reference designs only: the TITAN V / GTX 1080 Ti take one 8-pin and one 6-pin. (No reference or
     # Founders Edition card in the catalog has three 8-pin sockets: the RTX 3090 Ti FE uses one 12VHPWR, whose
     # adapter takes three 8-pin cables -- checked below.)
-    d = power_plan_to_dict(plan_power("NVIDIA TITAN V", 3))
+    d = plan_power("NVIDIA TITAN V", 3).to_json_dict()
     assert d["independent_cables_total"] == 6
     assert d["cables"][2]["connectors"] == [
         {"kind": "8-pin", "count": 1, "watts_each": 150},
@@ -107,29 +114,29 @@ def test_slot_powered_and_eps_cards() -> None:
     assert a6000.independent_cables_total == 2
     assert a6000.cables[0].connectors[0].kind == "8-pin CPU"
     assert a6000.cables[0].connectors[0].watts_each is None
-    d = power_plan_to_dict(a6000)
+    d = a6000.to_json_dict()
     assert d["cables"][0]["connectors"][0]["watts_each"] is None
     assert any("EPS12V" in n for n in d["notes"])
 
 
 def test_a_null_watts_each_has_its_reason_beside_it() -> None:
-    eps = power_plan_to_dict(plan_power("NVIDIA RTX A6000", 1))["cables"][0]["connectors"][0]
+    eps = plan_power("NVIDIA RTX A6000", 1).to_json_dict()["cables"][0]["connectors"][0]
     assert eps == {
         "kind": "8-pin CPU",
         "count": 1,
         "watts_each": None,
         "watts_each_reason": "the PCIe CEM specification gives the EPS12V (CPU) 8-pin socket no rating",
     }
-    fe = power_plan_to_dict(plan_power("RTX 3090", 1))["cables"][0]["connectors"][0]
+    fe = plan_power("RTX 3090", 1).to_json_dict()["cables"][0]["connectors"][0]
     assert (fe["kind"], fe["watts_each"]) == ("12-pin", None)
     assert fe["watts_each_reason"] == "NVIDIA published no rating for its 12-pin connector (the guide: up to 500-600 W)"
-    rated = power_plan_to_dict(plan_power("TITAN RTX", 1))["cables"][0]["connectors"][0]
+    rated = plan_power("TITAN RTX", 1).to_json_dict()["cables"][0]["connectors"][0]
     assert "watts_each_reason" not in rated  # a number needs no reason: the key is there only beside a null
 
 
 @pytest.mark.parametrize(("psu", "ok"), [(1200, True), (1600, True), (1199, False), (850, False)])
 def test_psu_ok(psu: float, ok: bool) -> None:
-    d = power_plan_to_dict(plan_power("TITAN RTX", 2, psu_watts=psu))
+    d = plan_power("TITAN RTX", 2, psu_watts=psu).to_json_dict()
     assert d["psu_ok"] is ok
     assert d["psu_watts"] == psu
 
@@ -173,3 +180,21 @@ def test_bad_watts(psu: float | None, cpu: float | None) -> None:
 def test_gpu_without_board_power_cannot_be_planned() -> None:
     with pytest.raises(UsageError, match="GB200"):
         plan_power("NVIDIA GB200", 4)
+
+
+def test_terminal_markdown_and_html_say_the_same_plan() -> None:
+    plan = plan_power("RTX 4090", 4, psu_watts=1200)
+    md = render(plan, Format.MARKDOWN)
+    assert isinstance(md, str)
+    assert md.startswith("# rigcheck power plan\n")
+    assert "| 3 | 1 × 12VHPWR (600 W each) | 1 |" in md
+    assert "- **Recommended PSU: 3000 W.**" in md
+    assert "- **Your PSU is NOT enough for this load.** (1200 W given)" in md
+    page = render(plan, Format.HTML)
+    assert isinstance(page, str)
+    assert '<p class="result bad">Your PSU is NOT enough for this load. (1200 W given)</p>' in page
+    assert "<td>1 × 12VHPWR (600 W each)</td>" in page
+    no_psu = render(plan_power("NVIDIA H100 80GB HBM3", 1), Format.MARKDOWN)
+    assert isinstance(no_psu, str)
+    assert "| 0 | none (powered by the baseboard or the slot) | 0 |" in no_psu
+    assert "PSU is" not in no_psu  # no verdict without --psu-watts

@@ -9,21 +9,147 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from rigcheck.checks import run_checks
+from rigcheck.cli.exits import exit_code_for
+from rigcheck.model import Snapshot, snapshot_from_json
+from rigcheck.model.doctor import doctor_document
 from rigcheck.model.document import Document
-from rigcheck.model.schema import GENERATED
+from rigcheck.model.schema import FILE_FORMATS, GENERATED
+from rigcheck.model.state import power_document, thermal_document
+from rigcheck.model.topo import snapshot_matrix, topo_document
 from rigcheck.report.render import REPORT_MODULES, Format, render, renderers_for
 from tests.test_schemas import assert_valid
 
+SNAPSHOTS = Path(__file__).parent / "fixtures" / "snapshots"
+
+
+def _snapshot(name: str) -> Snapshot:
+    return snapshot_from_json((SNAPSHOTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def doctor_sample() -> Document:
+    snap = _snapshot("2x-3090-phb-throttling")
+    findings = run_checks(snap)
+    return doctor_document(snap, findings, exit_code=exit_code_for(findings), strict=False)
+
+
+def topo_sample() -> Document:
+    snap = _snapshot("healthy-8x-h100")
+    matrix = snapshot_matrix(snap)
+    assert matrix is not None
+    return topo_document(matrix, snap.pairs)
+
+
+def power_sample() -> Document:
+    snap = _snapshot("consumer-power-not-supported")
+    findings = [f for f in run_checks(snap) if f.category == "power"]
+    return power_document(snap, findings, exit_code=exit_code_for(findings), strict=False)
+
+
+def thermal_sample() -> Document:
+    snap = _snapshot("gpu-lost")
+    findings = [f for f in run_checks(snap) if f.category == "thermal"]
+    return thermal_document(snap, findings, exit_code=exit_code_for(findings, strict=True), strict=True)
+
+
+def plan_sample() -> Document:
+    from rigcheck.plan.build import build_comm_plan
+
+    snap = SNAPSHOTS / "2x-titan-rtx-nv2.json"
+    return build_comm_plan("gpt2", 2, "zero3", "fp32", None, snap, None, "TITAN RTX", None, None, explain_guide=True)
+
+
+def power_plan_sample() -> Document:
+    from rigcheck.plan.power import plan_power
+
+    return plan_power("RTX A6000", 2, psu_watts=850)  # a connector without a rating, and a PSU too small
+
+
+def nccl_log_sample() -> Document:
+    from rigcheck.nccllog import read_nccl_log
+
+    log = SNAPSHOTS.parent / "corpus" / "nccl-log" / "004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt"
+    return read_nccl_log(str(log))
+
+
+def burn_sample() -> Document:
+    """`burn --analyze` of a real trace (a `rigcheck burn` run is drawn in every format by tests/test_burn.py)."""
+    from rigcheck.checks.burn import analyze_trace
+    from rigcheck.cli.burn_analyze import analysis_exit_code
+    from rigcheck.model.burn import BurnResult
+    from rigcheck.probe.trace import read_trace
+
+    trace = read_trace(str(SNAPSHOTS.parent / "traces" / "smi-gpu-lost.csv"))
+    analyses = analyze_trace(trace)
+    return BurnResult.of_analysis(trace, analyses, analysis_exit_code(analyses))
+
+
+def monitor_sample() -> Document:
+    """A short `rigcheck monitor` of the fake NVML, one GPU lost on the way."""
+    import time
+
+    from rigcheck.monitor.sampler import Sampler
+    from rigcheck.monitor.session import History, run_monitor
+    from rigcheck.probe.nvml import NvmlPoller
+    from tests.fakenvml import burn_gpu_lost
+
+    def watch(sampler: Sampler, history: History) -> bool:
+        while sampler.stats.polls < 6:
+            time.sleep(0.01)
+        return False
+
+    with NvmlPoller(burn_gpu_lost(lose_at_poll=3)) as poller:
+        return run_monitor(
+            poller, interval_s=0.01, target=None, duration_s=None, prometheus=None, watch=watch, say=lambda _: None
+        )
+
+
+def bench_sample() -> Document:
+    """`rigcheck bench p2p --compare-p2p` on the 8×H100 fixture's first three GPUs, as run_p2p builds it, with
+    made-up copy times in place of the CUDA measurement (GPU 1 -> 2 without peer access)."""
+    pytest.importorskip("torch")  # the document names the torch it was measured with
+    from rigcheck.bench.device import p2p
+    from rigcheck.model.bench import Method
+
+    snap = _snapshot("healthy-8x-h100")
+    name = "NVIDIA H100 80GB HBM3"
+
+    def measure(src: int, dst: int, mode: str) -> p2p.PairMeasurement:
+        t = (0.002 if mode == "peer" else 0.02) * (1 + src + dst)
+        no_peer = (src, dst) == (1, 2)
+        return p2p.PairMeasurement([t, t * 1.1], [t * 1.2], [2e-6], mode == "peer" and not no_peer, True)
+
+    method = Method(method_version=p2p.METHOD_VERSION, warmup=1, repeats=2, timer="perf_counter")
+    rows = p2p.build_rows(
+        3, measure, lambda a, b: p2p.pair_facts(snap.gpu(a), snap.gpu(b), snap, name), size_bytes=1 << 30, method=method
+    )
+    return p2p.p2p_document(
+        rows, 3, method=method, size_bytes=1 << 30, iters=5, snap=snap, comparison=p2p.p2p_comparison(rows)
+    )
+
+
 # schema id -> a function that builds a real document of that kind.
-SAMPLES: dict[str, Callable[[], Document]] = {}
+SAMPLES: dict[str, Callable[[], Document]] = {
+    "rigcheck.bench/1": bench_sample,
+    "rigcheck.plan/1": plan_sample,
+    "rigcheck.power-plan/1": power_plan_sample,
+    "rigcheck.nccl-log/1": nccl_log_sample,
+    "rigcheck.doctor/1": doctor_sample,
+    "rigcheck.topo/1": topo_sample,
+    "rigcheck.power/1": power_sample,
+    "rigcheck.thermal/1": thermal_sample,
+    "rigcheck.burn/1": burn_sample,
+    "rigcheck.monitor/1": monitor_sample,
+}
 
 
 def test_every_typed_document_has_renderers_and_a_sample() -> None:
-    assert set(REPORT_MODULES) == set(GENERATED) == set(SAMPLES)
+    assert set(REPORT_MODULES) == set(GENERATED) - FILE_FORMATS == set(SAMPLES)
 
 
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)

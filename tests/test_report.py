@@ -4,19 +4,25 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
-from rigcheck.report.base import DoctorReport, exit_code_for, group_findings, subjects_text, value_text
-from rigcheck.report.markdown import render_markdown
-from rigcheck.report.terminal import render_terminal
+from rigcheck.model.doctor import DoctorDocument, doctor_document
+from rigcheck.report.common import group_findings, subjects_text, value_text
+from rigcheck.report.doctor import doctor_markdown, doctor_terminal
 
 
 def _finding(subject: str, severity: Severity = Severity.INFO, message: str = "NV18 link") -> Finding:
     return Finding(id="topology.nvlink", severity=severity, category="topology", subject=subject, message=message)
 
 
-def _text(report: DoctorReport) -> str:
+def _doc(snap: Snapshot, findings: list[Finding], *, strict: bool = False) -> DoctorDocument:
+    """The document as `rigcheck doctor` builds it: the exit code decided by the CLI's rule."""
+    return doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
+
+
+def _text(doc: DoctorDocument) -> str:
     console = Console(record=True, width=200, color_system=None)
-    console.print(render_terminal(report))
+    console.print(doctor_terminal(doc))
     return console.export_text()
 
 
@@ -27,19 +33,19 @@ def test_identical_findings_fold_into_one_line() -> None:
     assert [len(subjects) for _, subjects in groups] == [6, 1]
     assert subjects_text(groups[0][1]) == "6 pairs"
     assert subjects_text(["GPU0", "GPU3"]) == "2 GPUs"
-    text = _text(DoctorReport(snapshot=Snapshot(), findings=found))
+    text = _text(_doc(Snapshot(), found))
     assert text.count("[topology.nvlink]") == 2
     assert "6 pairs" in text
     assert "GPU0-GPU1, GPU0-GPU2, GPU0-GPU3, GPU1-GPU2, GPU1-GPU3, GPU2-GPU3" in text
-    md = render_markdown(DoctorReport(snapshot=Snapshot(), findings=found))
+    md = doctor_markdown(_doc(Snapshot(), found))
     assert md.count("`topology.nvlink`") == 2
 
 
 def test_verdicts() -> None:
     def verdict(*severities: Severity, strict: bool = False) -> tuple[int, str]:
-        report = DoctorReport(snapshot=Snapshot(), findings=[_finding("GPU0", s) for s in severities], strict=strict)
-        line = next(ln for ln in _text(report).splitlines() if ln.startswith("Result:"))
-        return report.exit_code, line
+        doc = _doc(Snapshot(), [_finding("GPU0", s) for s in severities], strict=strict)
+        line = next(ln for ln in _text(doc).splitlines() if ln.startswith("Result:"))
+        return doc.exit_code, line
 
     assert verdict(Severity.OK, Severity.INFO) == (0, "Result: healthy (1 info) — exit 0")
     code, line = verdict(Severity.WARN)
@@ -69,5 +75,5 @@ def test_placeholder_gpu_is_shown_unreadable() -> None:
     snap = Snapshot(
         gpus=[Gpu(index=0, name="A"), Gpu(index=1, read_error=Missing.GPU_LOST, read_error_detail="GPU is lost")]
     )
-    text = _text(DoctorReport(snapshot=snap, findings=[]))
+    text = _text(_doc(snap, []))
     assert "unreadable (GPU lost)" in text

@@ -18,17 +18,31 @@ from typing import Any
 import pytest
 
 from rigcheck.checks import run_checks
+from rigcheck.cli.exits import exit_code_for
 from rigcheck.errors import InputError
 from rigcheck.model import CLOCK_EVENT_REASONS, Finding, Severity, snapshot_from_json
-from rigcheck.model.telemetry import GpuBurnAnalysis, Sample, Trace, TraceGpu
-from rigcheck.report.base import SEVERITY_ORDER, DoctorReport
+from rigcheck.model.bench import (
+    CollectiveDocument,
+    CollectiveRow,
+    MatmulBest,
+    MatmulDocument,
+    MatmulRow,
+    Method,
+    TrainCompareDocument,
+    Versions,
+    row_head,
+)
+from rigcheck.model.burn import GpuBurnAnalysis
+from rigcheck.model.doctor import DoctorDocument, doctor_document
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu
+from rigcheck.report.bench_html import bench_html
+from rigcheck.report.burn_html import burn_html
+from rigcheck.report.common import SEVERITY_ORDER
+from rigcheck.report.doctor import doctor_html
 from rigcheck.report.html import (
     CSP,
     GUIDE_BANDS,
     KIND_COLOURS,
-    bench_html,
-    burn_html,
-    doctor_html,
     write_html,
 )
 from rigcheck.report.svg import decimate, merge_spans, nice_ticks
@@ -140,88 +154,122 @@ def synthetic_trace(gpus: int, seconds: float, hz: float = 10.0) -> Trace:
     return trace
 
 
-def doctor_report(name: str) -> DoctorReport:
+def doctor_report(name: str) -> DoctorDocument:
+    """The doctor document of a fixture snapshot, as `rigcheck doctor --from` builds it."""
     snap = snapshot_from_json((SNAPSHOTS / f"{name}.json").read_text())
-    return DoctorReport(snapshot=snap, findings=run_checks(snap))
+    findings = run_checks(snap)
+    return doctor_document(snap, findings, exit_code=exit_code_for(findings), strict=False)
 
 
-def allreduce_doc() -> dict[str, Any]:
+BENCH_VERSIONS = Versions(rigcheck="0.1.0", python="3.11", torch="2.5.1", cuda="12.4", nccl="2.21.5")
+
+
+def allreduce_doc() -> CollectiveDocument:
+    """An 8-GPU all-reduce sweep, 1 KiB to 1 GiB, busbw rising to 360 GB/s."""
+    method = Method(method_version="collectives-1", warmup=5, repeats=20, timer="cuda_events")
     rows = []
     for exp in range(10, 31, 2):
         size = 2**exp
         busbw = 360.0 * size / (size + 2**22)
-        rows.append(
-            {
-                "name": "all_reduce",
-                "unit": "GB/s",
-                "value": busbw,
-                "median": busbw,
-                "min": busbw * 0.97,
-                "max": busbw * 1.01,
-                "repeats": 20,
-                "warmup": 5,
-                "sizes": [size],
-                "backend": "nccl",
-                "world_size": 8,
-                "method_version": "1",
-                "op": "all_reduce",
-                "size_bytes": size,
-                "time_us_median": size / (busbw * 1e3) * 1.75,
-                "algbw_gbps": busbw / 1.75,
-                "busbw_gbps": busbw,
-                "correct": True,
-            }
+        head = row_head(
+            name="allreduce",
+            unit="GB/s",
+            samples=[busbw * 0.99, busbw, busbw * 1.01],
+            method=method,
+            backend="nccl",
+            world_size=8,
+            sizes=[size],
         )
-    return {
-        "schema": "rigcheck.bench/1",
-        "benchmark": "allreduce",
-        "partial": False,
-        "error": None,
-        "method": {"method_version": "1", "warmup": 5, "repeats": 20, "statistic": "median", "timer": "cuda_events"},
-        "backend": "nccl",
-        "world_size": 8,
-        "versions": {"torch": "2.5.1", "nccl": "2.21.5"},
-        "snapshot": None,
-        "results": rows,
-    }
+        rows.append(
+            CollectiveRow(
+                **head,
+                op="allreduce",
+                size_bytes=size,
+                time_us_median=size / (busbw * 1e3) * 1.75,
+                algbw_gbps=busbw / 1.75,
+                busbw_gbps=busbw,
+                correct=True,
+            )
+        )
+    return CollectiveDocument(
+        benchmark="allreduce",
+        partial=False,
+        error=None,
+        method=method,
+        backend="nccl",
+        world_size=8,
+        versions=BENCH_VERSIONS,
+        snapshot=None,
+        results=rows,
+        op="allreduce",
+        sizes=[r.size_bytes for r in rows],
+        wall_s=12.5,
+        notes=[],
+    )
 
 
-def matmul_doc() -> dict[str, Any]:
+def matmul_doc(**update: Any) -> MatmulDocument:
+    """One H100's bf16 sweep over four squares; ``update`` changes the document's keys (partial, error)."""
+    method = Method(method_version="matmul-1", warmup=3, repeats=10, timer="cuda_events")
     rows = []
     for m, tf in ((1024, 310.2), (4096, 655.0), (8192, 702.4), (16384, 663.1)):
         rows.append(
-            {
-                "name": "matmul",
-                "unit": "TFLOPS",
-                "value": tf,
-                "median": tf,
-                "min": tf * 0.95,
-                "max": tf * 1.02,
-                "repeats": 10,
-                "warmup": 3,
-                "sizes": [m, m, m],
-                "backend": "cuda",
-                "world_size": 1,
-                "method_version": "1",
-                "dtype": "bf16",
-                "m": m,
-                "n": m,
-                "k": m,
-            }
+            MatmulRow(
+                **row_head(
+                    name=f"matmul bf16 {m}x{m}x{m}",
+                    unit="TFLOPS",
+                    samples=[tf * 0.95, tf, tf * 1.02],
+                    method=method,
+                    backend="nccl",
+                    world_size=1,
+                    sizes=[m, m, m],
+                ),
+                rank=0,
+                gpu=0,
+                device_name="NVIDIA H100 80GB HBM3",
+                dtype="bf16",
+                m=m,
+                n=m,
+                k=m,
+                time_us_median=2 * m**3 / tf / 1e6,
+                peak_tflops=989.4,
+                peak_source="NVIDIA H100 datasheet",
+                correct=True,
+                max_rel_error=1e-3,
+                best=m == 8192,
+                tflops_median=tf,
+                tflops_min=tf * 0.95,
+                tflops_max=tf * 1.02,
+                fraction_of_peak=tf / 989.4,
+            )
         )
-    doc = allreduce_doc()
-    doc.update(benchmark="matmul", results=rows, backend="cuda", world_size=1)
-    return doc
+    best = rows[2]
+    doc = MatmulDocument(
+        partial=False,
+        error=None,
+        method=method,
+        backend="nccl",
+        world_size=1,
+        versions=BENCH_VERSIONS,
+        snapshot=None,
+        results=rows,
+        notes=[],
+        best=[MatmulBest(**{k: getattr(best, k) for k in MatmulBest.model_fields})],
+    )
+    return doc.model_copy(update=update)
 
 
-def compare_doc() -> dict[str, Any]:
-    doc = allreduce_doc()
-    doc["benchmark"] = "train"
-    doc["results"] = []
-    doc["comparison"] = [
-        {"type": "2:DP w/ NVLink", "p2p": True, "time_s": 101.9, "samples_per_s": 1.963, "speedup_percent": 29.0},
-        {"type": "2:DP w/o NVLink", "p2p": False, "time_s": 131.4, "samples_per_s": 1.522, "speedup_percent": 0.0},
-    ]
+def compare_doc() -> TrainCompareDocument:
+    """The guide's pair, as `bench train --compare-p2p` builds it: 101.9 s with P2P, 131.4 s without."""
+    from rigcheck.bench.compare import compare_p2p
+    from tests.test_bench_compare import GUIDE_NO_P2P_S, GUIDE_P2P_S, P2P_LOG, SHM_LOG, train_doc
+
+    def run(env: dict[str, str], nccl_debug: bool) -> tuple[Any, str]:
+        off = env.get("NCCL_P2P_DISABLE") == "1"
+        return (train_doc(GUIDE_NO_P2P_S), SHM_LOG) if off else (train_doc(GUIDE_P2P_S), P2P_LOG)
+
+    doc = compare_p2p(run, label="train")
+    assert isinstance(doc, TrainCompareDocument)
     return doc
 
 
@@ -412,11 +460,17 @@ def test_hostile_strings_are_escaped_everywhere() -> None:
     analysis = burn_analysis(verdict=HOSTILE)
     analysis.advice = HOSTILE
     burn = burn_html(trace, [analysis], title=HOSTILE)
-    doc = allreduce_doc()
-    doc["results"][0]["op"] = HOSTILE
-    doc["notes"] = [HOSTILE]
-    doc["versions"] = {HOSTILE: HOSTILE}
-    bench = bench_html(doc)
+    sweep = allreduce_doc()
+    hostile_row = sweep.results[0].model_copy(update={"name": HOSTILE})
+    bench = bench_html(
+        sweep.model_copy(
+            update={
+                "results": [hostile_row, *sweep.results[1:]],
+                "notes": [HOSTILE],
+                "versions": BENCH_VERSIONS.model_copy(update={"torch": HOSTILE}),
+            }
+        )
+    )
     for html in (doctor, burn, bench):
         assert "<script>" not in html
         assert "<img" not in html
@@ -577,17 +631,14 @@ def test_bench_collective_sweep_on_a_log2_axis_with_the_table() -> None:
     assert "message size (log2 scale)" in ticks
     assert "busbw (GB/s)" in ticks
     circles = list(sweep.iter(f"{SVG_NS}circle"))
-    assert len(circles) == len(doc["results"])
+    assert len(circles) == len(doc.results)
     xs = [float(c.get("cx", 0)) for c in circles]
     steps = {round(b - a, 0) for a, b in itertools.pairwise(xs)}
     assert len(steps) == 1  # equal steps: the sizes double twice per point, evenly spaced on log2
 
 
 def test_bench_matmul_bars_per_shape_and_partial_banner() -> None:
-    doc = matmul_doc()
-    doc["partial"] = True
-    doc["error"] = "rank 1 exited with code -9 (killed)"
-    html = bench_html(doc)
+    html = bench_html(matmul_doc(partial=True, error="rank 1 exited with code -9 (killed)"))
     assert_self_contained(html)
     bars_svg = figure_svg(html, "bench-bars")
     bars = [r for r in bars_svg.iter(f"{SVG_NS}rect") if r.get("class") == "bar"]
@@ -605,12 +656,13 @@ def test_bench_comparison_is_the_guides_table() -> None:
     page = Page(html)
     text = page.all_text
     assert "Comparison" in text
-    # P2P as Y/N, time and speed-up with their units.
-    assert re.search(r"2:DP w/ NVLink Y 101\.9 1\.963 29 ", text), text
-    assert re.search(r"2:DP w/o NVLink N 131\.4", text)
+    # P2P Y/N, the time (s) and samples/s of each run, the transport NCCL used, the speed-up with its unit.
+    assert re.search(r"Y – 101\.9 15\.7\d* P2P", text), text
+    assert re.search(r"N 1 131\.4 12\.17\d* SHM", text), text
     assert "time (s)" in text
     assert "samples/s" in text
-    assert "speedup (%)" in text
+    assert "speedup (%) 22.47" in text
+    assert html.count('<details class="run">') == 2
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -630,13 +682,22 @@ def test_bench_compare_p2p_document_from_the_bench_module() -> None:
     """The document rigcheck.bench.compare.compare_p2p builds: the guide's table, a warning, both runs folded."""
     from rigcheck.bench.compare import compare_p2p
 
-    def run(env: dict[str, str], nccl_debug: bool) -> dict[str, Any]:
+    def run(env: dict[str, str], nccl_debug: bool) -> tuple[CollectiveDocument, str]:
         doc = allreduce_doc()
         if env.get("NCCL_P2P_DISABLE") == "1":
-            for r in doc["results"]:
-                r["busbw_gbps"] = r["value"] = r["median"] = r["busbw_gbps"] / 3
-                r["time_us_median"] *= 3
-        return doc
+            slower = [
+                r.model_copy(
+                    update={
+                        "busbw_gbps": r.busbw_gbps / 3,
+                        "value": r.busbw_gbps / 3,
+                        "median": r.busbw_gbps / 3,
+                        "time_us_median": r.time_us_median * 3,
+                    }
+                )
+                for r in doc.results
+            ]
+            doc = doc.model_copy(update={"results": slower})
+        return doc, ""
 
     doc = compare_p2p(run, label="allreduce")
     html = bench_html(doc)
@@ -651,7 +712,7 @@ def test_bench_compare_p2p_document_from_the_bench_module() -> None:
 
 
 def test_a_share_is_never_rounded_to_all_or_nothing() -> None:
-    from rigcheck.report.html import _share_text
+    from rigcheck.report.burn_html import _share_text
 
     assert [_share_text(f) for f in (0.995, 0.9996, 1.0, 0.0004, 0.25)] == [
         "99.5%",

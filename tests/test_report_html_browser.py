@@ -32,7 +32,10 @@ from typing import ClassVar
 
 import pytest
 
-from rigcheck.report.html import CSP, KIND_COLOURS, REASON_COLOURS, bench_html, burn_html, doctor_html, write_html
+from rigcheck.report.bench_html import bench_html
+from rigcheck.report.burn_html import burn_html
+from rigcheck.report.doctor import doctor_html
+from rigcheck.report.html import CSP, KIND_COLOURS, REASON_COLOURS, write_html
 from tests.test_report_html import allreduce_doc, burn_analysis, burn_trace, doctor_report
 
 CHROMIUM = Path(os.environ.get("RIGCHECK_CHROMIUM", "/usr/bin/chromium"))
@@ -262,6 +265,6 @@ def test_bench_report_renders_its_chart_offline(tmp_path: Path) -> None:
     seen = render(bench_html(allreduce_doc()), tmp_path, "bench")
     assert seen.page_requests == []
     assert 'data-plot="bench-sweep"' in seen.dom
-    assert seen.dom.count("<circle") == len(allreduce_doc()["results"])
+    assert seen.dom.count("<circle") == len(allreduce_doc().results)
     image = read_png(seen.screenshot)
     assert image.count(rgb("#2563eb"), step=1) > 200  # the busbw line and its points

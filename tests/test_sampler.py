@@ -285,3 +285,20 @@ def test_burn_profile_reads_as_a_power_capped_load() -> None:
     assert loaded.temp_c is not None
     assert idle.temp_c is not None
     assert loaded.temp_c > idle.temp_c
+
+
+def test_monitor_package_never_imports_the_probe() -> None:
+    """The sampler takes its poller through a Protocol; the CLI builds the NVML one (rigcheck.probe.nvml)."""
+    import ast
+
+    import rigcheck.monitor
+
+    for path in Path(rigcheck.monitor.__file__).parent.glob("*.py"):
+        imported: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                imported.append(node.module or "")
+        assert "rigcheck.model.telemetry" in imported or path.name == "__init__.py", path  # the walk sees imports
+        assert not [m for m in imported if m.startswith("rigcheck.probe")], path

@@ -262,6 +262,21 @@ def test_power_plan_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
 
 
+def test_power_plan_schema_keeps_the_psu_keys_together() -> None:
+    good = cli_json(["power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "850", "--json"])
+    assert_valid(good)
+    for key in ("psu_watts", "psu_ok"):
+        bad = copy.deepcopy(good)
+        del bad[key]  # one without the other
+        assert_invalid(bad)
+        bad = copy.deepcopy(good)
+        bad[key] = None  # present means known: never null
+        assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    bad["gpu"]["form_factor"] = "card"
+    assert_invalid(bad)
+
+
 def test_power_plan_schema_requires_the_reason_of_a_null_watts_each() -> None:
     good = cli_json(["power", "plan", "--gpu", "RTX A6000", "--count", "1", "--json"])
     connector = good["cables"][0]["connectors"][0]
@@ -339,6 +354,23 @@ def test_plan_schema_requires_a_reason_for_every_null() -> None:
     assert_valid(bad)
 
 
+def test_plan_schema_checks_the_guide_and_the_bandwidth_source() -> None:
+    args = ["plan", "--params", "gpt2", "--gpus", "2", "--link", "NV2", "--gpu", "TITAN RTX", "--explain-guide"]
+    good = cli_json([*args, "--json"], codes=(0,))
+    assert good["guide"]["schema"] == "rigcheck.plan-guide/1"
+    assert_valid(good)
+    for mutate in (
+        lambda d: d["guide"].pop("explanation"),
+        lambda d: d["guide"]["scenarios"][0].update(shm_busbw_gbps="4 GB/s"),
+        lambda d: d.update(guide=None),  # without --explain-guide the key is absent, never null
+        lambda d: d.update(busbw_source=None),  # a known bus bandwidth says where it came from
+        lambda d: d["missing"].update(busbw_source="a text, not a reading"),
+    ):
+        bad = copy.deepcopy(good)
+        mutate(bad)
+        assert_invalid(bad)
+
+
 NCCL_INFO_H100 = CORPUS / "h100-vm" / "nccl-info-1rank-gpt2-ddp.txt"
 
 
@@ -361,6 +393,12 @@ def test_nccl_log_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
     bad = copy.deepcopy(good)
     bad["channels"][0]["from_rank"] = "0"
+    assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    bad["channels"][0]["direction"] = "both"
+    assert_invalid(bad)
+    bad = copy.deepcopy(good)
+    del bad["channels"][0]["kind"]
     assert_invalid(bad)
 
 
@@ -404,7 +442,7 @@ def test_burn_json_of_a_run_is_valid() -> None:
             size=32,
             preroll_s=0.1,
         )
-    doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result))))
+    doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result)).to_json_dict()))
     assert_valid(doc)
     bad = copy.deepcopy(doc)
     del bad["gpus"][0]["errors"]  # `rigcheck burn` promises it per GPU
@@ -438,6 +476,12 @@ def test_burn_schema_rejects_broken_documents() -> None:
     assert_invalid(bad)
     bad = copy.deepcopy(good)
     bad["gpus"][0]["reasons_time_fraction"]["made_up_reason"] = 0.5
+    assert_invalid(bad)
+    assert "partial" not in good  # the keys of a run: absent from --analyze, never null, never one alone
+    bad = copy.deepcopy(good)
+    bad["partial"] = None
+    assert_invalid(bad)
+    bad["partial"] = False
     assert_invalid(bad)
 
 
@@ -533,6 +577,11 @@ BENCH_BREAKS: list[tuple[str, str, Mutation]] = [
     ("allreduce --compare-p2p", "speed-up as string", lambda d: d["comparison"].update(speedup_percent="23%")),
     ("matmul", "peak removed", lambda d: d["results"][0].pop("peak_tflops")),
     ("matmul", "tflops as string", lambda d: d["results"][0].update(tflops_median="1.0")),
+    ("matmul", "null peak without its reason", lambda d: d["results"][0].pop("missing")),
+    ("matmul", "a reason for a value that is there", lambda d: d["results"][0]["missing"].update(dtype="why")),
+    ("membw", "a key no benchmark has", lambda d: d["results"][0].update(speed="fast")),
+    ("allreduce --compare-p2p", "a result not tagged P2P=Y/N", lambda d: d["results"][0].pop("p2p")),
+    ("allreduce --compare-p2p", "one run", lambda d: d["runs"].pop()),
     ("membw", "copy_gbps removed", lambda d: d["results"][0].pop("copy_gbps")),
     ("train", "samples_per_s removed", lambda d: d["results"][0].pop("samples_per_s")),
     ("train", "runtime as string", lambda d: d["results"][0].update(train_runtime_s="1.2 s")),

@@ -1,4 +1,5 @@
-"""The topology report: the `rigcheck topo --json` contract and the terminal rendering."""
+"""The topo document (the `rigcheck topo --json` contract, rigcheck.model.topo) and its renderings
+(rigcheck.report.topo)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,9 @@ import pytest
 from rich.console import Console
 
 from rigcheck.model import GpuPair, TopoGpu, TopoMatrix
+from rigcheck.model.topo import sorted_pairs, summarize_topology, topo_document, topology_from_pairs
 from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
-from rigcheck.report.topology import (
-    render_topology,
-    sorted_pairs,
-    summarize_topology,
-    topology_from_pairs,
-    topology_to_dict,
-)
+from rigcheck.report.topo import topo_html, topo_markdown, topology_renderable
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 
@@ -38,14 +34,14 @@ def _load(rel: str) -> tuple[TopoMatrix, list[GpuPair]]:
 
 
 def _as_json(topo: TopoMatrix, pairs: list[GpuPair]) -> dict[str, object]:
-    doc = json.loads(json.dumps(topology_to_dict(topo, pairs)))
+    doc = json.loads(topo_document(topo, pairs).model_dump_json(by_alias=True))
     assert isinstance(doc, dict)
     return doc
 
 
 def _text(topo: TopoMatrix, pairs: list[GpuPair]) -> str:
     console = Console(record=True, width=120, color_system=None)
-    console.print(render_topology(topo, pairs))
+    console.print(topology_renderable(topo_document(topo, pairs)))
     return console.export_text()
 
 
@@ -198,13 +194,13 @@ def test_render_nics_and_unknown_names() -> None:
 def test_render_colours_by_kind() -> None:
     topo, pairs = _load("topo/014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt")
     console = Console(record=True, width=120, color_system="standard", force_terminal=True)
-    console.print(render_topology(topo, pairs))
+    console.print(topology_renderable(topo_document(topo, pairs)))
     coloured = console.export_text(styles=True)
     assert "\x1b[32mNV4" in coloured  # green
     assert "\x1b[33mNODE" in coloured  # yellow
     sys_topo, sys_pairs = _load("topo/024-4xm60-azure-all-soc-old-legend.txt")
     console = Console(record=True, width=120, color_system="standard", force_terminal=True)
-    console.print(render_topology(sys_topo, sys_pairs))
+    console.print(topology_renderable(topo_document(sys_topo, sys_pairs)))
     assert "\x1b[31mSOC" in console.export_text(styles=True)  # red
 
 
@@ -244,3 +240,20 @@ def test_topology_from_pairs_round_trips_a_parsed_matrix() -> None:
     rebuilt = topology_from_pairs(len(topo.gpus), pairs, topo.gpus)
     assert rebuilt.matrix == topo.matrix
     assert rebuilt.gpus == topo.gpus
+
+
+def test_markdown_and_html_say_what_the_terminal_says() -> None:
+    doc = topo_document(*_load("topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt"))
+    md = topo_markdown(doc)
+    assert md.startswith("# rigcheck topo\n")
+    assert "| **GPU2** | SYS | SYS | X | NODE | SYS | SYS | NODE | NODE | 32-63 | 1 | N/A |" in md
+    assert "NICs: NIC0 = mlx5_0, NIC1 = mlx5_1, NIC2 = mlx5_2, NIC3 = mlx5_3" in md
+    assert "- `SYS` GPU pairs 0–2, 0–3, 1–2, 1–3: " in md
+    assert f"**{doc.summary}**" in md
+    html = topo_html(doc)
+    assert html.count('class="link k-cross_numa"') == sum(row.count("SYS") for row in doc.matrix) == 32
+    assert html.count('data-kind="self"') == 8
+    assert doc.summary in html
+    doc.gpus[0].cpu_affinity = "<b>0-31</b>"
+    assert "&lt;b&gt;0-31&lt;/b&gt;" in topo_html(doc)
+    assert "<b>0-31</b>" not in topo_html(doc)

@@ -1,4 +1,5 @@
-"""Trace readers (rigcheck.probe.trace): nvidia-smi --query-gpu CSV in its forms, rigcheck's CSV and JSONL."""
+"""Trace readers (rigcheck.probe.trace): nvidia-smi --query-gpu CSV in its forms, rigcheck's CSV and JSONL (and
+their writers, rigcheck.model.trace)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.model.telemetry import TRACE_SCHEMA, Sample, TraceGpu
-from rigcheck.probe.trace import (
+from rigcheck.model.telemetry import Sample, TraceGpu
+from rigcheck.model.trace import (
     CSV_COLUMNS,
+    TRACE_SCHEMA,
     format_csv_row,
     format_jsonl_row,
-    read_trace,
     write_csv_header,
     write_jsonl_header,
 )
+from rigcheck.probe.trace import read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TELEMETRY = FIXTURES / "corpus" / "telemetry"

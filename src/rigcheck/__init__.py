@@ -1,10 +1,7 @@
 """rigcheck: is this GPU machine set up right for training? Inspect it, and prove it by measuring."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("rigcheck")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+unknown"
+# Written out rather than read with importlib.metadata, which costs ~40 ms at every start-up;
+# tests/test_cli_lazy.py keeps it equal to pyproject.toml's version.
+__version__ = "0.1.0"
 
 __all__ = ["__version__"]

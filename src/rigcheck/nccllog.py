@@ -1,5 +1,8 @@
 """Read what NCCL says about itself in an ``NCCL_DEBUG=INFO`` log: transports, P2P on or off, version, ranks.
 
+:func:`parse_nccl_log` returns the ``rigcheck.nccl-log/1`` document (:class:`rigcheck.model.nccl_log.NcclLog`);
+`rigcheck nccl-log` prints it and ``bench --compare-p2p`` labels its runs with it. Loaded only by those two.
+
 The lines this module reads, as NCCL prints them (format strings from NVIDIA/nccl ``src/transport/p2p.cc``,
 ``shm.cc``, ``net.cc``, ``src/misc/param.cc``; examples from the logs under tests/fixtures):
 
@@ -33,12 +36,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Literal
 
 from rigcheck.errors import ParseError
+from rigcheck.model.nccl_log import ChannelLine, Direction, NcclLog
 
-Direction = Literal["send", "receive"]
+__all__ = [
+    "P2P_LABEL",
+    "SHM_LABEL",
+    "SINGLE_RANK_LABEL",
+    "ChannelLine",
+    "NcclLog",
+    "describe_transport",
+    "p2p_mismatch",
+    "parse_nccl_log",
+    "read_nccl_log",
+    "transport_kind",
+]
 
 # --- patterns ------------------------------------------------------------------------------------------------
 
@@ -79,100 +92,6 @@ TRANSPORT_KINDS: dict[str, str] = {
     "COLLNET": "COLLNET",
     "NVLS": "NVLS",
 }
-
-
-@dataclass(frozen=True)
-class ChannelLine:
-    """One "Channel NN/M : a[b] -> c[d] via T" (or "Ring NN : ...") line: one connection NCCL set up."""
-
-    channel: str  # as printed: "00/0", "01"
-    channel_id: int
-    conn_index: int | None  # the "/0" after the channel (NCCL 2.12+); None where not printed
-    from_rank: int
-    from_device: str  # as printed inside the brackets: a device index ("1") or a PCI bus id ("cb000")
-    to_rank: int
-    to_device: str
-    transport: str  # "P2P/IPC/read", "SHM/direct/direct", "NET/IB/1" ...
-    direction: Direction | None  # NET connections print [send] / [receive]; P2P and SHM print neither
-    keyword: Literal["Channel", "Ring"]
-    line: int  # 1-based line of the log it was read from
-
-    @property
-    def kind(self) -> str:
-        return transport_kind(self.transport)
-
-    @property
-    def peer_key(self) -> str:
-        """The connection as printed, e.g. "0[7000] -> 16[7000] [receive]"."""
-        key = f"{self.from_rank}[{self.from_device}] -> {self.to_rank}[{self.to_device}]"
-        return f"{key} [{self.direction}]" if self.direction else key
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "channel": self.channel,
-            "channel_id": self.channel_id,
-            "conn_index": self.conn_index,
-            "from_rank": self.from_rank,
-            "from_device": self.from_device,
-            "to_rank": self.to_rank,
-            "to_device": self.to_device,
-            "transport": self.transport,
-            "kind": self.kind,
-            "direction": self.direction,
-            "line": self.line,
-        }
-
-
-@dataclass(frozen=True)
-class NcclLog:
-    """What one NCCL_DEBUG=INFO log says. Fields the log does not show are None (or empty)."""
-
-    path: str | None
-    nccl_version: str | None  # "2.28.9" (the first one printed)
-    cuda: str | None  # "13.0", from "+cuda13.0"
-    nccl_versions: tuple[str, ...]  # every distinct version string as printed, "2.28.9+cuda13.0"
-    nranks: int | None  # the largest communicator's size
-    nranks_seen: tuple[int, ...]  # every distinct communicator size printed
-    nnodes: int | None
-    ranks_seen: tuple[int, ...]  # ranks that printed an init line or own a channel line
-    hosts: tuple[str, ...]  # host names from the "host:pid:tid [dev] NCCL INFO" prefixes
-    channels: tuple[ChannelLine, ...]
-    env: dict[str, str] = field(default_factory=dict)  # NCCL_* variables NCCL reported "set by environment"
-    p2p_disabled: bool | None = None
-    p2p_evidence: str = ""  # why p2p_disabled is what it is, one sentence
-    nccl_line_count: int = 0
-
-    @property
-    def transports(self) -> tuple[str, ...]:
-        return tuple(sorted({c.transport for c in self.channels}))
-
-    @property
-    def transport_kinds(self) -> tuple[str, ...]:
-        return tuple(sorted({c.kind for c in self.channels}))
-
-    @property
-    def channel_line_count(self) -> int:
-        return len(self.channels)
-
-    @property
-    def peer_connections(self) -> int:
-        """Distinct connections (from -> to, with direction where printed), over all channels."""
-        return len(self.channel_connections())
-
-    def channel_connections(self) -> dict[str, dict[str, list[str]]]:
-        """{"0[1] -> 1[2]": {"P2P/CUMEM": ["00/0", "01/0"]}, ...}: each connection, its transports and channels."""
-        out: dict[str, dict[str, list[str]]] = {}
-        for c in self.channels:
-            chans = out.setdefault(c.peer_key, {}).setdefault(c.transport, [])
-            if c.channel not in chans:
-                chans.append(c.channel)
-        return {k: {t: sorted(v) for t, v in sorted(m.items())} for k, m in sorted(out.items())}
-
-    def transport_channel_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for c in self.channels:
-            counts[c.transport] = counts.get(c.transport, 0) + 1
-        return dict(sorted(counts.items()))
 
 
 def transport_kind(transport: str) -> str:
@@ -245,7 +164,6 @@ def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
             elif m.group("direction") == "receive":
                 direction = "receive"
             conn = m.group("conn")
-            keyword: Literal["Channel", "Ring"] = "Ring" if m.group("keyword") == "Ring" else "Channel"
             channel = ChannelLine(
                 channel=m.group("channel") + (f"/{conn}" if conn is not None else ""),
                 channel_id=int(m.group("channel")),
@@ -255,8 +173,8 @@ def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
                 to_rank=int(m.group("to_rank")),
                 to_device=m.group("to_device"),
                 transport=m.group("transport"),
+                kind=transport_kind(m.group("transport")),
                 direction=direction,
-                keyword=keyword,
                 line=lineno,
             )
             channels.append(channel)
@@ -300,22 +218,79 @@ def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
             suffix = vm0.group("suffix") or ""
             cuda_m = re.match(r"cuda(?P<cuda>[\d.]+)", suffix)
             cuda = cuda_m.group("cuda") if cuda_m else None
+    transports = sorted({c.transport for c in channels})
+    transport_kinds = sorted(kinds)
+    top_nranks = max(nranks) if nranks else None
+    top_nnodes = max(nnodes) if nnodes else None
+    values: dict[str, object] = {
+        "nccl_version": version,
+        "cuda": cuda,
+        "nranks": top_nranks,
+        "nnodes": top_nnodes,
+        "p2p_disabled": p2p_disabled,
+    }
+    connections = _channel_connections(channels)
     return NcclLog(
         path=path,
         nccl_version=version,
         cuda=cuda,
-        nccl_versions=tuple(versions),
-        nranks=max(nranks) if nranks else None,
-        nranks_seen=tuple(sorted(nranks)),
-        nnodes=max(nnodes) if nnodes else None,
-        ranks_seen=tuple(sorted(ranks)),
-        hosts=tuple(sorted(hosts)),
-        channels=tuple(channels),
-        env=env,
+        nccl_versions=versions,
+        nranks=top_nranks,
+        nranks_seen=sorted(nranks),
+        nnodes=top_nnodes,
+        hosts=sorted(hosts),
+        ranks_seen=sorted(ranks),
+        transports=transports,
+        transport_kinds=transport_kinds,
+        transport_channel_lines=_transport_channel_counts(channels),
+        description=_describe(transport_kinds, top_nranks, transports),
         p2p_disabled=p2p_disabled,
         p2p_evidence=evidence,
+        env=dict(sorted(env.items())),
+        channel_line_count=len(channels),
+        peer_connections=len(connections),
+        channel_connections=connections,
+        channels=channels,
         nccl_line_count=nccl_lines,
+        missing=_null_reasons(values, evidence),
     )
+
+
+def read_nccl_log(path: str) -> NcclLog:
+    """Read and parse the log at ``path`` ('-' for stdin): InputError when unreadable, ParseError when no log."""
+    from rigcheck.probe.from_file import read_text
+
+    return parse_nccl_log(read_text(path, "an NCCL_DEBUG=INFO log"), path)
+
+
+def _channel_connections(channels: Iterable[ChannelLine]) -> dict[str, dict[str, list[str]]]:
+    """{"0[1] -> 1[2]": {"P2P/CUMEM": ["00/0", "01/0"]}, ...}: each connection, its transports and channels."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for c in channels:
+        chans = out.setdefault(c.peer_key, {}).setdefault(c.transport, [])
+        if c.channel not in chans:
+            chans.append(c.channel)
+    return {k: {t: sorted(v) for t, v in sorted(m.items())} for k, m in sorted(out.items())}
+
+
+def _transport_channel_counts(channels: Iterable[ChannelLine]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for c in channels:
+        counts[c.transport] = counts.get(c.transport, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _null_reasons(values: dict[str, object], p2p_evidence: str) -> dict[str, str]:
+    """Why each null value of the document is null: field -> reason (rigcheck's rule: a null carries its reason)."""
+    no_version = "no 'NCCL version' line in the log"
+    reasons = {
+        "nccl_version": no_version,
+        "cuda": "the NCCL version line has no +cuda suffix" if values["nccl_version"] is not None else no_version,
+        "nranks": "no nRanks line in the log",
+        "nnodes": "no nNodes line in the log",
+        "p2p_disabled": p2p_evidence or "the log cannot tell",
+    }
+    return {key: why for key, why in reasons.items() if values[key] is None}
 
 
 # --- labels for the guide's table ------------------------------------------------------------------------------
@@ -325,9 +300,9 @@ SHM_LABEL = "SHM (through host memory)"
 SINGLE_RANK_LABEL = "none (single rank)"
 
 
-def _net_labels(log: NcclLog) -> list[str]:
+def _net_labels(transports: Iterable[str]) -> list[str]:
     names: list[str] = []
-    for t in log.transports:
+    for t in transports:
         parts = t.split("/")
         if transport_kind(t) == "NET":
             label = f"NET/{parts[1]}" if len(parts) > 1 else "NET"
@@ -336,11 +311,10 @@ def _net_labels(log: NcclLog) -> list[str]:
     return names
 
 
-def describe_transport(log: NcclLog) -> str:
-    """One phrase naming what NCCL used, for a run's label in the guide's table."""
-    kinds = set(log.transport_kinds)
+def _describe(transport_kinds: Iterable[str], nranks: int | None, transports: Iterable[str]) -> str:
+    kinds = set(transport_kinds)
     if not kinds:
-        if log.nranks is not None and log.nranks <= 1:
+        if nranks is not None and nranks <= 1:
             return SINGLE_RANK_LABEL
         return "unknown (no channel lines in the log)"
     parts: list[str] = []
@@ -349,9 +323,14 @@ def describe_transport(log: NcclLog) -> str:
     if "SHM" in kinds:
         parts.append(SHM_LABEL)
     if "NET" in kinds:
-        parts.extend(_net_labels(log))
+        parts.extend(_net_labels(transports))
     parts.extend(sorted(kinds - {"P2P", "SHM", "NET"}))
     return " + ".join(parts)
+
+
+def describe_transport(log: NcclLog) -> str:
+    """One phrase naming what NCCL used, for a run's label in the guide's table."""
+    return log.description
 
 
 def p2p_mismatch(log: NcclLog, expected_p2p: bool) -> str | None:
@@ -361,7 +340,7 @@ def p2p_mismatch(log: NcclLog, expected_p2p: bool) -> str | None:
     ``expected_p2p`` True: the run was meant to use P2P; a run whose channels all went through SHM (or NET
     between GPUs of one node) fell back, and its timing is not the "with P2P" figure.
     """
-    counts = log.transport_channel_counts()
+    counts = log.transport_channel_lines
     kinds = set(log.transport_kinds)
     if not expected_p2p:
         if "P2P" in kinds:
@@ -381,55 +360,3 @@ def p2p_mismatch(log: NcclLog, expected_p2p: bool) -> str | None:
             "(no peer access: PCIe ACS or the IOMMU, a virtual machine, or NCCL_P2P_DISABLE / NCCL_P2P_LEVEL set)"
         )
     return None
-
-
-def null_reasons(log: NcclLog) -> dict[str, str]:
-    """Why each null value of the document is null: field -> reason (rigcheck's rule: a null carries its reason)."""
-    no_version = "no 'NCCL version' line in the log"
-    reasons = {
-        "nccl_version": no_version,
-        "cuda": "the NCCL version line has no +cuda suffix" if log.nccl_version is not None else no_version,
-        "nranks": "no nRanks line in the log",
-        "nnodes": "no nNodes line in the log",
-        "p2p_disabled": log.p2p_evidence or "the log cannot tell",
-    }
-    values: dict[str, object] = {
-        "nccl_version": log.nccl_version,
-        "cuda": log.cuda,
-        "nranks": log.nranks,
-        "nnodes": log.nnodes,
-        "p2p_disabled": log.p2p_disabled,
-    }
-    return {key: why for key, why in reasons.items() if values[key] is None}
-
-
-def nccl_log_to_dict(log: NcclLog) -> dict[str, object]:
-    """The JSON document of ``rigcheck nccl-log --json`` (schema rigcheck.nccl-log/1)."""
-    return {
-        "schema": SCHEMA,
-        "path": log.path,
-        "nccl_version": log.nccl_version,
-        "cuda": log.cuda,
-        "nccl_versions": list(log.nccl_versions),
-        "nranks": log.nranks,
-        "nranks_seen": list(log.nranks_seen),
-        "nnodes": log.nnodes,
-        "hosts": list(log.hosts),
-        "ranks_seen": list(log.ranks_seen),
-        "transports": list(log.transports),
-        "transport_kinds": list(log.transport_kinds),
-        "transport_channel_lines": log.transport_channel_counts(),
-        "description": describe_transport(log),
-        "p2p_disabled": log.p2p_disabled,
-        "p2p_evidence": log.p2p_evidence,
-        "env": dict(sorted(log.env.items())),
-        "channel_line_count": log.channel_line_count,
-        "peer_connections": log.peer_connections,
-        "channel_connections": log.channel_connections(),
-        "channels": [c.to_dict() for c in log.channels],
-        "nccl_line_count": log.nccl_line_count,
-        "missing": null_reasons(log),
-    }
-
-
-SCHEMA = "rigcheck.nccl-log/1"

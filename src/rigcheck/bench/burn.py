@@ -46,8 +46,8 @@ from rigcheck.bench.env import require_torch
 from rigcheck.bench.launcher import one_line
 from rigcheck.checks.burn import BURN_ONLY_FIELDS, analyze_trace
 from rigcheck.errors import BenchError, UsageError
-from rigcheck.model.telemetry import GpuBurnAnalysis, Trace
-from rigcheck.monitor.sampler import Poller, Sampler, SamplerStats, TraceFile
+from rigcheck.model.burn import BurnRun, BurnWorkload, GpuLoadSummary
+from rigcheck.monitor.sampler import Poller, Sampler, TraceFile
 
 METHOD_VERSION = "burn-1"
 DTYPES = ("bf16", "fp16", "tf32", "fp32")
@@ -144,28 +144,29 @@ class GpuLoad:
             return "the load lasted under a whole second"
         return "no timed matmul finished"
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> GpuLoadSummary:
+        """What the load did, as plain data (the document's ``workload.gpus``)."""
         per_second = tflops_per_second(self.chunks)
-        out: dict[str, Any] = {
-            "index": self.index,
-            "dtype": self.dtype,
-            "matrix_size": self.size,
-            "matmuls": self.matmuls,
-            "checks": self.checks,
-            "errors": self.errors,
-            "first_error_s": self.first_error_s,
-            "error": self.error,
-            "tflops_first_10s": tflops_first(self.chunks),
-            "tflops_sustained": tflops_sustained(per_second),
-            "tflops_per_second": [round(v, 2) for v in per_second],
-        }
+        first, sustained = tflops_first(self.chunks), tflops_sustained(per_second)
         reasons = {
-            "first_error_s": "no wrong result",
-            "tflops_first_10s": self.no_tflops_reason("tflops_first_10s"),
-            "tflops_sustained": self.no_tflops_reason("tflops_sustained"),
+            "first_error_s": (self.first_error_s, "no wrong result"),
+            "tflops_first_10s": (first, self.no_tflops_reason("tflops_first_10s")),
+            "tflops_sustained": (sustained, self.no_tflops_reason("tflops_sustained")),
         }
-        out["missing"] = {key: why for key, why in reasons.items() if out[key] is None}
-        return out
+        return GpuLoadSummary(
+            index=self.index,
+            dtype=self.dtype,
+            matrix_size=self.size,
+            matmuls=self.matmuls,
+            checks=self.checks,
+            errors=self.errors,
+            first_error_s=self.first_error_s,
+            error=self.error,
+            tflops_first_10s=first,
+            tflops_sustained=sustained,
+            tflops_per_second=[round(v, 2) for v in per_second],
+            missing={key: why for key, (value, why) in reasons.items() if value is None},
+        )
 
 
 class ProductRing:
@@ -318,36 +319,6 @@ def gpu_worker(
         load.error = load.error or one_line(exc)[:300]
 
 
-@dataclass
-class BurnResult:
-    trace: Trace
-    analyses: list[GpuBurnAnalysis]
-    loads: dict[int, GpuLoad]
-    dtype: str
-    minutes: float
-    load_s: float  # seconds the load actually ran
-    interrupted: bool
-    sampler: SamplerStats
-
-    @property
-    def errors(self) -> int:
-        return sum(load.errors for load in self.loads.values())
-
-    @property
-    def failed_gpus(self) -> list[int]:
-        return [i for i, load in sorted(self.loads.items()) if load.error is not None]
-
-    def workload(self) -> dict[str, Any]:
-        return {
-            "method_version": METHOD_VERSION,
-            "dtype": self.dtype,
-            "minutes_requested": self.minutes,
-            "load_s": round(self.load_s, 3),
-            "timer": "perf_counter after device synchronize, per chunk of ~0.1 s",
-            "gpus": [load.summary() for _, load in sorted(self.loads.items())],
-        }
-
-
 def run_burn(
     poller: Poller,
     *,
@@ -361,7 +332,7 @@ def run_burn(
     preroll_s: float = PREROLL_S,
     uuids: dict[int, str] | None = None,
     progress_every_s: float = PROGRESS_EVERY_S,
-) -> BurnResult:
+) -> BurnRun:
     """Load every GPU of the (open) ``poller`` for ``minutes`` while sampling it, then analyse the trace.
 
     ``device_for`` maps an NVML index to a torch device (default: the CUDA device with its UUID); tests
@@ -470,15 +441,16 @@ def run_burn(
             if getattr(a, key) is None:
                 a.missing[key] = load.no_tflops_reason(key)
     load_s = (load_ended - load_started) if load_started is not None and load_ended is not None else 0.0
-    return BurnResult(
-        trace=trace,
-        analyses=analyses,
-        loads=loads,
+    workload = BurnWorkload(
+        method_version=METHOD_VERSION,
         dtype=dtype,
-        minutes=minutes,
-        load_s=min(load_s, duration_s) if not interrupted else load_s,
-        interrupted=interrupted,
-        sampler=sampler.stats,
+        minutes_requested=minutes,
+        load_s=round(min(load_s, duration_s) if not interrupted else load_s, 3),
+        timer="perf_counter after device synchronize, per chunk of ~0.1 s",
+        gpus=[load.summary() for _, load in sorted(loads.items())],
+    )
+    return BurnRun(
+        trace=trace, analyses=analyses, workload=workload, sampler=sampler.stats.report(), interrupted=interrupted
     )
 
 

@@ -27,14 +27,19 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
 
 from rigcheck.bench.env import require_torch, software_versions
 from rigcheck.bench.formulas import Collective, algbw_gbps, busbw_factor, busbw_gbps
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, document, row
 from rigcheck.bench.timing import time_across_ranks, timer_name
 from rigcheck.errors import BenchError, UsageError
+from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, row_head
+
+if TYPE_CHECKING:
+    from rigcheck.model.snapshot import Snapshot
 
 OPS: tuple[Collective, ...] = ("allreduce", "allgather", "reducescatter", "broadcast")
 METHOD_VERSION = "collectives-1"
@@ -72,6 +77,7 @@ EMULATED_NOTE = (
 FAIL_RANK_VAR = "RIGCHECK_BENCH_FAIL_RANK"
 FAIL_AFTER_VAR = "RIGCHECK_BENCH_FAIL_AFTER"
 FAIL_MODE_VAR = "RIGCHECK_BENCH_FAIL_MODE"
+_ROWS = TypeAdapter(list[CollectiveRow])  # the rows the workers sent, as plain data, typed again
 
 
 # --- sizes -------------------------------------------------------------------------------------------
@@ -285,7 +291,12 @@ def _test_hook(rank: int, sizes_done: int) -> None:
 def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
     """One rank of the sweep; rank 0 reports one row per size as soon as it is measured."""
     op = payload.op
-    method = Method(METHOD_VERSION, payload.warmup, payload.repeats, timer=timer_name(ctx.device.type == "cuda"))
+    method = Method(
+        method_version=METHOD_VERSION,
+        warmup=payload.warmup,
+        repeats=payload.repeats,
+        timer=timer_name(ctx.device.type == "cuda"),
+    )
     impl = payload.impl
     for done, size in enumerate(payload.sizes):
         _test_hook(ctx.rank, done)
@@ -304,7 +315,7 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
         floored = [max(t, EVENT_RESOLUTION_S) for t in times]
         median_s = statistics.median(floored)
         busbw = busbw_gbps(op, size, median_s, ctx.world_size)
-        result = row(
+        head = row_head(
             name=op,
             unit="GB/s",
             samples=[busbw_gbps(op, size, t, ctx.world_size) for t in floored],
@@ -312,21 +323,26 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
             backend=ctx.backend,
             world_size=ctx.world_size,
             sizes=[size],
+        )
+        # The figure is the rate of the median time. (With an even number of repeats the median of the
+        # rates would average two rates: the rate of no repetition's time, and not busbw_gbps.)
+        head["value"] = head["median"] = busbw
+        note = None
+        if impl == "all_reduce" and op == "reducescatter":
+            note = EMULATED_NOTE
+        elif floored != list(times):
+            note = FLOOR_NOTE
+        result = CollectiveRow(
+            **head,
             op=op,
             size_bytes=size,
             time_us_median=median_s * 1e6,
             algbw_gbps=algbw_gbps(size, median_s),
             busbw_gbps=busbw,
             correct=correct,
+            note=note,
         )
-        # The figure is the rate of the median time. (With an even number of repeats the median of the
-        # rates would average two rates: the rate of no repetition's time, and not busbw_gbps.)
-        result["value"] = result["median"] = busbw
-        if impl == "all_reduce" and op == "reducescatter":
-            result["note"] = EMULATED_NOTE
-        elif floored != list(times):
-            result["note"] = FLOOR_NOTE
-        ctx.report(result)
+        ctx.report(result.model_dump())
         wrong = "" if correct else "; WRONG DATA"
         ctx.progress(
             f"{op} {size_label(size)}: {median_s * 1e6:.1f} us, busbw {busbw:.3f} GB/s "
@@ -346,14 +362,17 @@ def run_collective(
     warmup: int,
     repeats: int,
     timeout_s: float,
+    snapshot: Snapshot | None,
     env: dict[str, str] | None = None,
     nccl_debug: bool = False,
     on_progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Sweep ``op`` over ``sizes`` (None: the default sweep) on ``world_size`` ranks; a rigcheck.bench/1 document.
+) -> tuple[CollectiveDocument, str]:
+    """Sweep ``op`` over ``sizes`` (None: the default sweep) on ``world_size`` ranks.
 
-    A run that a worker ends early (raised, died, hung past ``timeout_s``) still returns its document:
-    ``partial`` true, ``error`` naming the rank, the rows measured before kept.
+    Returns the rigcheck.bench/1 document (``snapshot``: the machine, as the caller probed it) and the ranks'
+    NCCL_DEBUG=INFO output ("" unless ``nccl_debug``). A run that a worker ends early (raised, died, hung past
+    ``timeout_s``) still returns its document: ``partial`` true, ``error`` naming the rank, the rows measured
+    before kept.
     """
     if op not in OPS:
         raise UsageError(f"unknown collective {op!r}; one of {', '.join(OPS)}")
@@ -365,10 +384,6 @@ def run_collective(
     chosen = valid_sizes(collective, default_sizes(cpu) if sizes is None else sizes, world_size)
     if not chosen:
         raise UsageError("no sizes to measure")
-    from rigcheck.model import snapshot_to_dict
-    from rigcheck.probe.live import probe_machine
-
-    snapshot = snapshot_to_dict(probe_machine())
     versions = software_versions()
     payload = CollectivePayload(op=collective, sizes=tuple(chosen), warmup=warmup, repeats=repeats)
     outcome = launch(
@@ -381,21 +396,23 @@ def run_collective(
         nccl_debug=nccl_debug,
         on_progress=on_progress,
     )
-    notes = sorted({str(r["note"]) for r in outcome.rows if r.get("note")})
+    rows = _ROWS.validate_python(outcome.rows)
+    notes = sorted({r.note for r in rows if r.note})
     if world_size == 1:
         notes.insert(0, ONE_RANK_NOTE)
-    extra: dict[str, Any] = {"op": op, "sizes": chosen, "wall_s": outcome.wall_s, "notes": notes}
-    if nccl_debug:
-        extra["nccl_log"] = outcome.nccl_log
-    return document(
-        benchmark=op,
-        rows=outcome.rows,
-        method=Method(METHOD_VERSION, warmup, repeats, timer=timer_name(not cpu)),
+    doc = CollectiveDocument(
+        benchmark=collective,
+        partial=outcome.partial,
+        error=outcome.error,
+        method=Method(method_version=METHOD_VERSION, warmup=warmup, repeats=repeats, timer=timer_name(not cpu)),
         backend="gloo" if cpu else "nccl",
         world_size=world_size,
         versions=versions,
         snapshot=snapshot,
-        partial=outcome.partial,
-        error=outcome.error,
-        **extra,
+        results=rows,
+        op=collective,
+        sizes=chosen,
+        wall_s=outcome.wall_s,
+        notes=notes,
     )
+    return doc, outcome.nccl_log

@@ -16,16 +16,34 @@ nothing, and the result says so.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from rigcheck.bench.launcher import in_launched_job
-from rigcheck.bench.results import BENCH_SCHEMA
 from rigcheck.errors import ParseError, UsageError
+from rigcheck.model.bench import (
+    CollectiveCompareDocument,
+    CollectiveComparison,
+    CollectiveDocument,
+    CollectiveFigures,
+    CollectiveRun,
+    ComparedCollectiveRow,
+    ComparedTrainRow,
+    NcclFacts,
+    TrainCompareDocument,
+    TrainComparison,
+    TrainDocument,
+    TrainFigures,
+    TrainRun,
+    YesNo,
+)
 from rigcheck.nccllog import describe_transport, p2p_mismatch, parse_nccl_log
 
-RunFn = Callable[[dict[str, str], bool], dict[str, Any]]
+RunDocument = CollectiveDocument | TrainDocument
+# One run of the benchmark: (environment to add, whether to log NCCL) -> (its document, its NCCL log text).
+RunFn = Callable[[dict[str, str], bool], tuple[RunDocument, str]]
 
 P2P_OFF_ENV: Mapping[str, str] = {"NCCL_P2P_DISABLE": "1"}
 GLOO_TRANSPORT = "gloo (no NCCL)"
@@ -54,47 +72,30 @@ def speedup_and_ratio(time_p2p_s: float | None, time_no_p2p_s: float | None) -> 
     return speedup_percent(time_p2p_s, time_no_p2p_s), time_no_p2p_s / time_p2p_s
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def collective_figures(doc: CollectiveDocument) -> tuple[float | None, float | None]:
+    """(time_s, busbw_gbps) of a collective run: the size-weighted mean of the per-size median times
+    (Σ size × time / Σ size: the large, gradient-sized messages count most) and the busbw at the largest size
+    (the nccl-tests headline); both None for a run without rows."""
+    sized = [r for r in doc.results if r.size_bytes > 0]
+    if not sized:
+        return None, None
+    total = sum(r.size_bytes for r in sized)
+    weighted_s = sum(r.size_bytes * r.time_us_median / 1e6 for r in sized) / total
+    largest = max(sized, key=lambda r: r.size_bytes)
+    return weighted_s, largest.busbw_gbps
 
 
-def run_figures(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures one run contributes to the table: ``time_s`` and a rate, by kind of benchmark.
-
-    - train: ``time_s`` = train_runtime_s, ``samples_per_s``.
-    - collectives (rows with size_bytes, time_us_median, busbw_gbps): ``time_s`` = the size-weighted mean
-      of the per-size median times (Σ size × time / Σ size: the large, gradient-sized messages count
-      most), ``busbw_gbps`` at the largest size (the nccl-tests headline).
-    - anything else: ``time_s`` null, ``value`` = the median of the rows' values with their ``unit``.
-    """
-    rows = [r for r in doc.get("results", []) if isinstance(r, Mapping)]
-    if doc.get("benchmark") == "train":
-        r = rows[0] if rows else {}
-        return {"time_s": _number(r.get("train_runtime_s")), "samples_per_s": _number(r.get("samples_per_s"))}
-    sized = [
-        r
-        for r in rows
-        if _number(r.get("size_bytes")) and _number(r.get("time_us_median")) is not None and "busbw_gbps" in r
-    ]
-    if sized:
-        total = sum(float(r["size_bytes"]) for r in sized)
-        weighted_s = sum(float(r["size_bytes"]) * float(r["time_us_median"]) / 1e6 for r in sized) / total
-        largest = max(sized, key=lambda r: float(r["size_bytes"]))
-        return {"time_s": weighted_s, "busbw_gbps": _number(largest.get("busbw_gbps"))}
-    values = [v for v in (_number(r.get("value")) for r in rows) if v is not None]
-    units = {r.get("unit") for r in rows}
-    return {
-        "time_s": None,
-        "value": statistics.median(values) if values else None,
-        "unit": units.pop() if len(units) == 1 else None,
-    }
+def train_figures(doc: TrainDocument) -> tuple[float | None, float | None]:
+    """(time_s, samples_per_s) of a train run: its train_runtime_s; both None for a run without a row."""
+    if not doc.results:
+        return None, None
+    r = doc.results[0]
+    return r.train_runtime_s, r.samples_per_s
 
 
-def _transport(
-    doc: Mapping[str, Any], log_text: str, *, p2p: bool, label: str
-) -> tuple[str, dict[str, Any] | None, str | None]:
+def _transport(doc: RunDocument, log_text: str, *, p2p: bool, label: str) -> tuple[str, NcclFacts | None, str | None]:
     """(transport label, parsed NCCL facts, mismatch warning) for one run."""
-    if doc.get("backend") == "gloo":
+    if doc.backend == "gloo":
         return GLOO_TRANSPORT, None, None
     yn = "Y" if p2p else "N"
     if not log_text.strip():
@@ -103,23 +104,28 @@ def _transport(
         log = parse_nccl_log(log_text)
     except ParseError as exc:
         return NO_LOG_TRANSPORT, None, f"{label} P2P={yn}: its NCCL log could not be read ({exc})"
-    facts = {
-        "transports": list(log.transports),
-        "p2p_disabled": log.p2p_disabled,
-        "nccl_version": log.nccl_version,
-        "nranks": log.nranks,
-        "p2p_evidence": log.p2p_evidence,
-        "channel_lines": log.channel_line_count,
-    }
+    facts = NcclFacts(
+        transports=list(log.transports),
+        p2p_disabled=log.p2p_disabled,
+        nccl_version=log.nccl_version,
+        nranks=log.nranks,
+        p2p_evidence=log.p2p_evidence,
+        channel_lines=log.channel_line_count,
+    )
     mismatch = p2p_mismatch(log, p2p)
     return describe_transport(log), facts, (f"{label} P2P={yn}: {mismatch}" if mismatch else None)
 
 
-def compare_p2p(run: RunFn, *, label: str) -> dict[str, Any]:
+def _fields(model: BaseModel, *leave_out: str) -> dict[str, Any]:
+    """A model's fields by name (nested models as they are), to build a model that extends it."""
+    return {name: value for name, value in model if name not in ("schema_", *leave_out)}
+
+
+def compare_p2p(run: RunFn, *, label: str) -> CollectiveCompareDocument | TrainCompareDocument:
     """Run ``run`` with P2P allowed, then with NCCL_P2P_DISABLE=1 (both with the NCCL log on).
 
-    Returns one ``rigcheck.bench/1`` document: ``runs`` (the two documents, their NCCL log text replaced
-    by the parsed facts under ``nccl``), ``results`` (both runs' rows, each tagged ``p2p`` Y/N),
+    Returns one ``rigcheck.bench/1`` document: ``runs`` (the two documents, without their snapshot, tagged with
+    the NCCL facts read from their logs under ``nccl``), ``results`` (both runs' rows, each tagged ``p2p`` Y/N),
     ``comparison`` (the guide's table and ``speedup_percent``), ``warnings`` and ``notes``.
     """
     if in_launched_job():
@@ -128,56 +134,81 @@ def compare_p2p(run: RunFn, *, label: str) -> dict[str, Any]:
             "--compare-p2p starts its own two runs, and NCCL reads NCCL_P2P_DISABLE once per process: "
             "run it outside torchrun/srun (or run the job twice, once with NCCL_P2P_DISABLE=1)"
         )
-    runs: list[dict[str, Any]] = []
-    table: list[dict[str, Any]] = []
+    docs: list[RunDocument] = []
+    tags: list[dict[str, Any]] = []
     warnings: list[str] = []
-    results: list[dict[str, Any]] = []
     for p2p, env in ((True, {}), (False, dict(P2P_OFF_ENV))):
-        doc = dict(run(dict(env), True))
-        log_text = str(doc.pop("nccl_log", "") or "")
+        doc, log_text = run(dict(env), True)
         transport, facts, warning = _transport(doc, log_text, p2p=p2p, label=label)
-        yn = "Y" if p2p else "N"
-        if doc.get("error") or doc.get("partial"):
-            warnings.append(f"{label} P2P={yn}: the run failed: {doc.get('error') or 'partial results'}")
+        yn: YesNo = "Y" if p2p else "N"
+        if doc.error or doc.partial:
+            warnings.append(f"{label} P2P={yn}: the run failed: {doc.error or 'partial results'}")
         if warning:
             warnings.append(warning)
-        doc.update(p2p=yn, env=dict(env), transport=transport, nccl=facts)
-        runs.append(doc)
-        table.append(
-            {"p2p": yn, "nccl_p2p_disable": env.get("NCCL_P2P_DISABLE"), **run_figures(doc), "transport": transport}
-        )
-        results.extend({**r, "p2p": yn} for r in doc.get("results", []))
+        docs.append(doc)
+        tags.append({"p2p": yn, "env": dict(env), "transport": transport, "nccl": facts})
 
-    with_p2p, without = table
-    t_y, t_n = with_p2p.get("time_s"), without.get("time_s")
-    speedup, ratio = speedup_and_ratio(t_y, t_n)
+    first = docs[0]
     notes = [f"speed-up = {SPEEDUP_FORMULA}"]
-    if any(d.get("backend") == "gloo" for d in runs):
+    if any(d.backend == "gloo" for d in docs):
         notes.append(GLOO_NOTE)
-    first = runs[0]
-    errors = [str(d["error"]) for d in runs if d.get("error")]
-    snapshot = first.get("snapshot")
-    for d in runs:  # one snapshot for the pair, at the top
-        d.pop("snapshot", None)
-    return {
-        "schema": BENCH_SCHEMA,
-        "benchmark": f"{first.get('benchmark', label)}-compare-p2p",
+    errors = [d.error for d in docs if d.error]
+    common: dict[str, Any] = {
+        "benchmark": f"{first.benchmark}-compare-p2p",
         "label": label,
-        "partial": any(bool(d.get("partial")) for d in runs),
+        "partial": any(d.partial for d in docs),
         "error": "; ".join(errors) if errors else None,
-        "method": first.get("method"),
-        "backend": first.get("backend"),
-        "world_size": first.get("world_size"),
-        "versions": first.get("versions"),
-        "snapshot": snapshot,
-        "results": results,
-        "runs": runs,
-        "comparison": {
-            "rows": table,
-            "speedup_percent": speedup,
-            "time_ratio": ratio,
-            "speedup_formula": SPEEDUP_FORMULA,
-        },
+        "method": first.method,
+        "backend": first.backend,
+        "world_size": first.world_size,
+        "versions": first.versions,
+        "snapshot": first.snapshot,  # one snapshot for the pair, at the top
         "warnings": warnings,
         "notes": notes,
     }
+    figures = [{"p2p": t["p2p"], "nccl_p2p_disable": t["env"].get("NCCL_P2P_DISABLE")} for t in tags]
+    if all(isinstance(d, TrainDocument) for d in docs):
+        train_docs = [d for d in docs if isinstance(d, TrainDocument)]
+        times = [train_figures(d) for d in train_docs]
+        speedup, ratio = speedup_and_ratio(times[0][0], times[1][0])
+        return TrainCompareDocument(
+            **common,
+            results=[
+                ComparedTrainRow(**_fields(r), p2p=t["p2p"])
+                for d, t in zip(train_docs, tags, strict=True)
+                for r in d.results
+            ],
+            runs=[TrainRun(**_fields(d, "snapshot"), **t) for d, t in zip(train_docs, tags, strict=True)],
+            comparison=TrainComparison(
+                rows=[
+                    TrainFigures(**f, time_s=time_s, samples_per_s=rate, transport=t["transport"])
+                    for f, (time_s, rate), t in zip(figures, times, tags, strict=True)
+                ],
+                speedup_percent=speedup,
+                time_ratio=ratio,
+                speedup_formula=SPEEDUP_FORMULA,
+            ),
+        )
+    sweeps = [d for d in docs if isinstance(d, CollectiveDocument)]
+    if len(sweeps) != len(docs):
+        raise TypeError("both runs of a comparison are of one benchmark")
+    times = [collective_figures(d) for d in sweeps]
+    speedup, ratio = speedup_and_ratio(times[0][0], times[1][0])
+    return CollectiveCompareDocument(
+        **common,
+        results=[
+            ComparedCollectiveRow(**_fields(r), p2p=t["p2p"])
+            for d, t in zip(sweeps, tags, strict=True)
+            for r in d.results
+        ],
+        runs=[CollectiveRun(**_fields(d, "snapshot"), **t) for d, t in zip(sweeps, tags, strict=True)],
+        comparison=CollectiveComparison(
+            rows=[
+                CollectiveFigures(**f, time_s=time_s, busbw_gbps=rate, transport=t["transport"])
+                for f, (time_s, rate), t in zip(figures, times, tags, strict=True)
+            ],
+            speedup_percent=speedup,
+            time_ratio=ratio,
+            speedup_formula=SPEEDUP_FORMULA,
+        ),
+    )

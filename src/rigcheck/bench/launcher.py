@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rigcheck.bench.env import require_torch
 
@@ -50,6 +50,7 @@ EXIT_GRACE_S = 20.0  # after every rank said "done": time to tear its process gr
 # that hung, always speaks first.
 PG_TIMEOUT_MARGIN_S = 30.0
 JOB_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
+DistBackend = Literal["gloo", "nccl"]
 
 
 def _discard(_: Any) -> None:
@@ -63,13 +64,14 @@ class WorkerContext:
     rank: int
     world_size: int
     local_rank: int
-    backend: str  # "gloo" or "nccl"
+    backend: DistBackend
     device: Any  # torch.device: cuda:<local_rank>, or cpu
     on_row: Callable[[dict[str, Any]], None] = field(default=_discard, repr=False, compare=False)
     on_progress: Callable[[str], None] = field(default=_discard, repr=False, compare=False)
 
     def report(self, row: dict[str, Any]) -> None:
-        """Send one result row to the parent as soon as it exists."""
+        """Send one result row to the parent as soon as it exists: plain data (a row model's ``model_dump()``),
+        which the benchmark types again from ``LaunchOutcome.rows``."""
         self.on_row(dict(row))
 
     def progress(self, message: str) -> None:
@@ -145,12 +147,12 @@ def _read_logs(log_dir: str | None) -> str:
 
 def _setup_rank(
     *, rank: int, world_size: int, local_rank: int, cpu: bool, init_method: str, pg_timeout_s: float
-) -> tuple[str, Any]:
+) -> tuple[DistBackend, Any]:
     """Join the process group; the backend and this rank's device."""
     torch: Any = require_torch()
     import torch.distributed as dist
 
-    backend = "gloo" if cpu else "nccl"
+    backend: DistBackend = "gloo" if cpu else "nccl"
     if cpu:
         device = torch.device("cpu")
     else:

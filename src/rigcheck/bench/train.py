@@ -36,14 +36,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from pydantic import TypeAdapter
 
 from rigcheck.bench.env import require_torch, software_versions
-from rigcheck.bench.results import Method, document, row
 from rigcheck.errors import InputError, UsageError
+from rigcheck.model.bench import Method, TrainDocument, TrainRow, row_head
 
 if TYPE_CHECKING:
     from rigcheck.bench.launcher import WorkerContext
+    from rigcheck.model.snapshot import Snapshot
 
 METHOD_VERSION = "train-1"
 TRANSFORMERS_MISSING = "the train benchmark needs transformers: pip install 'rigcheck[train]'"
@@ -56,6 +59,7 @@ GPT2_POSITIONS = 1024
 SEED = 1234
 PROGRESS_EVERY = 20  # steps between progress lines (tiny: every 5)
 DEFAULT_TIMEOUT_S = 1800.0
+_ROWS = TypeAdapter(list[TrainRow])  # the row rank 0 sent, as plain data, typed again
 
 
 def require_transformers() -> ModuleType:
@@ -135,18 +139,26 @@ def _quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
-def step_stats_ms(step_ms: list[float]) -> dict[str, float]:
+class StepStats(TypedDict):
+    step_time_median_ms: float
+    step_time_p10_ms: float
+    step_time_p90_ms: float
+    step_time_min_ms: float
+    step_time_max_ms: float
+
+
+def step_stats_ms(step_ms: list[float]) -> StepStats:
     """Median, p10, p90, min and max of step times (ms)."""
     if not step_ms:
         raise ValueError("no step times")
     s = sorted(step_ms)
-    return {
-        "step_time_median_ms": statistics.median(s),
-        "step_time_p10_ms": _quantile(s, 0.10),
-        "step_time_p90_ms": _quantile(s, 0.90),
-        "step_time_min_ms": s[0],
-        "step_time_max_ms": s[-1],
-    }
+    return StepStats(
+        step_time_median_ms=statistics.median(s),
+        step_time_p10_ms=_quantile(s, 0.10),
+        step_time_p90_ms=_quantile(s, 0.90),
+        step_time_min_ms=s[0],
+        step_time_max_ms=s[-1],
+    )
 
 
 def _peak_rss_bytes() -> int:
@@ -287,46 +299,44 @@ def _train(torch: Any, ctx: WorkerContext, opts: TrainOptions) -> None:
     finite = all(math.isfinite(v) for v in loss_mean)
     k = max(1, min(3, shape.steps // 3))  # compare the mean of the first and last k steps' loss
     first, last = statistics.fmean(loss_mean[:k]), statistics.fmean(loss_mean[-k:])
-    extra: dict[str, Any] = {
-        "model": "gpt2-tiny" if opts.tiny else "gpt2",
-        "parameters": params,
-        "dtype": "bf16 autocast" if opts.bf16 else "fp32",
-        "optimizer": f"AdamW lr {shape.lr:g}",
-        "data": "text bytes" if opts.text is not None else "generated tokens",
-        "steps": shape.steps,
-        "warmup_steps": shape.warmup,
-        "timed_steps": len(timed_ms),
-        "batch_size": shape.batch_size,
-        "global_batch_size": shape.batch_size * world,
-        "seq_len": shape.seq_len,
-        "train_runtime_s": runtime,
-        "samples_per_s": samples_per_s,
-        "tokens_per_s": samples_per_s * shape.seq_len,
-        **step_stats_ms(timed_ms),
-        "peak_memory_bytes": int(peak_f),
-        "peak_memory_kind": "cuda max_memory_allocated" if cuda else "host process peak RSS (ru_maxrss)",
-        "loss_first": loss_mean[0],
-        "loss_final": loss_mean[-1],
-        "loss_finite": finite,
-        "loss_decreased": finite and last < first,
-        "correct": finite,  # a non-finite loss means the numbers trained on nothing
-    }
-    ctx.report(
-        row(
+    result = TrainRow(
+        **row_head(
             name="train",
             unit="ms",
             samples=timed_ms,
             method=_method(shape, cuda=cuda),
             backend=ctx.backend,
             world_size=world,
-            **extra,
-        )
+        ),
+        model="gpt2-tiny" if opts.tiny else "gpt2",
+        parameters=params,
+        dtype="bf16 autocast" if opts.bf16 else "fp32",
+        optimizer=f"AdamW lr {shape.lr:g}",
+        data="text bytes" if opts.text is not None else "generated tokens",
+        steps=shape.steps,
+        warmup_steps=shape.warmup,
+        timed_steps=len(timed_ms),
+        batch_size=shape.batch_size,
+        global_batch_size=shape.batch_size * world,
+        seq_len=shape.seq_len,
+        train_runtime_s=runtime,
+        samples_per_s=samples_per_s,
+        tokens_per_s=samples_per_s * shape.seq_len,
+        **step_stats_ms(timed_ms),
+        peak_memory_bytes=int(peak_f),
+        peak_memory_kind="cuda max_memory_allocated" if cuda else "host process peak RSS (ru_maxrss)",
+        loss_first=loss_mean[0],
+        loss_final=loss_mean[-1],
+        loss_finite=finite,
+        loss_decreased=finite and last < first,
+        correct=finite,  # a non-finite loss means the numbers trained on nothing
     )
+    ctx.report(result.model_dump())
 
 
 def _method(shape: TrainShape, *, cuda: bool) -> Method:
     return Method(
-        version=METHOD_VERSION,
+        method_version=METHOD_VERSION,
         warmup=shape.warmup,
         repeats=shape.steps - shape.warmup,
         statistic="median",
@@ -368,14 +378,16 @@ def run_train(
     tiny: bool = False,
     text_path: str | Path | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    snapshot: Snapshot | None,
     env: Mapping[str, str] | None = None,
     nccl_debug: bool = False,
     on_progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Run the gpt2 DDP benchmark on ``world_size`` processes; return its ``rigcheck.bench/1`` document.
+) -> tuple[TrainDocument, str]:
+    """Run the gpt2 DDP benchmark on ``world_size`` processes.
 
-    ``world_size`` None: 2 with ``cpu``, else every visible GPU. With ``nccl_debug`` the launcher's NCCL
-    log is in the document under ``nccl_log`` (for `compare_p2p`, which takes it out).
+    Returns its ``rigcheck.bench/1`` document (``snapshot``: the machine, as the caller probed it) and the
+    ranks' NCCL_DEBUG=INFO output ("" unless ``nccl_debug``: for `compare_p2p`). ``world_size`` None: 2 with
+    ``cpu``, else every visible GPU.
     """
     torch: Any = require_torch()
     transformers = require_transformers()
@@ -391,8 +403,6 @@ def run_train(
         text = read_text_tokens(text_path, shape.steps * world_size * shape.batch_size * shape.seq_len)
 
     from rigcheck.bench.launcher import launch
-    from rigcheck.model import snapshot_to_dict
-    from rigcheck.probe.live import probe_machine
 
     opts = TrainOptions(shape=shape, bf16=bf16, tiny=tiny, text=text)
     outcome = launch(
@@ -408,24 +418,20 @@ def run_train(
     error = outcome.error
     if error is None and not outcome.rows:
         error = "the run ended without a result"
-    versions = {**software_versions(), "transformers": str(getattr(transformers, "__version__", None))}
-    extra: dict[str, Any] = {}
-    if nccl_debug:
-        extra["nccl_log"] = outcome.nccl_log
-    return document(
-        benchmark="train",
-        rows=outcome.rows,
+    versions = software_versions().model_copy(update={"transformers": str(getattr(transformers, "__version__", None))})
+    doc = TrainDocument(
+        partial=outcome.partial or error is not None,
+        error=error,
         method=_method(shape, cuda=not cpu),
         backend="gloo" if cpu else "nccl",
         world_size=world_size,
         versions=versions,
-        snapshot=snapshot_to_dict(probe_machine()),
-        partial=outcome.partial or error is not None,
-        error=error,
+        snapshot=snapshot,
+        results=_ROWS.validate_python(outcome.rows),
         notes=method_notes(shape, tiny=tiny, bf16=bf16, text=text is not None, cuda=not cpu),
         wall_s=outcome.wall_s,
-        **extra,
     )
+    return doc, outcome.nccl_log
 
 
 __all__ = [

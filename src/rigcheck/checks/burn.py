@@ -33,13 +33,13 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import fields
 
 from rigcheck.checks.common import fmt
 from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, BRAKE_HISTORY_WARN_US, LIMIT_TOLERANCE
 from rigcheck.checks.thermal import COOLING_ADVICE, EXCELLENT_MAX_C, GOOD_BELOW_C, NEAR_MARGIN_C, THROTTLE_RANGE_C
+from rigcheck.model.burn import GpuBurnAnalysis, Limiter
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
-from rigcheck.model.telemetry import GpuBurnAnalysis, Sample, Trace, TraceGpu
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 
 LOADED_UTIL_PERCENT = 50.0
 LOADED_POWER_FRACTION = 0.5
@@ -81,7 +81,7 @@ LOADED_FIELDS = (
 # Set by `rigcheck burn` (rigcheck.bench.burn), never by the analysis of a trace.
 BURN_ONLY_FIELDS = ("tflops_sustained", "tflops_first_10s", "errors")
 
-LIMITER_WORDS = {
+LIMITER_WORDS: dict[Limiter, str] = {
     "power": "power-limited",
     "thermal": "thermally limited",
     "none": "not limited",
@@ -284,7 +284,7 @@ def _explain_nulls(result: GpuBurnAnalysis, samples: list[Sample], loaded: list[
         can_tell = any(s.reasons is not None or (s.power_w is not None and _limit(s, gpu) is not None) for s in loaded)
         reasons["time_to_power_cap_s"] = NEVER_CAPPED if can_tell else NOT_IN_TRACE
     result.missing = {
-        f.name: reasons[f.name] for f in fields(result) if f.name in reasons and getattr(result, f.name) is None
+        name: reasons[name] for name in type(result).model_fields if name in reasons and getattr(result, name) is None
     }
 
 
@@ -313,7 +313,7 @@ def _clocks(result: GpuBurnAnalysis, loaded: list[Sample], start: float) -> None
         result.sm_clock_drop_percent = round((reference - sustained) / reference * 100, 1)
 
 
-def _limiter(result: GpuBurnAnalysis, with_reasons: list[Sample], slowdown: float | None) -> str:
+def _limiter(result: GpuBurnAnalysis, with_reasons: list[Sample], slowdown: float | None) -> Limiter:
     power, limit, peak = result.power_w_median_loaded, result.power_limit_w, result.temp_c_max
     power_at_cap = power is not None and limit is not None and power >= AT_CAP_FRACTION * limit
     if with_reasons:

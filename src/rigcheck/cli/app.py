@@ -1,4 +1,5 @@
-"""The `rigcheck` command: typer commands, and the one place errors become exit codes."""
+"""The `rigcheck` command: the table of commands (each module imported only when its command runs), and the
+one place errors become exit codes."""
 
 from __future__ import annotations
 
@@ -10,23 +11,9 @@ import typer
 import typer.core
 
 from rigcheck import __version__
-from rigcheck.cli import (
-    bench_collectives,
-    bench_device,
-    bench_train,
-    burn_cmd,
-    monitor_cmd,
-    nccl_log,
-    plan_cmd,
-)
-from rigcheck.cli.common import FromOption, JsonOption, interruptible, note
-from rigcheck.cli.doctor import doctor
-from rigcheck.cli.power_plan import power_plan
-from rigcheck.cli.snapshot_cmd import snapshot
-from rigcheck.cli.state import power_state, thermal_state
-from rigcheck.cli.topo import topo
+from rigcheck.cli.common import note
+from rigcheck.cli.lazy import LazyCommand, LazyGroup
 from rigcheck.errors import RigcheckError
-from rigcheck.report.base import EXIT_INTERNAL
 
 
 def _flags_without_type_labels() -> None:
@@ -46,16 +33,89 @@ def _flags_without_type_labels() -> None:
 
 _flags_without_type_labels()
 
+
+class RigcheckGroup(LazyGroup):
+    """The commands, in the order --help lists them; each module is imported only when its command runs."""
+
+    table = (
+        LazyCommand(
+            "doctor",
+            "Inspect the rig — power, cooling, topology, PCIe, P2P, health, software — and say what is wrong.",
+            "rigcheck.cli.doctor",
+            "doctor",
+        ),
+        LazyCommand(
+            "topo",
+            "Show how the GPUs are connected (NVLink, PCIe switch, host bridge, NUMA) and what it means.",
+            "rigcheck.cli.topo",
+            "topo",
+        ),
+        LazyCommand(
+            "snapshot",
+            "Print the snapshot JSON (schema rigcheck.snapshot/1); replay it anywhere with --from.",
+            "rigcheck.cli.snapshot_cmd",
+            "snapshot",
+        ),
+        LazyCommand(
+            "plan",
+            "Predict bytes and time on the wire per GPU per step, beside compute, and say which strategy suits.",
+            "rigcheck.cli.plan_cmd",
+            "register",
+            "register",
+        ),
+        LazyCommand(
+            "nccl-log",
+            "Read an NCCL_DEBUG=INFO log: transports per channel, P2P disabled or not, NCCL version, ranks.",
+            "rigcheck.cli.nccl_log",
+            "register",
+            "register",
+        ),
+        LazyCommand(
+            "monitor",
+            "Live telemetry per GPU: power vs limit, temperature vs slowdown, clocks, throttle reasons.",
+            "rigcheck.cli.monitor_cmd",
+            "register",
+            "register",
+        ),
+        LazyCommand(
+            "burn",
+            "Load the GPUs with sustained matmuls while recording power, temperature, clocks and throttle reasons.",
+            "rigcheck.cli.burn_cmd",
+            "register",
+            "register",
+        ),
+        LazyCommand(
+            "thermal",
+            "Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands.",
+            "rigcheck.cli.power_cmd",
+            "thermal",
+        ),
+        LazyCommand(
+            "power",
+            "Power: draw and limits per GPU, power-cap and power-brake events; `plan` sizes a PSU and its cables.",
+            "rigcheck.cli.power_cmd",
+            "power_app",
+            "typer",
+        ),
+        LazyCommand(
+            "bench",
+            "Measure: collectives, matmul, memory and host-link bandwidth, P2P, and the guide's gpt2 training run.",
+            "rigcheck.cli.bench_cmd",
+            "bench_app",
+            "typer",
+        ),
+    )
+
+
 app = typer.Typer(
     name="rigcheck",
+    cls=RigcheckGroup,
     help="Is this GPU machine set up right for training? Inspect it, and prove it by measuring.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-StrictOption = Annotated[bool, typer.Option("--strict", help="Warnings count as problems (exit 1).")]
 
 
 def _version(value: bool) -> None:
@@ -71,50 +131,6 @@ def _root(
     ] = False,
 ) -> None:
     """Is this GPU machine set up right for training? Inspect it, and prove it by measuring."""
-
-
-app.command()(interruptible(doctor))
-app.command()(interruptible(topo))
-app.command()(interruptible(snapshot))
-
-power_app = typer.Typer(
-    help="Power: draw and limits per GPU, power-cap and power-brake events; `plan` sizes a PSU and its cables.",
-    invoke_without_command=True,
-    no_args_is_help=False,
-)
-
-
-@power_app.callback(invoke_without_command=True)
-def power(
-    ctx: typer.Context, source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False
-) -> None:
-    """Power draw and limits (default, enforced, min, max) per GPU, and power-related findings."""
-    if ctx.invoked_subcommand is None:
-        power_state(source, as_json, strict)
-
-
-power_app.command("plan")(interruptible(power_plan))
-app.add_typer(power_app, name="power")
-
-
-bench_app = typer.Typer(
-    help="Measure: collectives, matmul, memory and host-link bandwidth, P2P, and the guide's gpt2 training run.",
-    no_args_is_help=True,
-)
-bench_collectives.register(bench_app)
-bench_device.register(bench_app)
-bench_train.register(bench_app)
-app.add_typer(bench_app, name="bench")
-plan_cmd.register(app)
-nccl_log.register(app)
-monitor_cmd.register(app)
-burn_cmd.register(app)
-
-
-@app.command()
-def thermal(source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False) -> None:
-    """Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands."""
-    thermal_state(source, as_json, strict)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the CLI boundary: a bug gets exit 3 with its type and a hint, never hidden
         if os.environ.get("RIGCHECK_DEBUG"):
             raise
+        from rigcheck.cli.exits import EXIT_INTERNAL  # here: exits.py loads the findings model
+
         note(
             f"internal error: {type(exc).__name__}: {exc} (rerun with RIGCHECK_DEBUG=1 for a traceback, and report it)"
         )

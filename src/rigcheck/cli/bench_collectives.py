@@ -9,24 +9,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rigcheck.cli.bench_common import (
-    Column,
     CpuOption,
     JsonOut,
     TimeoutOption,
     WarmupOption,
     WorldSizeOption,
-    emit,
-    emit_comparison,
-    num,
-    size_text,
+    finish,
+    machine,
 )
-from rigcheck.cli.common import HtmlFileOption, interruptible, note
+from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
 from rigcheck.errors import UsageError
+
+if TYPE_CHECKING:
+    from rigcheck.model.bench import CollectiveDocument
 
 MinBytesOption = Annotated[
     str, typer.Option("--min-bytes", "-b", help="Smallest buffer: bytes, or with K, M, G (binary: 1K = 1024).")
@@ -55,27 +55,6 @@ def parse_size(text: str, option: str = "size") -> int:
     return size
 
 
-def _count(size_bytes: Any) -> str:
-    return str(size_bytes // 4) if isinstance(size_bytes, int) else "-"
-
-
-COLUMNS = [
-    Column("size_bytes", "size", size_text),
-    Column("size_bytes", "count (float32)", _count),
-    Column("time_us_median", "time (us)", num(1)),
-    Column("algbw_gbps", "algbw (GB/s)", num(3)),
-    Column("busbw_gbps", "busbw (GB/s)", num(3)),
-    Column("correct", "correct", num(0)),
-]
-
-TITLES = {
-    "allreduce": "all-reduce (sum, float32)",
-    "allgather": "all-gather (float32; size = the gathered buffer)",
-    "reducescatter": "reduce-scatter (sum, float32; size = the buffer before scattering)",
-    "broadcast": "broadcast (from rank 0, float32)",
-}
-
-
 CompareP2POption = Annotated[
     bool,
     typer.Option(
@@ -97,6 +76,7 @@ def _run(
     timeout: float,
     as_json: bool,
     html_file: Path | None = None,
+    markdown_file: Path | None = None,
     compare_p2p: bool = False,
 ) -> None:
     from rigcheck.bench.collectives import CPU_MAX_BYTES, GPU_MAX_BYTES, resolve_world_size, run_collective, sweep
@@ -106,8 +86,9 @@ def _run(
     if low > high:
         raise UsageError(f"--min-bytes ({low}) is larger than --max-bytes ({high})")
     ranks = resolve_world_size(cpu, world_size)
+    snapshot = machine()
 
-    def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> dict[str, Any]:
+    def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[CollectiveDocument, str]:
         if compare_p2p:
             note(f"{op}: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
         return run_collective(
@@ -118,6 +99,7 @@ def _run(
             warmup=warmup,
             repeats=repeats if repeats is not None else (10 if cpu else 20),
             timeout_s=timeout,
+            snapshot=snapshot,
             env=env,
             nccl_debug=nccl_debug,
             on_progress=note,
@@ -126,9 +108,8 @@ def _run(
     if compare_p2p:
         from rigcheck.bench.compare import compare_p2p as compare
 
-        emit_comparison(compare(one_run, label=op), as_json=as_json, html_file=html_file)
-    doc = one_run()
-    emit(doc, COLUMNS, as_json=as_json, html_file=html_file, title=f"{TITLES[op]}, nccl-tests' algbw and busbw")
+        finish(compare(one_run, label=op), as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(one_run()[0], as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 # What each command's help says about its busbw factor (nccl-tests' PERFORMANCE.md).
@@ -157,6 +138,7 @@ def _command(op: str) -> Callable[..., None]:
         compare_p2p: CompareP2POption = False,
         as_json: JsonOut = False,
         html_file: HtmlFileOption = None,
+        markdown_file: MarkdownFileOption = None,
     ) -> None:
         _run(
             op,
@@ -169,6 +151,7 @@ def _command(op: str) -> Callable[..., None]:
             timeout=timeout,
             as_json=as_json,
             html_file=html_file,
+            markdown_file=markdown_file,
             compare_p2p=compare_p2p,
         )
 

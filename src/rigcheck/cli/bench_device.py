@@ -6,22 +6,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from rigcheck.cli.bench_collectives import parse_size
-from rigcheck.cli.bench_common import (
-    Column,
-    CpuOption,
-    JsonOut,
-    TimeoutOption,
-    emit,
-    num,
-    render_pair_comparison,
-    size_text,
-)
-from rigcheck.cli.common import HtmlFileOption, interruptible, note
+from rigcheck.cli.bench_common import CpuOption, JsonOut, TimeoutOption, finish, machine
+from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
 
 DtypeOption = Annotated[
     list[str] | None,
@@ -46,85 +37,6 @@ GpuOption = Annotated[list[int] | None, typer.Option("--gpu", "-g", help="GPU in
 NumaOption = Annotated[bool, typer.Option("--numa/--no-numa", help="Also measure bound to the GPU's NUMA-local CPUs.")]
 
 
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _rate(value: Any) -> str:
-    """A rate with enough digits whatever its size: 799.4, 2.35, 0.0123 (CPU figures are small)."""
-    if not isinstance(value, float):
-        return "-" if value is None else str(value)
-    if abs(value) >= 100:
-        return f"{value:.1f}"
-    return f"{value:.3g}" if abs(value) >= 1 else f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.2g}"
-
-
-def _best(value: Any) -> str:
-    return "*" if value else ""
-
-
-def _flag(value: Any) -> str:
-    return "-" if value is None else ("yes" if value else "no")
-
-
-def _text(value: Any) -> str:
-    return "-" if value is None else str(value)
-
-
-MATMUL_COLUMNS = [
-    Column("rank", "rank", _text),
-    Column("dtype", "dtype"),
-    Column("m", "m"),
-    Column("n", "n"),
-    Column("k", "k"),
-    Column("tflops_median", "TFLOPS (median)", _rate),
-    Column("tflops_min", "min", _rate),
-    Column("tflops_max", "max", _rate),
-    Column("peak_tflops", "peak (TFLOPS)", num(1)),
-    Column("fraction_of_peak", "of peak", _pct),
-    Column("correct", "correct", num(0)),
-    Column("best", "best", _best),
-]
-MEMBW_COLUMNS = [
-    Column("rank", "rank", _text),
-    Column("size_bytes", "size", size_text),
-    Column("time_us_median", "time (us)", num(1)),
-    Column("copy_gbps", "copy (GB/s)", _rate),
-    Column("read_write_gbps", "read+write (GB/s)", _rate),
-    Column("peak_memory_gbps", "peak (GB/s)", num(0)),
-    Column("fraction_of_peak", "r+w of peak", _pct),
-    Column("correct", "correct", num(0)),
-]
-HOSTLINK_COLUMNS = [
-    Column("gpu", "GPU"),
-    Column("direction", "direction"),
-    Column("memory", "memory"),
-    Column("numa_bound", "NUMA-bound", _flag),
-    Column("cpus", "CPUs", _text),
-    Column("gbps", "GB/s (median)", _rate),
-    Column("min", "min", _rate),
-    Column("max", "max", _rate),
-    Column("pcie_link", "PCIe link", _text),
-    Column("pcie_theoretical_gbps", "PCIe theor. (GB/s)", num(1)),
-    Column("fraction_of_pcie", "of PCIe", _pct),
-    Column("correct", "correct", num(0)),
-]
-P2P_COLUMNS = [
-    Column("src", "src"),
-    Column("dst", "dst"),
-    Column("mode", "mode"),
-    Column("peer_access", "peer access", _flag),
-    Column("link", "link", _text),
-    Column("nvml_p2p_read", "NVML P2P read", _text),
-    Column("unidirectional_gbps", "uni (GB/s)", _rate),
-    Column("bidirectional_gbps", "bidi (GB/s)", _rate),
-    Column("latency_us", "latency (us)", num(2)),
-    Column("theoretical_gbps", "theor. (GB/s)", num(1)),
-    Column("fraction_of_theoretical", "uni of theor.", _pct),
-    Column("correct", "correct", num(0)),
-]
-
-
 def matmul(
     dtype: DtypeOption = None,
     cpu: CpuOption = False,
@@ -136,6 +48,7 @@ def matmul(
     timeout: TimeoutOption = 1800.0,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
 ) -> None:
     """Best matmul TFLOPS over a shape sweep (L2 flushed between products), beside the card's catalogue peak."""
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
@@ -150,15 +63,10 @@ def matmul(
         repeats=repeats,
         world_size=world_size,
         timeout_s=timeout,
+        snapshot=machine(),
         on_progress=note,
     )
-    emit(
-        doc,
-        MATMUL_COLUMNS,
-        as_json=as_json,
-        html_file=html_file,
-        title="matmul: TFLOPS per shape (2·m·n·k / time), best per dtype *",
-    )
+    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 def membw(
@@ -170,6 +78,7 @@ def membw(
     timeout: TimeoutOption = 600.0,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
 ) -> None:
     """Device-local copy bandwidth (bytes copied once, as nvbandwidth; and read+write), beside the datasheet."""
     from rigcheck.bench.device.membw import run_membw
@@ -182,9 +91,10 @@ def membw(
         repeats=repeats,
         world_size=world_size,
         timeout_s=timeout,
+        snapshot=machine(),
         on_progress=note,
     )
-    emit(doc, MEMBW_COLUMNS, as_json=as_json, html_file=html_file, title="membw: device-local copy, dst.copy_(src)")
+    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 def hostlink(
@@ -195,6 +105,7 @@ def hostlink(
     warmup: WarmupOpt = None,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
 ) -> None:
     """Host→GPU and GPU→host copy bandwidth per GPU, pinned and pageable, NUMA-bound and not, beside PCIe."""
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
@@ -205,15 +116,10 @@ def hostlink(
         numa=numa,
         repeats=repeats if repeats is not None else 5,
         warmup=warmup if warmup is not None else 1,
+        snapshot=machine(),
         on_progress=note,
     )
-    emit(
-        doc,
-        HOSTLINK_COLUMNS,
-        as_json=as_json,
-        html_file=html_file,
-        title="hostlink: host<->GPU copies (GB/s, bytes copied once)",
-    )
+    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 ComparePairsOption = Annotated[
@@ -232,28 +138,20 @@ def p2p(
     compare_p2p: ComparePairsOption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
 ) -> None:
     """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host."""
-    from rigcheck.bench.device.p2p import DEFAULT_SIZE, p2p_comparison, run_p2p
+    from rigcheck.bench.device.p2p import DEFAULT_SIZE, run_p2p
 
     doc = run_p2p(
         size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
         repeats=repeats if repeats is not None else 5,
         warmup=warmup if warmup is not None else 1,
+        compare=compare_p2p,
+        snapshot=machine(),
         on_progress=note,
     )
-    if compare_p2p:
-        doc["comparison"] = p2p_comparison(doc["results"])
-        doc["warnings"] = list(doc["comparison"]["warnings"])
-        if not as_json:
-            render_pair_comparison(doc["comparison"])
-    emit(
-        doc,
-        P2P_COLUMNS,
-        as_json=as_json,
-        html_file=html_file,
-        title="p2p: GPU-to-GPU copies, per ordered pair (GB/s, bytes once)",
-    )
+    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 def register(app: typer.Typer) -> None:

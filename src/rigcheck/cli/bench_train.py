@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.bench_common import (
-    Column,
-    CpuOption,
-    JsonOut,
-    TimeoutOption,
-    WorldSizeOption,
-    emit,
-    emit_comparison,
-    num,
-)
-from rigcheck.cli.common import HtmlFileOption, interruptible, note
+from rigcheck.cli.bench_common import CpuOption, JsonOut, TimeoutOption, WorldSizeOption, finish, machine
+from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
 from rigcheck.errors import RigcheckError
 
-GIB = 2**30
+if TYPE_CHECKING:
+    from rigcheck.model.bench import TrainDocument
+    from rigcheck.report.bench import BenchDoc
 
 StepsOption = Annotated[
     int | None, typer.Option("--steps", min=1, max=1_000_000, help="Training steps (default 200; --tiny: 10).")
@@ -49,33 +42,6 @@ CompareOption = Annotated[
 ]
 
 
-def _gib(value: Any) -> str:
-    return "-" if not isinstance(value, int) else f"{value / GIB:.2f}"
-
-
-COLUMNS = [
-    Column("train_runtime_s", "runtime (s)", num(2)),
-    Column("samples_per_s", "samples/s", num(1)),
-    Column("tokens_per_s", "tokens/s", num(0)),
-    Column("step_time_median_ms", "step median (ms)", num(1)),
-    Column("step_time_p10_ms", "p10 (ms)", num(1)),
-    Column("step_time_p90_ms", "p90 (ms)", num(1)),
-    Column("peak_memory_bytes", "peak mem (GiB)", _gib),
-    Column("loss_final", "final loss", num(3)),
-]
-
-
-def _title(doc: dict[str, Any]) -> str:
-    if not doc["results"]:
-        return f"train: DDP on {doc['world_size']} × {doc['backend']}: no result"
-    r = doc["results"][0]
-    model = r.get("model", "gpt2")
-    return (
-        f"train: {model}, DDP on {doc['world_size']} × {doc['backend']}, {r.get('dtype', '')}, "
-        f"batch {r.get('batch_size', '?')} × {r.get('seq_len', '?')} per rank, {r.get('steps', '?')} steps"
-    )
-
-
 def train(
     *,
     cpu: CpuOption = False,
@@ -90,6 +56,7 @@ def train(
     compare_p2p: CompareOption = False,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
 ) -> None:
     """gpt2 (124M, random weights) trained with DDP: runtime, samples/s, tokens/s, step times, peak memory.
 
@@ -101,7 +68,9 @@ def train(
         if text is not None:
             read_text_tokens(text, 2)  # a bad path is one line and exit 2, before anything starts
 
-        def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> dict[str, Any]:
+        snapshot = machine()
+
+        def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[TrainDocument, str]:
             if compare_p2p:
                 note(f"train: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
             return run_train(
@@ -114,25 +83,23 @@ def train(
                 tiny=tiny,
                 text_path=text,
                 timeout_s=timeout,
+                snapshot=snapshot,
                 env=env,
                 nccl_debug=nccl_debug,
                 on_progress=note,
             )
 
+        doc: BenchDoc
         if compare_p2p:
             from rigcheck.bench.compare import compare_p2p as compare
 
             doc = compare(one_run, label="train")
         else:
-            doc = one_run()
+            doc = one_run()[0]
     except RigcheckError as exc:
         note(f"error: {exc}")
         raise typer.Exit(exc.exit_code) from None
-
-    if not compare_p2p:
-        emit(doc, COLUMNS, as_json=as_json, html_file=html_file, title=_title(doc))
-        return
-    emit_comparison(doc, as_json=as_json, html_file=html_file)
+    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,7 @@
 """`rigcheck burn`: load the GPUs with sustained matmuls, record telemetry, say whether, when and why they slowed.
 
-``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (schema
-``rigcheck.burn/1``) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
+``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (``rigcheck.burn/1``,
+rigcheck.model.burn.BurnResult) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
 ``tflops_first_10s`` and ``errors`` (products that came out wrong), and ``workload`` / ``sampler`` /
 ``partial`` / ``interrupted``.
 
@@ -13,89 +13,36 @@ rigcheck.checks.burn.is_problem (thermal throttling, lost GPU, HW power brake), 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Group, RenderableType
-from rich.text import Text
 
-from rigcheck.checks.burn import is_problem
 from rigcheck.cli import monitor_cmd
-from rigcheck.cli.burn_analyze import burn_analyze, burn_to_dict, gpu_lines
-from rigcheck.cli.common import (
-    EXIT_INTERRUPTED,
-    HtmlFileOption,
-    interruptible,
-    note,
-    out_console,
-    print_json,
-    write_report_file,
-)
+from rigcheck.cli.common import HtmlFileOption, emit, interruptible, note, write_rendering
+from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
 from rigcheck.errors import BenchError
-from rigcheck.monitor.sampler import TraceFile
+from rigcheck.report.render import Format
 
-if TYPE_CHECKING:  # the workload module is imported when a burn runs, not at every start of the CLI
-    from rigcheck.bench.burn import BurnResult
+if TYPE_CHECKING:
+    from rigcheck.model.burn import BurnResult, BurnRun
+    from rigcheck.monitor.sampler import TraceFile
 
 
-def burn_exit_code(result: BurnResult) -> int:
-    if result.interrupted:
+def burn_exit_code(run: BurnRun) -> int:
+    """130 when Ctrl-C cut it short; 1 for a wrong result, a failed load or a problem by is_problem; else 0."""
+    from rigcheck.checks.burn import is_problem
+
+    if run.interrupted:
         return EXIT_INTERRUPTED
-    if result.errors or result.failed_gpus or any(is_problem(a) for a in result.analyses):
-        return 1
-    return 0
+    if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses):
+        return EXIT_PROBLEMS
+    return EXIT_OK
 
 
-def burn_document(result: BurnResult, exit_code: int) -> dict[str, Any]:
-    doc = burn_to_dict(result.trace, result.analyses, exit_code)
-    doc["partial"] = result.interrupted or bool(result.failed_gpus)
-    doc["interrupted"] = result.interrupted
-    doc["workload"] = result.workload()
-    doc["sampler"] = result.sampler.to_dict()
-    return doc
+def burn_document(run: BurnRun, exit_code: int) -> BurnResult:
+    from rigcheck.model.burn import BurnResult
 
-
-def _throughput_line(result: BurnResult, index: int) -> Text:
-    load = result.loads.get(index)
-    if load is None:
-        return Text("")
-    if load.error is not None:
-        return Text(f"  load FAILED: {load.error}", style="bold red")
-    summary = load.summary()
-    sustained, first = summary["tflops_sustained"], summary["tflops_first_10s"]
-    text = f"  {result.dtype} {load.size}×{load.size} matmul: "
-    text += f"{sustained:.0f} TFLOPS sustained" if sustained is not None else "no whole second of load"
-    if sustained is not None and first:
-        text += f", {first:.0f} in the first 10 s ({(sustained - first) / first:+.1%})"
-    if load.errors:
-        when = f", first at {load.first_error_s:.1f} s" if load.first_error_s is not None else ""
-        return Text(
-            text + f"; {load.errors} of {load.checks} checked results WRONG{when}: this GPU computes wrong answers",
-            style="bold red",
-        )
-    return Text(
-        text + f"; all {load.checks} checked results (of {load.matmuls} products) matched the first bit for bit"
-    )
-
-
-def render(result: BurnResult) -> None:
-    title = f"rigcheck burn: {result.load_s:.0f} s of {result.dtype} matmuls"
-    if result.interrupted:
-        title += " (interrupted: partial)"
-    parts: list[RenderableType] = [Text(title, style="bold")]
-    for a in result.analyses:
-        lines = gpu_lines(a)
-        parts += [*lines[:-1], _throughput_line(result, a.index), lines[-1]]
-    wrong = [i for i, load in sorted(result.loads.items()) if load.errors]
-    bad = sorted({a.index for a in result.analyses if is_problem(a)} | set(result.failed_gpus) | set(wrong))
-    parts.append(Text(""))
-    if wrong:
-        parts.append(Text(f"WRONG RESULTS on GPU {', '.join(map(str, wrong))}", style="bold red"))
-    if bad:
-        parts.append(Text(f"problems on GPU {', '.join(map(str, bad))}", style="bold red"))
-    else:
-        parts.append(Text("no GPU computed a wrong result, throttled for heat or was lost", style="bold green"))
-    out_console().print(Group(*parts))
+    return BurnResult.of_run(run, exit_code)
 
 
 def burn(
@@ -121,18 +68,22 @@ def burn(
 ) -> None:
     """Load the GPUs with sustained matmuls while recording power, temperature, clocks and throttle reasons."""
     if analyze is not None:
+        from rigcheck.cli.burn_analyze import burn_analyze
+
         burn_analyze(analyze, as_json, html_file)
         return
     from rigcheck.bench.burn import DTYPES, run_burn
+    from rigcheck.monitor.sampler import TraceFile
 
     if dtype not in DTYPES:
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
+
     target = monitor_cmd.trace_target(csv, jsonl)
     poller = monitor_cmd.open_poller(monitor_cmd.parse_gpus(gpus_text))
     sink: TraceFile | None = None
     try:
         sink = TraceFile(target[0], target[1]) if target is not None else None
-        result = run_burn(
+        run = run_burn(
             poller,
             minutes=minutes,
             dtype=dtype,
@@ -143,23 +94,18 @@ def burn(
         )
     except BenchError as exc:
         note(f"no usable NVIDIA GPU: {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(EXIT_PROBLEMS) from None
     finally:
         if sink is not None:
             sink.close()  # the sampler closed it, unless the run failed before it started
         poller.close()
     if sink is not None:
         note(f"{sink.rows} samples written to {sink.path}")
-    code = burn_exit_code(result)
+    doc = burn_document(run, burn_exit_code(run))
     if html_file is not None:
-        from rigcheck.report.html import burn_html
-
-        write_report_file(html_file, burn_html(result.trace, result.analyses))
-    if as_json:
-        print_json(burn_document(result, code))
-    else:
-        render(result)
-    raise typer.Exit(code)
+        write_rendering(html_file, doc, Format.HTML)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(doc.exit_code)
 
 
 def register(app: typer.Typer) -> None:

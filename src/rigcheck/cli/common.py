@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 
-from rigcheck.model import Snapshot
-from rigcheck.report.json_report import dumps
-from rigcheck.report.render import Format
-
+# Only what every command needs is imported here: each command module is loaded on its own (cli/lazy.py), so
+# a module-level import in this file is paid by `rigcheck --help` and every command alike.
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rigcheck.model import Snapshot
     from rigcheck.model.document import Document
+    from rigcheck.report.render import Format
 
 FromOption = Annotated[
     Path | None,
@@ -49,6 +50,8 @@ PIPE_WIDTH = 160
 
 def out_console() -> Console:
     """Data and reports go to stdout; rich handles NO_COLOR, FORCE_COLOR and pipes."""
+    from rich.console import Console
+
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
@@ -79,6 +82,8 @@ def load_snapshot(source: Path | None, *, announce_absent: bool = True) -> Snaps
 
 
 def print_json(data: Any) -> None:
+    from rigcheck.report.render import dumps
+
     sys.stdout.write(dumps(data))
     sys.stdout.flush()
 
@@ -103,11 +108,12 @@ def interruptible(command: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
-def emit(doc: Document, fmt: Format = Format.TERMINAL) -> None:
-    """Print ``doc`` in ``fmt`` on stdout: the one place a command's document becomes output."""
-    from rigcheck.report.render import render
+def emit(doc: Document, fmt: Format | None = None) -> None:
+    """Print ``doc`` in ``fmt`` (default: the terminal report) on stdout: the one place a command's document
+    becomes output."""
+    from rigcheck.report.render import Format, render
 
-    rendered = render(doc, fmt)
+    rendered = render(doc, fmt or Format.TERMINAL)
     if isinstance(rendered, str):
         sys.stdout.write(rendered)
         sys.stdout.flush()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -13,16 +12,13 @@ from rigcheck.cli.common import (
     HtmlFileOption,
     JsonOption,
     MarkdownFileOption,
+    emit,
     load_snapshot,
-    out_console,
-    write_report_file,
+    write_rendering,
 )
-from rigcheck.report.base import DoctorReport, Format
-from rigcheck.report.html import doctor_html
-from rigcheck.report.json_report import render_json
-from rigcheck.report.markdown import render_markdown
-from rigcheck.report.terminal import render_terminal
-from rigcheck.report.topology import render_topology, topology_from_pairs
+from rigcheck.cli.exits import exit_code_for
+from rigcheck.model.doctor import doctor_document
+from rigcheck.report.render import Format
 
 
 def doctor(
@@ -40,23 +36,11 @@ def doctor(
     Exit code: 0 healthy, 1 problems found (warnings too with --strict), 2 bad input, 3 internal error.
     """
     snap = load_snapshot(source)
-    report = DoctorReport(snapshot=snap, findings=run_checks(snap), strict=strict)
-    if as_json:
-        fmt = Format.JSON
+    findings = run_checks(snap)
+    doc = doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
     if html_file is not None:
-        write_report_file(html_file, doctor_html(report))
+        write_rendering(html_file, doc, Format.HTML)
     if markdown_file is not None:
-        write_report_file(markdown_file, render_markdown(report))
-    if fmt is Format.JSON:
-        sys.stdout.write(render_json(report))
-    elif fmt is Format.MARKDOWN:
-        sys.stdout.write(render_markdown(report))
-    elif fmt is Format.HTML:
-        sys.stdout.write(doctor_html(report))
-    else:
-        topology = None
-        if len(snap.gpus) > 1:
-            topo = snap.topology or topology_from_pairs(len(snap.gpus), snap.pairs, [])
-            topology = render_topology(topo, snap.pairs)
-        out_console().print(render_terminal(report, topology))
-    raise typer.Exit(report.exit_code)
+        write_rendering(markdown_file, doc, Format.MARKDOWN)
+    emit(doc, Format.JSON if as_json else fmt)
+    raise typer.Exit(doc.exit_code)

@@ -3,55 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
-from rigcheck.cli.common import JsonOption, interruptible, out_console, print_json
-from rigcheck.nccllog import nccl_log_to_dict, parse_nccl_log
-from rigcheck.probe.from_file import read_text
-
-# Pair connections listed in the terminal before "... and N more".
-MAX_PAIRS_SHOWN = 16
-
-
-def _p2p_text(doc: dict[str, Any]) -> Text:
-    value = doc["p2p_disabled"]
-    if value is None:
-        return Text(f"P2P disabled: unknown ({doc['p2p_evidence']})", style="yellow")
-    return Text(f"P2P disabled: {'yes' if value else 'no'} ({doc['p2p_evidence']})")
-
-
-def render(doc: dict[str, Any]) -> RenderableType:
-    version = doc["nccl_version"] or "not printed"
-    cuda = f" (CUDA {doc['cuda']})" if doc["cuda"] else ""
-    ranks = doc["nranks"] if doc["nranks"] is not None else "not printed"
-    parts: list[RenderableType] = [
-        Text(f"rigcheck nccl-log: {doc['path'] or '-'}", style="bold"),
-        Text(f"NCCL {version}{cuda}; ranks: {ranks}; hosts: {len(doc['hosts']) or 'not printed'}"),
-        Text(f"Transport: {doc['description']}", style="bold"),
-        _p2p_text(doc),
-    ]
-    if doc["transport_channel_lines"]:
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        table.add_column("transport")
-        table.add_column("channel lines", justify="right")
-        for transport, count in doc["transport_channel_lines"].items():
-            table.add_row(transport, str(count))
-        parts.append(table)
-        pairs = list(doc["channel_connections"].items())
-        parts.append(Text(f"Connections: {doc['peer_connections']} (rank[device or bus id] -> rank[...])"))
-        for key, by_transport in pairs[:MAX_PAIRS_SHOWN]:
-            used = "; ".join(f"{t} ch {','.join(ch)}" for t, ch in by_transport.items())
-            parts.append(Text(f"  {key}: {used}"))
-        if len(pairs) > MAX_PAIRS_SHOWN:
-            parts.append(Text(f"  ... and {len(pairs) - MAX_PAIRS_SHOWN} more (--json lists them all)", style="dim"))
-    else:
-        parts.append(Text("No channel connection lines in the log.", style="dim"))
-    return Group(*parts)
+from rigcheck.cli.common import JsonOption, emit, interruptible
+from rigcheck.cli.exits import EXIT_OK
+from rigcheck.report.render import Format
 
 
 def nccl_log(
@@ -62,13 +20,10 @@ def nccl_log(
 
     Exit code: 0, or 2 when the file is not an NCCL log.
     """
-    path = str(file)
-    doc = nccl_log_to_dict(parse_nccl_log(read_text(path, "an NCCL_DEBUG=INFO log"), path))
-    if as_json:
-        print_json(doc)
-    else:
-        out_console().print(render(doc))
-    raise typer.Exit(0)
+    from rigcheck.nccllog import read_nccl_log  # the parser loads only for this command (and --compare-p2p)
+
+    emit(read_nccl_log(str(file)), Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,104 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
-from rigcheck.cli.common import JsonOption, interruptible, out_console, print_json
-from rigcheck.errors import InputError, UsageError
-from rigcheck.model import Snapshot
-from rigcheck.plan.comm import (
-    DTYPES,
-    STRATEGIES,
-    busbw_from_bench,
-    comm_plan_to_dict,
-    guide_rig_explanation,
-    parse_params,
-    plan_comm,
-)
-from rigcheck.probe.from_file import read_text
-
-
-def _mb(value: float | None) -> str:
-    return "n/a" if value is None else f"{value / 1e6:,.2f} MB"
-
-
-def _ms(value: float | None, reason: str | None = None) -> str:
-    if value is None:
-        return f"n/a ({reason})" if reason else "n/a"
-    return f"{value * 1e3:,.1f} ms"
-
-
-def render(doc: dict[str, Any]) -> RenderableType:
-    i = doc["inputs"]
-    parts: list[RenderableType] = [
-        Text(
-            f"rigcheck plan: {i['params']:,} parameters, {i['gpus']} GPUs, {doc['strategy']}, {i['dtype']}",
-            style="bold",
-        ),
-        Text(f"Bytes on the wire per GPU per step: {_mb(doc['wire_bytes_per_gpu_per_step'])}", style="bold"),
-    ]
-    for c in doc["collectives"]:
-        parts.append(Text(f"  {c['op']} of {c['what']}: {_mb(c['bytes_per_gpu'])}"))
-    bw = doc["busbw_gbps"]
-    parts.append(
-        Text(f"Bus bandwidth: {bw:g} GB/s ({doc['busbw_source']})" if bw is not None else "Bus bandwidth: unknown")
-    )
-    parts.append(Text(f"Time on the wire per step: {_ms(doc['comm_time_s'], doc['comm_time_reason'])}"))
-    parts.append(Text(f"Compute per step: {_ms(doc['compute_time_s'], doc['compute_time_reason'])}"))
-    if doc["comm_share"] is not None:
-        parts.append(Text(f"Communication share without overlap: {doc['comm_share']:.1%}"))
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in ("strategy", "MB/GPU/step", "wire time", "model states/GPU"):
-        table.add_column(col, justify="left" if col == "strategy" else "right")
-    for row in doc["strategies"]:
-        table.add_row(
-            row["strategy"],
-            f"{row['wire_bytes_per_gpu_per_step'] / 1e6:,.2f}",
-            _ms(row["comm_time_s"]),
-            f"{row['model_state_bytes_per_gpu'] / 2**30:,.2f} GiB",
-        )
-    parts.append(table)
-    parts.extend(Text(f"• {line}") for line in doc["advice"])
-    parts.extend(Text(f"assumption: {line}", style="dim") for line in doc["assumptions"])
-    return Group(*parts)
-
-
-def render_guide(doc: dict[str, Any]) -> RenderableType:
-    parts: list[RenderableType] = [
-        Text("The guide's NVLink result, explained (gpt2, 2x TITAN RTX, fp32 DDP)", style="bold")
-    ]
-    parts.extend(Text(f"• {line}") for line in doc["explanation"])
-    parts.append(Text("Not explained by the bytes:", style="bold"))
-    parts.extend(Text(f"• {line}") for line in doc["not_explained"])
-    return Group(*parts)
-
-
-def _from_document(source: Path) -> tuple[float | None, str | None, Snapshot | None]:
-    """--from: a bench result (busbw) or anything `--from` reads elsewhere (a snapshot, topo -m ...)."""
-    path = str(source)
-    text = read_text(path, "a bench result, a snapshot or a topo -m file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = None
-    if isinstance(data, dict) and str(data.get("schema", "")).startswith("rigcheck.bench/"):
-        bw, src = busbw_from_bench(data)
-        return bw, f"{src}: {path}", None
-    from rigcheck.probe.from_file import load_file
-
-    try:
-        return None, None, load_file(path)
-    except InputError as exc:
-        raise InputError(
-            f"neither a rigcheck.bench/1 result nor a snapshot/topology: {exc.detail}", path=path
-        ) from None
+from rigcheck.cli.common import JsonOption, emit, interruptible
+from rigcheck.cli.exits import EXIT_OK
+from rigcheck.report.render import Format
 
 
 def plan(
@@ -129,44 +39,13 @@ def plan(
 
     Exit code: 0, or 2 for bad arguments or input.
     """
-    if strategy not in STRATEGIES:
-        raise UsageError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
-    if busbw is not None and source is not None:
-        raise UsageError("give --busbw or --from, not both")
-    bw, bw_src, snap = busbw, None, None
-    if source is not None:
-        bw, bw_src, snap = _from_document(source)
-    assumptions: list[str] = []
-    if tokens is None:
-        tokens = 4096
-        assumptions.append("tokens per GPU per step: 4096 (the guide's batch: 4 sequences x 1024 tokens); set --tokens")
-    result = plan_comm(
-        parse_params(params),
-        gpus,
-        strategy,
-        dtype,
-        busbw_gbps=bw,
-        tokens_per_step_per_gpu=tokens,
-        achieved_tflops=tflops,
-        snapshot=snap,
-        busbw_source=bw_src,
-        gpu=gpu,
-        link=link,
+    from rigcheck.plan.build import build_comm_plan
+
+    doc = build_comm_plan(
+        params, gpus, strategy, dtype, busbw, source, link, gpu, tokens, tflops, explain_guide=explain_guide
     )
-    result.assumptions[:0] = assumptions
-    doc = comm_plan_to_dict(result)
-    if explain_guide:
-        doc["guide"] = guide_rig_explanation()
-    if as_json:
-        print_json(doc)
-    else:
-        console = out_console()
-        console.print(render(doc))
-        if explain_guide:
-            console.print(render_guide(doc["guide"]))
-    raise typer.Exit(0)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

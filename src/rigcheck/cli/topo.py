@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from rigcheck.cli.common import FromOption, JsonOption, load_snapshot, note, out_console, print_json
+from rigcheck.cli.common import FromOption, JsonOption, emit, load_snapshot, note
+from rigcheck.cli.exits import EXIT_PROBLEMS
 from rigcheck.errors import InputError
-from rigcheck.model import TopoGpu
-from rigcheck.report.topology import render_topology, topology_from_pairs, topology_to_dict
+from rigcheck.model.topo import snapshot_matrix, topo_document
+from rigcheck.report.render import Format
 
 
 def topo(source: FromOption = None, as_json: JsonOption = False) -> None:
@@ -16,26 +17,13 @@ def topo(source: FromOption = None, as_json: JsonOption = False) -> None:
     FILE for --from is a saved `nvidia-smi topo -m` or a rigcheck snapshot.
     """
     snap = load_snapshot(source, announce_absent=False)
-    topo_matrix = snap.topology
-    if topo_matrix is None:
-        if source is None and not snap.gpus:
+    matrix = snapshot_matrix(snap)
+    if matrix is None:  # neither a `topo -m` table nor a GPU
+        if source is None:
             note(
                 f"no NVIDIA GPU visible: {snap.gpu_absent_reason or 'NVML lists none'}; no topology to show "
                 "(read a saved one with --from FILE)"
             )
-            raise typer.Exit(1)
-        if not snap.gpus:
-            raise InputError("no GPUs in this input, so no topology to show", path=str(source))
-        gpus = [
-            TopoGpu(
-                index=g.index,
-                cpu_affinity=g.cpu_affinity,
-                numa_affinity=str(g.numa_node) if g.numa_node is not None else None,
-            )
-            for g in snap.gpus
-        ]
-        topo_matrix = topology_from_pairs(len(snap.gpus), snap.pairs, gpus)
-    if as_json:
-        print_json(topology_to_dict(topo_matrix, snap.pairs))
-    else:
-        out_console().print(render_topology(topo_matrix, snap.pairs))
+            raise typer.Exit(EXIT_PROBLEMS)
+        raise InputError("no GPUs in this input, so no topology to show", path=str(source))
+    emit(topo_document(matrix, snap.pairs), Format.JSON if as_json else Format.TERMINAL)

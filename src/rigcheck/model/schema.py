@@ -27,21 +27,38 @@ SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 # Generated document schemas: schema id -> (file under rigcheck/schemas/, "module:Class" of its model, title).
-GENERATED: dict[str, tuple[str, str, str]] = {}
+GENERATED: dict[str, tuple[str, str, str]] = {
+    "rigcheck.bench/1": ("bench-1.schema.json", "rigcheck.model.bench:BenchSchema", "rigcheck bench ... --json"),
+    "rigcheck.plan/1": ("plan-1.schema.json", "rigcheck.model.plan:CommPlan", "rigcheck plan --json"),
+    "rigcheck.doctor/1": ("doctor-1.schema.json", "rigcheck.model.doctor:DoctorDocument", "rigcheck doctor --json"),
+    "rigcheck.topo/1": ("topo-1.schema.json", "rigcheck.model.topo:TopoDocument", "rigcheck topo --json"),
+    "rigcheck.power/1": ("power-1.schema.json", "rigcheck.model.state:PowerDocument", "rigcheck power --json"),
+    "rigcheck.thermal/1": ("thermal-1.schema.json", "rigcheck.model.state:ThermalDocument", "rigcheck thermal --json"),
+    "rigcheck.power-plan/1": (
+        "power-plan-1.schema.json",
+        "rigcheck.model.power_plan:PowerPlan",
+        "rigcheck power plan --json",
+    ),
+    "rigcheck.nccl-log/1": ("nccl-log-1.schema.json", "rigcheck.model.nccl_log:NcclLog", "rigcheck nccl-log --json"),
+    "rigcheck.burn/1": (
+        "burn-1.schema.json",
+        "rigcheck.model.burn:BurnResult",
+        "rigcheck burn --json / rigcheck burn --analyze FILE --json",
+    ),
+    "rigcheck.monitor/1": ("monitor-1.schema.json", "rigcheck.model.monitor:MonitorResult", "rigcheck monitor --json"),
+    "rigcheck.trace/1": (
+        "trace-1.schema.json",
+        "rigcheck.model.trace:TraceHeader",
+        "rigcheck trace header (monitor / burn --csv / --jsonl)",
+    ),
+}
+
+# Generated schemas of files rigcheck writes rather than documents it prints (a trace's header line): they have
+# no report module (rigcheck.report.render.REPORT_MODULES).
+FILE_FORMATS: frozenset[str] = frozenset({"rigcheck.trace/1"})
 
 # Hand-written schemas, for the documents not yet typed: schema id -> file under rigcheck/schemas/.
 HAND_WRITTEN: dict[str, str] = {
-    "rigcheck.doctor/1": "doctor-1.schema.json",
-    "rigcheck.topo/1": "topo-1.schema.json",
-    "rigcheck.power/1": "power-1.schema.json",
-    "rigcheck.thermal/1": "thermal-1.schema.json",
-    "rigcheck.power-plan/1": "power-plan-1.schema.json",
-    "rigcheck.bench/1": "bench-1.schema.json",
-    "rigcheck.nccl-log/1": "nccl-log-1.schema.json",
-    "rigcheck.plan/1": "plan-1.schema.json",
-    "rigcheck.burn/1": "burn-1.schema.json",
-    "rigcheck.trace/1": "trace-1.schema.json",
-    "rigcheck.monitor/1": "monitor-1.schema.json",
 }
 
 

@@ -1,22 +1,37 @@
-"""Telemetry over time: what the sampler records and what `burn --analyze` reads (schema ``rigcheck.trace/1``).
+"""Telemetry over time: what the sampler records and what `burn --analyze` reads.
 
-Plain dataclasses, not pydantic models: a trace of 10 Hz × 8 GPUs × an hour is ~300k samples, and these
-stay cheap. Units are in the field names; a value a source did not give is ``None``.
+:class:`Sample` is a plain slots dataclass, not a pydantic model: a trace of 10 Hz × 8 GPUs × an hour is
+~300k samples, and these stay cheap. Its annotations still carry what the trace schema says of each field
+(``rigcheck.trace/1``'s ``$defs/sample``, generated from this class through pydantic: rigcheck.model.trace).
+:class:`TraceGpu` (one per GPU) is a pydantic model, so the trace header and the monitor document embed it.
+Units are in the field names; a value a source did not give is ``None``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-TRACE_SCHEMA = "rigcheck.trace/1"
+from pydantic import ConfigDict, Field, WithJsonSchema
+
+from rigcheck.model.document import Plain
+from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
+
+# A clock-event reason's name, as the schema lists them (readers keep any name a file gives).
+ReasonName = Annotated[str, WithJsonSchema({"enum": list(CLOCK_EVENT_REASONS)})]
+# Where a trace came from: the sampler of this process, or the format of the file read.
+TraceSource = Literal["rigcheck-sampler", "nvidia-smi-csv", "rigcheck-csv", "rigcheck-jsonl"]
 
 
 @dataclass(slots=True)
 class Sample:
-    """One reading of one GPU. ``t_s``: seconds since the trace started."""
+    """One reading of one GPU; a sample line of a trace file."""
 
-    t_s: float
-    gpu: int
+    # For the generated schema only (pydantic reads it): no other key, every field required.
+    __pydantic_config__ = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+    t_s: Annotated[float, Field(description="seconds since the trace started")]
+    gpu: Annotated[int, Field(ge=0)]
     power_w: float | None = None
     power_limit_w: float | None = None
     temp_c: float | None = None
@@ -26,15 +41,14 @@ class Sample:
     mem_clock_mhz: float | None = None
     utilization_gpu_percent: float | None = None
     # Active clock-event reasons, names from rigcheck.model.CLOCK_EVENT_REASONS; None: not read.
-    reasons: list[str] | None = None
-    lost: bool = False  # the GPU was lost at this moment; later samples of it are absent
+    reasons: Annotated[list[ReasonName] | None, Field(description="active clock-event reasons; null: not read")] = None
+    lost: Annotated[bool, Field(description="the GPU was lost at this moment; later samples of it are absent")] = False
 
 
-@dataclass(slots=True)
-class TraceGpu:
+class TraceGpu(Plain):
     """What is known about a GPU for the whole trace (thresholds do not change during a run)."""
 
-    index: int
+    index: int = Field(ge=0)
     name: str | None = None
     temp_slowdown_c: float | None = None
     temp_shutdown_c: float | None = None
@@ -46,7 +60,7 @@ class TraceGpu:
 class Trace:
     """Samples of one or more GPUs over time, in time order per GPU."""
 
-    source: str  # "rigcheck-sampler", "nvidia-smi-csv", "rigcheck-csv", "rigcheck-jsonl"
+    source: TraceSource
     samples: list[Sample] = field(default_factory=list)
     gpus: dict[int, TraceGpu] = field(default_factory=dict)
     interval_s: float | None = None
@@ -60,37 +74,3 @@ class Trace:
 
     def gpu_indices(self) -> list[int]:
         return sorted({s.gpu for s in self.samples} | set(self.gpus))
-
-
-@dataclass
-class GpuBurnAnalysis:
-    """The verdict on one GPU under load; the keys of `rigcheck burn --analyze --json` (issue #5)."""
-
-    index: int
-    loaded_s: float  # seconds the GPU was under load (utilization or power says so)
-    power_w_median_loaded: float | None
-    power_limit_w: float | None
-    temp_c_max: float | None
-    temp_slowdown_c: float | None  # None when the trace lacks it
-    sm_clock_mhz_median_loaded: float | None
-    reasons_time_fraction: dict[str, float]  # reason name -> fraction of loaded time
-    limiter: str  # "power" | "thermal" | "none" | "unknown"
-    verdict: str  # in the guide's terms: "excellent" | "good" | "hot" | "throttling" (+ what limits it)
-    advice: str
-    # Extra evidence (not part of the contract's minimum, but in the JSON):
-    time_to_power_cap_s: float | None = None
-    temp_rise_c: float | None = None
-    temp_plateau_c: float | None = None
-    slowdown_margin_c: float | None = None
-    sm_clock_mhz_first: float | None = None  # median over the first seconds of load
-    sm_clock_mhz_sustained: float | None = None  # median over the loaded samples after those first seconds
-    sm_clock_max_mhz: float | None = None  # the card's max SM clock, as the trace gives it
-    # Drop from the max SM clock (else from the first seconds' median) to the sustained median.
-    sm_clock_drop_percent: float | None = None
-    lost_at_s: float | None = None
-    # Set by `rigcheck burn` (not by --analyze): throughput and silent-corruption checks.
-    tflops_sustained: float | None = None
-    tflops_first_10s: float | None = None
-    errors: int | None = None
-    # Field -> why it is None, for every None number above (rigcheck's rule: a null carries its reason).
-    missing: dict[str, str] = field(default_factory=dict)

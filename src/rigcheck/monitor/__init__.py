@@ -1,5 +1,6 @@
-"""Telemetry over time: the sampler that polls NVML (rigcheck.probe.nvml.NvmlPoller) at a fixed rate,
-and the Prometheus endpoint that serves its latest readings. Used by `monitor`, `burn` and training."""
+"""Telemetry over time: the sampler that polls a poller at a fixed rate (the CLI passes in NVML's; monitor/
+does not import the probe), one `monitor` run and its summary (session), and the Prometheus endpoint that
+serves the latest readings (prometheus, imported only with --prometheus). Used by `monitor` and `burn`."""
 
 from rigcheck.monitor.sampler import Poller, Sampler, SamplerStats, TraceFile, TraceFormat, next_deadline
 

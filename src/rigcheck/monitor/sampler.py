@@ -4,7 +4,7 @@ Polls are scheduled on absolute deadlines (start + k × interval), so the time a
 accumulate into drift; a deadline that has already passed when the previous poll ends is skipped and
 counted in ``stats.missed_deadlines`` (the sampler never bursts to catch up). Samples go into a bounded
 ring buffer (``buffer_seconds`` of history for every GPU) and, optionally, into a CSV or JSONL file
-written through rigcheck.probe.trace's row formatters and flushed at least every ``flush_interval_s``
+written through rigcheck.model.trace's row formatters and flushed at least every ``flush_interval_s``
 (1 s): a crash or Ctrl-C loses at most the last second. A GPU lost mid-run appears once with
 ``lost=True`` (the poller stops asking it); the others go on.
 
@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Literal, Protocol, TextIO
 
 from rigcheck.errors import UsageError
+from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
-from rigcheck.probe.trace import format_csv_row, format_jsonl_row, write_csv_header, write_jsonl_header
+from rigcheck.model.trace import format_csv_row, format_jsonl_row, write_csv_header, write_jsonl_header
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ TraceFormat = Literal["csv", "jsonl"]
 
 
 class Poller(Protocol):
-    """What the sampler polls: rigcheck.probe.nvml.NvmlPoller, or a test's stand-in."""
+    """What the sampler polls: rigcheck.probe.nvml.NvmlPoller (the CLI makes it and passes it in), or a test's
+    stand-in. monitor/ never imports the probe."""
 
     @property
     def gpus(self) -> dict[int, TraceGpu]: ...
@@ -116,15 +118,16 @@ class SamplerStats:
     def poll_us_mean(self) -> float | None:
         return self.poll_us_total / self.polls if self.polls else None
 
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {
-            "polls": self.polls,
-            "samples": self.samples,
-            "missed_deadlines": self.missed_deadlines,
-            "poll_us_mean": self.poll_us_mean,
-            "poll_us_max": self.poll_us_max if self.polls else None,
-            "cpu_s": self.cpu_s,
-        }
+    def report(self) -> SamplerReport:
+        """The counts as the documents give them (``sampler`` in ``rigcheck.monitor/1`` and ``rigcheck.burn/1``)."""
+        return SamplerReport(
+            polls=self.polls,
+            samples=self.samples,
+            missed_deadlines=self.missed_deadlines,
+            poll_us_mean=self.poll_us_mean,
+            poll_us_max=self.poll_us_max if self.polls else None,
+            cpu_s=self.cpu_s,
+        )
 
 
 class Sampler:

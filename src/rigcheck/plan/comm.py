@@ -22,23 +22,20 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, get_args
+from typing import Any, cast, get_args
 
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.facts.catalog import A100_DS, ADA_WP, H100_DS, TITAN_RTX
 from rigcheck.facts.nvlink import GA102_WP, nvlink_pair_bandwidth_gbps, variant_for
-from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
+from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
 from rigcheck.model import Gpu, Snapshot
+from rigcheck.model.plan import Collective, CommPlan, Dtype, PlanInputs, Strategy, StrategyRow
 
-Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
-Dtype = Literal["fp32", "bf16", "fp16"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 DTYPES: tuple[str, ...] = get_args(Dtype)
-
-SCHEMA = "rigcheck.plan/1"
 
 ZERO_PAPER = (
     "Rajbhandari, Rasley, Ruwase, He: ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, "
@@ -46,11 +43,6 @@ ZERO_PAPER = (
 )
 NCCL_TESTS = "NVIDIA nccl-tests doc/PERFORMANCE.md, https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
 KAPLAN = "Kaplan et al., Scaling Laws for Neural Language Models (arXiv:2001.08361) §2.1: training compute C ≈ 6NT"
-GPT2_SOURCE = (
-    "GPT-2 small config (Radford et al. 2019; Hugging Face gpt2 config.json): vocab 50257, n_positions 1024, "
-    "n_embd 768, n_layer 12; GPT2LMHeadModel ties lm_head to wte"
-)
-GUIDE = "the guide (seed/000, 'Multi-GPU Connectivity'): gpt2 DDP on 2x TITAN RTX, 200 steps, batch 4 per GPU"
 
 BYTES_PER_ELEMENT: dict[str, int] = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -134,22 +126,22 @@ def parse_params(text: str) -> int:
     return int(value)
 
 
-def collectives(strategy: str, gpus: int, size_bytes: float) -> list[dict[str, Any]]:
+def collectives(strategy: str, gpus: int, size_bytes: float) -> list[Collective]:
     """The collectives one training step runs, each with the bytes one GPU sends (ring algorithms)."""
     n = gpus
     part = (n - 1) / n * size_bytes
     if strategy == "ddp":
-        return [{"op": "all_reduce", "what": "gradients", "bytes_per_gpu": 2 * part}]
+        return [Collective(op="all_reduce", what="gradients", bytes_per_gpu=2 * part)]
     if strategy in {"zero1", "zero2"}:
         return [
-            {"op": "reduce_scatter", "what": "gradients", "bytes_per_gpu": part},
-            {"op": "all_gather", "what": "updated parameters", "bytes_per_gpu": part},
+            Collective(op="reduce_scatter", what="gradients", bytes_per_gpu=part),
+            Collective(op="all_gather", what="updated parameters", bytes_per_gpu=part),
         ]
     if strategy in {"zero3", "fsdp"}:
         return [
-            {"op": "all_gather", "what": "parameters, forward pass", "bytes_per_gpu": part},
-            {"op": "all_gather", "what": "parameters, backward pass", "bytes_per_gpu": part},
-            {"op": "reduce_scatter", "what": "gradients", "bytes_per_gpu": part},
+            Collective(op="all_gather", what="parameters, forward pass", bytes_per_gpu=part),
+            Collective(op="all_gather", what="parameters, backward pass", bytes_per_gpu=part),
+            Collective(op="reduce_scatter", what="gradients", bytes_per_gpu=part),
         ]
     raise UsageError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
 
@@ -157,7 +149,7 @@ def collectives(strategy: str, gpus: int, size_bytes: float) -> list[dict[str, A
 def wire_bytes_per_gpu(params: int, gpus: int, strategy: str, dtype: str = "fp32") -> float:
     """Bytes each GPU sends per training step (what it receives is the same)."""
     _check(params, gpus, strategy, dtype)
-    return float(sum(c["bytes_per_gpu"] for c in collectives(strategy, gpus, params * BYTES_PER_ELEMENT[dtype])))
+    return float(sum(c.bytes_per_gpu for c in collectives(strategy, gpus, params * BYTES_PER_ELEMENT[dtype])))
 
 
 def model_state_bytes_per_gpu(params: int, gpus: int, strategy: str, dtype: str) -> float:
@@ -178,7 +170,8 @@ def model_state_bytes_per_gpu(params: int, gpus: int, strategy: str, dtype: str)
     return params * per_gpu
 
 
-def _check(params: int, gpus: int, strategy: str, dtype: str) -> None:
+def _check(params: int, gpus: int, strategy: str, dtype: str) -> tuple[Strategy, Dtype]:
+    """The arguments checked; the strategy and dtype as the names they are."""
     if params < 1:
         raise UsageError(f"--params must be >= 1, got {params}")
     if gpus < 1:
@@ -187,6 +180,7 @@ def _check(params: int, gpus: int, strategy: str, dtype: str) -> None:
         raise UsageError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    return cast("Strategy", strategy), cast("Dtype", dtype)
 
 
 # --- bandwidth sources -----------------------------------------------------------------------------------------
@@ -211,20 +205,16 @@ def busbw_from_bench(doc: dict[str, Any]) -> tuple[float, str]:
 
 
 def _gpu_pcie_gbps(gpu: Gpu | None) -> tuple[float, str]:
-    gen = width = None
-    if gpu is not None:
-        gen = gpu.pcie_gen_current or gpu.pcie_gen_max
-        width = gpu.pcie_width_current or gpu.pcie_width_max
-    if gen is None or width is None:
+    link = gpu_pcie_link(gpu)  # the one rule for a GPU's link (facts/pcie.py)
+    if link is None:
         bw = pcie_bandwidth_gbps(*DEFAULT_PCIE)
         assert bw is not None
         return bw, DEFAULT_PCIE_NOTE + "; " + PCIE_SOURCE
-    bw = pcie_bandwidth_gbps(gen, width)
-    if bw is None:
+    if link.gbps is None:
         fallback = pcie_bandwidth_gbps(*DEFAULT_PCIE)
         assert fallback is not None
-        return fallback, f"PCIe gen {gen} x{width} unknown to rigcheck; " + DEFAULT_PCIE_NOTE
-    return bw, f"PCIe {gen}.0 x{width}: {bw:.2f} GB/s per direction ({PCIE_SOURCE})"
+        return fallback, f"PCIe gen {link.gen} x{link.width} unknown to rigcheck; " + DEFAULT_PCIE_NOTE
+    return link.gbps, f"PCIe {link.gen}.0 x{link.width}: {link.gbps:.2f} GB/s per direction ({PCIE_SOURCE})"
 
 
 def theoretical_busbw(snapshot: Snapshot, gpus: int) -> tuple[float, str] | None:
@@ -315,37 +305,6 @@ def peak_tflops(gpu: str, dtype: str) -> tuple[float, str]:
 # --- the plan --------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class CommPlan:
-    params: int
-    gpus: int
-    strategy: str
-    dtype: str
-    bytes_per_element: int
-    wire_bytes_per_gpu_per_step: float
-    collectives: list[dict[str, Any]]
-    busbw_gbps: float | None
-    busbw_source: str | None
-    comm_time_s: float | None
-    comm_time_reason: str | None
-    tokens_per_step_per_gpu: int | None
-    flops_per_step_per_gpu: float | None
-    achieved_tflops: float | None
-    tflops_source: str | None
-    compute_time_s: float | None
-    compute_time_reason: str | None
-    comm_share: float | None  # comm / (comm + compute), with no overlap
-    exposed_comm_s: float | None  # what DDP-style overlap with the backward pass cannot hide
-    model_state_bytes_per_gpu: float
-    gpu_memory_bytes: float | None
-    strategies: list[dict[str, Any]]
-    advice: list[str]
-    assumptions: list[str] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
-    # Field -> why it is None, for every None number above (rigcheck's rule: a null carries its reason).
-    missing: dict[str, str] = field(default_factory=dict)
-
-
 def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, strategy, dtype, ...)
     params: int,
     gpus: int,
@@ -359,24 +318,27 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
     busbw_source: str | None = None,
     gpu: str | None = None,
     link: str | None = None,
+    assumptions: Sequence[str] = (),
 ) -> CommPlan:
-    """Predict communication per step for a strategy, against compute, and say which strategy suits.
+    """Predict communication per step for a strategy, against compute, and say which strategy suits: the
+    ``rigcheck.plan/1`` document.
 
     Bus bandwidth, first found: ``busbw_gbps`` (measured or given), ``link`` ("NV2", "PCIe3x16"), the
     snapshot's slowest pair link; else the time on the wire is None with a reason. Compute: ``achieved_tflops``,
-    else the catalog peak of ``gpu`` for ``dtype`` x ASSUMED_MFU; else None with a reason.
+    else the catalog peak of ``gpu`` for ``dtype`` x ASSUMED_MFU; else None with a reason. ``assumptions``: the
+    caller's own (a default it chose), listed before the plan's.
     """
-    _check(params, gpus, strategy, dtype)
+    strategy_name, dtype_name = _check(params, gpus, strategy, dtype)
     if busbw_gbps is not None and not (busbw_gbps > 0 and math.isfinite(busbw_gbps)):
         raise UsageError(f"--busbw must be a positive number of GB/s, got {busbw_gbps}")
     if achieved_tflops is not None and not (achieved_tflops > 0 and math.isfinite(achieved_tflops)):
         raise UsageError(f"--tflops must be a positive number, got {achieved_tflops}")
     if tokens_per_step_per_gpu is not None and tokens_per_step_per_gpu < 1:
         raise UsageError(f"--tokens must be >= 1, got {tokens_per_step_per_gpu}")
-    assumptions: list[str] = []
+    stated = list(assumptions)
     bpe = BYTES_PER_ELEMENT[dtype]
     colls = collectives(strategy, gpus, params * bpe)
-    wire = sum(c["bytes_per_gpu"] for c in colls)
+    wire = sum(c.bytes_per_gpu for c in colls)
 
     bw, bw_src = busbw_gbps, busbw_source
     if bw is not None and bw_src is None:
@@ -402,9 +364,7 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
     else:
         comm_s = wire / (bw * 1e9)
         if bw_src and bw_src.startswith("theoretical"):
-            assumptions.append(
-                "a theoretical link ceiling: NCCL achieves less; measure with `rigcheck bench allreduce`"
-            )
+            stated.append("a theoretical link ceiling: NCCL achieves less; measure with `rigcheck bench allreduce`")
 
     flops = 6.0 * params * tokens_per_step_per_gpu if tokens_per_step_per_gpu is not None else None
     tflops, tflops_src = achieved_tflops, ("given (--tflops)" if achieved_tflops is not None else None)
@@ -412,7 +372,7 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
         peak, peak_src = peak_tflops(gpu, dtype)
         tflops = peak * ASSUMED_MFU
         tflops_src = f"{peak:.1f} TFLOPS peak x {ASSUMED_MFU:.0%}: {peak_src}; {MFU_SOURCE}"
-        assumptions.append(MFU_SOURCE)
+        stated.append(MFU_SOURCE)
     compute_s: float | None = None
     compute_reason: str | None = None
     if flops is None:
@@ -433,25 +393,29 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
 
     spec = catalog.lookup(gpu) if gpu is not None else None
     mem = spec.memory_gib * 2**30 if spec is not None else None
-    table: list[dict[str, Any]] = []
-    for s in STRATEGIES:
-        w = sum(c["bytes_per_gpu"] for c in collectives(s, gpus, params * bpe))
-        states = model_state_bytes_per_gpu(params, gpus, s, dtype)
-        row: dict[str, Any] = {
-            "strategy": s,
-            "wire_bytes_per_gpu_per_step": w,
-            "comm_time_s": (w / (bw * 1e9)) if bw is not None and gpus > 1 else (0.0 if gpus == 1 else None),
-            "model_state_bytes_per_gpu": states,
-            "fits_model_states": (states < mem) if mem is not None else None,
-        }
-        row_reasons = {"comm_time_s": bw_reason, "fits_model_states": NO_MEMORY_REASON}
-        row["missing"] = {key: why for key, why in row_reasons.items() if row[key] is None}
-        table.append(row)
+    unknown = [
+        name for name, value in (("the time on the wire", comm_s), ("the compute time", compute_s)) if value is None
+    ]
+    needs_both = " and ".join(unknown) + (" are" if len(unknown) > 1 else " is") + " unknown"
+    reasons = {
+        "busbw_gbps": (bw, bw_reason),
+        "comm_time_s": (comm_s, comm_reason or bw_reason),
+        "flops_per_step_per_gpu": (flops, NO_TOKENS_REASON),
+        "achieved_tflops": (tflops, NO_TFLOPS_REASON),
+        "compute_time_s": (compute_s, compute_reason or NO_TFLOPS_REASON),
+        "comm_share": (share, needs_both),
+        "exposed_comm_s": (exposed, needs_both),
+        "gpu_memory_bytes": (mem, NO_MEMORY_REASON),
+    }
     plan = CommPlan(
-        params=params,
-        gpus=gpus,
-        strategy=strategy,
-        dtype=dtype,
+        inputs=PlanInputs(
+            params=params,
+            gpus=gpus,
+            strategy=strategy_name,
+            dtype=dtype_name,
+            tokens_per_step_per_gpu=tokens_per_step_per_gpu,
+        ),
+        strategy=strategy_name,
         bytes_per_element=bpe,
         wire_bytes_per_gpu_per_step=wire,
         collectives=colls,
@@ -459,7 +423,6 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
         busbw_source=bw_src,
         comm_time_s=comm_s,
         comm_time_reason=comm_reason,
-        tokens_per_step_per_gpu=tokens_per_step_per_gpu,
         flops_per_step_per_gpu=flops,
         achieved_tflops=tflops,
         tflops_source=tflops_src,
@@ -469,33 +432,43 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
         exposed_comm_s=exposed,
         model_state_bytes_per_gpu=model_state_bytes_per_gpu(params, gpus, strategy, dtype),
         gpu_memory_bytes=mem,
-        strategies=table,
+        strategies=_strategy_rows(params, gpus, dtype, bw=bw, mem=mem, bw_reason=bw_reason),
         advice=[],
-        assumptions=assumptions,
+        assumptions=stated,
         sources=[ZERO_PAPER, NCCL_TESTS, KAPLAN],
+        missing={key: why for key, (value, why) in reasons.items() if value is None},
     )
     plan.advice = _advice(plan)
-    unknown = [
-        name for name, value in (("the time on the wire", comm_s), ("the compute time", compute_s)) if value is None
-    ]
-    needs_both = " and ".join(unknown) + (" are" if len(unknown) > 1 else " is") + " unknown"
-    reasons = {
-        "busbw_gbps": bw_reason,
-        "comm_time_s": comm_reason or bw_reason,
-        "flops_per_step_per_gpu": NO_TOKENS_REASON,
-        "achieved_tflops": NO_TFLOPS_REASON,
-        "compute_time_s": compute_reason or NO_TFLOPS_REASON,
-        "comm_share": needs_both,
-        "exposed_comm_s": needs_both,
-        "gpu_memory_bytes": NO_MEMORY_REASON,
-    }
-    plan.missing = {key: why for key, why in reasons.items() if getattr(plan, key) is None}
     return plan
+
+
+def _strategy_rows(
+    params: int, gpus: int, dtype: str, *, bw: float | None, mem: float | None, bw_reason: str
+) -> list[StrategyRow]:
+    """Every strategy at the same model, GPUs and bandwidth, in STRATEGIES' order (bytes, then memory saved)."""
+    rows: list[StrategyRow] = []
+    for s in STRATEGIES:
+        w = sum(c.bytes_per_gpu for c in collectives(s, gpus, params * BYTES_PER_ELEMENT[dtype]))
+        states = model_state_bytes_per_gpu(params, gpus, s, dtype)
+        comm = (w / (bw * 1e9)) if bw is not None and gpus > 1 else (0.0 if gpus == 1 else None)
+        fits = (states < mem) if mem is not None else None
+        reasons = {"comm_time_s": (comm, bw_reason), "fits_model_states": (fits, NO_MEMORY_REASON)}
+        rows.append(
+            StrategyRow(
+                strategy=cast("Strategy", s),
+                wire_bytes_per_gpu_per_step=w,
+                comm_time_s=comm,
+                model_state_bytes_per_gpu=states,
+                fits_model_states=fits,
+                missing={key: why for key, (value, why) in reasons.items() if value is None},
+            )
+        )
+    return rows
 
 
 def _advice(p: CommPlan) -> list[str]:
     out: list[str] = []
-    if p.gpus == 1:
+    if p.inputs.gpus == 1:
         return ["One GPU: no gradient traffic. Data parallelism starts at two GPUs."]
     if p.comm_time_s is not None and p.compute_time_s is not None:
         backward = p.compute_time_s * BACKWARD_SHARE
@@ -522,10 +495,10 @@ def _advice(p: CommPlan) -> list[str]:
             out.append(f"Without overlap, communication would be {p.comm_share:.0%} of the step: communication-bound.")
     elif p.comm_time_reason:
         out.append(f"Time on the wire unknown: {p.comm_time_reason}.")
-    fits = [row for row in p.strategies if row["fits_model_states"]]
+    fits = [row for row in p.strategies if row.fits_model_states]
     if p.gpu_memory_bytes is not None:
         if fits:
-            best = fits[0]["strategy"]  # STRATEGIES is ordered by bytes on the wire, then memory saved
+            best = fits[0].strategy  # STRATEGIES is ordered by bytes on the wire, then memory saved
             out.append(
                 f"Least traffic whose model states fit ({p.gpu_memory_bytes / 2**30:.0f} GiB per GPU, activations "
                 f"not counted): {best}."
@@ -540,159 +513,3 @@ def _advice(p: CommPlan) -> list[str]:
     else:
         out.append("ZeRO-1/2 cost no more bytes than DDP and save memory; ZeRO-3/FSDP costs 1.5x (ZeRO paper §7).")
     return out
-
-
-def comm_plan_to_dict(plan: CommPlan) -> dict[str, Any]:
-    """The JSON document of ``rigcheck plan --json`` (schema rigcheck.plan/1)."""
-    return {
-        "schema": SCHEMA,
-        "inputs": {
-            "params": plan.params,
-            "gpus": plan.gpus,
-            "strategy": plan.strategy,
-            "dtype": plan.dtype,
-            "tokens_per_step_per_gpu": plan.tokens_per_step_per_gpu,
-        },
-        "strategy": plan.strategy,
-        "bytes_per_element": plan.bytes_per_element,
-        "wire_bytes_per_gpu_per_step": plan.wire_bytes_per_gpu_per_step,
-        "collectives": plan.collectives,
-        "busbw_gbps": plan.busbw_gbps,
-        "busbw_source": plan.busbw_source,
-        "comm_time_s": plan.comm_time_s,
-        "comm_time_reason": plan.comm_time_reason,
-        "flops_per_step_per_gpu": plan.flops_per_step_per_gpu,
-        "achieved_tflops": plan.achieved_tflops,
-        "tflops_source": plan.tflops_source,
-        "compute_time_s": plan.compute_time_s,
-        "compute_time_reason": plan.compute_time_reason,
-        "comm_share": plan.comm_share,
-        "exposed_comm_s": plan.exposed_comm_s,
-        "model_state_bytes_per_gpu": plan.model_state_bytes_per_gpu,
-        "gpu_memory_bytes": plan.gpu_memory_bytes,
-        "strategies": plan.strategies,
-        "advice": plan.advice,
-        "assumptions": plan.assumptions,
-        "sources": plan.sources,
-        "missing": dict(plan.missing),
-    }
-
-
-# --- the guide's own result ------------------------------------------------------------------------------------
-
-GUIDE_NVLINK_S = 101.9003  # 'train_runtime' with NVLink (NV2), the guide's output
-GUIDE_NO_P2P_S = 131.4  # with NCCL_P2P_DISABLE=1 (the guide's table: 131 s; its text: 131.4 s)
-GUIDE_STEPS = 200
-GUIDE_TOKENS_PER_GPU = 4 * 1024  # --per_device_train_batch_size 4, run_clm's block size for gpt2: 1024
-# A measured all-reduce without P2P on the same chip (TU102): rigcheck's corpus file
-# nccl-tests/001-2x2080ti-allreduce-pcie-no-p2p.txt, busbw at 1 GiB.
-TU102_NO_P2P_BUSBW_GBPS = 4.00
-TU102_NO_P2P_SOURCE = (
-    "nccl-tests all_reduce_perf, 2x RTX 2080 Ti (TU102, same chip as TITAN RTX), P2P not available, busbw 4.00 "
-    "GB/s at 1 GiB: Anthony-Hoo/Anthony-Hoo.github.io posts/AutoDL_Multi-GPU_Interconnection_Test.md "
-    "@74cc3588 lines 279-318 (rigcheck corpus nccl-tests/001-2x2080ti-allreduce-pcie-no-p2p.txt); another machine"
-)
-
-
-def guide_rig_explanation() -> dict[str, Any]:
-    """How much of the guide's 29.5 s (101.9 s with NV2 vs 131.4 s with NCCL_P2P_DISABLE=1) is communication."""
-    params = GPT2_PARAMS
-    wire = wire_bytes_per_gpu(params, 2, "ddp", "fp32")
-    nv_bw = nvlink_pair_bandwidth_gbps("TU102", 2)
-    nv_variant = variant_for("TU102")
-    pcie_bw = pcie_bandwidth_gbps(3, 16)
-    assert nv_bw is not None
-    assert nv_variant is not None
-    assert pcie_bw is not None
-    diff_s = GUIDE_NO_P2P_S - GUIDE_NVLINK_S
-    per_step_diff = diff_s / GUIDE_STEPS
-
-    def run_comm_s(bw: float) -> float:
-        return GUIDE_STEPS * wire / (bw * 1e9)
-
-    nv_s = run_comm_s(nv_bw)
-    scenarios = []
-    for name, bw, src in (
-        ("SHM at the PCIe 3.0 x16 ceiling", pcie_bw, "theoretical: " + PCIE_SOURCE),
-        ("SHM at a measured no-P2P TU102 all-reduce", TU102_NO_P2P_BUSBW_GBPS, TU102_NO_P2P_SOURCE),
-    ):
-        shm_s = run_comm_s(bw)
-        scenarios.append(
-            {
-                "name": name,
-                "shm_busbw_gbps": bw,
-                "shm_busbw_source": src,
-                "comm_s_per_run": shm_s,
-                "extra_comm_s_vs_nvlink": shm_s - nv_s,
-                "share_of_difference": (shm_s - nv_s) / diff_s,
-            }
-        )
-    # The SHM bandwidth that would explain the whole difference, all of it exposed (no overlap at all).
-    implied_bw = wire / (per_step_diff + wire / (nv_bw * 1e9)) / 1e9
-    peak, peak_src = FP32_PEAK_TFLOPS["TITAN RTX"]
-    flops = 6.0 * params * GUIDE_TOKENS_PER_GPU
-    compute_s = flops / (peak * ASSUMED_MFU * 1e12)
-    measured_step = GUIDE_NVLINK_S / GUIDE_STEPS
-    return {
-        "schema": "rigcheck.plan-guide/1",
-        "source": GUIDE,
-        "params": params,
-        "params_source": GPT2_SOURCE,
-        "gpus": 2,
-        "strategy": "ddp",
-        "dtype": "fp32",
-        "wire_bytes_per_gpu_per_step": wire,
-        "wire_formula": "2(n-1)/n x params x 4 B, n = 2 (ring all-reduce of fp32 gradients)",
-        "wire_source": ZERO_PAPER + "; " + NCCL_TESTS,
-        "steps": GUIDE_STEPS,
-        "measured_nvlink_s": GUIDE_NVLINK_S,
-        "measured_no_p2p_s": GUIDE_NO_P2P_S,
-        "measured_difference_s": diff_s,
-        "measured_difference_per_step_s": per_step_diff,
-        "nvlink_busbw_gbps": nv_bw,
-        "nvlink_busbw_source": (
-            f"TU102 NVLink: 2 links x {nv_variant.link_gbps:g} GB/s per direction ({nv_variant.source})"
-        ),
-        "nvlink_comm_s_per_run": nv_s,
-        "shm_assumption": (
-            "NCCL_P2P_DISABLE=1 sends the gradients through host memory (SHM): each GPU writes to and reads from "
-            "pinned host memory over its own PCIe link. The TITAN RTX is a PCIe 3.0 x16 card (" + TITAN_RTX + "); "
-            "the guide does not say at what width its slots ran."
-        ),
-        "scenarios": scenarios,
-        "implied_shm_busbw_gbps": implied_bw,
-        "implied_shm_note": "the SHM bandwidth at which exposed communication alone would account for all 29.5 s",
-        "compute_flops_per_step_per_gpu": flops,
-        "compute_source": KAPLAN + f"; tokens {GUIDE_TOKENS_PER_GPU} = 4 sequences x 1024 per GPU per step",
-        "fp32_peak_tflops": peak,
-        "fp32_peak_source": peak_src,
-        "assumed_mfu": ASSUMED_MFU,
-        "compute_s_per_step_estimate": compute_s,
-        "measured_nvlink_s_per_step": measured_step,
-        "implied_mfu_nvlink_run": flops / measured_step / (peak * 1e12),
-        "backward_s_per_step_estimate": compute_s * BACKWARD_SHARE,
-        "explanation": [
-            f"Per step each GPU sends {wire / 1e6:.2f} MB of fp32 gradients (gpt2: {params:,} parameters).",
-            f"Over NV2 ({nv_bw:g} GB/s) that is {wire / (nv_bw * 1e9) * 1e3:.1f} ms per step, "
-            f"{nv_s:.1f} s in 200 steps.",
-            f"Through host memory at the PCIe 3.0 x16 ceiling ({pcie_bw:.2f} GB/s) it is "
-            f"{scenarios[0]['comm_s_per_run']:.1f} s: {scenarios[0]['extra_comm_s_vs_nvlink']:.1f} s more, "
-            f"{scenarios[0]['share_of_difference']:.0%} of the 29.5 s.",
-            f"At a measured no-P2P all-reduce on the same chip ({TU102_NO_P2P_BUSBW_GBPS:.2f} GB/s) it is "
-            f"{scenarios[1]['comm_s_per_run']:.1f} s: {scenarios[1]['extra_comm_s_vs_nvlink']:.1f} s more, "
-            f"{scenarios[1]['share_of_difference']:.0%} of the 29.5 s.",
-            f"All 29.5 s would be exposed communication if the SHM path delivered {implied_bw:.2f} GB/s and nothing "
-            "overlapped the backward pass.",
-        ],
-        "not_explained": [
-            "DDP overlaps its bucketed all-reduce with the backward pass (estimated "
-            f"{compute_s * BACKWARD_SHARE * 1e3:.0f} ms per step at {ASSUMED_MFU:.0%} of FP32 peak), which by the "
-            "bytes alone would hide even the 4 GB/s case; the slowdown is still there, so SHM costs more than "
-            "its bytes: "
-            "NCCL's SHM/direct kernels occupy SMs while they wait on PCIe, slowing the backward pass they overlap, "
-            "and the last gradient bucket cannot overlap at all.",
-            "The guide's PCIe slot widths and the host's memory bandwidth are not stated; the 4 GB/s figure is from "
-            "another machine with the same chip.",
-            "One run of each configuration, no repeats: run-to-run variation is unknown.",
-        ],
-    }

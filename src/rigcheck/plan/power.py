@@ -21,15 +21,11 @@ this planner (900 W for that example) sits between the two. The 150 W rest-of-sy
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
 
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
-from rigcheck.facts.catalog import GpuSpec
 from rigcheck.facts.connectors import CONNECTORS, PIGTAIL_CABLE_W, PIGTAIL_RULE
-
-SCHEMA = "rigcheck.power-plan/1"
+from rigcheck.model.power_plan import ConnectorUse, GpuCables, PlannedGpu, PowerPlan
 
 TRANSIENT_FACTOR = 1.5
 HEADROOM_SOURCE = (
@@ -48,42 +44,6 @@ MAX_ADAPTER_INPUTS = 4
 SLOT_W = CONNECTORS["slot"].watts or 75.0
 
 
-@dataclass(frozen=True)
-class ConnectorUse:
-    kind: str
-    count: int
-    watts_each: float | None
-
-
-@dataclass(frozen=True)
-class GpuCables:
-    gpu: int
-    connectors: tuple[ConnectorUse, ...]
-
-    @property
-    def cables(self) -> int:
-        return sum(c.count * CONNECTORS[c.kind].cables for c in self.connectors)
-
-
-@dataclass(frozen=True)
-class PowerPlan:
-    gpu: GpuSpec
-    count: int
-    total_gpu_power_w: float
-    cables: tuple[GpuCables, ...]
-    independent_cables_total: int
-    cpu_watts: float
-    cpu_watts_assumed: bool
-    rest_of_system_w: float
-    transient_factor: float
-    required_w: float
-    recommended_psu_w: int
-    psu_watts: float | None
-    psu_ok: bool | None
-    headroom_source: str = HEADROOM_SOURCE
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
 # Why a connector's watts_each is null: no specification gives that connector a rating (facts/connectors).
 NO_RATING_REASONS: dict[str, str] = {
     "12-pin": "NVIDIA published no rating for its 12-pin connector (the guide: up to 500-600 W)",
@@ -97,11 +57,16 @@ def watts_each_reason(kind: str) -> str:
     return NO_RATING_REASONS.get(kind, NO_RATING_REASON)
 
 
-def _connector_dict(use: ConnectorUse) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": use.kind, "count": use.count, "watts_each": use.watts_each}
-    if use.watts_each is None:
-        out["watts_each_reason"] = watts_each_reason(use.kind)
-    return out
+def _connector_use(kind: str, count: int) -> ConnectorUse:
+    watts = CONNECTORS[kind].watts
+    return ConnectorUse(
+        kind=kind, count=count, watts_each=watts, watts_each_reason=watts_each_reason(kind) if watts is None else None
+    )
+
+
+def _cables_of(uses: list[ConnectorUse]) -> int:
+    """Independent PSU cables one card's sockets need."""
+    return sum(u.count * CONNECTORS[u.kind].cables for u in uses)
 
 
 def round_up_psu(watts: float) -> int:
@@ -131,7 +96,8 @@ def plan_power(
     rest_of_system_w: float = DEFAULT_REST_OF_SYSTEM_W,
     transient_factor: float = TRANSIENT_FACTOR,
 ) -> PowerPlan:
-    """Plan the PSU and its cables for ``count`` GPUs named ``gpu`` (any name :func:`catalog.lookup` knows)."""
+    """Plan the PSU and its cables for ``count`` GPUs named ``gpu`` (any name :func:`catalog.lookup` knows):
+    the ``rigcheck.power-plan/1`` document."""
     spec = catalog.lookup(gpu)
     if spec is None:
         close = catalog.candidates(gpu)
@@ -153,9 +119,7 @@ def plan_power(
 
     notes: list[str] = []
     board_w = float(spec.board_power_w)
-    uses: list[ConnectorUse] = []
-    for kind, n in spec.power_sockets:
-        uses.append(ConnectorUse(kind, n, CONNECTORS[kind].watts))
+    uses = [_connector_use(kind, n) for kind, n in spec.power_sockets]
     kinds = {k for k, _ in spec.power_sockets}
     design = "reference/Founders Edition" if spec.segment == "consumer" else "NVIDIA reference"
     notes.append(f"{spec.name}: {board_w:g} W board power, sockets of the {design} board ({spec.source}).")
@@ -185,7 +149,6 @@ def plan_power(
             "from PCIe 8-pin cables is used, each of its inputs is its own cable."
         )
 
-    cables = tuple(GpuCables(i, tuple(uses)) for i in range(count))
     total_gpu_w = board_w * count
     cpu_w = DEFAULT_CPU_W if cpu_watts is None else float(cpu_watts)
     if cpu_watts is None:
@@ -209,54 +172,24 @@ def plan_power(
             f"The {psu_watts:g} W PSU is {'enough' if psu_ok else 'NOT enough'} (recommended {recommended} W)."
         )
     return PowerPlan(
-        gpu=spec,
-        count=count,
+        gpu=PlannedGpu(
+            name=spec.name,
+            count=count,
+            board_power_w=spec.board_power_w,
+            form_factor=spec.form_factor,
+            source=spec.source,
+        ),
         total_gpu_power_w=total_gpu_w,
-        cables=cables,
-        independent_cables_total=sum(c.cables for c in cables),
+        independent_cables_total=_cables_of(uses) * count,
+        cables=[GpuCables(gpu=i, connectors=uses) for i in range(count)],
         cpu_watts=cpu_w,
         cpu_watts_assumed=cpu_watts is None,
         rest_of_system_w=rest_of_system_w,
         transient_factor=transient_factor,
         required_w=required,
         recommended_psu_w=recommended,
+        headroom_source=HEADROOM_SOURCE,
+        notes=notes,
         psu_watts=psu_watts,
         psu_ok=psu_ok,
-        notes=tuple(notes),
     )
-
-
-def power_plan_to_dict(plan: PowerPlan) -> dict[str, Any]:
-    """The JSON form of a plan (schema ``rigcheck.power-plan/1``). ``psu_ok`` is present only with --psu-watts;
-    a connector's ``watts_each_reason`` only beside a null ``watts_each``."""
-    out: dict[str, Any] = {
-        "schema": SCHEMA,
-        "gpu": {
-            "name": plan.gpu.name,
-            "count": plan.count,
-            "board_power_w": plan.gpu.board_power_w,
-            "form_factor": plan.gpu.form_factor,
-            "source": plan.gpu.source,
-        },
-        "total_gpu_power_w": plan.total_gpu_power_w,
-        "independent_cables_total": plan.independent_cables_total,
-        "cables": [
-            {
-                "gpu": c.gpu,
-                "connectors": [_connector_dict(u) for u in c.connectors],
-            }
-            for c in plan.cables
-        ],
-        "cpu_watts": plan.cpu_watts,
-        "cpu_watts_assumed": plan.cpu_watts_assumed,
-        "rest_of_system_w": plan.rest_of_system_w,
-        "transient_factor": plan.transient_factor,
-        "required_w": plan.required_w,
-        "recommended_psu_w": plan.recommended_psu_w,
-        "headroom_source": plan.headroom_source,
-        "notes": list(plan.notes),
-    }
-    if plan.psu_watts is not None:
-        out["psu_watts"] = plan.psu_watts
-        out["psu_ok"] = plan.psu_ok
-    return out

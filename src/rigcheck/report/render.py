@@ -56,7 +56,18 @@ class Renderers(Generic[D]):
 
 
 # Document schema id -> the report module that draws it (each defines RENDERERS).
-REPORT_MODULES: dict[str, str] = {}
+REPORT_MODULES: dict[str, str] = {
+    "rigcheck.bench/1": "rigcheck.report.bench",
+    "rigcheck.plan/1": "rigcheck.report.plan",
+    "rigcheck.doctor/1": "rigcheck.report.doctor",
+    "rigcheck.topo/1": "rigcheck.report.topo",
+    "rigcheck.power/1": "rigcheck.report.state",
+    "rigcheck.thermal/1": "rigcheck.report.state",
+    "rigcheck.power-plan/1": "rigcheck.report.power_plan",
+    "rigcheck.nccl-log/1": "rigcheck.report.nccl_log",
+    "rigcheck.burn/1": "rigcheck.report.burn",
+    "rigcheck.monitor/1": "rigcheck.report.monitor",
+}
 
 
 def renderers_for(schema_id: str) -> Renderers[Any]:

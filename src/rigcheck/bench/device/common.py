@@ -11,11 +11,13 @@ import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rigcheck.bench.launcher import LaunchOutcome
 from rigcheck.cpulist import parse_cpulist
 from rigcheck.errors import UsageError
+from rigcheck.facts.pcie import normalize_bdf
+from rigcheck.model.bench import Backend, Method, Versions
 from rigcheck.model.snapshot import Gpu, Snapshot
 
 GIB = 1 << 30
@@ -143,25 +145,9 @@ def set_cpus(cpus: set[int]) -> None:
     os.sched_setaffinity(0, cpus)
 
 
-def probe_snapshot() -> Snapshot:
-    """This machine, probed live (cheap; on a machine without a GPU the snapshot says so inside)."""
-    from rigcheck.probe.live import probe_machine
-
-    return probe_machine()
-
-
-def snapshot_dict(snap: Snapshot | None = None) -> dict[str, Any]:
-    """The snapshot attached to every result, as a dict."""
-    from rigcheck.model import snapshot_to_dict
-
-    return snapshot_to_dict(snap if snap is not None else probe_snapshot())
-
-
 def snapshot_gpu(snap: Snapshot, bdf: str | None, index: int) -> Gpu | None:
     """The snapshot's record of a CUDA device: matched by PCI address (CUDA and NVML may order GPUs
     differently), else by index when the address is unknown."""
-    from rigcheck.probe.sysfs import normalize_bdf
-
     if bdf is not None:
         for g in snap.gpus:
             if g.pci_bus_id is None:
@@ -175,9 +161,19 @@ def snapshot_gpu(snap: Snapshot, bdf: str | None, index: int) -> Gpu | None:
     return snap.gpu(index)
 
 
-def launched_document(
-    benchmark: str,
-    rows: list[dict[str, Any]],
+class LaunchedHead(TypedDict):
+    """The keys a document of a launched benchmark starts with (unpacked into its constructor)."""
+
+    partial: bool
+    error: str | None
+    method: Method
+    backend: Backend
+    world_size: int
+    versions: Versions
+    snapshot: Snapshot | None
+
+
+def launched_head(
     *,
     method_version: str,
     warmup: int,
@@ -185,23 +181,23 @@ def launched_document(
     cpu: bool,
     world_size: int,
     outcome: LaunchOutcome,
-    notes: list[str],
-    **extra: Any,
-) -> dict[str, Any]:
-    """The result document of a benchmark run through the launcher (one worker per device)."""
+    snapshot: Snapshot | None,
+) -> LaunchedHead:
+    """The head of the document of a benchmark run through the launcher (one worker per device)."""
     from rigcheck.bench.env import software_versions
-    from rigcheck.bench.results import Method, document
 
-    return document(
-        benchmark=benchmark,
-        rows=rows,
-        method=Method(method_version, warmup, repeats, "median", "perf_counter" if cpu else "cuda_events"),
+    return LaunchedHead(
+        partial=outcome.partial,
+        error=outcome.error,
+        method=Method(
+            method_version=method_version,
+            warmup=warmup,
+            repeats=repeats,
+            statistic="median",
+            timer="perf_counter" if cpu else "cuda_events",
+        ),
         backend="gloo" if cpu else "nccl",
         world_size=world_size,
         versions=software_versions(),
-        snapshot=snapshot_dict(),
-        partial=outcome.partial,
-        error=outcome.error,
-        notes=notes,
-        **extra,
+        snapshot=snapshot,
     )

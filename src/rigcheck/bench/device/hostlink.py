@@ -28,20 +28,18 @@ from rigcheck.bench.device.common import (
     GIB,
     allowed_cpus,
     pci_bdf,
-    probe_snapshot,
     require_gpus,
     set_cpus,
-    snapshot_dict,
     snapshot_gpu,
     sysfs_local_cpus,
     time_calls,
 )
 from rigcheck.bench.env import require_torch, software_versions
-from rigcheck.bench.results import Method, document, explain_nulls, row
 from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
-from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
-from rigcheck.model.snapshot import Gpu
+from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link
+from rigcheck.model.bench import HostlinkDocument, HostlinkRow, Method, reasons, row_head
+from rigcheck.model.snapshot import Gpu, Snapshot
 
 METHOD_VERSION = "hostlink-1"
 DEFAULT_SIZE = GIB
@@ -90,14 +88,10 @@ def plan_bindings(local: set[int] | None, allowed: set[int], gpu: int) -> tuple[
 
 
 def pcie_theoretical(gpu: Gpu | None) -> tuple[float | None, str | None]:
-    """The link's theoretical rate per direction from the snapshot (its max generation and width)."""
-    if gpu is None:
-        return None, None
-    gen = gpu.pcie_gen_max or gpu.pcie_gen_current
-    width = gpu.pcie_width_max or gpu.pcie_width_current
-    if gen is None or width is None:
-        return None, None
-    return pcie_bandwidth_gbps(gen, width), f"Gen{gen} x{width}"
+    """The link's theoretical rate per direction and its label ("Gen5 x16"), from the snapshot's record of the
+    GPU (rigcheck.facts.pcie.gpu_pcie_link: the width it trained to, at the generation it runs under load)."""
+    link = gpu_pcie_link(gpu)
+    return (None, None) if link is None else (link.gbps, link.label)
 
 
 def first_touch(torch: Any, host: Any) -> None:
@@ -153,9 +147,12 @@ def run_hostlink(
     repeats: int = 5,
     iters: int = DEFAULT_ITERS,
     numa: bool = True,
+    snapshot: Snapshot,
     on_progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Host↔GPU copy bandwidth for each GPU (all by default), one GPU at a time in this process."""
+) -> HostlinkDocument:
+    """Host↔GPU copy bandwidth for each GPU (all by default), one GPU at a time in this process.
+
+    ``snapshot``: the machine, as the caller probed it (each GPU's local CPUs, NUMA node and PCIe link)."""
     torch: Any = require_torch()
     count = require_gpus(torch, "hostlink", hint="; there is no CPU version of a host-to-GPU copy")
     chosen = list(gpus) if gpus else list(range(count))
@@ -165,14 +162,13 @@ def run_hostlink(
     if size_bytes < 2 * CHECK_BYTES:
         raise UsageError(f"hostlink size must be at least {2 * CHECK_BYTES} bytes")
     progress = on_progress or (lambda _m: None)
-    snap = probe_snapshot()
-    method = Method(METHOD_VERSION, warmup, repeats, "median", "cuda_events")
+    method = Method(method_version=METHOD_VERSION, warmup=warmup, repeats=repeats, timer="cuda_events")
     original = allowed_cpus()
-    rows: list[dict[str, Any]] = []
+    rows: list[HostlinkRow] = []
     notes: list[str] = []
     for index in chosen:
         bdf = pci_bdf(torch, index)
-        record = snapshot_gpu(snap, bdf, index)
+        record = snapshot_gpu(snapshot, bdf, index)
         name = str(torch.cuda.get_device_name(index))
         local, local_source = local_cpus(record, bdf)
         bindings, why = plan_bindings(local, original, index) if numa else ([Binding(False, None)], [])
@@ -202,7 +198,7 @@ def run_hostlink(
                             iters=iters,
                             pinned=pinned,
                         )
-                        r = row(
+                        head = row_head(
                             name=f"GPU {index} {direction} {memory}{' numa-bound' if binding.numa_bound else ''}",
                             unit="GB/s",
                             samples=[size_bytes / t / 1e9 for t in times],
@@ -210,31 +206,36 @@ def run_hostlink(
                             backend="cuda",
                             world_size=1,
                             sizes=[size_bytes],
-                            gpu=index,
-                            device_name=name,
-                            pci_bus_id=bdf,
-                            direction=direction,
-                            memory=memory,
-                            numa_bound=binding.numa_bound,
-                            cpus=format_cpulist(set(binding.cpus)) if binding.cpus is not None else None,
-                            local_cpus=format_cpulist(local) if local else None,
-                            local_cpus_source=local_source,
-                            numa_node=record.numa_node if record is not None else None,
-                            size_bytes=size_bytes,
-                            iters=iters,
-                            time_us_median=statistics.median(times) * 1e6,
-                            pcie_link=link,
-                            pcie_theoretical_gbps=theoretical,
-                            correct=correct,
                         )
-                        r["gbps"] = r["median"]
-                        r["fraction_of_pcie"] = r["median"] / theoretical if theoretical else None
-                        explain_nulls(
-                            r,
-                            "the PCIe link's generation or width is not known",
-                            ("pcie_theoretical_gbps", "fraction_of_pcie"),
+                        fraction = head["median"] / theoretical if theoretical else None
+                        rows.append(
+                            HostlinkRow(
+                                **head,
+                                gpu=index,
+                                device_name=name,
+                                pci_bus_id=bdf,
+                                direction=direction,
+                                memory=memory,
+                                numa_bound=binding.numa_bound,
+                                cpus=format_cpulist(set(binding.cpus)) if binding.cpus is not None else None,
+                                local_cpus=format_cpulist(local) if local else None,
+                                local_cpus_source=local_source,
+                                numa_node=record.numa_node if record is not None else None,
+                                size_bytes=size_bytes,
+                                iters=iters,
+                                time_us_median=statistics.median(times) * 1e6,
+                                pcie_link=link,
+                                pcie_theoretical_gbps=theoretical,
+                                correct=correct,
+                                gbps=head["median"],
+                                fraction_of_pcie=fraction,
+                                missing=reasons(
+                                    "the PCIe link's generation or width is not known",
+                                    pcie_theoretical_gbps=theoretical,
+                                    fraction_of_pcie=fraction,
+                                ),
+                            )
                         )
-                        rows.append(r)
             finally:
                 if binding.cpus is not None:
                     set_cpus(original)
@@ -254,16 +255,18 @@ def run_hostlink(
         "driver through pinned buffers, so usually well below pinned",
         "GPUs measured one at a time in this process: concurrent copies would share host memory and PCIe "
         "switches, and the figures would not be each GPU's own",
-        "theoretical = PCIe rate per direction of the link's max generation × width from the snapshot, after "
-        f"line encoding only ({PCIE_SOURCE}); TLP/DLLP overheads leave real copies well below it",
+        "theoretical = PCIe rate per direction of the link from the snapshot (its current width at its max "
+        f"generation: an idle link runs slower and speeds up under load), after line encoding only ({PCIE_SOURCE}); "
+        "TLP/DLLP overheads leave real copies well below it",
     ]
-    return document(
-        benchmark="hostlink",
-        rows=rows,
+    return HostlinkDocument(
+        partial=False,
+        error=None,
         method=method,
         backend="cuda",
         world_size=1,
         versions=software_versions(),
-        snapshot=snapshot_dict(snap),
+        snapshot=snapshot,
+        results=rows,
         notes=notes,
     )

@@ -27,13 +27,15 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
 
 from rigcheck.bench.device.common import (
     MIB,
     device_name,
     is_cuda,
-    launched_document,
+    launched_head,
     require_gpus,
     time_calls,
     timer_label,
@@ -41,9 +43,12 @@ from rigcheck.bench.device.common import (
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.formulas import matmul_tflops
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
+from rigcheck.model.bench import MatmulBest, MatmulDocument, MatmulRow, Method, reasons, row_head
+
+if TYPE_CHECKING:
+    from rigcheck.model.snapshot import Snapshot
 
 METHOD_VERSION = "matmul-1"
 DTYPES = ("bf16", "fp16", "tf32", "fp32")
@@ -227,21 +232,26 @@ def matmul_worker(ctx: WorkerContext, payload: MatmulPayload) -> None:
     if cuda and payload.warmup_s > 0 and payload.shapes:
         ctx.progress(f"rank {ctx.rank}: warming up {name} for {payload.warmup_s:g} s")
         _device_warmup(torch, device, torch_dtype(torch, payload.dtypes[0]), payload.shapes[0], payload.warmup_s)
-    method = Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer_label(device))
+    method = Method(
+        method_version=METHOD_VERSION, warmup=payload.warmup, repeats=payload.repeats, timer=timer_label(device)
+    )
     for dtype_name in payload.dtypes:
         peak = getattr(spec, f"{dtype_name}_tflops", None) if spec is not None else None
         with fp32_math(torch, dtype_name, cuda):
             for m, n, k in payload.shapes:
                 times, ok, err = _measure_shape(torch, device, dtype_name, (m, n, k), payload=payload, flush=flush)
-                tflops = [matmul_tflops(m, n, k, t) for t in times]
-                r = row(
+                head = row_head(
                     name=f"matmul {dtype_name} {m}x{n}x{k}",
                     unit="TFLOPS",
-                    samples=tflops,
+                    samples=[matmul_tflops(m, n, k, t) for t in times],
                     method=method,
                     backend=ctx.backend,
                     world_size=ctx.world_size,
                     sizes=[m, n, k],
+                )
+                fraction = head["median"] / peak if peak else None
+                r = MatmulRow(
+                    **head,
                     rank=ctx.rank,
                     gpu=device.index if cuda else None,
                     device_name=name,
@@ -255,29 +265,45 @@ def matmul_worker(ctx: WorkerContext, payload: MatmulPayload) -> None:
                     correct=ok,
                     max_rel_error=err,
                     best=False,
+                    tflops_median=head["median"],
+                    tflops_min=head["min"],
+                    tflops_max=head["max"],
+                    fraction_of_peak=fraction,
+                    missing=reasons(
+                        _no_peak_reason(spec, dtype_name, cuda), peak_tflops=peak, fraction_of_peak=fraction
+                    ),
                 )
-                r["tflops_median"] = r["median"]
-                r["tflops_min"] = r["min"]
-                r["tflops_max"] = r["max"]
-                r["fraction_of_peak"] = r["median"] / peak if peak else None
-                explain_nulls(r, _no_peak_reason(spec, dtype_name, cuda), ("peak_tflops", "fraction_of_peak"))
-                ctx.progress(f"rank {ctx.rank}: {dtype_name} {m}x{n}x{k}: {r['median']:.1f} TFLOPS")
-                ctx.report(r)
+                ctx.progress(f"rank {ctx.rank}: {dtype_name} {m}x{n}x{k}: {r.median:.1f} TFLOPS")
+                ctx.report(r.model_dump())
 
 
-def mark_best(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Set ``best`` on the correct row with the highest median per (rank, dtype); return those rows."""
-    best: dict[tuple[Any, Any], dict[str, Any]] = {}
-    for r in rows:
-        r["best"] = False
-        if r.get("correct") is not True:
+def mark_best(rows: Sequence[MatmulRow]) -> tuple[list[MatmulRow], list[MatmulBest]]:
+    """The rows with ``best`` set on the correct row with the highest median per (rank, dtype), and those
+    best rows' summaries (in the order their rank and dtype first appear)."""
+    best: dict[tuple[int, str], int] = {}
+    for i, r in enumerate(rows):
+        if not r.correct:
             continue
-        key = (r.get("rank"), r.get("dtype"))
-        if key not in best or r["tflops_median"] > best[key]["tflops_median"]:
-            best[key] = r
-    for r in best.values():
-        r["best"] = True
-    return list(best.values())
+        key = (r.rank, r.dtype)
+        if key not in best or r.tflops_median > rows[best[key]].tflops_median:
+            best[key] = i
+    chosen = set(best.values())
+    marked = [r.model_copy(update={"best": i in chosen}) for i, r in enumerate(rows)]
+    summaries = [
+        MatmulBest(
+            rank=r.rank,
+            gpu=r.gpu,
+            dtype=r.dtype,
+            m=r.m,
+            n=r.n,
+            k=r.k,
+            tflops_median=r.tflops_median,
+            peak_tflops=r.peak_tflops,
+            fraction_of_peak=r.fraction_of_peak,
+        )
+        for r in (marked[i] for i in best.values())
+    ]
+    return marked, summaries
 
 
 def plan_dtypes(dtypes: Sequence[str], *, cpu: bool) -> tuple[tuple[str, ...], list[str]]:
@@ -325,9 +351,11 @@ def run_matmul(
     timeout_s: float = 1800.0,
     flush_bytes: int | None = None,
     warmup_s: float | None = None,
+    snapshot: Snapshot | None,
     on_progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Sweep shapes for each dtype on ``world_size`` devices (one worker each) and return the document."""
+) -> MatmulDocument:
+    """Sweep shapes for each dtype on ``world_size`` devices (one worker each) and return the document
+    (``snapshot``: the machine, as the caller probed it)."""
     torch: Any = require_torch()
     if not cpu:
         require_gpus(torch, "matmul", hint="; add --cpu to measure this CPU instead", world_size=world_size)
@@ -343,8 +371,7 @@ def run_matmul(
     outcome = launch(
         matmul_worker, payload, world_size=world_size, cpu=cpu, timeout_s=timeout_s, on_progress=on_progress
     )
-    rows = outcome.rows
-    best = mark_best(rows)
+    rows, best = mark_best(TypeAdapter(list[MatmulRow]).validate_python(outcome.rows))
     flush_text = (
         f"{flush_bytes / MIB:g} MiB"
         if flush_bytes is not None
@@ -360,16 +387,13 @@ def run_matmul(
         "source); fp32 on CUDA cores and CPUs have none. A sweep's best reaches about 80% of the datasheet "
         "peak on an H100 SXM: the peak assumes boost clocks that a 700 W power cap does not sustain",
     ]
-    best_keys = ("rank", "gpu", "dtype", "m", "n", "k", "tflops_median", "peak_tflops", "fraction_of_peak")
-    return launched_document(
-        "matmul",
-        rows,
+    head = launched_head(
         method_version=METHOD_VERSION,
         warmup=payload.warmup,
         repeats=payload.repeats,
         cpu=cpu,
         world_size=world_size,
         outcome=outcome,
-        notes=notes,
-        best=[{k: r.get(k) for k in best_keys} for r in best],
+        snapshot=snapshot,
     )
+    return MatmulDocument(**head, results=rows, notes=notes, best=best)

@@ -15,23 +15,28 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
 
 from rigcheck.bench.device.common import (
     GIB,
     MIB,
     device_name,
     is_cuda,
-    launched_document,
+    launched_head,
     require_gpus,
     time_calls,
     timer_label,
 )
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.launcher import WorkerContext, launch
-from rigcheck.bench.results import Method, explain_nulls, row
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
+from rigcheck.model.bench import MembwDocument, MembwRow, Method, reasons, row_head
+
+if TYPE_CHECKING:
+    from rigcheck.model.snapshot import Snapshot
 
 METHOD_VERSION = "membw-1"
 GPU_SIZES: tuple[int, ...] = (GIB,)
@@ -91,18 +96,25 @@ def membw_worker(ctx: WorkerContext, payload: MembwPayload) -> None:
     name = device_name(torch, device)
     spec = catalog.lookup(name) if cuda else None
     peak = spec.memory_bandwidth_gbps if spec is not None else None
-    method = Method(METHOD_VERSION, payload.warmup, payload.repeats, "median", timer_label(device))
+    method = Method(
+        method_version=METHOD_VERSION, warmup=payload.warmup, repeats=payload.repeats, timer=timer_label(device)
+    )
+    no_peak = "this GPU is not in rigcheck's catalog" if cuda else "no catalogue bandwidth for host memory"
     for size in payload.sizes:
         nbytes, times, correct = _copy_times(torch, device, size, payload)
-        rates = copy_rates(nbytes, times)
-        r = row(
+        head = row_head(
             name=f"device-local copy {size_label(nbytes)}",
             unit="GB/s",
-            samples=rates,
+            samples=copy_rates(nbytes, times),
             method=method,
             backend=ctx.backend,
             world_size=ctx.world_size,
             sizes=[nbytes],
+        )
+        read_write = 2 * head["median"]
+        fraction = read_write / peak if peak else None
+        r = MembwRow(
+            **head,
             rank=ctx.rank,
             gpu=device.index if cuda else None,
             device_name=name,
@@ -110,16 +122,15 @@ def membw_worker(ctx: WorkerContext, payload: MembwPayload) -> None:
             iters=payload.iters,
             time_us_median=statistics.median(times) * 1e6,
             correct=correct,
+            copy_gbps=head["median"],
+            read_write_gbps=read_write,
+            peak_memory_gbps=peak,
+            peak_source=spec.source if (spec is not None and peak is not None) else None,
+            fraction_of_peak=fraction,
+            missing=reasons(no_peak, peak_memory_gbps=peak, fraction_of_peak=fraction),
         )
-        r["copy_gbps"] = r["median"]
-        r["read_write_gbps"] = 2 * r["median"]
-        r["peak_memory_gbps"] = peak
-        r["peak_source"] = spec.source if (spec is not None and peak is not None) else None
-        r["fraction_of_peak"] = r["read_write_gbps"] / peak if peak else None
-        no_peak = "this GPU is not in rigcheck's catalog" if cuda else "no catalogue bandwidth for host memory"
-        explain_nulls(r, no_peak, ("peak_memory_gbps", "fraction_of_peak"))
-        ctx.progress(f"rank {ctx.rank}: copy {size_label(nbytes)}: {r['copy_gbps']:.1f} GB/s")
-        ctx.report(r)
+        ctx.progress(f"rank {ctx.rank}: copy {size_label(nbytes)}: {r.copy_gbps:.1f} GB/s")
+        ctx.report(r.model_dump())
 
 
 def run_membw(
@@ -131,9 +142,11 @@ def run_membw(
     iters: int | None = None,
     world_size: int = 1,
     timeout_s: float = 600.0,
+    snapshot: Snapshot | None,
     on_progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Device-local copy bandwidth on ``world_size`` devices (one worker each); the result document."""
+) -> MembwDocument:
+    """Device-local copy bandwidth on ``world_size`` devices (one worker each); the result document
+    (``snapshot``: the machine, as the caller probed it)."""
     torch: Any = require_torch()
     if not cpu:
         require_gpus(torch, "membw", hint="; add --cpu to measure this CPU's memory instead", world_size=world_size)
@@ -159,14 +172,13 @@ def run_membw(
         "peak = the datasheet memory bandwidth (rigcheck.facts.catalog, with its source), held against "
         "read+write: a ceiling that copies approach but do not reach (DRAM refresh, read/write turnarounds)",
     ]
-    return launched_document(
-        "membw",
-        outcome.rows,
+    head = launched_head(
         method_version=METHOD_VERSION,
         warmup=payload.warmup,
         repeats=payload.repeats,
         cpu=cpu,
         world_size=world_size,
         outcome=outcome,
-        notes=notes,
+        snapshot=snapshot,
     )
+    return MembwDocument(**head, results=TypeAdapter(list[MembwRow]).validate_python(outcome.rows), notes=notes)

@@ -32,20 +32,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from rigcheck.bench.compare import SPEEDUP_FORMULA, speedup_and_ratio
-from rigcheck.bench.device.common import (
-    MIB,
-    pci_bdf,
-    probe_snapshot,
-    require_gpus,
-    snapshot_dict,
-    snapshot_gpu,
-)
-from rigcheck.bench.device.hostlink import pcie_theoretical
+from rigcheck.bench.device.common import MIB, pci_bdf, require_gpus, snapshot_gpu
 from rigcheck.bench.env import require_torch, software_versions
-from rigcheck.bench.results import Method, document, row
 from rigcheck.errors import UsageError
 from rigcheck.facts.nvlink import nvlink_pair_bandwidth_gbps, variant_for
-from rigcheck.facts.pcie import PCIE_SOURCE
+from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link
+from rigcheck.model.bench import (
+    Method,
+    P2PDocument,
+    P2PRow,
+    PairComparison,
+    PairRow,
+    PairsComparison,
+    YesNo,
+    row_head,
+)
 from rigcheck.model.snapshot import Gpu, Snapshot
 
 METHOD_VERSION = "p2p-1"
@@ -89,7 +90,8 @@ class PairFacts:
 
 def pair_facts(a: Gpu | None, b: Gpu | None, snap: Snapshot, name: str) -> PairFacts:
     """Link, NVML P2P status and theoretical bandwidths for two GPUs (snapshot records; None when unknown)."""
-    pcie = [pcie_theoretical(g)[0] for g in (a, b)]
+    links = [gpu_pcie_link(g) for g in (a, b)]
+    pcie = [link.gbps if link is not None else None for link in links]
     pcie_gbps = min(x for x in pcie if x is not None) if any(x is not None for x in pcie) else None
     pcie_src = PCIE_SOURCE if pcie_gbps is not None else None
     pair = snap.pair(a.index, b.index) if (a is not None and b is not None) else None
@@ -128,9 +130,9 @@ def build_rows(
     method: Method,
     modes: Sequence[str] = MODES,
     on_progress: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[P2PRow]:
     """One row per ordered pair (src != dst) and mode, from ``measure``'s seconds."""
-    rows: list[dict[str, Any]] = []
+    rows: list[P2PRow] = []
     for mode in modes:
         for src in range(n):
             for dst in range(n):
@@ -142,7 +144,7 @@ def build_rows(
                 f = facts(src, dst)
                 theoretical = f.peer_theoretical_gbps if mode == "peer" else f.pcie_theoretical_gbps
                 source = f.peer_theoretical_source if mode == "peer" else f.pcie_source
-                r = row(
+                head = row_head(
                     name=f"GPU {src} -> GPU {dst} {mode}",
                     unit="GB/s",
                     samples=[size_bytes / t / 1e9 for t in got.unidirectional_s],
@@ -150,33 +152,39 @@ def build_rows(
                     backend="cuda",
                     world_size=1,
                     sizes=[size_bytes],
-                    src=src,
-                    dst=dst,
-                    mode=mode,
-                    peer_access=got.peer_access,
-                    size_bytes=size_bytes,
-                    link=f.link,
-                    nvlinks=f.nvlinks,
-                    nvml_p2p_read=f.nvml_p2p_read,
-                    nvml_p2p_write=f.nvml_p2p_write,
-                    correct=got.correct,
                 )
-                r["unidirectional_gbps"] = r["median"]
-                r["bidirectional_gbps"] = (
+                bidirectional = (
                     statistics.median(2 * size_bytes / t / 1e9 for t in got.bidirectional_s)
                     if got.bidirectional_s
                     else None
                 )
-                r["latency_us"] = statistics.median(t * 1e6 for t in got.latency_s) if got.latency_s else None
-                r["theoretical_gbps"] = theoretical
-                r["theoretical_source"] = source
-                r["fraction_of_theoretical"] = r["median"] / theoretical if theoretical else None
-                rows.append(r)
+                rows.append(
+                    P2PRow(
+                        **head,
+                        src=src,
+                        dst=dst,
+                        mode=mode,
+                        peer_access=got.peer_access,
+                        size_bytes=size_bytes,
+                        link=f.link,
+                        nvlinks=f.nvlinks,
+                        nvml_p2p_read=f.nvml_p2p_read,
+                        nvml_p2p_write=f.nvml_p2p_write,
+                        correct=got.correct,
+                        unidirectional_gbps=head["median"],
+                        bidirectional_gbps=bidirectional,
+                        latency_us=statistics.median(t * 1e6 for t in got.latency_s) if got.latency_s else None,
+                        theoretical_gbps=theoretical,
+                        theoretical_source=source,
+                        fraction_of_theoretical=head["median"] / theoretical if theoretical else None,
+                    )
+                )
     return rows
 
 
 PEER_TRANSPORT = "CUDA peer copy (NVLink or PCIe P2P)"
 STAGED_TRANSPORT = "staged through pinned host memory"
+NO_PEER_TRANSPORT = "through the host, by the driver (no peer access between these GPUs)"
 COMPARE_NOTE = (
     "bench p2p copies with CUDA directly, not through NCCL, so NCCL_P2P_DISABLE has no effect on it: P2P=N is "
     "the staged mode, the path NCCL itself takes with NCCL_P2P_DISABLE=1 (through host memory); for NCCL's own "
@@ -184,60 +192,57 @@ COMPARE_NOTE = (
 )
 
 
-def p2p_comparison(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def p2p_comparison(rows: Sequence[P2PRow]) -> PairsComparison:
     """The guide's table for each ordered pair measured in both modes: peer (P2P=Y) against staged (P2P=N).
 
     ``time_s`` is one copy of the row's size at its median unidirectional rate; the speed-up counts as the
     guide does (time saved over the no-P2P time). A pair whose peer copy had no peer access is flagged: its
     "P2P" row went through the host too, so the comparison is not one.
     """
-    by_pair: dict[tuple[int, int], dict[str, dict[str, Any]]] = {}
+    by_pair: dict[tuple[int, int], dict[str, P2PRow]] = {}
     for r in rows:
-        by_pair.setdefault((int(r["src"]), int(r["dst"])), {})[str(r["mode"])] = r
-    pairs: list[dict[str, Any]] = []
+        by_pair.setdefault((r.src, r.dst), {})[r.mode] = r
+    pairs: list[PairComparison] = []
     warnings: list[str] = []
+    sides: tuple[tuple[YesNo, str, str], ...] = (("Y", "peer", PEER_TRANSPORT), ("N", "staged", STAGED_TRANSPORT))
     for (src, dst), modes in sorted(by_pair.items()):
         if "peer" not in modes or "staged" not in modes:
             continue
-        table: list[dict[str, Any]] = []
-        times: list[float | None] = []
-        for yn, mode, transport in (("Y", "peer", PEER_TRANSPORT), ("N", "staged", STAGED_TRANSPORT)):
-            r = modes[mode]
-            gbps = r.get("unidirectional_gbps")
-            time_s = r["size_bytes"] / (gbps * 1e9) if isinstance(gbps, (int, float)) and gbps > 0 else None
-            times.append(time_s)
-            table.append({"p2p": yn, "mode": mode, "time_s": time_s, "gbps": gbps, "transport": transport})
-        t_y, t_n = times
-        speedup, ratio = speedup_and_ratio(t_y, t_n)
-        if modes["peer"].get("peer_access") is False:
-            table[0]["transport"] = "through the host, by the driver (no peer access between these GPUs)"
+        no_peer = modes["peer"].peer_access is False
+        if no_peer:
             warnings.append(
                 f"GPU {src} -> GPU {dst}: no CUDA peer access, so its P2P=Y copy went through the host as well"
             )
-        pairs.append(
-            {
-                "src": src,
-                "dst": dst,
-                "rows": table,
-                "speedup_percent": speedup,
-                "time_ratio": ratio,
-            }
-        )
-    return {"pairs": pairs, "speedup_formula": SPEEDUP_FORMULA, "warnings": warnings, "note": COMPARE_NOTE}
+        table: list[PairRow] = []
+        for yn, mode, path in sides:
+            r = modes[mode]
+            gbps = r.unidirectional_gbps
+            table.append(
+                PairRow(
+                    p2p=yn,
+                    mode=mode,
+                    time_s=r.size_bytes / (gbps * 1e9) if gbps > 0 else None,
+                    gbps=gbps,
+                    transport=NO_PEER_TRANSPORT if mode == "peer" and no_peer else path,
+                )
+            )
+        speedup, ratio = speedup_and_ratio(table[0].time_s, table[1].time_s)
+        pairs.append(PairComparison(src=src, dst=dst, rows=table, speedup_percent=speedup, time_ratio=ratio))
+    return PairsComparison(pairs=pairs, speedup_formula=SPEEDUP_FORMULA, warnings=warnings, note=COMPARE_NOTE)
 
 
-def matrix(rows: Sequence[dict[str, Any]], n: int, key: str, mode: str) -> list[list[float | None]]:
+def matrix(rows: Sequence[P2PRow], n: int, key: str, mode: str) -> list[list[float | None]]:
     """rows -> an n×n matrix of ``key`` for ``mode`` (row = source GPU, column = destination); None on the
     diagonal and where a pair was not measured."""
     out: list[list[float | None]] = [[None] * n for _ in range(n)]
     for r in rows:
-        if r.get("mode") == mode and 0 <= r["src"] < n and 0 <= r["dst"] < n:
-            value = r.get(key)
-            out[r["src"]][r["dst"]] = float(value) if value is not None else None
+        if r.mode == mode and 0 <= r.src < n and 0 <= r.dst < n:
+            value = getattr(r, key)
+            out[r.src][r.dst] = float(value) if value is not None else None
     return out
 
 
-def matrices(rows: Sequence[dict[str, Any]], n: int, modes: Sequence[str] = MODES) -> dict[str, Any]:
+def matrices(rows: Sequence[P2PRow], n: int, modes: Sequence[str] = MODES) -> dict[str, list[list[float | None]]]:
     return {
         f"{key}_{mode}": matrix(rows, n, key, mode)
         for mode in modes
@@ -407,9 +412,14 @@ def run_p2p(
     repeats: int = 5,
     iters: int = DEFAULT_ITERS,
     modes: Sequence[str] = MODES,
+    compare: bool = False,
+    snapshot: Snapshot,
     on_progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """The P2P matrix over every GPU torch sees (at least two), in this process."""
+) -> P2PDocument:
+    """The P2P matrix over every GPU torch sees (at least two), in this process; with ``compare`` the guide's
+    table per pair (--compare-p2p: :func:`p2p_comparison`).
+
+    ``snapshot``: the machine, as the caller probed it (each pair's link, NVML P2P status and PCIe links)."""
     torch: Any = require_torch()
     n = require_gpus(torch, "p2p", count=2, hint="; a GPU-to-GPU copy needs a pair")
     if size_bytes < 2 * CHECK_BYTES:
@@ -417,21 +427,23 @@ def run_p2p(
     bad_modes = [m for m in modes if m not in MODES]
     if bad_modes:
         raise UsageError(f"unknown p2p mode {bad_modes[0]!r}: choose from {', '.join(MODES)}")
-    snap = probe_snapshot()
-    records = [snapshot_gpu(snap, pci_bdf(torch, i), i) for i in range(n)]
+    records = [snapshot_gpu(snapshot, pci_bdf(torch, i), i) for i in range(n)]
     names = [str(torch.cuda.get_device_name(i)) for i in range(n)]
 
     def facts(a: int, b: int) -> PairFacts:
-        return pair_facts(records[a], records[b], snap, names[a])
+        return pair_facts(records[a], records[b], snapshot, names[a])
 
-    method = Method(METHOD_VERSION, warmup, repeats, "median", "perf_counter")
+    method = Method(method_version=METHOD_VERSION, warmup=warmup, repeats=repeats, timer="perf_counter")
     measure = cuda_measure(torch, size_bytes=size_bytes, warmup=warmup, repeats=repeats, iters=iters)
     rows = build_rows(n, measure, facts, size_bytes=size_bytes, method=method, modes=modes, on_progress=on_progress)
-    return p2p_document(rows, n, method=method, size_bytes=size_bytes, iters=iters, snap=snap, modes=modes)
+    comparison = p2p_comparison(rows) if compare else None
+    return p2p_document(
+        rows, n, method=method, size_bytes=size_bytes, iters=iters, snap=snapshot, modes=modes, comparison=comparison
+    )
 
 
 def p2p_document(
-    rows: list[dict[str, Any]],
+    rows: list[P2PRow],
     n: int,
     *,
     method: Method,
@@ -439,7 +451,9 @@ def p2p_document(
     iters: int,
     snap: Snapshot | None,
     modes: Sequence[str] = MODES,
-) -> dict[str, Any]:
+    comparison: PairsComparison | None = None,
+) -> P2PDocument:
+    """The document of a p2p run; with ``comparison`` (--compare-p2p) the guide's table and its warnings."""
     notes = [
         f"{size_bytes} bytes per copy, {iters} copies per round, host clock between synchronizations of both "
         f"GPUs, median of {method.repeats} rounds; GB/s counts the bytes copied once (bidirectional: both "
@@ -452,15 +466,18 @@ def p2p_document(
         "(rigcheck.facts.nvlink), else the slower GPU's PCIe link (rigcheck.facts.pcie); staged copies are held "
         "against PCIe; nvml_p2p_*: NVML's P2P status for the pair from the snapshot",
     ]
-    return document(
-        benchmark="p2p",
-        rows=rows,
+    return P2PDocument(
+        partial=False,
+        error=None,
         method=method,
         backend="cuda",
         world_size=1,
         versions=software_versions(),
-        snapshot=snapshot_dict(snap) if snap is not None else None,
+        snapshot=snap,
+        results=rows,
         notes=notes,
         gpus=n,
         matrices=matrices(rows, n, modes),
+        comparison=comparison,
+        warnings=list(comparison.warnings) if comparison is not None else None,
     )

@@ -1,0 +1,574 @@
+"""``rigcheck.bench/1``: the result of a `rigcheck bench …` command, one document type per benchmark.
+
+Every document starts with the same keys (``schema``, ``benchmark``, ``partial``, ``error``, ``method``,
+``backend``, ``world_size``, ``versions``, ``snapshot``, ``results``), and every row of ``results`` with the
+generic keys of DESIGN.md (:class:`BenchRow`); each benchmark adds its own keys, in the order
+docs/commands.md shows them. ``benchmark`` tells the documents apart (:data:`BenchDocument`, the union the
+schema is generated from). Built in ``rigcheck.bench`` (the workers build the rows), drawn by
+``rigcheck.report.bench``.
+
+Some keys are printed only when they hold something (a row's ``note`` and ``missing``, ``p2p --compare-p2p``'s
+``comparison``): :func:`absent_unless_set` fields, which the schema leaves optional and never null.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Annotated, Any, ClassVar, Final, Literal, TypedDict
+
+from pydantic import ConfigDict, Field, RootModel, WithJsonSchema
+
+from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, _reason_rules
+
+BENCH_SCHEMA: Final = "rigcheck.bench/1"
+
+Backend = Literal["gloo", "nccl", "cuda"]
+Timer = Literal["perf_counter", "cuda_events"]
+CollectiveOp = Literal["allreduce", "allgather", "reducescatter", "broadcast"]
+YesNo = Literal["Y", "N"]
+# A number as the code produced it: a catalogue figure may be an int (672 GB/s) and stays one in the JSON.
+Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
+Count = Annotated[int, Field(ge=0)]
+Reason = Annotated[str, Field(min_length=1)]
+
+
+# --- keys printed only when set ------------------------------------------------------------------------------
+
+
+def _is_unset(value: object) -> bool:
+    return value is None or (isinstance(value, dict | list) and not value)
+
+
+def _never_null(schema: dict[str, Any]) -> None:
+    """A key that is absent rather than null: its schema without the null alternative (nor a default)."""
+    alternatives = [alt for alt in schema.pop("anyOf", []) if alt.get("type") != "null"]
+    if len(alternatives) == 1:
+        schema.update(alternatives[0])
+    elif alternatives:
+        schema["anyOf"] = alternatives
+    schema.pop("default", None)
+
+
+def absent_unless_set(description: str = "", *, empty: Any = None) -> Any:
+    """A field printed only when it holds something (not None, not empty); ``empty`` is its default.
+
+    The generated schema leaves it out of ``required`` (pydantic does that for ``exclude_if``) and never null.
+    """
+    default: dict[str, Any] = {"default_factory": dict} if empty == {} else {"default": empty}
+    return Field(**default, exclude_if=_is_unset, json_schema_extra=_never_null, description=description or None)
+
+
+def _row_rules(schema: dict[str, Any], cls: type[Any]) -> None:
+    """A row's "a null has its reason" rules (ReasonedRecord's, for a row with a ``missing`` map), with
+    ``missing`` itself required when a reasoned field is null: it is printed only when it names something."""
+    if "missing" not in schema.get("properties", {}):
+        return  # a row without a reasons map (p2p's): nothing to tie its nulls to
+    _reason_rules(schema, cls)
+    for rule in schema.get("allOf", []):
+        rule["then"]["required"] = ["missing"]
+
+
+# --- the method, versions, the generic row -------------------------------------------------------------------
+
+
+class Method(Plain):
+    """How a figure was measured; ``method_version`` changes whenever the method changes."""
+
+    method_version: str
+    warmup: Count
+    repeats: int = Field(ge=1)
+    statistic: str = "median"
+    timer: Timer = "perf_counter"
+
+
+class Versions(Plain):
+    """Software versions a result was measured with; null where not installed."""
+
+    rigcheck: str | None
+    python: str | None
+    torch: str | None
+    cuda: str | None
+    nccl: str | None
+    transformers: str | None = absent_unless_set("train only")
+
+
+class RowHead(TypedDict):
+    """The generic keys of a row, as :func:`row_head` computes them (unpacked into a row's constructor)."""
+
+    name: str
+    unit: str
+    value: float
+    median: float
+    min: float
+    max: float
+    repeats: int
+    warmup: int
+    sizes: list[int]
+    backend: Backend
+    world_size: int
+    method_version: str
+
+
+def row_head(
+    *,
+    name: str,
+    unit: str,
+    samples: Sequence[float],
+    method: Method,
+    backend: Backend,
+    world_size: int,
+    sizes: Sequence[int] = (),
+) -> RowHead:
+    """The generic keys of one result: ``value`` is the median of ``samples`` (already in ``unit``)."""
+    if not samples:
+        raise ValueError("a result needs at least one sample")
+    median = statistics.median(samples)
+    return RowHead(
+        name=name,
+        unit=unit,
+        value=median,
+        median=median,
+        min=min(samples),
+        max=max(samples),
+        repeats=len(samples),
+        warmup=method.warmup,
+        sizes=list(sizes),
+        backend=backend,
+        world_size=world_size,
+        method_version=method.method_version,
+    )
+
+
+def reasons(reason: str, **values: object) -> dict[str, str]:
+    """``{key: reason}`` for each of ``values`` that is None: the ``missing`` map of a row."""
+    return {key: reason for key, value in values.items() if value is None}
+
+
+class BenchRow(Plain):
+    """One result: the generic keys of DESIGN.md; each benchmark's row adds its own after them.
+
+    A row with a ``missing`` map is a reasoned record (rigcheck.model.document.ReasonedRecord's rules, through
+    :func:`_row_rules`): each nullable field not in ``NOT_A_READING`` has its reason there when null.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_row_rules)
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset()
+
+    name: str
+    unit: str = Field(description='"GB/s", "TFLOPS", "ms", ...')
+    value: float = Field(description="the figure: the median of the repeats, in unit")
+    median: float
+    min: float
+    max: float
+    repeats: int = Field(ge=1)
+    warmup: Count
+    sizes: list[Count] = Field(description="the sizes measured: bytes, or m, n, k")
+    backend: Backend
+    world_size: int = Field(ge=1)
+    method_version: str
+
+
+# --- rows per benchmark --------------------------------------------------------------------------------------
+
+
+class CollectiveRow(BenchRow):
+    """One buffer size of a collective sweep: nccl-tests' time, algbw and busbw, and the data check."""
+
+    op: CollectiveOp
+    size_bytes: Count
+    time_us_median: float
+    algbw_gbps: float
+    busbw_gbps: float
+    correct: bool
+    note: str | None = absent_unless_set("why this size's figure needs a caveat")
+
+
+class MatmulRow(BenchRow):
+    """One (dtype, shape) of the matmul sweep on one rank."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"gpu", "peak_source"})
+
+    rank: Count
+    gpu: int | None = Field(description="CUDA device index; null on a CPU")
+    device_name: str
+    dtype: Literal["bf16", "fp16", "tf32", "fp32"]
+    m: Count
+    n: Count
+    k: Count
+    time_us_median: float
+    peak_tflops: Number | None = Field(description="the catalogue's dense peak for this dtype")
+    peak_source: str | None
+    correct: bool
+    max_rel_error: float
+    best: bool = Field(description="the highest median of its rank and dtype among correct products")
+    tflops_median: float
+    tflops_min: float
+    tflops_max: float
+    fraction_of_peak: float | None
+    missing: dict[str, Reason] = absent_unless_set("field -> why it is null", empty={})
+
+
+class MembwRow(BenchRow):
+    """One buffer size of the device-local copy on one rank."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"gpu", "peak_source"})
+
+    rank: Count
+    gpu: int | None = Field(description="CUDA device index; null on a CPU")
+    device_name: str
+    size_bytes: Count
+    iters: int = Field(ge=1)
+    time_us_median: float
+    correct: bool
+    copy_gbps: float = Field(description="bytes copied once / time")
+    read_write_gbps: float = Field(description="2 × copy: the read and the write the memory sees")
+    peak_memory_gbps: Number | None = Field(description="the catalogue's memory bandwidth")
+    peak_source: str | None
+    fraction_of_peak: float | None
+    missing: dict[str, Reason] = absent_unless_set("field -> why it is null", empty={})
+
+
+class HostlinkRow(BenchRow):
+    """One GPU, direction, host memory kind and CPU binding of the host-link copies."""
+
+    # Labels and echoes rather than readings: the address, the CPUs bound (null: not bound), the GPU's local
+    # CPUs and NUMA node as the snapshot has them (local_cpus_source says "unknown" when it has none), the link.
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"pci_bus_id", "cpus", "local_cpus", "numa_node", "pcie_link"})
+
+    gpu: Count
+    device_name: str
+    pci_bus_id: str | None
+    direction: Literal["h2d", "d2h"]
+    memory: Literal["pinned", "pageable"]
+    numa_bound: bool
+    cpus: str | None
+    local_cpus: str | None
+    local_cpus_source: str
+    numa_node: int | None
+    size_bytes: Count
+    iters: int = Field(ge=1)
+    time_us_median: float
+    pcie_link: str | None = Field(description='"Gen5 x16": the link the theoretical rate is of')
+    pcie_theoretical_gbps: float | None
+    correct: bool
+    gbps: float
+    fraction_of_pcie: float | None
+    missing: dict[str, Reason] = absent_unless_set("field -> why it is null", empty={})
+
+
+class P2PRow(BenchRow):
+    """One ordered GPU pair in one mode (peer access, or staged through host memory).
+
+    Its nulls carry no reasons (no ``missing`` map, as printed since the first version): an unknown link or
+    NVML status, no bidirectional or latency samples, no theoretical figure for the link.
+    """
+
+    src: Count
+    dst: Count
+    mode: Literal["peer", "staged"]
+    peer_access: bool | None
+    size_bytes: Count
+    link: str | None = Field(description="the pair's topo code: NV4, PIX, SYS...")
+    nvlinks: int | None
+    nvml_p2p_read: str | None
+    nvml_p2p_write: str | None
+    correct: bool
+    unidirectional_gbps: float
+    bidirectional_gbps: float | None
+    latency_us: float | None
+    theoretical_gbps: Number | None
+    theoretical_source: str | None
+    fraction_of_theoretical: float | None
+
+
+class TrainRow(BenchRow):
+    """The gpt2 DDP run: one row."""
+
+    model: str
+    parameters: Count
+    dtype: Literal["fp32", "bf16 autocast"]
+    optimizer: str
+    data: Literal["text bytes", "generated tokens"]
+    steps: int = Field(ge=1)
+    warmup_steps: Count
+    timed_steps: Count
+    batch_size: int = Field(ge=1)
+    global_batch_size: int = Field(ge=1)
+    seq_len: int = Field(ge=1)
+    train_runtime_s: float
+    samples_per_s: float
+    tokens_per_s: float
+    step_time_median_ms: float
+    step_time_p10_ms: float
+    step_time_p90_ms: float
+    step_time_min_ms: float
+    step_time_max_ms: float
+    peak_memory_bytes: Count
+    peak_memory_kind: str
+    loss_first: float
+    loss_final: float
+    loss_finite: bool
+    loss_decreased: bool
+    correct: bool
+
+
+class MatmulBest(Plain):
+    """The best shape of one rank and dtype (a copy of its row's keys)."""
+
+    rank: Count
+    gpu: int | None
+    dtype: Literal["bf16", "fp16", "tf32", "fp32"]
+    m: Count
+    n: Count
+    k: Count
+    tflops_median: float
+    peak_tflops: Number | None
+    fraction_of_peak: float | None
+
+
+# --- the documents -------------------------------------------------------------------------------------------
+
+
+class BenchDocumentBase(Document):
+    """The keys every bench document starts with; each benchmark narrows ``benchmark`` and ``results``."""
+
+    schema_: Literal["rigcheck.bench/1"] = Field(BENCH_SCHEMA, alias="schema")
+    benchmark: str
+    partial: bool = Field(description="a worker failed: the rows measured before are kept")
+    error: str | None = Field(description="what ended the run early; null when it did not")
+    method: Method
+    backend: Backend
+    world_size: int = Field(ge=1)
+    versions: Versions
+    snapshot: OptionalSnapshotRef = Field(description="the machine, as `rigcheck snapshot`")
+    results: Sequence[BenchRow]
+
+
+class CollectiveDocument(BenchDocumentBase):
+    """`bench allreduce | allgather | reducescatter | broadcast`: one row per buffer size."""
+
+    benchmark: CollectiveOp
+    results: Sequence[CollectiveRow]
+    op: CollectiveOp
+    sizes: list[Count] = Field(description="the buffer sizes measured, bytes")
+    wall_s: float
+    notes: list[str]
+
+
+class MatmulDocument(BenchDocumentBase):
+    """`bench matmul`: one row per rank, dtype and shape; ``best`` per rank and dtype."""
+
+    benchmark: Literal["matmul"] = "matmul"
+    results: Sequence[MatmulRow]
+    notes: list[str]
+    best: list[MatmulBest] = Field(description="the best row per rank and dtype")
+
+
+class MembwDocument(BenchDocumentBase):
+    """`bench membw`: one row per rank and buffer size."""
+
+    benchmark: Literal["membw"] = "membw"
+    results: Sequence[MembwRow]
+    notes: list[str]
+
+
+class HostlinkDocument(BenchDocumentBase):
+    """`bench hostlink`: one row per GPU, direction, memory kind and binding."""
+
+    benchmark: Literal["hostlink"] = "hostlink"
+    results: Sequence[HostlinkRow]
+    notes: list[str]
+
+
+class PairRow(Plain):
+    """One side of a pair's comparison: the peer copy (P2P=Y) or the staged one (P2P=N)."""
+
+    p2p: YesNo
+    mode: Literal["peer", "staged"]
+    time_s: float | None = Field(description="one copy of the row's size at its median rate")
+    gbps: float | None
+    transport: str
+
+
+class PairComparison(Plain):
+    """The guide's table for one ordered GPU pair."""
+
+    src: Count
+    dst: Count
+    rows: list[PairRow]
+    speedup_percent: float | None = Field(description="null when a time is unknown")
+    time_ratio: float | None
+
+
+class PairsComparison(Plain):
+    """`bench p2p --compare-p2p`: the guide's table per ordered GPU pair, peer copy (P2P=Y) against the copy
+    staged through host memory (P2P=N)."""
+
+    pairs: list[PairComparison]
+    speedup_formula: str
+    warnings: list[str]
+    note: str
+
+
+class P2PDocument(BenchDocumentBase):
+    """`bench p2p`: one row per ordered pair and mode, the matrices; with --compare-p2p the guide's table."""
+
+    benchmark: Literal["p2p"] = "p2p"
+    results: Sequence[P2PRow]
+    notes: list[str]
+    gpus: Count = Field(description="GPUs measured")
+    matrices: dict[str, list[list[float | None]]] = Field(
+        description="<figure>_<mode> -> GPU x GPU matrix, null on the diagonal"
+    )
+    comparison: PairsComparison | None = absent_unless_set("--compare-p2p only")
+    warnings: list[str] | None = absent_unless_set("--compare-p2p only: the comparison's warnings")
+
+
+class TrainDocument(BenchDocumentBase):
+    """`bench train`: the gpt2 DDP benchmark, one row."""
+
+    benchmark: Literal["train"] = "train"
+    results: Sequence[TrainRow]
+    notes: list[str]
+    wall_s: float
+
+
+# --- --compare-p2p: one benchmark run twice ------------------------------------------------------------------
+
+
+class NcclFacts(Plain):
+    """What a run's NCCL log said (rigcheck.nccllog)."""
+
+    transports: list[str]
+    p2p_disabled: bool | None
+    nccl_version: str | None
+    nranks: int | None
+    p2p_evidence: str
+    channel_lines: Count
+
+
+class CollectiveRun(CollectiveDocument):
+    """One of the two runs: its document without the snapshot (the comparison has it once), then its tags."""
+
+    snapshot: OptionalSnapshotRef = Field(None, exclude=True)
+    p2p: YesNo
+    env: dict[str, str] = Field(description="the variables set for this run")
+    transport: str = Field(description="what NCCL used, from its NCCL_DEBUG=INFO output")
+    nccl: NcclFacts | None = Field(description="what the run's NCCL log said; null on gloo or without a log")
+
+
+class TrainRun(TrainDocument):
+    """One of the two runs: its document without the snapshot (the comparison has it once), then its tags."""
+
+    snapshot: OptionalSnapshotRef = Field(None, exclude=True)
+    p2p: YesNo
+    env: dict[str, str] = Field(description="the variables set for this run")
+    transport: str = Field(description="what NCCL used, from its NCCL_DEBUG=INFO output")
+    nccl: NcclFacts | None = Field(description="what the run's NCCL log said; null on gloo or without a log")
+
+
+class ComparedCollectiveRow(CollectiveRow):
+    """A run's row in the comparison's ``results``, tagged with its run."""
+
+    p2p: YesNo
+
+
+class ComparedTrainRow(TrainRow):
+    """A run's row in the comparison's ``results``, tagged with its run."""
+
+    p2p: YesNo
+
+
+class RunFigures(Plain):
+    """One run's line of the guide's table."""
+
+    p2p: YesNo
+    nccl_p2p_disable: str | None
+    time_s: float | None = Field(
+        description="train: train_runtime_s; collectives: the size-weighted mean of the per-size median times"
+    )
+
+
+class CollectiveFigures(RunFigures):
+    busbw_gbps: float | None = Field(description="at the largest size")
+    transport: str
+
+
+class TrainFigures(RunFigures):
+    samples_per_s: float | None
+    transport: str
+
+
+class Comparison(Plain):
+    """The guide's table for two runs, and the speed-up as the guide counts it."""
+
+    rows: Sequence[RunFigures]
+    speedup_percent: float | None = Field(
+        description="(time without P2P - time with P2P) / time without P2P x 100; null when a time is unknown"
+    )
+    time_ratio: float | None
+    speedup_formula: str
+
+
+class CollectiveComparison(Comparison):
+    rows: Sequence[CollectiveFigures]
+
+
+class TrainComparison(Comparison):
+    rows: Sequence[TrainFigures]
+
+
+class CompareDocumentBase(Document):
+    """`--compare-p2p`: two runs differing only in NCCL_P2P_DISABLE=1, the guide's table, its warnings."""
+
+    schema_: Literal["rigcheck.bench/1"] = Field(BENCH_SCHEMA, alias="schema")
+    benchmark: str = Field(description='"<benchmark>-compare-p2p"')
+    label: str
+    partial: bool = Field(description="a run failed")
+    error: str | None
+    method: Method
+    backend: Backend
+    world_size: int = Field(ge=1)
+    versions: Versions
+    snapshot: OptionalSnapshotRef = Field(description="the machine, as `rigcheck snapshot`")
+    results: Sequence[CollectiveRow | TrainRow] = Field(description="both runs' rows, each tagged p2p Y or N")
+    runs: Sequence[BenchDocumentBase] = Field(min_length=2, max_length=2)
+    comparison: Comparison
+    warnings: list[str] = Field(description="a run that failed, or whose transport is not what it should be")
+    notes: list[str]
+
+
+class CollectiveCompareDocument(CompareDocumentBase):
+    benchmark: Literal[
+        "allreduce-compare-p2p", "allgather-compare-p2p", "reducescatter-compare-p2p", "broadcast-compare-p2p"
+    ]
+    results: Sequence[ComparedCollectiveRow]
+    runs: Sequence[CollectiveRun] = Field(min_length=2, max_length=2)
+    comparison: CollectiveComparison
+
+
+class TrainCompareDocument(CompareDocumentBase):
+    benchmark: Literal["train-compare-p2p"] = "train-compare-p2p"
+    results: Sequence[ComparedTrainRow]
+    runs: Sequence[TrainRun] = Field(min_length=2, max_length=2)
+    comparison: TrainComparison
+
+
+SingleDocument = CollectiveDocument | MatmulDocument | MembwDocument | HostlinkDocument | P2PDocument | TrainDocument
+CompareDocument = CollectiveCompareDocument | TrainCompareDocument
+BenchDocument = Annotated[SingleDocument | CompareDocument, Field(discriminator="benchmark")]
+
+
+class BenchSchema(RootModel[BenchDocument]):
+    """A measurement (docs/commands.md, DESIGN.md Contracts): one row per result in `results`, each with the
+    generic keys and, by `benchmark`, its benchmark's keys. `--compare-p2p` on train and the collectives gives
+    "<benchmark>-compare-p2p" with `label`, `runs`, `comparison` and `warnings`; on p2p it adds `comparison` and
+    `warnings`. References to other rigcheck schemas are relative to this $id: '../rigcheck.snapshot/1'
+    resolves to 'rigcheck.snapshot/1' (snapshot-1.schema.json)."""
+
+
+def parse_bench(data: object) -> SingleDocument | CompareDocument:
+    """A ``rigcheck.bench/1`` document read back from its JSON (ValidationError when it is not one)."""
+    return BenchSchema.model_validate(data).root

@@ -1,0 +1,222 @@
+"""`rigcheck burn [--analyze FILE] --json` (``rigcheck.burn/1``): the verdict per GPU under load, and what a
+burn's own load measured.
+
+- :class:`GpuBurnAnalysis` — one GPU's verdict on a trace (built by rigcheck.checks.burn.analyze_trace; a
+  burn adds its TFLOPS and wrong results).
+- :class:`GpuLoadSummary` / :class:`BurnWorkload` — the matmul load of `rigcheck burn` (rigcheck.bench.burn).
+- :class:`BurnRun` — what a burn returns: the trace, its analysis, the workload, the sampler's costs.
+- :class:`BurnResult` — the document. `burn --analyze` leaves out the four keys of a run (``partial``,
+  ``interrupted``, ``workload``, ``sampler``): in its JSON they are absent, never null.
+
+Drawn by rigcheck.report.burn (terminal, Markdown) and rigcheck.report.burn_html (the page with plots).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field, PrivateAttr, WithJsonSchema, model_validator
+
+from rigcheck.model.document import Document, Plain, ReasonedRecord
+from rigcheck.model.monitor import SamplerReport
+from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
+from rigcheck.model.telemetry import Trace, TraceSource
+
+BURN_SCHEMA: Literal["rigcheck.burn/1"] = "rigcheck.burn/1"
+
+Limiter = Literal["power", "thermal", "none", "unknown"]
+Count = Annotated[int, Field(ge=0)]
+Share = Annotated[float, Field(ge=0, le=1)]
+Reason = Annotated[str, Field(min_length=1)]
+BURN_ONLY = "rigcheck burn only (null with --analyze)"
+# A number kept as computed: a GPU never loaded has ``loaded_s`` 0 (an int), which a float field would print 0.0.
+Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
+
+
+class GpuBurnAnalysis(ReasonedRecord):
+    """The verdict on one GPU under load (docs/commands.md, issue 5)."""
+
+    index: Count
+    loaded_s: Number = Field(description="seconds the GPU was under load (utilization or power says so)")
+    power_w_median_loaded: float | None
+    power_limit_w: float | None
+    temp_c_max: float | None
+    temp_slowdown_c: float | None = Field(description="null when the trace lacks it")
+    sm_clock_mhz_median_loaded: float | None
+    reasons_time_fraction: dict[str, Share] = Field(
+        description="reason -> fraction of loaded time; empty when the trace has no reasons",
+        json_schema_extra={"propertyNames": {"enum": list(CLOCK_EVENT_REASONS)}},
+    )
+    limiter: Limiter
+    verdict: str = Field(description="in the guide's terms: excellent / good / hot / throttling, and what limits it")
+    advice: str
+    # Extra evidence (not part of the contract's minimum, but in the JSON):
+    time_to_power_cap_s: float | None = None
+    temp_rise_c: float | None = None
+    temp_plateau_c: float | None = None
+    slowdown_margin_c: float | None = None
+    sm_clock_mhz_first: float | None = Field(None, description="median over the first seconds of load")
+    sm_clock_mhz_sustained: float | None = Field(
+        None, description="median over the loaded samples after those first seconds"
+    )
+    sm_clock_max_mhz: float | None = Field(None, description="the card's max SM clock, as the trace gives it")
+    sm_clock_drop_percent: float | None = Field(
+        None, description="drop from the max SM clock (else from the first seconds' median) to the sustained median"
+    )
+    lost_at_s: float | None = None
+    # Set by `rigcheck burn` (not by --analyze): throughput and silent-corruption checks.
+    tflops_sustained: float | None = Field(None, description=BURN_ONLY)
+    tflops_first_10s: float | None = Field(None, description=BURN_ONLY)
+    errors: Count | None = Field(None, description="rigcheck burn: products that came out wrong; null with --analyze")
+    missing: dict[str, Reason] = Field(
+        default_factory=dict,
+        description='field -> why it is null ("not in the trace", "the GPU was never loaded", "never reached the '
+        'cap", "not measured by --analyze", "not lost", ...): every null number of this GPU has its reason here',
+    )
+
+
+class GpuLoadSummary(ReasonedRecord):
+    """What the matmul load did on one GPU."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"error"})
+
+    index: Count
+    dtype: str
+    matrix_size: Count
+    matmuls: Count
+    checks: Count
+    errors: Count = Field(description="recomputed products that differ from the reference")
+    first_error_s: float | None
+    error: str | None = Field(description="the load itself failed on this GPU (CUDA error, out of memory): one line")
+    tflops_first_10s: float | None
+    tflops_sustained: float | None
+    tflops_per_second: list[float]
+    missing: dict[str, Reason] = Field(
+        description='field -> why it is null ("no wrong result", "no timed matmul finished", "the load lasted '
+        'under a whole second", "the load failed on this GPU")'
+    )
+
+
+class BurnWorkload(Plain):
+    """The load `rigcheck burn` ran, per GPU."""
+
+    method_version: str
+    dtype: str
+    minutes_requested: float
+    load_s: float
+    timer: str
+    gpus: list[GpuLoadSummary]
+
+
+@dataclass
+class BurnRun:
+    """What `rigcheck burn` measured: the trace, its analysis per GPU, the load per GPU, the sampler's costs."""
+
+    trace: Trace
+    analyses: list[GpuBurnAnalysis]
+    workload: BurnWorkload
+    sampler: SamplerReport
+    interrupted: bool
+
+    @property
+    def failed_gpus(self) -> list[int]:
+        """GPUs whose load itself failed."""
+        return [g.index for g in self.workload.gpus if g.error is not None]
+
+    @property
+    def wrong_gpus(self) -> list[int]:
+        """GPUs that computed a wrong result."""
+        return [g.index for g in self.workload.gpus if g.errors]
+
+
+RUN_FIELDS = ("partial", "interrupted", "workload", "sampler")
+
+
+def _run_fields_schema(schema: dict[str, Any]) -> None:
+    """In the schema, the fields of a run are present together or not at all, and never null."""
+    props: dict[str, Any] = schema["properties"]
+    for name in RUN_FIELDS:
+        prop = props[name]
+        prop.pop("default", None)
+        prop.update(next(alt for alt in prop.pop("anyOf") if alt.get("type") != "null"))
+    schema["required"] = [name for name in schema["required"] if name not in RUN_FIELDS]
+    schema["dependentRequired"] = {name: list(RUN_FIELDS) for name in RUN_FIELDS}
+
+
+class BurnResult(Document):
+    """The burn verdict per GPU (docs/commands.md, issue 5). `rigcheck burn` adds `partial`, `interrupted`,
+    `workload`, `sampler` and, per GPU, `tflops_sustained`, `tflops_first_10s` and `errors`. A null number of a
+    GPU has its reason in that GPU's `missing` map."""
+
+    model_config = ConfigDict(json_schema_extra=_run_fields_schema)
+
+    schema_: Literal["rigcheck.burn/1"] = Field(BURN_SCHEMA, alias="schema")
+    source: TraceSource
+    path: str | None
+    interval_s: float | None
+    exit_code: int = Field(json_schema_extra={"enum": [0, 1, 130]})
+    diagnostics: list[str]
+    gpus: list[GpuBurnAnalysis]
+    # Only from `rigcheck burn` (all four, or none):
+    partial: bool | None = None
+    interrupted: bool | None = None
+    workload: BurnWorkload | None = None
+    sampler: SamplerReport | None = None
+
+    # The samples behind the analysis, for the HTML page's plots; not in the JSON (the trace file holds them).
+    _trace: Trace | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _run_fields_together(self) -> BurnResult:
+        if len({getattr(self, name) is None for name in RUN_FIELDS}) != 1:
+            raise ValueError(f"{', '.join(RUN_FIELDS)}: all four or none")
+        return self
+
+    @property
+    def trace(self) -> Trace | None:
+        return self._trace
+
+    @property
+    def is_run(self) -> bool:
+        """A `rigcheck burn` (not a `burn --analyze` of a file)."""
+        return self.workload is not None
+
+    @classmethod
+    def of_analysis(cls, trace: Trace, analyses: list[GpuBurnAnalysis], exit_code: int) -> BurnResult:
+        """The document of `burn --analyze`: the verdicts on a recorded trace."""
+        return cls._build(trace, analyses, exit_code)
+
+    @classmethod
+    def of_run(cls, run: BurnRun, exit_code: int) -> BurnResult:
+        """The document of `rigcheck burn`: the verdicts, the load, and whether the run was cut short."""
+        return cls._build(
+            run.trace,
+            run.analyses,
+            exit_code,
+            partial=run.interrupted or bool(run.failed_gpus),
+            interrupted=run.interrupted,
+            workload=run.workload,
+            sampler=run.sampler,
+        )
+
+    @classmethod
+    def _build(cls, trace: Trace, analyses: list[GpuBurnAnalysis], exit_code: int, **run: Any) -> BurnResult:
+        doc = cls(
+            source=trace.source,
+            path=trace.path,
+            interval_s=trace.interval_s,
+            exit_code=exit_code,
+            diagnostics=list(trace.diagnostics),
+            gpus=analyses,
+            **run,
+        )
+        doc._trace = trace
+        return doc
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = super().to_json_dict()
+        if not self.is_run:
+            for name in RUN_FIELDS:
+                del data[name]
+        return data

@@ -1,0 +1,81 @@
+"""``rigcheck.nccl-log/1``: what an NCCL_DEBUG=INFO log says (``rigcheck nccl-log FILE --json``).
+
+Built by :func:`rigcheck.nccllog.parse_nccl_log`, drawn by :mod:`rigcheck.report.nccl_log`. Values the log does
+not show are null (or empty), each null with its reason in ``missing``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
+
+from rigcheck.model.document import Document, Plain, ReasonedRecord
+
+Direction = Literal["send", "receive"]
+Reason = Annotated[str, Field(min_length=1)]
+
+
+class ChannelLine(Plain):
+    """One "Channel NN/M : a[b] -> c[d] via T" (or "Ring NN : ...") line: one connection NCCL set up."""
+
+    channel: str = Field(description='as printed: "00/0", "01"')
+    channel_id: int = Field(ge=0)
+    conn_index: int | None = Field(description='the "/0" after the channel (NCCL 2.12+); null where not printed')
+    from_rank: int = Field(ge=0)
+    from_device: str = Field(description='as printed inside the brackets: a device index ("1") or a PCI bus id')
+    to_rank: int = Field(ge=0)
+    to_device: str
+    transport: str = Field(description='"P2P/IPC/read", "SHM/direct/direct", "NET/IB/1" ...')
+    kind: str = Field(description='the transport\'s family: "P2P", "SHM", "NET" ...')
+    direction: Direction | None = Field(description="NET connections print [send] / [receive]; P2P and SHM neither")
+    line: int = Field(ge=0, description="1-based line of the log it was read from")
+
+    @property
+    def peer_key(self) -> str:
+        """The connection as printed, e.g. "0[7000] -> 16[7000] [receive]"."""
+        key = f"{self.from_rank}[{self.from_device}] -> {self.to_rank}[{self.to_device}]"
+        return f"{key} [{self.direction}]" if self.direction else key
+
+
+class NcclLog(Document, ReasonedRecord):
+    """What one NCCL_DEBUG=INFO log says (docs/commands.md). Values the log does not show are null (or empty);
+    a null value has its reason in `missing`."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"path"})
+
+    schema_: Literal["rigcheck.nccl-log/1"] = Field("rigcheck.nccl-log/1", alias="schema")
+    path: str | None = Field(description="the file read; null for text handed over directly")
+    nccl_version: str | None = Field(description='"2.28.9" (the first one printed); null when the log does not')
+    cuda: str | None = Field(description='"13.0", from "+cuda13.0"')
+    nccl_versions: list[str] = Field(description='every distinct version string as printed, "2.28.9+cuda13.0"')
+    nranks: int | None = Field(description="the largest communicator's size; null when the log does not print it")
+    nranks_seen: list[int] = Field(description="every distinct communicator size printed")
+    nnodes: int | None
+    hosts: list[str] = Field(description='host names from the "host:pid:tid [dev] NCCL INFO" prefixes')
+    ranks_seen: list[int] = Field(description="ranks that printed an init line or own a channel line")
+    transports: list[str] = Field(
+        description='the distinct strings after "via": "P2P/IPC", "SHM/direct/direct", "NET/IB/1", ...'
+    )
+    transport_kinds: list[str]
+    transport_channel_lines: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        description="transport -> how many channel lines used it"
+    )
+    description: str = Field(description="one phrase naming what NCCL used")
+    p2p_disabled: bool | None = Field(description="null when the log cannot tell")
+    p2p_evidence: str = Field(description="why p2p_disabled is what it is, one sentence")
+    env: dict[str, str] = Field(description='NCCL_* variables NCCL reported "set by environment"')
+    channel_line_count: int = Field(ge=0)
+    peer_connections: int = Field(
+        ge=0, description="distinct connections (from -> to, with direction where printed), over all channels"
+    )
+    channel_connections: dict[str, dict[str, list[str]]] = Field(
+        description='{"0[1] -> 1[2]": {"P2P/CUMEM": ["00/0", "01/0"]}, ...}: each connection, its transports '
+        "and channels"
+    )
+    channels: list[ChannelLine]
+    nccl_line_count: int = Field(ge=0)
+    missing: dict[str, Reason] = Field(
+        description='field -> why it is null ("no nRanks line in the log", ...); p2p_disabled\'s reason is its '
+        "p2p_evidence"
+    )

@@ -1,0 +1,213 @@
+"""The topo document (``rigcheck.topo/1``): the `nvidia-smi topo -m` matrix and every GPU pair explained.
+
+What the links mean for training follows the guide: DDP syncs gradients once per step, so a slow link costs
+it little; ZeRO-DP/FSDP exchange parameters and gradients all the time, so they need fast links (NVLink, or
+at least a PCIe switch below the CPU). The sentences are part of the document (``explanation``, ``summary``),
+so they are worded here, where it is built.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, TypeVar
+
+from pydantic import Field
+
+from rigcheck.facts.legend import LinkKind, explain, kind_of, rank_of
+from rigcheck.model.document import Document, Plain
+from rigcheck.model.snapshot import GpuPair, Snapshot, TopoGpu, TopoMatrix
+
+TOPO_SCHEMA: Literal["rigcheck.topo/1"] = "rigcheck.topo/1"
+UNKNOWN_LINK = "?"
+
+AS_PRINTED = 'as printed, "" for an empty cell, null when the column is absent'
+
+
+class TopoGpuRow(Plain):
+    index: int = Field(ge=0)
+    cpu_affinity: str | None = Field(description=AS_PRINTED)
+    numa_affinity: str | None = Field(description=AS_PRINTED)
+    gpu_numa_id: str | None = Field(description=AS_PRINTED)
+
+
+class TopoNic(Plain):
+    label: str = Field(description='"NIC0"')
+    name: str | None = Field(description='"mlx5_0"; null without a NIC legend')
+
+
+class TopoPair(Plain):
+    a: int = Field(ge=0)
+    b: int = Field(ge=0)
+    link: str | None = Field(
+        description='the code as printed ("NV12", "PIX", "SYS", ...); null only where a snapshot lacks the link'
+    )
+    kind: LinkKind | None = Field(description="null only where the link is unknown")
+    nvlinks: int | None = Field(description="NVLink links between the pair; null when not NVLink")
+    explanation: str = Field(description="one sentence")
+
+
+class TopoDocument(Document):
+    """The GPU interconnect matrix as `nvidia-smi topo -m` prints it, and every GPU pair explained
+    (docs/commands.md)."""
+
+    schema_: Literal["rigcheck.topo/1"] = Field(TOPO_SCHEMA, alias="schema")
+    labels: list[str] = Field(description='row/column names as printed: "GPU0", ..., "NIC0", ...')
+    matrix: list[list[str]] = Field(
+        description='rows of link codes as printed: "X" on the diagonal, "NV12", "SYS", ...'
+    )
+    gpus: list[TopoGpuRow]
+    nics: list[TopoNic]
+    pairs: list[TopoPair]
+    legend: Literal["new", "old", "none"] = Field(description="which legend the source printed")
+    summary: str = Field(description="one line about the whole topology")
+
+
+# ------------------------------------------------------------------------------------------ the words
+
+# How ZeRO's traffic is held back by the slowest path, per kind (completes "limited by ...").
+_LIMITED_BY: dict[LinkKind, str] = {
+    "nvlink": "NVLink",
+    "pcie_switch": "PCIe through a switch",
+    "pcie_bridges": "PCIe through several bridges",
+    "host_bridge": "PCIe through the CPU",
+    "numa_local": "PCIe across the CPU's host bridges",
+    "cross_numa": "the link between CPU sockets",
+}
+
+
+class _Pair(Protocol):
+    @property
+    def a(self) -> int: ...
+    @property
+    def b(self) -> int: ...
+    @property
+    def link(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=_Pair)
+
+
+def sorted_pairs(pairs: list[P]) -> list[P]:
+    """Best link first; unknown links last; ties by GPU index."""
+
+    def key(p: P) -> tuple[tuple[int, int], int, int]:
+        rank = rank_of(p.link) if p.link is not None else (100, 0)
+        return (rank, p.a, p.b)
+
+    return sorted(pairs, key=key)
+
+
+def _numa_node(gpu: TopoGpu | None) -> str | None:
+    """The NUMA node a GPU reports, when it is a plain node number."""
+    if gpu is None or gpu.numa_affinity is None:
+        return None
+    value = gpu.numa_affinity.strip()
+    return value if value.isdigit() else None
+
+
+def explain_pair(pair: GpuPair, gpus: list[TopoGpu]) -> str:
+    """One sentence: what the pair's link is and what it means (NUMA nodes named where known)."""
+    if pair.link is None or pair.link == UNKNOWN_LINK:
+        return f"GPU{pair.a} and GPU{pair.b}: the link between them is unknown."
+    sentence = explain(pair.link)
+    if kind_of(pair.link) != "cross_numa":
+        return sentence
+    by_index = {g.index: g for g in gpus}
+    node_a, node_b = _numa_node(by_index.get(pair.a)), _numa_node(by_index.get(pair.b))
+    if node_a is None or node_b is None:
+        return sentence
+    if node_a != node_b:
+        extra = f"GPU{pair.a} is on NUMA node {node_a}, GPU{pair.b} on NUMA node {node_b}"
+    else:
+        extra = f"both report NUMA node {node_a}, as VMs that hide the host's sockets often do"
+    return f"{sentence.rstrip('.')} ({extra})."
+
+
+def summarize_topology(topo: TopoMatrix, pairs: list[GpuPair]) -> str:
+    """One line about the whole machine, e.g. "8 GPUs: all pairs NVLink (NV18)"."""
+    n = len(topo.gpus) or sum(1 for label in topo.labels if label.startswith("GPU"))
+    gpus = f"{n} GPU{'s' if n != 1 else ''}"
+    if not pairs:
+        return f"{gpus}: no GPU pairs, so nothing travels between GPUs"
+    known = [p for p in pairs if p.link is not None and p.link != UNKNOWN_LINK]
+    unknown = len(pairs) - len(known)
+    if not known:
+        return f"{gpus}: the links between them are unknown"
+    codes = sorted({p.link for p in known if p.link is not None}, key=rank_of)
+    worst = codes[-1]
+    worst_kind = kind_of(worst)
+    nvlink = [p for p in known if p.kind == "nvlink"]
+    tail = f"; {unknown} pair{'s' if unknown != 1 else ''} unknown" if unknown else ""
+    if len(nvlink) == len(pairs):
+        return f"{gpus}: all pairs NVLink ({'/'.join(codes)}): fast enough for ZeRO/FSDP as well as DDP"
+    limited = _LIMITED_BY[worst_kind] if worst_kind is not None else f"the {worst} path"
+    if not nvlink:
+        return f"{gpus} over {'/'.join(codes)}: no NVLink; DDP is fine, ZeRO will be limited by {limited}{tail}"
+    nv_codes = "/".join(sorted({p.link for p in nvlink if p.link is not None}, key=rank_of))
+    return (
+        f"{gpus}: NVLink ({nv_codes}) for {len(nvlink)} of {len(pairs)} pairs, the rest over "
+        f"{'/'.join(c for c in codes if kind_of(c) != 'nvlink')}; collectives run at the slowest path, "
+        f"so ZeRO will be limited by {limited}{tail}"
+    )
+
+
+# ------------------------------------------------------------------------------------------ building
+
+
+def topology_from_pairs(gpu_count: int, pairs: list[GpuPair], gpus: list[TopoGpu]) -> TopoMatrix:
+    """The matrix `topo -m` would print, built from per-pair links (NVML); "?" where a link is unknown."""
+    matrix = [["X" if i == j else UNKNOWN_LINK for j in range(gpu_count)] for i in range(gpu_count)]
+    for p in pairs:
+        if 0 <= p.a < gpu_count and 0 <= p.b < gpu_count and p.a != p.b:
+            code = p.link if p.link is not None else UNKNOWN_LINK
+            matrix[p.a][p.b] = code
+            matrix[p.b][p.a] = code
+    by_index = {g.index: g for g in gpus}
+    return TopoMatrix(
+        labels=[f"GPU{i}" for i in range(gpu_count)],
+        matrix=matrix,
+        gpus=[by_index.get(i, TopoGpu(index=i)) for i in range(gpu_count)],
+        legend="none",
+    )
+
+
+def snapshot_matrix(snap: Snapshot, *, affinities: bool = True) -> TopoMatrix | None:
+    """The matrix of a snapshot: the `topo -m` table it read, else one built from its per-pair links, with
+    each GPU's CPU and NUMA affinity when ``affinities``; None when it has neither a table nor a GPU."""
+    if snap.topology is not None:
+        return snap.topology
+    if not snap.gpus:
+        return None
+    gpus = (
+        [
+            TopoGpu(
+                index=g.index,
+                cpu_affinity=g.cpu_affinity,
+                numa_affinity=str(g.numa_node) if g.numa_node is not None else None,
+            )
+            for g in snap.gpus
+        ]
+        if affinities
+        else []
+    )
+    return topology_from_pairs(len(snap.gpus), snap.pairs, gpus)
+
+
+def topo_document(topo: TopoMatrix, pairs: list[GpuPair]) -> TopoDocument:
+    """The topo document of a matrix and its GPU pairs."""
+    return TopoDocument(
+        labels=list(topo.labels),
+        matrix=[list(row) for row in topo.matrix],
+        gpus=[
+            TopoGpuRow(
+                index=g.index, cpu_affinity=g.cpu_affinity, numa_affinity=g.numa_affinity, gpu_numa_id=g.gpu_numa_id
+            )
+            for g in topo.gpus
+        ],
+        nics=[TopoNic(label=n.label, name=n.name) for n in topo.nics],
+        pairs=[
+            TopoPair(a=p.a, b=p.b, link=p.link, kind=p.kind, nvlinks=p.nvlinks, explanation=explain_pair(p, topo.gpus))
+            for p in pairs
+        ],
+        legend=topo.legend,
+        summary=summarize_topology(topo, pairs),
+    )

@@ -1,0 +1,306 @@
+"""rigcheck's own trace files (``rigcheck.trace/1``): the header, and writing and reading the two formats.
+
+- **JSONL**: line 1 is the header object (:class:`TraceHeader`: ``{"schema": "rigcheck.trace/1", "gpus":
+  [{"index", "name", "temp_slowdown_c", ...}], "interval_s", "started_at"}``); every further line is one
+  sample object with the fields of :class:`rigcheck.model.telemetry.Sample` (``reasons``: a list of names,
+  or ``null`` when not read).
+- **CSV**: line 1 is ``# rigcheck.trace/1 {the same JSON header}``, line 2 the column names
+  :data:`CSV_COLUMNS` (``t_s,gpu,power_w,...``), then one sample per row. An empty cell is ``None``;
+  ``reasons`` holds names joined by ``|``, ``none`` for an empty list; ``lost`` is ``1`` or empty.
+
+The sampler writes through :func:`write_csv_header` / :func:`format_csv_row` (and the JSONL pair);
+rigcheck.probe.trace reads any trace file and hands rigcheck's own to :func:`read_rigcheck_csv` /
+:func:`read_rigcheck_jsonl`. A last line cut short (the writer crashed mid-line) is skipped with a diagnostic;
+anything else that does not parse is a :class:`ParseError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal, TextIO
+
+from pydantic import Field, TypeAdapter
+
+from rigcheck.errors import ParseError
+from rigcheck.model.document import Document
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu
+
+TRACE_SCHEMA: Literal["rigcheck.trace/1"] = "rigcheck.trace/1"
+
+# Sample fields in the order rigcheck's CSV writes them.
+CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
+_FLOAT_FIELDS = frozenset(f.name for f in fields(Sample) if f.name not in {"t_s", "gpu", "reasons", "lost"})
+REASONS_SEPARATOR = "|"
+NO_REASONS = "none"
+CSV_COMMENT = "# "
+
+
+class TraceHeader(Document):
+    """Line 1 of a rigcheck JSONL trace, and the JSON after '# rigcheck.trace/1 ' on line 1 of a rigcheck CSV trace
+    (rigcheck.model.trace). The sample lines that follow are `$defs/sample`."""
+
+    schema_: Literal["rigcheck.trace/1"] = Field(TRACE_SCHEMA, alias="schema")
+    gpus: list[TraceGpu]
+    interval_s: float | None = Field(description="seconds between polls")
+    started_at: str | None = Field(description="ISO 8601, UTC", json_schema_extra={"format": "date-time"})
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The header's schema, with the sample lines' schema (from :class:`Sample`) as ``$defs/sample``."""
+        schema = super().model_json_schema(*args, **kwargs)
+        sample = TypeAdapter(Sample).json_schema(mode="serialization")
+        sample["description"] = "Every further line of a JSONL trace (the CSV has the same fields as columns)."
+        schema.setdefault("$defs", {})["sample"] = sample
+        return schema
+
+
+# --- writing (the sampler's side) ---------------------------------------------------------------
+
+
+def trace_header(gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None) -> TraceHeader:
+    """The header both rigcheck formats start with."""
+    return TraceHeader(gpus=list(gpus), interval_s=interval_s, started_at=started_at)
+
+
+def _header_json(gpus: Iterable[TraceGpu], interval_s: float | None, started_at: str | None) -> str:
+    return json.dumps(trace_header(gpus, interval_s=interval_s, started_at=started_at).to_json_dict())
+
+
+def write_jsonl_header(
+    out: TextIO, gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None
+) -> None:
+    """Line 1 of a rigcheck JSONL trace."""
+    out.write(_header_json(gpus, interval_s, started_at) + "\n")
+
+
+def write_csv_header(
+    out: TextIO, gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None
+) -> None:
+    """Lines 1 and 2 of a rigcheck CSV trace: the ``# rigcheck.trace/1 {...}`` comment and the column names."""
+    out.write(f"{CSV_COMMENT}{TRACE_SCHEMA} {_header_json(gpus, interval_s, started_at)}\n")
+    out.write(",".join(CSV_COLUMNS) + "\n")
+
+
+def _cell(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return ""
+    return repr(round(float(value), 3)).removesuffix(".0")
+
+
+def format_csv_row(sample: Sample) -> str:
+    """One sample as a line of rigcheck's CSV (with its newline)."""
+    cells: list[str] = []
+    for name in CSV_COLUMNS:
+        value = getattr(sample, name)
+        if name == "gpu":
+            cells.append(str(value))
+        elif name == "t_s":
+            cells.append(f"{value:.3f}")
+        elif name == "reasons":
+            cells.append("" if value is None else (REASONS_SEPARATOR.join(value) if value else NO_REASONS))
+        elif name == "lost":
+            cells.append("1" if value else "")
+        else:
+            cells.append(_cell(value))
+    return ",".join(cells) + "\n"
+
+
+def format_jsonl_row(sample: Sample) -> str:
+    """One sample as a line of rigcheck's JSONL (with its newline); non-finite numbers become null."""
+    data = asdict(sample)
+    data["t_s"] = round(sample.t_s, 4)
+    for name in _FLOAT_FIELDS:
+        value = data[name]
+        if value is not None and not math.isfinite(value):
+            data[name] = None
+    return json.dumps(data, separators=(",", ":")) + "\n"
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Lines:
+    """Numbered, non-empty lines of a text file; the last one may be a truncated write."""
+
+    items: list[tuple[int, str]]
+
+    @classmethod
+    def of(cls, text: str) -> Lines:
+        return cls([(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()])
+
+
+def skip_truncated(path: str, line: int, is_last: bool, trace: Trace, what: str) -> bool:
+    """A bad last line is a crash mid-write: note it and go on (True). Any other bad line is an error (False)."""
+    if not is_last:
+        return False
+    trace.diagnostics.append(f"{path}:{line}: last line is incomplete ({what}); skipped, as a write cut short")
+    return True
+
+
+def csv_rows(lines: list[tuple[int, str]]) -> Iterable[tuple[int, list[str]]]:
+    """Each numbered line split into its CSV cells, stripped."""
+    for number, line in lines:
+        yield number, [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number_or_none(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+
+
+def _header_from_json(data: object, path: str, line: int) -> tuple[dict[int, TraceGpu], float | None, str | None]:
+    if not isinstance(data, dict):
+        raise ParseError("the header is not a JSON object", path=path, line=line)
+    schema = data.get("schema")
+    if schema != TRACE_SCHEMA:
+        raise ParseError(f"schema {schema!r}, expected {TRACE_SCHEMA!r}", path=path, line=line)
+    gpus: dict[int, TraceGpu] = {}
+    raw_gpus = data.get("gpus") or []
+    if not isinstance(raw_gpus, list):
+        raise ParseError("header 'gpus' is not a list", path=path, line=line)
+    for item in raw_gpus:
+        if not isinstance(item, dict) or not _is_int(item.get("index")):
+            raise ParseError("a header GPU lacks an integer 'index'", path=path, line=line)
+        known = {k: v for k, v in item.items() if k in TraceGpu.model_fields}
+        for key, value in known.items():
+            if key == "name":
+                if value is not None and not isinstance(value, str):
+                    raise ParseError("header GPU 'name' is not a string", path=path, line=line)
+            elif key != "index" and not _is_number_or_none(value):
+                raise ParseError(f"header GPU {key!r} is not a number", path=path, line=line)
+        if known["index"] < 0:
+            raise ParseError("a header GPU has a negative 'index'", path=path, line=line)
+        gpu = TraceGpu(**known)
+        gpus[gpu.index] = gpu
+    interval = data.get("interval_s")
+    if not _is_number_or_none(interval):
+        raise ParseError("header 'interval_s' is not a number", path=path, line=line)
+    started = data.get("started_at")
+    if started is not None and not isinstance(started, str):
+        raise ParseError("header 'started_at' is not a string", path=path, line=line)
+    return gpus, (float(interval) if interval is not None else None), started
+
+
+def _sample_from_json(data: object) -> Sample:
+    """A sample object -> Sample; ValueError says what is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    t_s, gpu = data.get("t_s"), data.get("gpu")
+    if not _is_number_or_none(t_s) or t_s is None:
+        raise ValueError("'t_s' is not a number")
+    if not isinstance(gpu, int) or isinstance(gpu, bool):
+        raise ValueError("'gpu' is not an integer")
+    values: dict[str, Any] = {}
+    for name in _FLOAT_FIELDS:
+        value = data.get(name)
+        if not _is_number_or_none(value):
+            raise ValueError(f"{name!r} is not a number")
+        values[name] = float(value) if value is not None else None
+    reasons = data.get("reasons")
+    if reasons is not None and (not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons)):
+        raise ValueError("'reasons' is not a list of names")
+    lost = data.get("lost", False)
+    if not isinstance(lost, bool):
+        raise ValueError("'lost' is not true/false")
+    return Sample(t_s=float(t_s), gpu=int(gpu), reasons=reasons, lost=lost, **values)
+
+
+def read_rigcheck_jsonl(text: str, path: str) -> Trace:
+    """A rigcheck JSONL trace (its text; ``path`` names it in errors)."""
+    lines = Lines.of(text).items
+    first_no, first = lines[0]
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError:
+        raise ParseError("line 1 is not JSON: expected the rigcheck.trace/1 header", path=path, line=first_no) from None
+    gpus, interval, started = _header_from_json(header, path, first_no)
+    trace = Trace(source="rigcheck-jsonl", gpus=gpus, interval_s=interval, started_at=started)
+    for k, (number, line) in enumerate(lines[1:], 2):
+        is_last = k == len(lines)
+        try:
+            trace.samples.append(_sample_from_json(json.loads(line)))
+        except json.JSONDecodeError:
+            if skip_truncated(path, number, is_last, trace, "not complete JSON"):
+                continue
+            raise ParseError("not a JSON sample line", path=path, line=number) from None
+        except (ValueError, TypeError) as exc:
+            if skip_truncated(path, number, is_last, trace, str(exc)):
+                continue
+            raise ParseError(f"bad sample: {exc}", path=path, line=number) from None
+    return trace
+
+
+def read_rigcheck_csv(text: str, path: str) -> Trace:
+    """A rigcheck CSV trace (its text; ``path`` names it in errors)."""
+    lines = Lines.of(text).items
+    first_no, first = lines[0]
+    body = first.strip()[len(CSV_COMMENT.strip()) :].strip()
+    if not body.startswith(TRACE_SCHEMA):
+        raise ParseError(f"expected '# {TRACE_SCHEMA} {{...}}' on the first line", path=path, line=first_no)
+    try:
+        header = json.loads(body[len(TRACE_SCHEMA) :].strip() or "{}")
+    except json.JSONDecodeError:
+        raise ParseError("the header comment does not hold valid JSON", path=path, line=first_no) from None
+    gpus, interval, started = _header_from_json(header, path, first_no)
+    if len(lines) < 2:
+        raise ParseError("no column header row after the comment line", path=path)
+    cols_no, cols_line = lines[1]
+    columns = [c.strip() for c in next(csv.reader([cols_line]))]
+    missing = [c for c in ("t_s", "gpu") if c not in columns]
+    if missing:
+        raise ParseError(f"column header lacks {', '.join(missing)}", path=path, line=cols_no)
+    trace = Trace(source="rigcheck-csv", gpus=gpus, interval_s=interval, started_at=started)
+    ignored = [c for c in columns if c not in CSV_COLUMNS]
+    if ignored:
+        trace.diagnostics.append(f"{path}: ignored columns rigcheck does not know: {', '.join(ignored)}")
+    for k, (number, cells) in enumerate(csv_rows(lines[2:]), 3):
+        is_last = k == len(lines)
+        try:
+            trace.samples.append(_sample_from_cells(columns, cells))
+        except ValueError as exc:
+            if skip_truncated(path, number, is_last, trace, str(exc)):
+                continue
+            raise ParseError(f"bad sample: {exc}", path=path, line=number) from None
+    return trace
+
+
+def _float_cell(cell: str, name: str) -> float | None:
+    if cell == "":
+        return None
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ValueError(f"{name} {cell!r} is not a number") from None
+    return value if math.isfinite(value) else None
+
+
+def _sample_from_cells(columns: list[str], cells: list[str]) -> Sample:
+    if len(cells) != len(columns):
+        raise ValueError(f"{len(cells)} fields, expected {len(columns)}")
+    row = dict(zip(columns, cells, strict=True))
+    t_s = _float_cell(row["t_s"], "t_s")
+    if t_s is None:
+        raise ValueError("t_s is empty")
+    try:
+        gpu = int(row["gpu"])
+    except ValueError:
+        raise ValueError(f"gpu {row['gpu']!r} is not an integer") from None
+    values = {name: _float_cell(row[name], name) for name in _FLOAT_FIELDS if name in row}
+    reasons: list[str] | None = None
+    raw = row.get("reasons", "")
+    if raw == NO_REASONS:
+        reasons = []
+    elif raw:
+        reasons = [r.strip() for r in raw.split(REASONS_SEPARATOR) if r.strip()]
+    lost_cell = row.get("lost", "").lower()
+    if lost_cell not in {"", "0", "1", "true", "false"}:
+        raise ValueError(f"lost {lost_cell!r} is not 1 or empty")
+    return Sample(t_s=t_s, gpu=gpu, reasons=reasons, lost=lost_cell in {"1", "true"}, **values)

@@ -1,0 +1,329 @@
+"""Small pieces several reports share: a value with its reason, folded findings, the machine lines, the
+finding lines and the result line of the terminal, severity order and styles."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Protocol
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
+
+SEVERITY_ORDER: tuple[Severity, ...] = (
+    Severity.FAIL,
+    Severity.WARN,
+    Severity.UNKNOWN,
+    Severity.INFO,
+    Severity.OK,
+)
+
+SEVERITY_STYLE: dict[Severity, str] = {
+    Severity.FAIL: "bold red",
+    Severity.WARN: "yellow",
+    Severity.UNKNOWN: "magenta",
+    Severity.INFO: "cyan",
+    Severity.OK: "green",
+}
+
+MISSING_WORDS: dict[Missing, str] = {
+    Missing.NOT_SUPPORTED: "not supported",
+    Missing.NO_PERMISSION: "no permission",
+    Missing.GPU_LOST: "GPU lost",
+    Missing.DRIVER_TOO_OLD: "driver too old",
+    Missing.ERROR: "read error",
+    Missing.REPORTED_NA: "N/A",
+    Missing.NOT_IN_SOURCE: "not in input",
+}
+
+SOURCE_WORDS = {
+    "nvml": "read live through NVML",
+    "nvidia-smi-q": "read from `nvidia-smi -q` output",
+    "nvidia-smi-xml": "read from `nvidia-smi -q -x` output",
+    "nvidia-smi-table": "read from the `nvidia-smi` table",
+    "topo": "read from `nvidia-smi topo -m` output",
+    "nvlink-status": "read from `nvidia-smi nvlink -s` output",
+    "snapshot": "replayed from a rigcheck snapshot",
+    "none": "no source",
+}
+
+
+class Reasoned(Protocol):
+    """A record whose null fields may have their reason in ``missing`` (a snapshot record, a document's row)."""
+
+    @property
+    def missing(self) -> Mapping[str, Missing]: ...
+
+
+def value_text(record: Reasoned, name: str, unit: str = "", digits: int = 0) -> str:
+    """A field as a report shows it: ``"72 W"``, or ``"n/a (not supported)"`` with the reason."""
+    value = getattr(record, name)
+    if value is None:
+        reason = record.missing.get(name)
+        return f"n/a ({MISSING_WORDS[reason]})" if reason else "n/a"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    return f"{text} {unit}".rstrip() if unit else text
+
+
+def pcie_text(g: Gpu) -> str:
+    """``gen4 x8 / gen4 x16`` (now / max), or the reason the link is unknown."""
+    if g.pcie_gen_current is None and g.pcie_width_current is None:
+        return value_text(g, "pcie_gen_current")
+    now = f"gen{value_text(g, 'pcie_gen_current')} x{value_text(g, 'pcie_width_current')}"
+    top = f"gen{value_text(g, 'pcie_gen_max')} x{value_text(g, 'pcie_width_max')}"
+    return f"{now} / {top}"
+
+
+def group_findings(findings: list[Finding]) -> list[tuple[Finding, list[str]]]:
+    """Findings that say the same thing about several subjects, folded into one (first finding, subjects).
+
+    An 8-GPU NVLink box has 28 identical pair findings; a person wants one line. Order is kept.
+    """
+    groups: dict[tuple[str, str, str, str | None], tuple[Finding, list[str]]] = {}
+    for f in findings:
+        key = (f.severity.value, f.id, f.message, f.advice)
+        if key in groups:
+            groups[key][1].append(f.subject)
+        else:
+            groups[key] = (f, [f.subject])
+    return list(groups.values())
+
+
+def subjects_text(subjects: list[str]) -> str:
+    """``GPU0`` or ``4 GPUs`` / ``28 pairs``, for the subject column of a folded finding."""
+    if len(subjects) == 1:
+        return subjects[0]
+    noun = (
+        "pairs"
+        if all("-" in s for s in subjects)
+        else "GPUs"
+        if all(s.startswith("GPU") for s in subjects)
+        else "subjects"
+    )
+    return f"{len(subjects)} {noun}"
+
+
+def subjects_list(subjects: list[str], *, limit: int = 8) -> str:
+    shown = ", ".join(subjects[:limit])
+    return shown + (f", … ({len(subjects) - limit} more)" if len(subjects) > limit else "")
+
+
+def machine_lines(snap: Snapshot) -> list[str]:
+    """Host, software and GPU count, one fact a line; only what is known."""
+    src = SOURCE_WORDS.get(snap.source.kind, snap.source.kind)
+    if snap.source.path:
+        src += f" ({snap.source.path})"
+    if snap.source.replayed_from:
+        src = f"snapshot {snap.source.replayed_from}, originally {src}"
+    lines = [f"source: {src}"]
+    host = snap.host
+    if host.hostname or host.cpu_model:
+        parts = [p for p in (host.hostname, host.os, host.cpu_model) if p]
+        if host.cpu_count:
+            parts.append(f"{host.cpu_count} CPUs")
+        if host.numa_nodes:
+            parts.append(f"{host.numa_nodes} NUMA node{'s' if host.numa_nodes != 1 else ''}")
+        if host.memory_total_gib:
+            parts.append(f"{host.memory_total_gib:.0f} GiB RAM")
+        lines.append("host: " + ", ".join(parts))
+    sw = snap.software
+    versions = [
+        f"{label} {value}"
+        for label, value in (
+            ("driver", sw.driver_version),
+            ("CUDA (driver)", sw.cuda_driver_version),
+            ("torch", sw.torch_version),
+            ("NCCL", sw.nccl_version),
+        )
+        if value
+    ]
+    if versions:
+        lines.append("software: " + ", ".join(versions))
+    if snap.gpus:
+        readable = [g for g in snap.gpus if g.read_error is None]
+        names = sorted({g.name or "name unknown" for g in readable})
+        text = f"GPUs: {len(snap.gpus)}" + (" × " + " / ".join(names) if names else "")
+        lost = len(snap.gpus) - len(readable)
+        if lost:
+            text += f" ({lost} unreadable)"
+        lines.append(text)
+    elif snap.gpu_absent_reason:
+        lines.append(f"GPUs: none visible — {snap.gpu_absent_reason}")
+    else:
+        lines.append("GPUs: none in this input")
+    return lines
+
+
+def finding_lines(findings: list[Finding]) -> list[RenderableType]:
+    """Problems one per line, worst first, each with its advice indented beneath.
+
+    The same finding about several subjects is one line naming them all.
+    """
+    out: list[RenderableType] = []
+    for sev in SEVERITY_ORDER:
+        if sev is Severity.OK:
+            continue
+        for f, subjects in group_findings([x for x in findings if x.severity is sev]):
+            line = Text()
+            line.append(f"{sev.value.upper():<7}", style=SEVERITY_STYLE[sev])
+            line.append(f" {subjects_text(subjects):<11} ", style="bold")
+            line.append(f.message)
+            if len(subjects) > 1:
+                line.append(f" — {subjects_list(subjects)}")
+            line.append(f"  [{f.id}]", style="dim")
+            out.append(line)
+            if f.advice:
+                out.append(Text(f"        → {f.advice}", style="dim" if sev is Severity.INFO else ""))
+    return out
+
+
+def passed_line(findings: list[Finding]) -> Text | None:
+    """``OK  12 checks passed (power 2, …)``, or None when none passed."""
+    passed = [f for f in findings if f.severity is Severity.OK]
+    if not passed:
+        return None
+    per = Counter(f.category for f in passed)
+    text = Text("OK      ", style=SEVERITY_STYLE[Severity.OK])
+    text.append(f"{len(passed)} checks passed (" + ", ".join(f"{c} {n}" for c, n in sorted(per.items())) + ")")
+    return text
+
+
+def counts_text(counts: Mapping[str, int], exit_code: int) -> str:
+    """``1 warn, 12 ok; exit code 0.``: the findings per severity, for the head of a findings section."""
+    shown = ", ".join(f"{n} {sev}" for sev, n in counts.items() if n)
+    return f"{shown or 'no findings'}; exit code {exit_code}."
+
+
+def verdict_text(counts: Mapping[str, int], exit_code: int) -> str:
+    """The verdict in words, from the findings per severity and the exit code the CLI decided."""
+    if not any(counts.values()):
+        return "nothing to check"
+    if exit_code:
+        return "problems found"
+    if counts.get("warn"):
+        return "warnings to look at"
+    if counts.get("unknown"):
+        return "no problems found, but some checks could not decide"
+    return "healthy"
+
+
+def result_line(counts: Mapping[str, int], exit_code: int, *, strict: bool) -> Text:
+    """``Result: healthy (1 info) — exit 0``; ``counts`` is findings per severity, worst first."""
+    problems = ", ".join(f"{n} {sev}" for sev, n in counts.items() if n and sev != "ok") or "no problems"
+    text = Text("Result: ", style="bold")
+    text.append(f"{verdict_text(counts, exit_code)} ({problems})", style="bold red" if exit_code else "bold green")
+    text.append(f" — exit {exit_code}" + (" (--strict: warnings count)" if strict else ""))
+    return text
+
+
+# ---------------------------------------------------------------------------------------------- Markdown
+
+
+def md_cell(text: str) -> str:
+    """Text safe in a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def findings_markdown(findings: list[Finding], summary: str) -> list[str]:
+    """The findings as Markdown lines: ``summary``, a table of the problems worst first (the same finding
+    about several subjects in one row), the passed checks folded away."""
+    out = ["## Findings", "", summary, ""]
+    problems = [f for f in findings if f.severity is not Severity.OK]
+    if problems:
+        out += ["| severity | id | subject | finding | advice |", "| --- | --- | --- | --- | --- |"]
+        for sev in SEVERITY_ORDER:
+            for f, subjects in group_findings([p for p in problems if p.severity is sev]):
+                cells = [f.severity.value.upper(), f"`{f.id}`", subjects_list(subjects), f.message, f.advice or ""]
+                out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
+        out.append("")
+    passed = [f for f in findings if f.severity is Severity.OK]
+    if passed:
+        out += ["<details><summary>Checks that passed</summary>", ""]
+        out += [f"- `{f.id}` {f.subject}: {f.message}" for f in passed]
+        out += ["", "</details>", ""]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- HTML
+
+
+def prose_html(text: str) -> str:
+    """Escaped text with `backticked` commands set as code (the checks write commands that way)."""
+    from rigcheck.report.html import esc
+
+    parts = esc(text).split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: leave the text as it is
+        return esc(text)
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def finding_item_html(f: Finding, subjects: list[str]) -> str:
+    """One finding (folded over its subjects) as a list item: badge, subject, message, evidence, advice."""
+    from rigcheck.report.html import esc
+
+    sev = f.severity.value
+    parts = [
+        f'<li class="finding" data-severity="{esc(sev)}" data-id="{esc(f.id)}">',
+        f'<span class="badge sev-{esc(sev)}">{esc(sev.upper())}</span><div class="body">',
+        f'<span class="subject">{esc(subjects_text(subjects))}</span> ',
+        f'<span class="message">{prose_html(f.message)}</span> <code class="fid">[{esc(f.id)}]</code>',
+    ]
+    if len(subjects) > 1:
+        parts.append(f'<div class="subjects">{esc(subjects_list(subjects, limit=28))}</div>')
+    evidence = [f"measured: {f.measured}" if f.measured else "", f"expected: {f.expected}" if f.expected else ""]
+    evidence = [x for x in evidence if x]
+    if f.source:
+        evidence.append(f"source: {f.source}")
+    if evidence:
+        parts.append(f'<div class="evidence">{esc("; ".join(evidence))}</div>')
+    if f.advice:
+        parts.append(f'<div class="advice">{prose_html(f.advice)}</div>')
+    parts.append("</div></li>")
+    return "".join(parts)
+
+
+def findings_html(findings: list[Finding], summary: str) -> str:
+    """The findings section: ``summary``, the problems grouped by severity worst first, the passed checks
+    folded away in their own section."""
+    from rigcheck.report.html import esc
+
+    out = ['<section id="findings"><h2>Findings</h2>', f'<p class="muted">{esc(summary)}</p>']
+    for sev in SEVERITY_ORDER:
+        if sev is Severity.OK:
+            continue
+        groups = group_findings([f for f in findings if f.severity is sev])
+        if not groups:
+            continue
+        out.append(f'<h3 class="sev-heading" data-severity="{sev.value}">{esc(sev.value.upper())} ({len(groups)})</h3>')
+        out.append('<ol class="findings">' + "".join(finding_item_html(f, subs) for f, subs in groups) + "</ol>")
+    out.append("</section>")
+    passed = [f for f in findings if f.severity is Severity.OK]
+    if passed:
+        per = Counter(f.category for f in passed)
+        cats = ", ".join(f"{c} {n}" for c, n in sorted(per.items()))
+        out.append(
+            f'<section id="passed"><details><summary>{len(passed)} checks passed ({esc(cats)})</summary>'
+            '<ol class="findings">'
+            + "".join(finding_item_html(f, subs) for f, subs in group_findings(passed))
+            + "</ol></details></section>"
+        )
+    return "".join(out)
+
+
+def td_html(text: str) -> str:
+    """A table cell; "n/a (...)" values greyed so a missing figure stands out as missing."""
+    from rigcheck.report.html import esc
+
+    cls = ' class="na"' if text.startswith("n/a") else ""
+    return f"<td{cls}>{esc(text)}</td>"
+
+
+def result_class(counts: Mapping[str, int], exit_code: int) -> str:
+    """The CSS class of the result banner (report/html.py): bad, warn or good."""
+    if exit_code:
+        return "bad"
+    return "warn" if counts.get("warn") or counts.get("unknown") else "good"

@@ -1,0 +1,211 @@
+"""Every rendering of the doctor document: the machine, a row per GPU, the topology, the findings worst first
+with their advice, the passed checks, and the result.
+
+- terminal: :func:`doctor_terminal` (rich), one line per finding;
+- Markdown: :func:`doctor_markdown`, for pasting into an issue or a wiki page;
+- HTML: :func:`doctor_html`, one self-contained page (the shell is report/html.py's);
+- JSON: the document itself.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from rigcheck.model import Snapshot
+from rigcheck.model.doctor import DoctorDocument
+from rigcheck.model.topo import TopoDocument, snapshot_matrix, topo_document
+from rigcheck.report.common import (
+    MISSING_WORDS,
+    counts_text,
+    finding_lines,
+    findings_html,
+    findings_markdown,
+    machine_lines,
+    md_cell,
+    passed_line,
+    pcie_text,
+    result_class,
+    result_line,
+    td_html,
+    value_text,
+)
+from rigcheck.report.render import Renderers, json_text
+from rigcheck.report.topo import topology_renderable, topology_section_html
+
+
+def doctor_topology(snap: Snapshot) -> TopoDocument | None:
+    """The topology the doctor report shows: the `topo -m` table read, else one built from the pair links
+    (without the affinity columns `rigcheck topo` adds: the doctor report keeps its matrix narrow)."""
+    matrix = snapshot_matrix(snap, affinities=False)
+    return topo_document(matrix, snap.pairs) if matrix is not None else None
+
+
+def _verdict(doc: DoctorDocument) -> Text:
+    return result_line(doc.counts.model_dump(), doc.exit_code, strict=doc.strict)
+
+
+# ---------------------------------------------------------------------------------------------- terminal
+
+
+def gpu_table(snap: Snapshot) -> Table:
+    """One row per GPU with the figures the guide cares about, reasons shown for missing ones."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in ("GPU", "name", "power draw / limit", "temp / slowdown", "PCIe now / max", "P-state", "clock events"):
+        table.add_column(col)
+    for g in snap.gpus:
+        if g.read_error is not None:
+            # The detail is in the health.gpu-unreadable finding; the table stays narrow.
+            table.add_row(str(g.index), Text(f"unreadable ({MISSING_WORDS[g.read_error]})", style="bold red"))
+            continue
+        reasons = g.clock_event_reasons_active
+        table.add_row(
+            str(g.index),
+            g.name or "?",
+            f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}",
+            f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}",
+            pcie_text(g),
+            value_text(g, "pstate"),
+            ", ".join(reasons)
+            if reasons
+            else ("none" if reasons is not None else value_text(g, "clock_event_reasons_active")),
+        )
+    return table
+
+
+def doctor_terminal(doc: DoctorDocument) -> RenderableType:
+    snap = doc.snapshot
+    parts: list[RenderableType] = [Text("rigcheck doctor", style="bold")]
+    parts += [Text(line) for line in machine_lines(snap)]
+    if snap.gpus:
+        parts += [Text(""), gpu_table(snap)]
+    topology = doctor_topology(snap) if len(snap.gpus) > 1 else None
+    if topology is not None:
+        parts += [Text(""), topology_renderable(topology)]
+    parts.append(Text(""))
+    parts += finding_lines(doc.findings)
+    passed = passed_line(doc.findings)
+    if passed is not None:
+        parts.append(passed)
+    if snap.missing_functions:
+        parts.append(Text("NVML functions this driver lacks: " + ", ".join(snap.missing_functions), style="dim"))
+    parts += [Text(""), _verdict(doc)]
+    return Group(*parts)
+
+
+# ---------------------------------------------------------------------------------------------- Markdown
+
+
+def _counts_text(doc: DoctorDocument) -> str:
+    return counts_text(doc.counts.model_dump(), doc.exit_code)
+
+
+def doctor_markdown(doc: DoctorDocument) -> str:
+    snap = doc.snapshot
+    out: list[str] = ["# rigcheck doctor", ""]
+    out += [f"- {line}" for line in machine_lines(snap)]
+    out.append("")
+    if snap.gpus:
+        out += [
+            "## GPUs",
+            "",
+            "| GPU | name | power draw / limit | temperature / slowdown | PCIe now / max | P-state |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for g in snap.gpus:
+            if g.read_error is not None:
+                detail = g.read_error_detail or g.read_error.value
+                out.append(f"| {g.index} | unreadable: {md_cell(detail)} | | | | |")
+                continue
+            power = f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}"
+            temp = f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}"
+            cells = [str(g.index), g.name or "?", power, temp, pcie_text(g), value_text(g, "pstate")]
+            out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
+        out.append("")
+    out += findings_markdown(doc.findings, _counts_text(doc))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------- HTML
+
+
+def _gpu_table_html(snap: Snapshot) -> str:
+    from rigcheck.report.html import REASON_WORDS, esc
+
+    head = (
+        "GPU",
+        "name",
+        "power draw / limit",
+        "temp / slowdown",
+        "memory used / total",
+        "PCIe now / max",
+        "P-state",
+        "clock events",
+    )
+    rows = ['<table class="gpus"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
+    for g in snap.gpus:
+        if g.read_error is not None:
+            detail = f" — {g.read_error_detail}" if g.read_error_detail else ""
+            rows.append(
+                f'<tr class="unreadable" data-gpu="{g.index}"><td>{g.index}</td>'
+                f'<td colspan="{len(head) - 1}">unreadable ({esc(MISSING_WORDS[g.read_error])}){esc(detail)}</td></tr>'
+            )
+            continue
+        reasons = g.clock_event_reasons_active
+        events = (
+            ", ".join(REASON_WORDS.get(r, r) for r in reasons)
+            if reasons
+            else ("none" if reasons is not None else value_text(g, "clock_event_reasons_active"))
+        )
+        cells = [
+            str(g.index),
+            g.name or "?",
+            f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}",
+            f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}",
+            f"{value_text(g, 'memory_used_mib', 'MiB')} / {value_text(g, 'memory_total_mib', 'MiB')}",
+            pcie_text(g),
+            value_text(g, "pstate"),
+            events,
+        ]
+        rows.append(f'<tr data-gpu="{g.index}">' + "".join(td_html(c) for c in cells) + "</tr>")
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+def doctor_html(doc: DoctorDocument) -> str:
+    """The doctor report as one self-contained HTML page."""
+    from rigcheck.report.html import esc, footer, page
+
+    snap = doc.snapshot
+    banner = result_class(doc.counts.model_dump(), doc.exit_code)
+    body = [
+        "<header><h1>rigcheck doctor</h1>",
+        '<ul class="machine">' + "".join(f"<li>{esc(line)}</li>" for line in machine_lines(snap)) + "</ul>",
+        f'<p class="result {banner}">{esc(_verdict(doc).plain)}</p></header>',
+    ]
+    if snap.gpus:
+        body.append(f'<section id="gpus"><h2>GPUs</h2>{_gpu_table_html(snap)}</section>')
+    body.append(findings_html(doc.findings, _counts_text(doc)))
+    topology = doctor_topology(snap) if snap.topology is not None or len(snap.gpus) > 1 else None
+    if topology is not None:
+        body.append(topology_section_html(topology))
+    if snap.missing_functions or snap.diagnostics:
+        items = [f"<li>NVML functions this driver lacks: {esc(', '.join(snap.missing_functions))}</li>"]
+        items = items if snap.missing_functions else []
+        items += [
+            f"<li>{esc(d.source)}{esc(f' GPU{d.gpu}' if d.gpu is not None else '')}: {esc(d.message)}</li>"
+            for d in snap.diagnostics
+        ]
+        body.append(
+            f'<section id="diagnostics"><details><summary>Diagnostics ({len(items)})</summary>'
+            f"<ul>{''.join(items)}</ul></details></section>"
+        )
+    body.append(footer(f"; snapshot taken {snap.created_at}" if snap.created_at else ""))
+    title = f"rigcheck doctor — {snap.host.hostname}" if snap.host.hostname else "rigcheck doctor"
+    return page(title, "\n".join(body))
+
+
+RENDERERS: Renderers[DoctorDocument] = Renderers(
+    terminal=doctor_terminal, json=json_text, markdown=doctor_markdown, html=doctor_html
+)
