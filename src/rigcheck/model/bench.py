@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal, TypedDict
 
 from pydantic import ConfigDict, Field, RootModel, WithJsonSchema
 
-from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, _reason_rules
+from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, reason_rules
 
 BENCH_SCHEMA: Final = "rigcheck.bench/1"
 
@@ -64,7 +64,7 @@ def _row_rules(schema: dict[str, Any], cls: type[Any]) -> None:
     ``missing`` itself required when a reasoned field is null: it is printed only when it names something."""
     if "missing" not in schema.get("properties", {}):
         return  # a row without a reasons map (p2p's): nothing to tie its nulls to
-    _reason_rules(schema, cls)
+    reason_rules(schema, cls)
     for rule in schema.get("allOf", []):
         rule["then"]["required"] = ["missing"]
 

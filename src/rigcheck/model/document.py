@@ -44,7 +44,7 @@ class Plain(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
-def _reason_rules(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+def reason_rules(schema: dict[str, Any], cls: type[BaseModel]) -> None:
     """Add "a null has its reason" to a :class:`ReasonedRecord`'s schema (pydantic's json_schema_extra hook)."""
     props: dict[str, Any] = schema.get("properties", {})
     exempt: frozenset[str] = getattr(cls, "NOT_A_READING", frozenset())
@@ -71,7 +71,7 @@ class ReasonedRecord(Plain):
     reason; ``MISSING_KEYS`` names keys the map may hold that are not fields of this record.
     """
 
-    model_config = ConfigDict(json_schema_extra=_reason_rules)
+    model_config = ConfigDict(json_schema_extra=reason_rules)
 
     NOT_A_READING: ClassVar[frozenset[str]] = frozenset()
     MISSING_KEYS: ClassVar[tuple[str, ...]] = ()

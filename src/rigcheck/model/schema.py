@@ -57,11 +57,6 @@ GENERATED: dict[str, tuple[str, str, str]] = {
 # no report module (rigcheck.report.render.REPORT_MODULES).
 FILE_FORMATS: frozenset[str] = frozenset({"rigcheck.trace/1"})
 
-# Hand-written schemas, for the documents not yet typed: schema id -> file under rigcheck/schemas/.
-HAND_WRITTEN: dict[str, str] = {
-}
-
-
 def snapshot_schema() -> dict[str, Any]:
     schema = Snapshot.model_json_schema(by_alias=True, mode="serialization")
     schema["$schema"] = DRAFT
@@ -118,13 +113,10 @@ def document_schema(schema_id: str) -> dict[str, Any]:
         return snapshot_schema()
     if schema_id == "rigcheck.findings/1":
         return findings_schema()
-    if schema_id in GENERATED:
-        return generated_schema(schema_id)
-    data: dict[str, Any] = json.loads((SCHEMA_DIR / HAND_WRITTEN[schema_id]).read_text(encoding="utf-8"))
-    return data
+    return generated_schema(schema_id)
 
 
 def document_schemas() -> dict[str, dict[str, Any]]:
-    """Every schema by its ``$id``: the generated ones and the hand-written ones (register them all to validate)."""
-    ids = ["rigcheck.snapshot/1", "rigcheck.findings/1", *GENERATED, *HAND_WRITTEN]
+    """Every schema by its ``$id`` (register them all to validate: documents refer to one another)."""
+    ids = ["rigcheck.snapshot/1", "rigcheck.findings/1", *GENERATED]
     return {schema_id: document_schema(schema_id) for schema_id in ids}

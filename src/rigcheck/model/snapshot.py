@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import Enum
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,7 +61,7 @@ class Record(BaseModel):
 
 # Names of clock-event ("throttle") reasons, as used in `clock_event_reasons_active`.
 # Order and meaning follow nvml.h's nvmlClocksEventReason* bit masks.
-CLOCK_EVENT_REASONS: tuple[str, ...] = (
+ClockEventReason = Literal[
     "idle",
     "applications_clocks_setting",
     "sw_power_cap",
@@ -71,7 +71,8 @@ CLOCK_EVENT_REASONS: tuple[str, ...] = (
     "hw_thermal_slowdown",
     "hw_power_brake_slowdown",
     "display_clock_setting",
-)
+]
+CLOCK_EVENT_REASONS: tuple[str, ...] = get_args(ClockEventReason)
 
 
 class NvLink(Record):

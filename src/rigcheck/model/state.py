@@ -9,20 +9,7 @@ from pydantic import Field
 
 from rigcheck.model.document import Document, FindingsRef, ReasonedRecord
 from rigcheck.model.finding import Finding
-from rigcheck.model.snapshot import Gpu, Missing, Snapshot
-
-# The names of CLOCK_EVENT_REASONS (rigcheck.model.snapshot), for the schema's enum.
-ClockEventReason = Literal[
-    "idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "display_clock_setting",
-]
+from rigcheck.model.snapshot import ClockEventReason, Gpu, Missing, Snapshot
 
 MISSING_MAP = "field -> why it is null, for the fields of this document"
 

@@ -12,8 +12,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rigcheck.report.html import _GPU_PALETTE, _num, footer, page
-from rigcheck.report.html import esc as _e
+from rigcheck.report.html import GPU_PALETTE, esc, footer, num, page
 from rigcheck.report.svg import Axis, Bar, HLine, Series, bar_chart, line_chart
 
 if TYPE_CHECKING:
@@ -98,7 +97,7 @@ def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], unit: str | None
         else:
             name, key_unit = _split_unit(k)
             header = f"{name} ({key_unit})" if key_unit and key_unit != "bytes" else name
-        out.append(f'<th data-key="{_e(k)}">{_e(header)}</th>')
+        out.append(f'<th data-key="{esc(k)}">{esc(header)}</th>')
     out.append("</tr></thead><tbody>")
     for r in rows:
         out.append("<tr>")
@@ -107,8 +106,8 @@ def _table(rows: Sequence[dict[str, Any]], keys: Sequence[str], unit: str | None
             cls = "num" if _is_number(v) else ""
             bad = v is False and k == "correct"
             cls = (cls + " na" if v is None else cls) + (" bad" if bad else "")
-            title = f' title="{_e(v)}"' if _is_number(v) and k.endswith("_bytes") else ""
-            out.append(f'<td class="{cls.strip()}"{title}>{_e(_value_text(k, v))}</td>')
+            title = f' title="{esc(v)}"' if _is_number(v) and k.endswith("_bytes") else ""
+            out.append(f'<td class="{cls.strip()}"{title}>{esc(_value_text(k, v))}</td>')
         out.append("</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -181,7 +180,7 @@ def _bench_chart(doc_id: str, rows: Sequence[dict[str, Any]], benchmark: str) ->
                 (float(r[size_key]), float(r[y_key]) if _is_number(r.get(y_key)) else None)
                 for r in sorted(members, key=lambda r: float(r[size_key]))
             ]
-            series.append(Series(label, pts, _GPU_PALETTE[n % len(_GPU_PALETTE)], markers=len(pts) <= 64))
+            series.append(Series(label, pts, GPU_PALETTE[n % len(GPU_PALETTE)], markers=len(pts) <= 64))
         if not series:
             return ""
         ceilings = [
@@ -205,7 +204,7 @@ def _bench_chart(doc_id: str, rows: Sequence[dict[str, Any]], benchmark: str) ->
             y_zero=True,
         )
         return (
-            f'<figure class="plot" data-plot="bench-sweep"><figcaption>{_e(y_name)} by message size</figcaption>'
+            f'<figure class="plot" data-plot="bench-sweep"><figcaption>{esc(y_name)} by message size</figcaption>'
             f"{svg}</figure>"
         )
     # One bar per row, one chart per unit.
@@ -232,15 +231,15 @@ def _bench_chart(doc_id: str, rows: Sequence[dict[str, Any]], benchmark: str) ->
             uid=f"{doc_id}-bars{n}",
             title=f"{benchmark}: median per result ({unit})",
             desc=f"Median {unit} per result, with the min–max range of the repeats as whiskers: "
-            + "; ".join(f"{b.label} {_num(b.value)}" for b in bars)
+            + "; ".join(f"{b.label} {num(b.value)}" for b in bars)
             + ".",
             bars=bars,
             value_axis=Axis("median, whiskers min–max", unit),
-            colour=_GPU_PALETTE[n % len(_GPU_PALETTE)],
-            value_format=_num,
+            colour=GPU_PALETTE[n % len(GPU_PALETTE)],
+            value_format=num,
         )
         figs.append(
-            f'<figure class="plot" data-plot="bench-bars"><figcaption>Median per result ({_e(unit)})</figcaption>'
+            f'<figure class="plot" data-plot="bench-bars"><figcaption>Median per result ({esc(unit)})</figcaption>'
             f"{svg}</figure>"
         )
     return "".join(figs)
@@ -255,10 +254,10 @@ def _generic(obj: Any, key: str = "") -> str:
         for k, v in obj.items():
             name, unit = _split_unit(str(k))
             label = f"{name} ({unit})" if unit and unit != "bytes" else name
-            inner = _generic(v, str(k)) if isinstance(v, dict | list) and v else _e(_value_text(str(k), v))
-            items.append(f"<dt>{_e(label)}</dt><dd>{inner}</dd>")
+            inner = _generic(v, str(k)) if isinstance(v, dict | list) and v else esc(_value_text(str(k), v))
+            items.append(f"<dt>{esc(label)}</dt><dd>{inner}</dd>")
         return '<dl class="facts">' + "".join(items) + "</dl>"
-    return _e(_value_text(key, obj))
+    return esc(_value_text(key, obj))
 
 
 def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
@@ -267,7 +266,7 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
     out: list[str] = []
     if doc.get("partial") or doc.get("error"):
         what = "partial results" if doc.get("partial") else "error"
-        out.append(f'<p class="banner">{_e(what)}: {_e(doc.get("error") or "the run did not finish")}</p>')
+        out.append(f'<p class="banner">{esc(what)}: {esc(doc.get("error") or "the run did not finish")}</p>')
     method = doc.get("method")
     line = []
     if doc.get("backend"):
@@ -279,18 +278,18 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
             f"method {method.get('method_version', '?')}"
         )
     if line:
-        out.append(f'<p class="muted">{_e("; ".join(line))}</p>')
+        out.append(f'<p class="muted">{esc("; ".join(line))}</p>')
     versions = doc.get("versions")
     if isinstance(versions, dict) and versions:
         out.append(
             '<p class="muted">versions: '
-            + _e(", ".join(f"{k} {v}" for k, v in versions.items() if v is not None) or "unknown")
+            + esc(", ".join(f"{k} {v}" for k, v in versions.items() if v is not None) or "unknown")
             + "</p>"
         )
     for warning in doc.get("warnings") or []:
-        out.append(f'<p class="banner warn-banner">warning: {_e(warning)}</p>')
+        out.append(f'<p class="banner warn-banner">warning: {esc(warning)}</p>')
     for note in doc.get("notes") or []:
-        out.append(f'<p class="note">• {_e(note)}</p>')
+        out.append(f'<p class="note">• {esc(note)}</p>')
     comparison = doc.get("comparison")
     if comparison:
         out.append(f'<{h} class="comparison">Comparison</{h}>{_generic(comparison)}')
@@ -308,7 +307,7 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
         if same:
             out.append(
                 '<p class="muted">same for every row: '
-                + _e("; ".join(f"{k.replace('_', ' ')} {_value_text(k, rows[0].get(k))}" for k in same))
+                + esc("; ".join(f"{k.replace('_', ' ')} {_value_text(k, rows[0].get(k))}" for k in same))
                 + "</p>"
             )
         out.append(f'<div class="scroll">{_table(rows, cols, unit, "results")}</div>')
@@ -321,7 +320,7 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
                 label = f"{label}, P2P {_value_text('p2p', run.get('p2p'))}"
                 if run.get("transport"):
                     label += f" (transport: {run['transport']})"
-            out.append(f'<details class="run"><summary>{_e(label)}</summary>')
+            out.append(f'<details class="run"><summary>{esc(label)}</summary>')
             out += _bench_body(run, f"{doc_id}-run{n}", min(level + 1, 4))
             out.append("</details>")
     return out
@@ -331,7 +330,7 @@ def bench_html(document: BenchDoc) -> str:
     """A ``rigcheck.bench/1`` document as one page: chart, result table and the P2P comparison when present."""
     doc = document.to_json_dict()
     benchmark = str(doc.get("benchmark") or "benchmark")
-    body = [f"<header><h1>rigcheck bench {_e(benchmark)}</h1></header>"]
+    body = [f"<header><h1>rigcheck bench {esc(benchmark)}</h1></header>"]
     body += _bench_body(doc, "bench", 2)
     snapshot = doc.get("snapshot")
     if isinstance(snapshot, dict):
@@ -343,6 +342,6 @@ def bench_html(document: BenchDoc) -> str:
             x for x in (str(host.get("hostname") or ""), f"{len(gpus)} × {' / '.join(names)}" if names else "") if x
         )
         if what:
-            body.append(f'<p class="muted">machine: {_e(what)}</p>')
+            body.append(f'<p class="muted">machine: {esc(what)}</p>')
     body.append(footer())
     return page(f"rigcheck bench {benchmark}", "\n".join(body))

@@ -77,7 +77,6 @@ REASON_COLOURS: dict[str, str] = {
     "display_clock_setting": "#64748b",
 }
 GPU_PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#a16207", "#db2777")
-_GPU_PALETTE = GPU_PALETTE
 
 _CSS = """
 :root { color-scheme: light; }
@@ -166,7 +165,6 @@ def esc(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-_e = esc  # the short name this module's pages use
 
 
 def page(title: str, body: str) -> str:
@@ -175,10 +173,10 @@ def page(title: str, body: str) -> str:
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n'
         '<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{_e(title)}</title>\n"
+        f"<title>{esc(title)}</title>\n"
         f"<style>{_CSS}</style>\n"
         "</head>\n<body>\n"
         f"{body}\n"
@@ -220,14 +218,12 @@ def num(value: float | None, unit: str = "", digits: int | None = None) -> str:
     return f"{text}%" if unit == "%" else f"{text} {unit}".rstrip()
 
 
-_num = num
 
 
 def footer(extra: str = "") -> str:
     """The page's footer: the rigcheck version, ``extra`` (already worded), and that nothing is fetched."""
     from rigcheck import __version__
 
-    return f"<footer>rigcheck {_e(__version__)}{_e(extra)} — a self-contained page: nothing is fetched.</footer>"
+    return f"<footer>rigcheck {esc(__version__)}{esc(extra)} — a self-contained page: nothing is fetched.</footer>"
 
 
-_footer = footer
