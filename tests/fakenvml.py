@@ -62,6 +62,8 @@ class FakeLink:
     version: int = 4
     remote_bus_id: str = ""
     remote_type: int = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH
+    present: bool = True  # False: a disabled link, NotSupported to every call (others after it still exist)
+    speed_mbps: int = 26562  # NVML_FI_DEV_NVLINK_GET_SPEED of an active link (H100: 26.562 GB/s)
 
 
 @dataclass
@@ -114,8 +116,10 @@ class FakeGpu:
     numa: int = 0
     cpus: Sequence[int] = tuple(range(24))
     links: list[FakeLink] = field(default_factory=list)
+    link_fields: bool = True  # the driver has NVML_FI_DEV_NVLINK_LINK_COUNT and _GET_SPEED (R520 era on)
     errors: dict[str, int] = field(default_factory=dict)
     lost_after: int | None = None  # GpuIsLost from the (n+1)-th call on this GPU on
+    broken: int | None = None  # every call on this GPU raises this code (its handle still comes back)
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,8 @@ class FakeNvml:
             self._gpu_calls[h.index] += 1
             if gpu.lost_after is not None and self._gpu_calls[h.index] > gpu.lost_after:
                 _raise(GPU_IS_LOST)
+            if gpu.broken is not None:
+                _raise(gpu.broken)
             if name in gpu.errors:
                 _raise(gpu.errors[name])
 
@@ -290,11 +296,17 @@ class FakeNvml:
             _raise(NOT_SUPPORTED)
         return g.thresholds[threshold]
 
-    def nvmlDeviceGetFieldValues(self, handle: object, field_ids: list[int], /) -> list[FieldValue]:
+    def nvmlDeviceGetFieldValues(self, handle: object, field_ids: list[int | tuple[int, int]], /) -> list[FieldValue]:
         g = self._gpu("nvmlDeviceGetFieldValues", handle)
         out = []
-        for fid in field_ids:
-            if fid == 82 and g.memory_temp is not None:
+        for asked in field_ids:
+            fid, scope = asked if isinstance(asked, tuple) else (asked, 0)
+            link = g.links[scope] if scope < len(g.links) and g.links[scope].present else None
+            if g.link_fields and g.links and fid == 91:
+                out.append(FieldValue(0, 1, SimpleNamespace(uiVal=len(g.links))))
+            elif g.link_fields and fid == 164 and link is not None and link.active:
+                out.append(FieldValue(0, 1, SimpleNamespace(uiVal=link.speed_mbps)))
+            elif fid == 82 and g.memory_temp is not None:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.memory_temp)))
             elif fid in g.power_fields_mw:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.power_fields_mw[fid])))
@@ -403,6 +415,8 @@ class FakeNvml:
             _raise(NOT_SUPPORTED)
         if link >= len(g.links):
             _raise(INVALID_ARGUMENT)
+        if not g.links[link].present:
+            _raise(NOT_SUPPORTED)
         return g.links[link]
 
     def nvmlDeviceGetNvLinkState(self, handle: object, link: int, /) -> int:
@@ -541,6 +555,24 @@ def no_driver() -> FakeNvml:
     return FakeNvml([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
 
 
+def driver_version_mismatch() -> FakeNvml:
+    """The driver was upgraded without a reboot: nvmlInit says Driver/library version mismatch."""
+    return FakeNvml([], init_error=pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+
+
+def driver_not_loaded() -> FakeNvml:
+    """libnvidia-ml.so is installed but the nvidia kernel module is not running (nvidia-smi: "couldn't
+    communicate with the NVIDIA driver")."""
+    return FakeNvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+
+
+def gpu_every_call_fails() -> FakeNvml:
+    """2 H100s; GPU1's handle comes back but every call on it says Unknown Error (nvidia-smi prints ERR!)."""
+    a = FakeGpu(uuid="GPU-ok", bus_id="00000000:19:00.0")
+    b = FakeGpu(uuid="GPU-err", bus_id="00000000:C1:00.0", numa=1, broken=UNKNOWN)
+    return FakeNvml([a, b])
+
+
 def hot_throttling() -> FakeNvml:
     """One L40S at 88 C, held by SW thermal slowdown and the power cap, with a limit below default."""
     gpu = FakeGpu(
@@ -623,6 +655,9 @@ SCENARIOS: dict[str, Callable[[], FakeNvml]] = {
     "old_driver_missing_calls": old_driver_missing_calls,
     "no_permission": no_permission,
     "no_driver": no_driver,
+    "driver_version_mismatch": driver_version_mismatch,
+    "driver_not_loaded": driver_not_loaded,
+    "gpu_every_call_fails": gpu_every_call_fails,
     "hot_throttling": hot_throttling,
     "pcie_sys_no_p2p": pcie_sys_no_p2p,
     "ecc_errors_pending_remap": ecc_errors_pending_remap,

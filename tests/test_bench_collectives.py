@@ -363,13 +363,18 @@ def test_a_hung_worker_is_named_at_the_timeout(monkeypatch: pytest.MonkeyPatch) 
     assert [r["size_bytes"] for r in doc["results"]] == [8]
 
 
-def test_no_gpu_and_no_cpu_flag_is_a_usage_error() -> None:
+def test_no_gpu_and_no_cpu_flag_follows_the_no_gpu_rule() -> None:
+    """No GPU at all: exit 1, as every command that reads the live machine (docs/commands.md), one line that
+    points at --cpu, and no document on stdout."""
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
     result = CliRunner().invoke(make_app(), ["allreduce", "--json"])
-    assert isinstance(result.exception, UsageError)
-    assert "--cpu" in str(result.exception)
-    assert "\n" not in str(result.exception)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("rigcheck: no NVIDIA GPU visible: ")
+    assert "--cpu" in lines[0]
 
 
 def test_bad_sizes_are_usage_errors() -> None:

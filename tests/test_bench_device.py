@@ -516,12 +516,16 @@ def test_run_matmul_two_cpu_ranks() -> None:
 
 @needs_no_cuda
 def test_cli_gpu_commands_without_gpu() -> None:
-    result = CliRunner().invoke(bench_app(), ["hostlink", "--json"])
-    assert isinstance(result.exception, UsageError)
-    assert "needs an NVIDIA GPU" in str(result.exception)
-    result = CliRunner().invoke(bench_app(), ["matmul"])
-    assert isinstance(result.exception, UsageError)
-    assert "--cpu" in str(result.exception)
+    """The no-GPU rule (docs/commands.md): exit 1, one line on stderr, nothing on stdout."""
+    for args, hint in ((["hostlink", "--json"], None), (["matmul"], "--cpu")):
+        result = CliRunner().invoke(bench_app(), args)
+        assert result.exit_code == 1, args
+        assert result.stdout == ""
+        line = result.stderr.strip()
+        assert line.startswith("rigcheck: no NVIDIA GPU visible: ")
+        assert "\n" not in line
+        if hint is not None:
+            assert hint in line
 
 
 def test_cli_matmul_cpu_rejects_gpu_only_dtype() -> None:

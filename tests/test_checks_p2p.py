@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 from rigcheck.checks.p2p import check_p2p
-from rigcheck.model import Missing, P2PStatus, Severity, System
+from rigcheck.model import Missing, P2PStatus, Severity, Source, System
+from rigcheck.probe.from_file import load_file
 from tests.checkutil import ids, only
 from tests.snapshots import (
     healthy_8x_h100,
@@ -12,6 +15,8 @@ from tests.snapshots import (
     sysfs_bdf,
     two_3090_phb_throttling,
 )
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 
 
 def test_healthy_node_one_ok() -> None:
@@ -65,6 +70,21 @@ def test_acs_unreadable_is_one_unknown() -> None:
     assert f.severity is Severity.UNKNOWN
     assert "no_permission" in f.message
     assert "2 GPUs" in f.message
+    assert (f.advice or "").startswith("run rigcheck as root")  # read live: root can read it
+
+
+def test_run_as_root_only_when_reading_live() -> None:
+    live = two_3090_phb_throttling()
+    replayed = live.model_copy(update={"source": Source(kind="nvml", replayed_from="rig.json")})
+    advice = only(check_p2p(replayed), "p2p.acs-unknown").advice or ""
+    assert "run rigcheck as root" not in advice
+    assert "sudo rigcheck snapshot" in advice
+    # a saved `nvidia-smi topo -m` (topo/014): no sysfs at all; rerunning rigcheck as root would read the same file
+    text = load_file(str(CORPUS / "topo" / "014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt"))
+    advice = only(check_p2p(text), "p2p.acs-unknown").advice or ""
+    assert "as root" not in advice
+    assert advice.startswith("this input does not hold the PCIe bridges' ACS state: on the machine, run")
+    assert "lspci" in advice
 
 
 def test_p2p_status_missing_is_unknown() -> None:

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rigcheck.checks.power import check_power
-from rigcheck.model import Missing, Severity
+from rigcheck.model import Missing, Severity, Snapshot
+from rigcheck.probe.from_file import load_file
 from tests.checkutil import ids, only
 from tests.snapshots import MX250, MX250_MISSING, RTX_3090, make_gpu, make_snapshot
 
@@ -91,6 +94,40 @@ def test_sw_power_cap_idle_is_info() -> None:
     f = only(run(clock_event_reasons_active=["idle", "sw_power_cap"]), "power.capped-now")
     assert f.severity is Severity.INFO
     assert "idle" in f.message
+    assert "not throttling" in f.message
+    assert "clocks reduced" not in f.message
+
+
+def _a5000() -> Snapshot:
+    # smi-xml/005: two RTX A5000 at idle (7 W and 14 W of 230 W), each with hours on the SW power cap counter.
+    return load_file(str(Path(__file__).parent / "fixtures" / "corpus" / "smi-xml" / "005-2xa5000-590-v13.xml"))
+
+
+def test_sw_power_cap_far_below_the_limit_is_not_called_throttling() -> None:
+    snap = _a5000()
+    gpu = snap.gpus[0]
+    assert (gpu.power_draw_w or 0) < 10
+    # The reason as idle cards often report it; draw 7 W of 230 W: the cap holds nothing back.
+    gpu.clock_event_reasons_active = ["sw_power_cap"]
+    gpu.utilization_gpu_percent = 50.0  # even without the idle flag: the draw decides
+    gpu.pstate = "P2"
+    f = only(check_power(snap), "power.capped-now", "GPU0")
+    assert f.severity is Severity.INFO
+    assert f.message == (
+        "the sw_power_cap reason is set while drawing 7 W of 230 W (3%): not throttling, the card is far below "
+        "its power limit"
+    )
+    assert "50%" in (f.source or "")
+
+
+def test_cap_counter_at_idle_is_not_time_lost_to_throttling() -> None:
+    found = check_power(_a5000())
+    f = only(found, "power.cap-history", "GPU0")
+    assert f.severity is Severity.INFO
+    assert f.message == "the software power cap reason has been set for 8.8 h since the driver loaded"
+    assert "held the clocks" not in f.message
+    assert "not time lost to throttling" in (f.advice or "")
+    assert "7 W of 230 W" in (f.advice or "")
 
 
 def test_sw_power_cap_at_max_limit_under_load_is_info() -> None:

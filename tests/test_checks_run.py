@@ -33,7 +33,7 @@ ID_RE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 def test_registry_names_match_categories() -> None:
-    assert set(CHECKS) == {"power", "thermal", "topology", "pcie", "p2p", "health", "software"}
+    assert set(CHECKS) == {"power", "thermal", "topology", "nvlink", "gpus", "pcie", "p2p", "health", "software"}
     assert set(FINDING_IDS) == set(CHECKS)
     for category, ids in FINDING_IDS.items():
         assert ids, category
@@ -77,7 +77,7 @@ EXPECTED: dict[str, dict[str, Severity]] = {
     "consumer-power-not-supported.json": {"power.readings-unavailable": Severity.UNKNOWN},
     "gpu-lost.json": {"health.gpu-unreadable": Severity.FAIL},
     "ecc-errors.json": {"health.ecc-uncorrected-volatile": Severity.FAIL},
-    "no-gpu.json": {"health.no-gpu": Severity.UNKNOWN},
+    "no-gpu.json": {"health.no-gpu": Severity.FAIL},
 }
 WORST = {
     "healthy-8x-h100.json": Severity.INFO,
@@ -86,7 +86,7 @@ WORST = {
     "consumer-power-not-supported.json": Severity.UNKNOWN,
     "gpu-lost.json": Severity.FAIL,
     "ecc-errors.json": Severity.FAIL,
-    "no-gpu.json": Severity.UNKNOWN,
+    "no-gpu.json": Severity.FAIL,
 }
 
 

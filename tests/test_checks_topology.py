@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from rigcheck.checks.topology import check_topology
-from rigcheck.model import Severity
+from rigcheck.model import Severity, Snapshot
+from rigcheck.probe.from_file import load_file
 from tests.checkutil import ids, only, severities
 from tests.snapshots import (
     gpu_lost,
@@ -103,10 +108,9 @@ def test_mixed_links_three_a6000_bridge_pair() -> None:
     assert "1 pairs on NVLink, 2 on PCIe only" in m.message
     assert "GPU0-GPU2 NODE" in m.message
     assert "GPU1-GPU2 NODE" in m.message
-    down = only(found, "topology.nvlink-down")
-    assert down.severity is Severity.WARN
-    assert down.gpu == 2
-    assert "4 NVLinks" in down.message
+    # No ring of NVLink pairs through all three GPUs: a collective over them crosses the NODE links.
+    assert "do not close a ring" in (m.advice or "")
+    assert "topology.nvlink-mesh" not in ids(found)
     assert "topology.cross-numa" not in ids(found)
 
 
@@ -123,6 +127,8 @@ def test_unknown_links_say_why() -> None:
     f = only(found, "topology.link-unknown")
     assert f.severity is Severity.UNKNOWN
     assert "not_in_source" in f.message
+    assert "nvidia-smi topo -m" in (f.advice or "")
+    assert "--from" in (f.advice or "")
 
 
 def test_lost_gpu_pairs_are_skipped() -> None:
@@ -130,3 +136,83 @@ def test_lost_gpu_pairs_are_skipped() -> None:
     assert ids(found).count("topology.nvlink") == 3
     assert not any(f.pair and 2 in f.pair for f in found)
     assert severities(found, "topology.link-unknown") == []
+
+
+# --- real files: an NVLink mesh, GPUs far from their NIC, link state without a matrix -------------------------
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+V100_MESH = CORPUS / "topo" / "026-8xv100-sxm2-hybrid-cube-mesh-nv1-nv2-nic.txt"
+
+
+def _load(rel: str) -> Snapshot:
+    return load_file(str(CORPUS / rel))
+
+
+def test_dgx1_hybrid_cube_mesh_says_what_nccl_does() -> None:
+    # 8x V100 SXM2, NV1/NV2 for 16 pairs and SYS for 12: the NVLink pairs close a ring through all 8 GPUs, so
+    # NCCL's rings stay on NVLink; "the slowest path limits the collective" would be wrong here.
+    found = check_topology(load_file(str(V100_MESH)))
+    mesh = only(found, "topology.nvlink-mesh")
+    assert mesh.severity is Severity.INFO
+    assert "16 pairs on NVLink, 12 without" in mesh.message
+    assert "ring through all 8 GPUs" in mesh.message
+    assert "NCCL builds its rings" in (mesh.advice or "")
+    assert "slowest path does not limit" in (mesh.advice or "")
+    assert "nccl" in (mesh.source or "").lower()
+    assert "topology.mixed-links" not in ids(found)
+
+
+def test_gpus_that_reach_the_nic_only_across_sockets() -> None:
+    found = check_topology(load_file(str(V100_MESH)))
+    nic = only(found, "topology.nic-cross-socket")
+    assert nic.severity is Severity.WARN
+    assert nic.message.startswith("GPU4, GPU5, GPU6, GPU7 reach every NIC (NIC0 mlx5_2) only across the CPU sockets")
+    assert "GPU0" not in nic.message  # GPU0-3 reach NIC0 over NODE
+    assert "nearer: GPU0, GPU1, GPU2, GPU3" in (nic.measured or "")
+    assert "PIX/PXB" in (nic.expected or "")
+    assert "NCCL_NET_GDR_LEVEL" in (nic.source or "")
+
+
+@pytest.mark.parametrize(
+    ("rel", "start"),
+    [
+        ("topo/013-4xa10-all-sys-vm-2nic.txt", "every GPU reaches every NIC (NIC0 mlx5_0, NIC1 mlx5_1)"),
+        # every GPU pair SYS, and every GPU but GPU6 (PHB to both NICs) SYS to the NICs
+        ("topo/016-8x4090-all-sys-2nic-no-legend.txt", "GPU0, GPU1, GPU2, GPU3, GPU4, GPU5 and 1 more reach"),
+        ("topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt", None),  # each GPU has a NIC on its own socket
+        ("topo/005-2x-rtx6000ada-phb-2nic-spaces.txt", None),
+        ("topo/007-8xh100-nv18-2numa-no-nics-spaces.txt", None),  # no NIC columns
+    ],
+)
+def test_nic_cross_socket_on_real_topologies(rel: str, start: str | None) -> None:
+    found = check_topology(_load(rel))
+    assert ("topology.nic-cross-socket" in ids(found)) is (start is not None)
+    if start is not None:
+        f = only(found, "topology.nic-cross-socket")
+        assert f.message.startswith(start)
+        assert ("nearer: GPU6" in (f.measured or "")) is ("016" in rel)
+
+
+def test_bridge_pair_counted_from_link_state_without_a_matrix() -> None:
+    # nvlink/002 alone: no topo -m, but GPU0 and GPU1 (RTX A6000, a bridge card) are the only GPUs with active
+    # links, so the bridge joins them: one NVLink pair, two pairs not in the input.
+    found = check_topology(_load("nvlink/002-3xa6000-bridge-pair-third-inactive.txt"))
+    summary = only(found, "topology.summary")
+    assert summary.message.startswith("3 GPUs, 3 pairs: 1 NVLink, 0 PCIe only, 2 not in this input (1x NV4)")
+    assert "GPU0 4/4, GPU1 4/4, GPU2 0/4" in summary.message
+    nv = only(found, "topology.nvlink")
+    assert nv.pair == (0, 1)
+    assert "NVLink state" in nv.message
+    unknown = only(found, "topology.link-unknown")
+    assert "2 of 3 GPU pairs" in unknown.message
+
+
+def test_sxm_mesh_from_link_state_alone_stays_unknown_and_says_how_to_add_it() -> None:
+    # nvlink/001: 8x V100 SXM2, 6 active links each, but nvlink -s does not say which GPU each link reaches.
+    found = check_topology(_load("nvlink/001-8xv100-6links-25.781.txt"))
+    summary = only(found, "topology.summary")
+    assert "8 GPUs, 28 pairs: how they are linked is not in this input" in summary.message
+    assert "6 of 6 links active on each of 8 GPUs" in summary.message
+    assert "0 NVLink" not in summary.message
+    assert "nvidia-smi topo -m" in (summary.advice or "")
+    assert "topology.nvlink" not in ids(found)

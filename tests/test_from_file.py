@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.errors import InputError, ParseError
+from rigcheck.errors import InputError
 from rigcheck.probe.from_file import detect_kind, load_file, load_text, read_text
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -20,6 +20,9 @@ KIND = {
     "smi-q": "nvidia-smi-q",
     "smi-xml": "nvidia-smi-xml",
     "nvlink": "nvlink-status",
+    "topo-p2p": "topo-p2p",
+    "smi-err": "nvidia-smi-table",
+    "driver-errors": "nvidia-smi-error",
 }
 
 
@@ -38,7 +41,7 @@ def test_corpus_files_are_recognised(entry: dict[str, object]) -> None:
         ("q.xml", "nvidia-smi-xml"),
         ("nvidia-smi.txt", "nvidia-smi-table"),
         ("topo-m.txt", "topo"),
-        ("topo-p2p-r.txt", None),
+        ("topo-p2p-r.txt", "topo-p2p"),
         ("query.csv", None),
         ("dmon.txt", None),
     ],
@@ -47,9 +50,23 @@ def test_h100_outputs_are_recognised(name: str, kind: str | None) -> None:
     assert detect_kind(read_text(str(CORPUS / "h100-vm" / name))) == kind
 
 
-def test_p2p_matrix_gets_a_pointed_error() -> None:
-    with pytest.raises(ParseError, match=r"topo -p2p"):
-        load_file(str(CORPUS / "h100-vm/topo-p2p-r.txt"))
+def test_p2p_matrix_is_read_not_mistaken_for_topo_m() -> None:
+    """`topo -p2p` has topo -m's shape ("GPU0  X  OK"): it is detected first and read by its own parser."""
+    snap = load_file(str(CORPUS / "h100-vm/topo-p2p-r.txt"))
+    assert snap.source.kind == "topo-p2p"
+    assert snap.topology is None
+    assert snap.pairs == []  # one GPU: no pair
+
+
+@pytest.mark.parametrize("path", sorted((CORPUS / "topo-p2p").glob("*.txt")), ids=lambda p: p.name)
+def test_every_p2p_matrix_is_recognised_and_read(path: Path) -> None:
+    text = read_text(str(path))
+    assert detect_kind(text) == "topo-p2p"
+    snap = load_file(str(path))
+    assert snap.source.kind == "topo-p2p"
+    assert snap.pairs
+    for pair in snap.pairs:  # each pair has the status of the capability the matrix shows
+        assert any(getattr(pair, f) is not None for f in type(pair).model_fields if f.startswith("p2p_")), pair
 
 
 def test_utf16_from_powershell_is_read(tmp_path: Path) -> None:
@@ -110,4 +127,41 @@ def test_every_input_gives_a_valid_replayable_snapshot(name: str) -> None:
     snap = load_file(str(CORPUS / name))
     jsonschema.validate(snapshot_to_dict(snap), snapshot_schema())
     assert snapshot_from_json(snapshot_to_json(snap)) == snap
-    assert snap.gpus
+    # A driver failure lists no GPU, and says why instead.
+    assert snap.gpus or (snap.driver is not None and snap.gpu_absent_reason)
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu_lost"),
+    [("003-handle-error-gpu-is-lost.txt", True), ("004-handle-error-unknown-error.txt", False)],
+)
+def test_nvidia_smi_handle_error_alone_is_an_unreadable_gpu(name: str, gpu_lost: bool) -> None:
+    """`nvidia-smi` printing only "Unable to determine the device handle" names a GPU it lost: a placeholder."""
+    from rigcheck.checks import run_checks
+    from rigcheck.model import Missing, Severity
+
+    snap = load_file(str(CORPUS / "smi-err" / name))
+    assert snap.source.kind == "nvidia-smi-error"
+    assert len(snap.gpus) == 1
+    assert snap.gpus[0].read_error is (Missing.GPU_LOST if gpu_lost else Missing.ERROR)
+    failed = [f.id for f in run_checks(snap) if f.severity is Severity.FAIL]
+    assert failed == ["health.gpu-unreadable"]
+
+
+@pytest.mark.parametrize(
+    ("name", "finding"),
+    [
+        ("201-journal-api-mismatch-535-vs-530-octal-012.txt", "health.driver-version-mismatch"),
+        ("202-truenas-nvml-version-mismatch-580-plus-proc-version.txt", "health.driver-version-mismatch"),
+        ("203-container-nvidia-smi-failed-couldnt-communicate.txt", "health.driver-not-loaded"),
+    ],
+)
+def test_driver_failure_text_is_a_failed_machine_never_no_gpu(name: str, finding: str) -> None:
+    from rigcheck.checks import run_checks
+    from rigcheck.model import Severity
+
+    snap = load_file(str(CORPUS / "driver-errors" / name))
+    assert snap.driver is not None
+    failed = {f.id for f in run_checks(snap) if f.severity is Severity.FAIL}
+    assert finding in failed
+    assert "health.no-gpu" not in failed

@@ -90,6 +90,16 @@ EXTRA_FACTS: list[tuple[str, str | None, int | None, tuple[str, ...], bool | Non
     ("002-8gpu-ring-p2p-ipc-glued-lines-issue147.txt", None, None, ("P2P/IPC",), False, 17, 15),
     ("003-srun-rank-prefix-ring-busid-2.5.6-issue302.txt", None, None, ("P2P/IPC",), False, 3, 3),
     ("004-multinode-net-socket-p2p-ipc-read-issue952.txt", None, None, ("NET/Socket/3", "P2P/IPC/read"), False, 16, 6),
+    # NCCL 2.7's shared memory, "via direct shared memory", after "Could not enable P2P" (P2P unavailable, not off)
+    (
+        "005-4gpu-direct-shared-memory-could-not-enable-p2p-2.7.8.txt",
+        "2.7.8",
+        None,
+        ("direct shared memory",),
+        None,
+        5,
+        5,
+    ),
     ("s01-synthetic-2x-titanrtx-nv2-p2p-ipc-2.7.8-crlf-progress.txt", "2.7.8", 2, ("P2P/IPC",), False, 8, 2),
     (
         "s02-synthetic-2x-titanrtx-p2p-disabled-shm-2.18.5-mpirun-ansi.txt",

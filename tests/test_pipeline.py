@@ -25,7 +25,11 @@ HEADLINE: dict[str, tuple[str, Severity, int]] = {
     "gpu_lost_mid_read": ("health.gpu-unreadable", Severity.FAIL, 1),
     "old_driver_missing_calls": ("power.ok", Severity.OK, 0),
     "no_permission": ("health.ok", Severity.OK, 0),
-    "no_driver": ("health.no-gpu", Severity.UNKNOWN, 0),
+    # the tree has two NVIDIA GPUs and a loaded module: NVML's library missing there is a broken driver
+    "no_driver": ("health.driver-not-loaded", Severity.FAIL, 1),
+    "driver_version_mismatch": ("health.driver-version-mismatch", Severity.FAIL, 1),
+    "driver_not_loaded": ("health.driver-not-loaded", Severity.FAIL, 1),
+    "gpu_every_call_fails": ("health.gpu-unreadable", Severity.FAIL, 1),
     "hot_throttling": ("thermal.sw-thermal-slowdown", Severity.WARN, 0),
     "pcie_sys_no_p2p": ("p2p.not-supported", Severity.WARN, 0),
     "ecc_errors_pending_remap": ("health.ecc-uncorrected-volatile", Severity.FAIL, 1),

@@ -17,9 +17,10 @@ from rigcheck.probe.nvml import (
     decode_clock_event_reasons,
     probe_nvml,
 )
+from rigcheck.probe.nvml.calls import NoGpuError
 from tests.fakenvml import OLD_DRIVER_ABSENT, SCENARIOS, FakeGpu, FakeLink, FakeNvml
 
-PROBING = [name for name in SCENARIOS if name != "no_driver"]
+PROBING = [name for name in SCENARIOS if SCENARIOS[name]().init_error is None]
 
 
 @pytest.mark.parametrize("name", PROBING)
@@ -48,15 +49,69 @@ def test_no_driver_raises_one_line_probe_error() -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "words"),
+    ("code", "words", "state"),
     [
-        (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver not loaded"),
-        (pynvml.NVML_ERROR_NO_PERMISSION, "no permission"),
+        (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "driver not loaded", "driver_not_loaded"),
+        (pynvml.NVML_ERROR_NO_PERMISSION, "no permission", "no_permission"),
+        (pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "version mismatch", "version_mismatch"),
+        (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "no NVIDIA driver found", "library_not_found"),
+        (pynvml.NVML_ERROR_UNKNOWN, "NVML could not start: NVMLError_Unknown", "error"),
     ],
 )
-def test_init_failures_have_their_own_message(code: int, words: str) -> None:
-    with pytest.raises(ProbeError, match=words):
+def test_init_failures_have_their_own_message_and_state(code: int, words: str, state: str) -> None:
+    with pytest.raises(NoGpuError, match=words) as info:
         probe_nvml(FakeNvml([], init_error=code))
+    assert isinstance(info.value, ProbeError)
+    assert info.value.state == state
+    assert info.value.error is not None
+    assert info.value.error.startswith("NVMLError_")
+
+
+def test_count_failure_is_a_driver_error() -> None:
+    with pytest.raises(NoGpuError, match="could not count") as info:
+        probe_nvml(FakeNvml([FakeGpu()], errors={"nvmlDeviceGetCount": pynvml.NVML_ERROR_UNKNOWN}))
+    assert info.value.state == "error"
+
+
+def test_gpu_whose_every_call_fails_is_a_placeholder() -> None:
+    lib = SCENARIOS["gpu_every_call_fails"]()
+    snap = probe_nvml(lib, sysfs_root=None)
+    ok, broken = snap.gpus
+    assert ok.read_error is None
+    assert ok.power_draw_w == pytest.approx(74.21)
+    assert broken.read_error is Missing.ERROR
+    assert broken.name is None
+    assert broken.missing["temp_c"] is Missing.ERROR
+    assert "nvmlDeviceGetTopologyCommonAncestor" not in lib.calls  # the pair is not asked about
+    assert len([d for d in snap.diagnostics if d.gpu == 1]) == 1
+
+
+def test_gpu_with_only_absent_features_is_not_a_placeholder() -> None:
+    """A card that gives its name and nothing else because it lacks the features is odd, not broken."""
+    calls = [name for name in dir(FakeNvml) if name.startswith("nvmlDevice") and name != "nvmlDeviceGetName"]
+    absent = [c for c in calls if c not in ("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetCount")]
+    gpu = FakeGpu(errors=dict.fromkeys(absent, pynvml.NVML_ERROR_NOT_SUPPORTED))
+    snap = probe_nvml(FakeNvml([gpu]), sysfs_root=None)
+    assert snap.gpus[0].read_error is None
+    assert snap.gpus[0].name == "NVIDIA H100 80GB HBM3"
+
+
+def test_gpu_with_every_reading_denied_is_unreadable_for_permission() -> None:
+    calls = [name for name in dir(FakeNvml) if name.startswith("nvmlDevice")] + ["nvmlDeviceGetMemoryInfo_v2"]
+    denied = [c for c in calls if c not in ("nvmlDeviceGetHandleByIndex", "nvmlDeviceGetCount", "nvmlDeviceGetName")]
+    gpu = FakeGpu(errors=dict.fromkeys(denied, pynvml.NVML_ERROR_NO_PERMISSION))
+    snap = probe_nvml(FakeNvml([gpu]), sysfs_root=None)
+    assert snap.gpus[0].read_error is Missing.NO_PERMISSION
+    assert snap.gpus[0].name == "NVIDIA H100 80GB HBM3"  # what was read stays
+
+
+def test_poller_without_gpus_is_a_no_gpu_error() -> None:
+    with pytest.raises(NoGpuError) as info:
+        NvmlPoller(FakeNvml([])).open()
+    assert info.value.state == "ok"
+    with pytest.raises(NoGpuError) as info:
+        NvmlPoller(SCENARIOS["driver_version_mismatch"]()).open()
+    assert info.value.state == "version_mismatch"
 
 
 def test_healthy_h100_exact_values() -> None:

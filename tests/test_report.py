@@ -77,3 +77,27 @@ def test_placeholder_gpu_is_shown_unreadable() -> None:
     )
     text = _text(_doc(snap, []))
     assert "unreadable (GPU lost)" in text
+
+
+def test_compare_p2p_over_gloo_does_not_headline_a_p2p_speedup() -> None:
+    # gloo (CPU processes) has no P2P path: NCCL_P2P_DISABLE=1 changes nothing, so a 20% gap is noise.
+    from rigcheck.bench.compare import compare_p2p
+    from rigcheck.report.bench import RENDERERS, speedup_line
+    from tests.test_bench_compare import GUIDE_NO_P2P_S, GUIDE_P2P_S, P2P_LOG, SHM_LOG, FakeRuns, train_doc
+
+    gloo = compare_p2p(
+        FakeRuns((train_doc(2.0, backend="gloo"), ""), (train_doc(2.5, backend="gloo"), "")), label="train"
+    )
+    line = speedup_line(gloo)
+    assert "P2P/NVLink" not in line
+    assert "faster" not in line
+    assert "slower" not in line
+    assert line.startswith("no P2P comparison on gloo")
+    assert "20.0%" in line
+    console = Console(record=True, width=200, color_system=None)
+    console.print(RENDERERS.terminal(gloo))
+    assert "P2P/NVLink: 20.0% faster" not in console.export_text()
+    assert "P2P/NVLink: 20.0% faster" not in RENDERERS.markdown(gloo)
+    # NCCL keeps the guide's headline
+    nccl = compare_p2p(FakeRuns((train_doc(GUIDE_P2P_S), P2P_LOG), (train_doc(GUIDE_NO_P2P_S), SHM_LOG)), label="train")
+    assert speedup_line(nccl).startswith("P2P/NVLink: 22.5% faster")

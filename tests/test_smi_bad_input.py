@@ -9,6 +9,7 @@ import pytest
 
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model import Missing, Snapshot
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
 from rigcheck.probe.smi.query_text import parse_query_text
@@ -97,10 +98,13 @@ def test_q_cut_mid_gpu_keeps_what_is_there() -> None:
     assert gpu.persistence_mode is True
     assert gpu.pcie_gen_max == 5
     assert gpu.pcie_gen_current == 5
-    # Cut before "Link Width" values, temperatures and power.
+    # Cut before "Link Width" values, temperatures and power: the file may have held them.
     assert gpu.pcie_width_current is None
     for field in ("pcie_width_current", "temp_c", "power_draw_w", "power_limit_w", "clock_event_reasons_active"):
-        assert gpu.missing[field] == Missing.NOT_IN_SOURCE
+        assert gpu.missing[field] == Missing.TRUNCATED
+    # Fields no -q prints stay not_in_source.
+    assert gpu.missing["numa_node"] == Missing.NOT_IN_SOURCE
+    assert any(d.message.startswith(INPUT_ENDS_EARLY) for d in snapshot.diagnostics)
 
 
 def test_q_cut_at_second_gpu_gives_a_placeholder() -> None:
@@ -110,7 +114,7 @@ def test_q_cut_at_second_gpu_gives_a_placeholder() -> None:
     assert first.name == "NVIDIA H100 80GB HBM3"
     assert first.read_error is None
     assert second.pci_bus_id == "00000000:00:07.0"
-    assert second.read_error == Missing.ERROR
+    assert second.read_error == Missing.TRUNCATED
     assert second.read_error_detail is not None
     assert "truncated" in second.read_error_detail
     messages = [d.message for d in snapshot.diagnostics]
@@ -144,11 +148,38 @@ def test_q_bad_value_is_an_error_reason_not_an_exception() -> None:
 # --- XML ------------------------------------------------------------------------------------------
 
 
-def test_xml_cut_is_not_well_formed() -> None:
-    error = _raises(parse_query_xml, *_bad("xml-cut.xml"))
+def test_xml_cut_is_read_as_far_as_it_goes() -> None:
+    # The file ends inside <utilization>: what came before is read, the rest is truncated, never guessed.
+    snapshot = parse_query_xml(*_bad("xml-cut.xml"))
+    gpu = snapshot.gpus[0]
+    assert (gpu.name, gpu.pci_bus_id, gpu.memory_total_mib, gpu.pcie_gen_current) == (
+        "NVIDIA H100 80GB HBM3",
+        "00000000:00:06.0",
+        81559,
+        5,
+    )
+    assert snapshot.software.driver_version == "580.159.04"
+    for field in ("temp_c", "power_draw_w", "power_limit_w", "ecc_uncorrected_volatile", "clock_sm_mhz"):
+        assert getattr(gpu, field) is None
+        assert gpu.missing[field] == Missing.TRUNCATED
+    assert gpu.missing["nvlinks"] == Missing.NOT_IN_SOURCE  # -q -x never holds it
+    notes = [d.message for d in snapshot.diagnostics if d.message.startswith(INPUT_ENDS_EARLY)]
+    assert notes
+    assert "00000000:00:06.0" in notes[0]
+
+
+def test_xml_cut_before_the_first_gpu_is_an_error() -> None:
+    text = _bad("xml-cut.xml")[0]
+    error = _raises(parse_query_xml, text[: text.index("<gpu ")], "x.xml")
+    assert "truncated" in error.detail
+    error = _raises(parse_query_xml, text[: text.index("<nvidia_smi_log>")], "x.xml")
+    assert "truncated" in error.detail
+
+
+def test_xml_malformed_at_the_end_is_not_a_cut() -> None:
+    error = _raises(parse_query_xml, "<nvidia_smi_log>\n<gpu>\n</gpux>\n", "x.xml")
     assert "not well-formed" in error.detail
-    assert error.line is not None
-    assert error.line >= 150
+    assert error.line == 3
 
 
 def test_xml_entity_expansion_refused() -> None:
@@ -200,8 +231,11 @@ def test_table_cut_mid_row_keeps_first_line() -> None:
     assert gpu.name == "NVIDIA H100 80GB HBM3"
     assert gpu.pci_bus_id == "00000000:00:06.0"
     assert gpu.temp_c is None
-    assert gpu.missing["temp_c"] == Missing.NOT_IN_SOURCE
-    assert any("cut" in d.message for d in snapshot.diagnostics)
+    # The file ends after the GPU's first row: its second row's fields were cut off, and GPUs may follow.
+    assert gpu.missing["temp_c"] == Missing.TRUNCATED
+    assert gpu.missing["power_limit_w"] == Missing.TRUNCATED
+    assert gpu.missing["uuid"] == Missing.NOT_IN_SOURCE  # the table never holds it
+    assert any(d.message.startswith(INPUT_ENDS_EARLY) for d in snapshot.diagnostics)
 
 
 def test_table_row_that_is_not_a_gpu_row() -> None:

@@ -99,7 +99,7 @@ def _assert_no_unexplained_none(snapshot: Snapshot) -> None:
 def test_corpus_has_every_kind() -> None:
     kinds = {e["kind"] for e in ENTRIES}
     assert kinds == set(PARSERS)
-    assert len(ENTRIES) == 14
+    assert len(ENTRIES) == 18
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"] for e in ENTRIES])
@@ -183,17 +183,20 @@ def _check_nvlink_gpu(snapshot: Snapshot, gpu: Gpu, expected: dict[str, Any]) ->
     assert gpu.index == expected["index"]
     assert gpu.name == expected["name"]
     assert gpu.uuid == expected["uuid"]
+    assert gpu.nvlinks is not None
     if expected["message"] is not None:
-        assert gpu.nvlinks is None
-        assert gpu.missing["nvlinks"] == Missing.REPORTED_NA
+        # "all links are inactive": every link the GPU has is listed, none of them up (tests/test_nvlink_status.py).
         messages = [d.message for d in snapshot.diagnostics if d.gpu == gpu.index]
         assert any(expected["message"] in m for m in messages), messages
         assert not expected["links"]
+        assert not any(link.active for link in gpu.nvlinks)
         return
-    assert gpu.nvlinks is not None
     assert {str(link.link): link for link in gpu.nvlinks}.keys() == expected["links"].keys()
     for link in gpu.nvlinks:
         printed = expected["links"][str(link.link)]
+        if "inactive" in printed:
+            assert (link.active, link.speed_gbps) == (False, None)
+            continue
         assert link.active is True
         assert link.speed_gbps == pytest.approx(_number(printed))
     assert gpu.missing["pci_bus_id"] == Missing.NOT_IN_SOURCE

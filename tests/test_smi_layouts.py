@@ -100,10 +100,12 @@ GPU 00000000:3B:00.0
         Graphics                          : 1380 MHz
         SM                                : 1380 MHz
         Memory                            : 877 MHz
+    Processes                             : None
 GPU 00000000:D8:00.0
     Product Name                          : Tesla V100-PCIE-32GB
     Temperature
         GPU Current Temp                  : 40 C
+    Processes                             : None
 """
 
 
@@ -193,6 +195,7 @@ def test_query_mig_devices_are_not_the_gpu() -> None:
         Total                             : 81920 MiB
         Used                              : 100 MiB
     Clocks Throttle Reasons               : N/A
+    Processes                             : None
 """
     gpu = parse_query_text(text, "mig.txt").gpus[0]
     assert gpu.mig_enabled is True

@@ -116,3 +116,38 @@ def test_finish_missing_keeps_existing_reasons() -> None:
     assert "read_error" not in gpu.missing
     finish_missing(gpu, ["uuid"])
     assert gpu.missing["uuid"] == Missing.NOT_IN_SOURCE
+
+
+def test_unit_required_reads_a_number_without_it_as_cut() -> None:
+    # "Current Power Limit : 70" is the start of "700.00 W": with unit=True it is never 70 W.
+    for parse, whole, cut in (
+        (parse_watts, "700.00 W", "70"),
+        (parse_celsius, "33 C", "33"),
+        (parse_mib, "81559 MiB", "8155"),
+        (parse_percent, "30 %", "30"),
+        (parse_microseconds, "33534556 us", "335"),
+    ):
+        assert parse(whole, unit=True).value is not None
+        result = parse(cut, unit=True)
+        assert result.value is None
+        assert result.reason == Missing.TRUNCATED
+        assert result.error is not None
+        assert parse(cut).value is not None  # CSV traces print no units: the default still reads them
+    assert parse_width("16x", unit=True).value == 16
+    assert parse_width("1", unit=True).reason == Missing.TRUNCATED
+    assert parse_watts("N/A", unit=True).reason == Missing.REPORTED_NA
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("GPU is lost", Missing.GPU_LOST),
+        ("GPU is lost.", Missing.GPU_LOST),
+        ("[GPU is lost]", Missing.GPU_LOST),
+        ("Timeout", Missing.ERROR),
+        ("Insufficient External Power", Missing.ERROR),
+        ("GPU access blocked by the operating system", Missing.NO_PERMISSION),
+    ],
+)
+def test_nvml_error_strings(raw: str, reason: Missing) -> None:
+    assert na_reason(raw) == reason

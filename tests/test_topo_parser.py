@@ -390,3 +390,71 @@ def test_rendered_matrix_parses_back(case: tuple[TopoMatrix, tuple[str, ...], bo
     topo, columns, spaces = case
     text = _render(topo, columns, spaces)
     assert parse_topo(text) == topo
+
+
+# --- header and rows aligned differently, read as a person reads them ---------------------------------------------
+
+EXTRA = FIXTURES / "topo-extra"
+
+
+def _mixed(text: str, part: str) -> str:
+    """``text`` with only some of its tabs expanded, as a terminal copy (or an editor) leaves them:
+    ``header`` the header row alone, ``rows`` the matrix rows alone, ``half`` the first half of every line."""
+    lines = text.split("\n")
+    header = next(i for i, line in enumerate(lines) if "GPU0" in line and " X " not in line and "\tX" not in line)
+    out = []
+    for i, line in enumerate(lines):
+        if (part == "header" and i == header) or (part == "rows" and i > header and line.strip()):
+            out.append(line.expandtabs(8))
+        elif part == "half":
+            cut = len(line) // 2
+            out.append(line[:cut].expandtabs(8) + line[cut:])
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("part", ["header", "rows", "half"])
+@pytest.mark.parametrize("entry", TAB_ENTRIES, ids=[e["file"] for e in TAB_ENTRIES])
+def test_header_and_rows_separated_differently_parse_the_same(entry: dict[str, Any], part: str) -> None:
+    text = _read(entry["file"])
+    mixed = _mixed(text, part)
+    assert mixed != text
+    assert parse_topo(mixed) == parse_topo(text)
+
+
+def test_a_header_of_spaces_over_rows_of_tabs() -> None:
+    """The case #10 names: spaces between the header's names (its leading tab kept), tabs in the rows (the
+    2x RTX 5090 of the corpus)."""
+    text = _read("topo/017-2x5090-phb-tabs.txt")
+    header, *rest = text.split("\n")
+    mixed = "\n".join(["\t" + header.expandtabs(8).lstrip(), *rest])
+    assert mixed.split("\n")[0].startswith("\tGPU0    GPU1    CPU Affinity")
+    topo = parse_topo(mixed)
+    assert topo.matrix == [["X", "PHB"], ["PHB", "X"]]
+    assert [(g.cpu_affinity, g.numa_affinity, g.gpu_numa_id) for g in topo.gpus] == [("0-63", "0", "N/A")] * 2
+
+
+def test_a_tab_cell_holding_two_space_apart_cells_is_split() -> None:
+    """One tab kept in a line otherwise copied as spaces: the cell "GPU0     X " is two cells."""
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+        "GPU0     X \tPHB\t0-11\t0\t\tN/A\n"
+        "GPU1\tPHB      X      0-11    0               N/A\n"
+    )
+    topo = parse_topo(text)
+    assert topo.matrix == [["X", "PHB"], ["PHB", "X"]]
+    assert [(g.cpu_affinity, g.numa_affinity, g.gpu_numa_id) for g in topo.gpus] == [("0-11", "0", "N/A")] * 2
+
+
+def test_prompt_glued_to_the_header_line() -> None:
+    path = EXTRA / "001-2x5070-prompt-glued-to-header-spaces.txt"
+    topo = parse_topo(path.read_text(), str(path))
+    assert topo.labels == ["GPU0", "GPU1"]
+    assert topo.matrix == [["X", "PHB"], ["PHB", "X"]]
+    assert [(g.cpu_affinity, g.numa_affinity, g.gpu_numa_id) for g in topo.gpus] == [("0-23", "0", "N/A")] * 2
+
+
+def test_prose_naming_gpus_before_the_header_is_not_the_header() -> None:
+    text = "Topology of GPU0 GPU1 below:\n" + _read("topo/017-2x5090-phb-tabs.txt")
+    assert parse_topo(text) == parse_topo(_read("topo/017-2x5090-phb-tabs.txt"))

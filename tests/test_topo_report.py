@@ -10,7 +10,15 @@ import pytest
 from rich.console import Console
 
 from rigcheck.model import GpuPair, TopoGpu, TopoMatrix
-from rigcheck.model.topo import sorted_pairs, summarize_topology, topo_document, topology_from_pairs
+from rigcheck.model.topo import (
+    TopoDocument,
+    snapshot_topo_document,
+    sorted_pairs,
+    summarize_topology,
+    topo_document,
+    topology_from_pairs,
+)
+from rigcheck.probe.from_file import load_file
 from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
 from rigcheck.report.topo import topo_html, topo_markdown, topology_renderable
 
@@ -39,10 +47,14 @@ def _as_json(topo: TopoMatrix, pairs: list[GpuPair]) -> dict[str, object]:
     return doc
 
 
-def _text(topo: TopoMatrix, pairs: list[GpuPair]) -> str:
+def _render(doc: TopoDocument) -> str:
     console = Console(record=True, width=120, color_system=None)
-    console.print(topology_renderable(topo_document(topo, pairs)))
+    console.print(topology_renderable(doc))
     return console.export_text()
+
+
+def _text(topo: TopoMatrix, pairs: list[GpuPair]) -> str:
+    return _render(topo_document(topo, pairs))
 
 
 def test_dict_for_3xa6000_is_exact() -> None:
@@ -163,6 +175,12 @@ def test_explanations_are_one_sentence_everywhere() -> None:
             "2 GPUs over PIX: no NVLink; DDP is fine, ZeRO will be limited by PCIe through a switch",
         ),
         ("h100-vm/topo-m.txt", "1 GPU: no GPU pairs, so nothing travels between GPUs"),
+        (
+            "topo/026-8xv100-sxm2-hybrid-cube-mesh-nv1-nv2-nic.txt",
+            "8 GPUs: NVLink (NV2/NV1) for 16 of 28 pairs, the rest over SYS: the NVLink pairs close a ring through "
+            "every GPU, so NCCL builds its rings (and trees) over the NVLink links, several at once to use them all; "
+            "the pairs without NVLink carry none of the collective, so the slowest path does not limit it",
+        ),
     ],
 )
 def test_summary(rel: str, summary: str) -> None:
@@ -224,11 +242,12 @@ def test_topology_from_pairs() -> None:
         "link": None,
         "kind": None,
         "nvlinks": None,
-        "explanation": "GPU0 and GPU2: the link between them is unknown.",
+        "explanation": "GPU0 and GPU2: the link between them is not in this input.",
     }
     assert doc["summary"] == (
         "3 GPUs: NVLink (NV12) for 1 of 3 pairs, the rest over SYS; collectives run at the slowest path, "
-        "so ZeRO will be limited by the link between CPU sockets; 1 pair unknown"
+        "so ZeRO will be limited by the link between CPU sockets; 1 pair not in this input (save "
+        "`nvidia-smi topo -m > topo.txt` on the machine and add it with another `--from topo.txt`)"
     )
     assert [(p.a, p.b) for p in sorted_pairs(pairs)] == [(0, 1), (1, 2), (0, 2)]
     text = _text(topo, pairs)
@@ -257,3 +276,71 @@ def test_markdown_and_html_say_what_the_terminal_says() -> None:
     doc.gpus[0].cpu_affinity = "<b>0-31</b>"
     assert "&lt;b&gt;0-31&lt;/b&gt;" in topo_html(doc)
     assert "<b>0-31</b>" not in topo_html(doc)
+
+
+# --- honest sentences where the input has no links --------------------------------------------------------------
+
+
+def _doctor_topology(rel: str) -> TopoDocument:
+    doc = snapshot_topo_document(load_file(str(CORPUS / rel)), affinities=False)
+    assert doc is not None
+    return doc
+
+
+def test_gpus_without_links_say_the_topology_is_missing_not_that_nothing_travels() -> None:
+    # nvlink/001 alone: 8 V100s, 28 pairs, no topo -m. No "?" grid, no "no GPU pairs" sentence.
+    doc = _doctor_topology("nvlink/001-8xv100-6links-25.781.txt")
+    assert doc.summary == (
+        "8 GPUs: how they are linked is not in this input (save `nvidia-smi topo -m > topo.txt` on the machine and "
+        "add it with another `--from topo.txt`); NVLink state: 6 of 6 links active on each of 8 GPUs"
+    )
+    text = " ".join(_render(doc).split())
+    assert "nothing travels" not in text
+    assert " ? " not in text
+    assert "GPU0 X" not in text  # no matrix drawn
+    md = topo_markdown(doc)
+    assert "| **GPU0** |" not in md
+    assert doc.summary in md
+    html = topo_html(doc)
+    assert 'class="topo"' not in html
+    assert "how they are linked is not in this input" in html
+    # the same matrix without link state (as `rigcheck topo` builds it from the pairs alone)
+    bare = topo_document(topology_from_pairs(3, [], []), [])
+    assert bare.summary.startswith("3 GPUs: how they are linked is not in this input (save `nvidia-smi topo -m")
+
+
+def test_bridged_pair_from_link_state_is_counted_and_marked() -> None:
+    # nvlink/002 alone: the A6000 bridge pair is known from link state; the pairs with GPU2 are not in the input.
+    doc = _doctor_topology("nvlink/002-3xa6000-bridge-pair-third-inactive.txt")
+    assert doc.matrix == [["X", "NV4", "?"], ["NV4", "X", "?"], ["?", "?", "X"]]
+    nv = next(p for p in doc.pairs if p.link == "NV4")
+    assert (nv.a, nv.b, nv.kind, nv.nvlinks) == (0, 1, "nvlink", 4)
+    assert nv.explanation.endswith("(known from the GPUs' NVLink state, not from a topology matrix).")
+    assert doc.summary.startswith(
+        "3 GPUs: NVLink (NV4) for 1 of 3 pairs (GPU0-GPU1: known from the GPUs' NVLink state, not from a topology "
+        "matrix); 2 pairs not in this input (save `nvidia-smi topo -m"
+    )
+    assert doc.summary.endswith("NVLink state (active/reported links): GPU0 4/4, GPU1 4/4, GPU2 0/4")
+    text = " ".join(_render(doc).split())
+    assert "? GPU pairs 0–2, 1–2: the link between them is not in this input." in text
+    assert "not a link code" not in text
+
+
+def test_a_matrix_from_topo_m_wins_over_link_state() -> None:
+    doc = _doctor_topology("topo/014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt")
+    assert doc.matrix == [["X", "NV4", "NODE"], ["NV4", "X", "NODE"], ["NODE", "NODE", "X"]]
+    assert "NVLink state" not in doc.summary
+
+
+def test_pairs_of_a_lost_gpu_are_unknown_for_that_reason_and_one_gpu_keeps_its_grid() -> None:
+    snaps = Path(__file__).parent / "fixtures" / "snapshots"
+    lost = snapshot_topo_document(load_file(str(snaps / "gpu-lost.json")))
+    assert lost is not None
+    assert lost.summary == "4 GPUs: NVLink (NV4) for 3 of 6 pairs; 3 pairs unknown (gpu_lost)"
+    assert "topo -m" not in lost.summary  # a saved matrix would not bring a lost GPU back
+    assert "? GPU pairs 0–2, 1–2, 2–3: the link between them is unknown (gpu_lost)." in " ".join(_render(lost).split())
+    one = snapshot_topo_document(load_file(str(snaps / "consumer-power-not-supported.json")))
+    assert one is not None
+    text = _render(one)
+    assert "GPU0   X" in text  # a one-GPU matrix misses no pair: it is drawn
+    assert one.summary == "1 GPU: no GPU pairs, so nothing travels between GPUs"

@@ -60,18 +60,36 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _BAD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 # A peer as printed: the rank, then the device in brackets: a CUDA/NVML index ("1") or a PCI bus id ("cb000").
-_PEER = r"(?P<{r}>\d+)\[(?P<{d}>[0-9A-Fa-fx:.]+)\]"
-# The transport: "P2P/IPC/read", "SHM/direct/direct", "NET/IB/0(8)/GDRDMA(PCI)/Shared", "P2P/direct pointer".
-_TRANSPORT = r"(?P<transport>[A-Z][A-Za-z0-9]*(?:/(?:direct pointer|common device|[A-Za-z0-9_.()+-]+))*)"
+# NCCL 2.4's NET lines print the ranks alone ("Ring 00 : 3 -> 10 [send] via NET/IB/0/GDRDMA").
+_PEER = r"(?P<{r}>\d+)(?:\[(?P<{d}>[0-9A-Fa-fx:.]+)\])?"
+# The transport after "via", as printed: "P2P/IPC/read", "SHM/direct/direct", "NET/IB/0(8)/GDRDMA(PCI)/Shared",
+# "P2P/direct pointer", "NET/AWS Libfabric/0/GDRDMA" (a plugin's name may hold a space), "COLLNET/SHARP/1/GDRDMA",
+# and NCCL 2.4-2.7's shared memory, "direct shared memory". RCCL appends " comm 0x... nRanks N": not part of it.
+_PART = r"[A-Za-z0-9_.()+-]+"
+_MORE = r"(?: (?!comm\b|nRanks\b)[A-Za-z][A-Za-z0-9_.()+-]*)*"  # "direct pointer", "AWS Libfabric"
+_TRANSPORT = rf"(?P<transport>direct shared memory|[A-Z][A-Za-z0-9]*(?:/{_PART}{_MORE})*)"
 _CHANNEL = re.compile(
     r"\b(?P<keyword>Channel|Ring) (?P<channel>\d+)(?:/(?P<conn>\d+))? : "
     + _PEER.format(r="from_rank", d="from_device")
     + r" -> "
     + _PEER.format(r="to_rank", d="to_device")
     + r"(?: \[(?P<direction>send|receive)\])?"
-    + r" via "
+    + r" +via "
     + _TRANSPORT
 )
+# A rank's connection to the in-network reduction: "CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA"
+# (NCCL 2.12+), "CollNet 00 : 3 [send] via ..." and "Coll 00 : 3 [send] via ..." before (src/transport/coll_net.cc).
+_COLLNET = re.compile(
+    r"\b(?:CollNet|Coll) (?P<channel>\d+)(?:/(?P<conn>\d+))? : "
+    + _PEER.format(r="from_rank", d="from_device")
+    + r" \[(?P<direction>send|receive)\] +via "
+    + _TRANSPORT
+)
+# NVLink SHARP set up for a communicator (NCCL 2.17+): it has no "via" line of its own (src/transport/nvls.cc,
+# src/init.cc): "NVLS comm 0x... headRank 0 nHeads 8 ...", "Connected NVLS tree", "16 nvls channels".
+_NVLS = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank\b|\bConnected NVLS\b|\b[1-9]\d* nvls channels\b")
+# P2P unavailable between two GPUs (not turned off): "Could not enable P2P between dev 1(=3d000) and dev 0(=1a000)".
+_P2P_UNAVAILABLE = re.compile(r"\bCould not enable P2P between dev (?P<a>\d+)\S* and dev (?P<b>\d+)")
 _VERSION = re.compile(r"\bNCCL version (?P<version>\d+\.\d+\.\d+)(?:[-+](?P<suffix>[A-Za-z0-9_.+-]*))?")
 _ENV = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>[^\s]+?)\.?(?=\s|$)")
 _NRANKS = re.compile(r"\bn[Rr]anks (?P<n>\d+)\b")
@@ -95,7 +113,10 @@ TRANSPORT_KINDS: dict[str, str] = {
 
 
 def transport_kind(transport: str) -> str:
-    """The family of a transport string: "P2P/IPC/read" -> "P2P", "NET/IB/1" -> "NET"."""
+    """The family of a transport string: "P2P/IPC/read" -> "P2P", "NET/IB/1" -> "NET", "direct shared memory" ->
+    "SHM" (NCCL 2.4-2.7's name for the shared-memory transport)."""
+    if transport.startswith("direct shared memory"):
+        return "SHM"
     head = transport.split("/", 1)[0]
     return TRANSPORT_KINDS.get(head.upper(), head.upper())
 
@@ -136,6 +157,39 @@ def _p2p_verdict(
     return None, "no NCCL_P2P_DISABLE line and no P2P channel: the log cannot tell"
 
 
+def _direction(text: str | None) -> Direction | None:
+    if text == "send":
+        return "send"
+    if text == "receive":
+        return "receive"
+    return None
+
+
+def _channel_lines(line: str, lineno: int) -> list[ChannelLine]:
+    """Every connection a line prints, in order: "Channel/Ring ... -> ... via T" and "CollNet ... [send] via T"."""
+    matches = sorted([*_CHANNEL.finditer(line), *_COLLNET.finditer(line)], key=lambda m: m.start())
+    out: list[ChannelLine] = []
+    for m in matches:
+        groups = m.groupdict()
+        conn, to_rank = groups["conn"], groups.get("to_rank")
+        out.append(
+            ChannelLine(
+                channel=groups["channel"] + (f"/{conn}" if conn is not None else ""),
+                channel_id=int(groups["channel"]),
+                conn_index=int(conn) if conn is not None else None,
+                from_rank=int(groups["from_rank"]),
+                from_device=groups["from_device"],
+                to_rank=int(to_rank) if to_rank is not None else None,
+                to_device=groups.get("to_device"),
+                transport=groups["transport"],
+                kind=transport_kind(groups["transport"]),
+                direction=_direction(groups["direction"]),
+                line=lineno,
+            )
+        )
+    return out
+
+
 def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
     """Parse an NCCL_DEBUG=INFO log (any NCCL 2.4 - 2.28, any launcher's prefixes, other output mixed in).
 
@@ -151,34 +205,17 @@ def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
     env: dict[str, str] = {}
     env_values: dict[str, list[str]] = {}
     disabled_text_line: int | None = None
+    nvls_line: int | None = None  # where NCCL set up NVLink SHARP
+    unavailable: str | None = None  # where NCCL said P2P could not be enabled
     nccl_lines = 0
 
     for lineno, line in enumerate(_normalise(text), start=1):
         marked = _NCCL_MARK.search(line) is not None
-        found_channel = False
-        for m in _CHANNEL.finditer(line):
-            found_channel = True
-            direction: Direction | None = None
-            if m.group("direction") == "send":
-                direction = "send"
-            elif m.group("direction") == "receive":
-                direction = "receive"
-            conn = m.group("conn")
-            channel = ChannelLine(
-                channel=m.group("channel") + (f"/{conn}" if conn is not None else ""),
-                channel_id=int(m.group("channel")),
-                conn_index=int(conn) if conn is not None else None,
-                from_rank=int(m.group("from_rank")),
-                from_device=m.group("from_device"),
-                to_rank=int(m.group("to_rank")),
-                to_device=m.group("to_device"),
-                transport=m.group("transport"),
-                kind=transport_kind(m.group("transport")),
-                direction=direction,
-                line=lineno,
-            )
+        found = _channel_lines(line, lineno)
+        found_channel = bool(found)
+        for channel in found:
             channels.append(channel)
-            ranks.update((channel.from_rank, channel.to_rank))
+            ranks.update(r for r in (channel.from_rank, channel.to_rank) if r is not None)
         if not (marked or found_channel):
             continue
         nccl_lines += 1
@@ -203,12 +240,20 @@ def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
             ranks.add(int(rm.group("rank")))
         if disabled_text_line is None and _P2P_DISABLED_TEXT.search(line) and "set by environment" not in line:
             disabled_text_line = lineno
+        if nvls_line is None and _NVLS.search(line):
+            nvls_line = lineno
+        if unavailable is None and (um := _P2P_UNAVAILABLE.search(line)) is not None:
+            unavailable = (
+                f"NCCL could not enable P2P between dev {um.group('a')} and dev {um.group('b')} (line {lineno})"
+            )
 
     if nccl_lines == 0:
         raise ParseError("no NCCL line found: expected a log written with NCCL_DEBUG=INFO", path=path)
 
-    kinds = {c.kind for c in channels}
+    kinds = {c.kind for c in channels} | ({"NVLS"} if nvls_line is not None else set())
     p2p_disabled, evidence = _p2p_verdict(env_values, kinds, disabled_text_line)
+    if p2p_disabled is None and unavailable is not None:
+        evidence = f"{unavailable}: P2P is unavailable between those GPUs, not turned off"
     version: str | None = None
     cuda: str | None = None
     if versions:
@@ -298,6 +343,7 @@ def _null_reasons(values: dict[str, object], p2p_evidence: str) -> dict[str, str
 P2P_LABEL = "P2P (NVLink or PCIe peer-to-peer)"
 SHM_LABEL = "SHM (through host memory)"
 SINGLE_RANK_LABEL = "none (single rank)"
+OTHER_LABELS = {"COLLNET": "CollNet (in-network reduction)", "NVLS": "NVLS (NVLink SHARP)"}
 
 
 def _net_labels(transports: Iterable[str]) -> list[str]:
@@ -324,7 +370,7 @@ def _describe(transport_kinds: Iterable[str], nranks: int | None, transports: It
         parts.append(SHM_LABEL)
     if "NET" in kinds:
         parts.extend(_net_labels(transports))
-    parts.extend(sorted(kinds - {"P2P", "SHM", "NET"}))
+    parts.extend(OTHER_LABELS.get(kind, kind) for kind in sorted(kinds - {"P2P", "SHM", "NET"}))
     return " + ".join(parts)
 
 

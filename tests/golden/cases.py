@@ -50,6 +50,8 @@ def cases() -> list[Case]:
         + _files(f"{CORPUS}/smi-q/*.txt")
         + _files(f"{CORPUS}/smi-xml/*.xml")
         + _files(f"{CORPUS}/nvlink/*.txt")
+        + _files(f"{CORPUS}/smi-err/*.txt")
+        + _files(f"{CORPUS}/driver-errors/*.txt")
         + [f"{CORPUS}/h100-vm/{n}" for n in ("q.txt", "q.xml", "nvidia-smi.txt", "nvlink-s.txt", "topo-m.txt")]
     )
     out: list[Case] = []
@@ -66,8 +68,11 @@ def cases() -> list[Case]:
             out.append(Case(f"{cmd}--{_stem(src)}.txt", (cmd, "--from", src)))
     for src in _files(f"{CORPUS}/topo/*.txt")[:6]:
         out.append(Case(f"topo--{_stem(src)}.txt", ("topo", "--from", src)))
-    for src in [*_files(f"{CORPUS}/nccl-log/*.txt"), *_files(f"{FIX}/nccl-extra/*.txt"),
-                f"{CORPUS}/h100-vm/nccl-info-1rank-gpt2-ddp.txt"]:
+    for src in [
+        *_files(f"{CORPUS}/nccl-log/*.txt"),
+        *_files(f"{FIX}/nccl-extra/*.txt"),
+        f"{CORPUS}/h100-vm/nccl-info-1rank-gpt2-ddp.txt",
+    ]:
         out.append(Case(f"nccl-log--{_stem(src)}.json", ("nccl-log", src, "--json")))
         out.append(Case(f"nccl-log--{_stem(src)}.txt", ("nccl-log", src)))
     traces = [*_files(f"{CORPUS}/telemetry/*.csv"), *_files(f"{FIX}/traces/*.csv"), f"{CORPUS}/h100-vm/query.csv"]
@@ -96,6 +101,49 @@ def cases() -> list[Case]:
     for name, args in power_plans.items():
         out.append(Case(f"power-plan--{name}.json", ("power", "plan", *args, "--json")))
         out.append(Case(f"power-plan--{name}.txt", ("power", "plan", *args)))
+    # several --from files combined into one snapshot (probe/merge.py); same machine unless the name says not
+    combined = {
+        "h100-xml-topo": ("doctor", f"{CORPUS}/h100-vm/q.xml", f"{CORPUS}/h100-vm/topo-m.txt"),
+        "h100-all": (
+            "snapshot",
+            *(f"{CORPUS}/h100-vm/{n}" for n in ("q.xml", "topo-m.txt", "nvlink-s.txt", "q.txt", "topo-p2p-r.txt")),
+        ),
+        "3xa6000-topo-nvlink": (
+            "doctor",
+            f"{CORPUS}/topo/014-3xa6000-nv4-bridge-pair-plus-pcie-ansi.txt",
+            f"{CORPUS}/nvlink/002-3xa6000-bridge-pair-third-inactive.txt",
+        ),
+        "4xada-table-topo": (
+            "snapshot",
+            f"{CORPUS}/smi/001-4x-rtx6000ada-575-truncated-names.txt",
+            f"{CORPUS}/topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt",
+        ),
+        "h100-table-q": (
+            "power",
+            f"{CORPUS}/smi/003-1xh100-545.txt",
+            f"{CORPUS}/smi-q/001-1xh100-545-full-event-reasons-tlimit.txt",
+        ),
+        "2x5090-topo-p2p": (
+            "topo",
+            f"{CORPUS}/topo/017-2x5090-phb-tabs.txt",
+            f"{CORPUS}/topo-p2p/201-2x5090-p2p-rw-gns-tabs-dr-legend.txt",
+        ),
+        "a5000-xml-nv2-topo-two-machines": (
+            "doctor",
+            f"{CORPUS}/smi-xml/005-2xa5000-590-v13.xml",
+            f"{CORPUS}/topo/006-2gpu-nv2-minimal-no-legend.txt",
+        ),
+        "refused-two-machines": (
+            "doctor",
+            f"{CORPUS}/smi/002-2x2080ti-550.txt",
+            f"{CORPUS}/smi-xml/005-2xa5000-590-v13.xml",
+        ),
+    }
+    for name, (cmd, *files) in combined.items():
+        argv = (cmd, *(a for f in files for a in ("--from", f)))
+        out.append(Case(f"{cmd}--combined-{name}.json", argv if cmd == "snapshot" else (*argv, "--json")))
+    two_2080ti = ("--from", f"{CORPUS}/smi/002-2x2080ti-550.txt", "--from", f"{CORPUS}/topo/010-2x2080ti-pix-numa1.txt")
+    out.append(Case("doctor--combined-2x2080ti-table-topo.txt", ("doctor", *two_2080ti)))
     return out
 
 

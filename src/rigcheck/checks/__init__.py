@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from rigcheck.checks import health, p2p, pcie, power, software, thermal, topology
+from rigcheck.checks import gpus, health, nvlink, p2p, pcie, power, software, thermal, topology
+from rigcheck.checks.gpus import check_gpus
 from rigcheck.checks.health import check_health
+from rigcheck.checks.nvlink import check_nvlink
 from rigcheck.checks.p2p import check_p2p
 from rigcheck.checks.pcie import check_pcie
 from rigcheck.checks.power import check_power
@@ -27,6 +29,8 @@ CHECKS: dict[str, Check] = {
     "thermal": check_thermal,
     "pcie": check_pcie,
     "topology": check_topology,
+    "nvlink": check_nvlink,
+    "gpus": check_gpus,
     "p2p": check_p2p,
     "software": check_software,
 }
@@ -38,6 +42,8 @@ FINDING_IDS: dict[str, tuple[str, ...]] = {
     "thermal": thermal.FINDING_IDS,
     "pcie": pcie.FINDING_IDS,
     "topology": topology.FINDING_IDS,
+    "nvlink": nvlink.FINDING_IDS,
+    "gpus": gpus.FINDING_IDS,
     "p2p": p2p.FINDING_IDS,
     "software": software.FINDING_IDS,
 }
@@ -67,7 +73,9 @@ __all__ = [
     "CHECKS",
     "FINDING_IDS",
     "Check",
+    "check_gpus",
     "check_health",
+    "check_nvlink",
     "check_p2p",
     "check_pcie",
     "check_power",

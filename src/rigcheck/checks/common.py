@@ -30,6 +30,12 @@ LIFESPAN = "prolonged high temperatures shorten a GPU's life (the guide)"
 PROBLEMS = frozenset({Severity.WARN, Severity.FAIL, Severity.UNKNOWN})
 
 
+def read_live(snapshot: Snapshot) -> bool:
+    """Whether the snapshot was read from this machine just now (NVML), not from a file: only then can
+    "run rigcheck as root" get the reading that is missing."""
+    return snapshot.source.kind == "nvml" and snapshot.source.replayed_from is None
+
+
 def readable_gpus(snapshot: Snapshot) -> list[Gpu]:
     """The GPUs that were read; placeholders (read_error set) get only health.gpu-unreadable."""
     return [g for g in snapshot.gpus if g.read_error is None]

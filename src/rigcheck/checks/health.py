@@ -1,6 +1,7 @@
 """Health: can each GPU be read, is its memory sound, and are its modes right for training?
 
-Finding ids: health.no-gpu, health.gpu-unreadable, health.ok, health.ecc-uncorrected-volatile,
+Finding ids: health.no-gpu, health.driver-not-loaded, health.driver-version-mismatch, health.driver-unusable
+(rigcheck.checks.driver: no GPU to read), health.gpu-unreadable, health.ok, health.ecc-uncorrected-volatile,
 health.ecc-uncorrected-aggregate, health.remapped-rows-pending, health.remapped-rows-failure,
 health.retired-pages-pending, health.retired-pages-dbe, health.memory-errors-unavailable,
 health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disabled.
@@ -8,11 +9,12 @@ health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disa
 
 from __future__ import annotations
 
-from rigcheck.checks.common import gpu_finding, has_problem, host_finding, missing_text, why_missing
+from rigcheck.checks.common import gpu_finding, has_problem, missing_text, why_missing
+from rigcheck.checks.driver import DRIVER_IDS, absence_finding
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
 
 FINDING_IDS: tuple[str, ...] = (
-    "health.no-gpu",
+    *DRIVER_IDS,
     "health.gpu-unreadable",
     "health.ok",
     "health.ecc-uncorrected-volatile",
@@ -43,49 +45,51 @@ RETIRED_PAGES_WARN = 32
 NOT_APPLICABLE = frozenset({Missing.NOT_SUPPORTED, Missing.REPORTED_NA})
 
 
+# Findings that say a GPU, or every GPU, could not be read: every command that reads GPUs shows them and
+# exits 1 with them (a GPU gate never passes what it could not see).
+UNREADABLE_IDS: frozenset[str] = frozenset({*DRIVER_IDS, "health.gpu-unreadable"})
+
+
 def check_health(snapshot: Snapshot) -> list[Finding]:
-    if not snapshot.gpus:
-        reason = snapshot.gpu_absent_reason or "no GPU in the snapshot"
-        return [
-            host_finding(
-                "health.no-gpu",
-                Severity.UNKNOWN,
-                f"no NVIDIA GPU found: {reason}",
-                measured="0 GPUs",
-                expected=">= 1 NVIDIA GPU",
-                advice=(
-                    "check `nvidia-smi`; install or load the NVIDIA driver (`lsmod | grep nvidia`); in a container, "
-                    "pass the GPUs in (`--gpus all`)"
-                ),
-                source="nvml.h nvmlInit / nvmlDeviceGetCount",
-            )
-        ]
+    absent = absence_finding(snapshot)
+    out: list[Finding] = [absent] if absent is not None else []
     windows = "windows" in (snapshot.host.os or "").lower()
-    out: list[Finding] = []
     for gpu in snapshot.gpus:
         if gpu.read_error is not None:
-            detail = f": {gpu.read_error_detail}" if gpu.read_error_detail else ""
-            out.append(
-                gpu_finding(
-                    gpu,
-                    "health.gpu-unreadable",
-                    Severity.FAIL,
-                    f"the GPU could not be read ({gpu.read_error.value}){detail}",
-                    measured=gpu.read_error.value,
-                    expected="readable",
-                    advice=(
-                        "a GPU that fell off the bus needs a reset or reboot (`nvidia-smi -r -i N` where allowed); "
-                        "check `dmesg` for Xid 79 (fallen off the bus), reseat the card, and check its power cables "
-                        "and the PSU"
-                        if gpu.read_error is Missing.GPU_LOST
-                        else "check `dmesg` for Xid errors and `nvidia-smi -q -i N`"
-                    ),
-                    source="nvml.h NVML_ERROR_GPU_IS_LOST and friends; NVIDIA Xid Errors guide (Xid 79)",
-                )
-            )
+            out.append(_unreadable(gpu))
             continue
         out += _check_gpu(gpu, windows=windows)
     return out
+
+
+def _unreadable(gpu: Gpu) -> Finding:
+    reason = gpu.read_error or Missing.ERROR
+    detail = f": {gpu.read_error_detail}" if gpu.read_error_detail else ""
+    if reason is Missing.GPU_LOST:
+        advice = (
+            "a GPU that fell off the bus needs a reset or reboot (`nvidia-smi -r -i N` where allowed); check `dmesg` "
+            "for Xid 79 (fallen off the bus), reseat the card, and check its power cables and the PSU"
+        )
+    elif reason is Missing.NO_PERMISSION:
+        advice = "run as root, or check the permissions of /dev/nvidia* (`ls -l /dev/nvidia*`)"
+    elif reason is Missing.TRUNCATED:
+        # Fail closed: a GPU the saved output was cut before is a GPU nobody has checked.
+        advice = "the saved output ends before this GPU's readings: save the whole output again and read that"
+    else:
+        advice = (
+            "`nvidia-smi -q -i N` shows ERR! where NVML fails; check `sudo dmesg | grep -i -e nvrm -e xid` for the "
+            "driver's reason, and reset the GPU or reboot"
+        )
+    return gpu_finding(
+        gpu,
+        "health.gpu-unreadable",
+        Severity.FAIL,
+        f"the GPU could not be read ({reason.value}){detail}",
+        measured=reason.value,
+        expected="readable",
+        advice=advice,
+        source="nvml.h NVML_ERROR_GPU_IS_LOST and friends; NVIDIA Xid Errors guide (Xid 79)",
+    )
 
 
 def _memory(gpu: Gpu) -> list[Finding]:

@@ -12,6 +12,7 @@ from rigcheck.checks.common import (
     host_finding,
     list_names,
     pair_finding,
+    read_live,
     readable_gpus,
 )
 from rigcheck.model import Finding, Gpu, GpuPair, P2PStatus, PcieHop, Severity, Snapshot, pair_subject
@@ -59,6 +60,16 @@ def _path_for(snapshot: Snapshot, gpu: Gpu) -> list[PcieHop] | None:
         if _norm_bdf(key) == want:
             return path
     return None
+
+
+def _acs_advice(snapshot: Snapshot) -> str:
+    """Root reads the bridges' ACS control live; a file cannot be re-read, so say what to run on the machine."""
+    lspci = "`sudo lspci -vvv | grep ACSCtl`"
+    if read_live(snapshot):
+        return f"run rigcheck as root to read the bridges' ACS control (or {lspci})"
+    if snapshot.source.kind == "nvml":  # a replayed live snapshot
+        return f"take the snapshot again as root (`sudo rigcheck snapshot`) on the machine, or run {lspci} there"
+    return f"this input does not hold the PCIe bridges' ACS state: on the machine, run {lspci}"
 
 
 def _bad(pair: GpuPair) -> list[str]:
@@ -200,7 +211,7 @@ def check_p2p(snapshot: Snapshot) -> list[Finding]:
                 f"PCIe ACS state not readable for {len(unreadable)} GPU{'s' if len(unreadable) != 1 else ''}: "
                 f"{list_names(unreadable)}",
                 measured=list_names(unreadable),
-                advice="run rigcheck as root to read the bridges' ACS control (`sudo lspci -vvv | grep ACSCtl`)",
+                advice=_acs_advice(snapshot),
                 source=ACS_SOURCE,
             )
         )

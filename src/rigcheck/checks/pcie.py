@@ -7,7 +7,7 @@ pcie.replays.
 from __future__ import annotations
 
 from rigcheck.checks.common import fmt, gpu_finding, has_problem, is_idle, missing_text, readable_gpus
-from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
+from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
 
 FINDING_IDS: tuple[str, ...] = (
@@ -26,6 +26,9 @@ FINDING_IDS: tuple[str, ...] = (
 REPLAY_WARN = 100
 
 LINK_SOURCE = "nvml.h nvmlDeviceGetCurrPcieLinkGeneration/Width, nvmlDeviceGetMaxPcieLinkGeneration/Width"
+# GPUs drop the link to a lower generation at idle and raise it under load (the width stays as trained), so a
+# link is costed at its max generation and its current width (facts/pcie.gpu_pcie_link).
+IDLE_GEN = "nvidia-smi(1), GPU Link Info: the current generation and width may be reduced while the GPU is not in use"
 
 
 def _gbps(gen: int | None, width: int | None) -> float | None:
@@ -74,7 +77,9 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             )
         )
 
+    top = gen_max if gen_max is not None else gen
     if width is not None and width_max is not None and width < width_max:
+        now_bw, full_bw = _gbps(top, width), _gbps(top, width_max)
         out.append(
             gpu_finding(
                 gpu,
@@ -82,8 +87,8 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
                 Severity.WARN,
                 f"PCIe link trained at x{width} of x{width_max}"
                 + (
-                    f": ~{fmt(now_bw, 'GB/s', 1)} of ~{fmt(full_bw, 'GB/s', 1)} per direction"
-                    if (now_bw := _gbps(gen, width)) is not None and (full_bw := _gbps(gen, width_max)) is not None
+                    f": ~{fmt(now_bw, 'GB/s', 1)} of ~{fmt(full_bw, 'GB/s', 1)} per direction at Gen{top}"
+                    if now_bw is not None and full_bw is not None
                     else ""
                 ),
                 measured=f"x{width}",
@@ -97,15 +102,9 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             )
         )
 
-    if gen is not None and gen_max is not None and gen < gen_max:
-        idle = is_idle(gpu)
-        if idle:
-            severity = Severity.INFO
-            why = "possibly idle power saving (the GPU is idle; the link speeds up under load)"
-            advice = (
-                "re-check under load: `nvidia-smi -q -d PCI` while training; a link stuck below max then is a problem"
-            )
-        elif idle is None:
+    idle = is_idle(gpu)
+    if gen is not None and gen_max is not None and gen < gen_max and not idle:
+        if idle is None:
             severity = Severity.INFO
             why = "possibly idle power saving (whether the GPU is busy is not known)"
             advice = (
@@ -169,16 +168,19 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
         )
 
     if not has_problem(out) and None not in (gen, gen_max, width, width_max):
+        link = gpu_pcie_link(gpu)
+        bw = f" (~{fmt(link.gbps, 'GB/s', 1)} per direction)" if link is not None and link.gbps is not None else ""
+        downshift = f"; Gen{gen} now: idle power saving, it rises under load" if gen != gen_max else ""
         out.append(
             gpu_finding(
                 gpu,
                 "pcie.ok",
                 Severity.OK,
-                f"PCIe Gen{gen} x{width} (max Gen{gen_max} x{width_max}){_bw(gen, width)}"
+                f"PCIe Gen{gen_max} x{width} (max Gen{gen_max} x{width_max}){bw}{downshift}"
                 + (f", {replays} replays" if replays is not None else ""),
                 measured=f"Gen{gen} x{width}",
                 expected=f"Gen{gen_max} x{width_max}",
-                source=LINK_SOURCE,
+                source=LINK_SOURCE + (f"; {IDLE_GEN}" if downshift else ""),
             )
         )
     return out

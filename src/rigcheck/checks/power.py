@@ -41,6 +41,9 @@ LIMIT_TOLERANCE = 0.01
 # rigcheck's threshold: NVML's power reading is an average over ~1 s (nvml.h nvmlDeviceGetPowerUsage), so a
 # capped card reads a little under its limit.
 AT_CAP_FRACTION = 0.95
+# The software power cap holds clocks down only where the card draws near its limit: with the flag set at under
+# half the limit (an idle card) nothing is held back. rigcheck's threshold.
+CAP_FLAG_ONLY_FRACTION = 0.5
 # A power brake held for at least this long since the driver loaded is more than a single transient event.
 # rigcheck's threshold.
 BRAKE_HISTORY_WARN_US = 1e6
@@ -58,6 +61,51 @@ def check_power(snapshot: Snapshot) -> list[Finding]:
     for gpu in readable_gpus(snapshot):
         findings += _check_gpu(gpu)
     return findings
+
+
+def _capped_now(gpu: Gpu, draw: float | None, cap: float | None, *, idle: bool | None, at_max: bool) -> Finding:
+    """The `sw_power_cap` reason active now: throttling only when the card draws near its limit."""
+    draw_text = f" drawing {fmt(draw, 'W')}" if draw is not None else ""
+    cap_text = f" of {fmt(cap, 'W')}" if cap is not None else ""
+    share = f" ({draw / cap:.0%})" if draw is not None and cap else ""
+    far_below = draw is not None and cap is not None and cap > 0 and draw < CAP_FLAG_ONLY_FRACTION * cap
+    source = f"{NVML_REASONS}: nvmlClocksEventReasonSwPowerCap"
+    if idle or far_below:
+        return gpu_finding(
+            gpu,
+            "power.capped-now",
+            Severity.INFO,
+            f"the sw_power_cap reason is set while{draw_text}{cap_text}{share}"
+            + (", idle" if idle else "")
+            + ": not throttling, the card is far below its power limit",
+            measured=f"sw_power_cap set{draw_text}{cap_text}",
+            expected="throttling only when drawing near the limit",
+            advice="nothing to do now; what matters is whether the cap holds the clocks under load (`rigcheck burn`)",
+            source=f"{source}; the {CAP_FLAG_ONLY_FRACTION:.0%} cut is rigcheck's",
+        )
+    if at_max:
+        # The card is at its design cap and the limit cannot go higher: nothing to change on this box.
+        severity = Severity.INFO
+        advice = (
+            "the limit is already at the card's maximum, so this is the card's design cap under full load; "
+            "if clocks drop far, check cooling (hotter silicon draws more power at the same clock)"
+        )
+    else:
+        severity = Severity.WARN
+        advice = (
+            "power-limited under load: if the limit was lowered, raise it toward the default or maximum "
+            f"(`sudo nvidia-smi -i {gpu.index} -pl WATTS`), provided the PSU has the unused watts (the guide)"
+        )
+    return gpu_finding(
+        gpu,
+        "power.capped-now",
+        severity,
+        f"software power cap active:{draw_text}{cap_text}, clocks reduced to stay under the limit",
+        measured=f"sw_power_cap active{draw_text}{cap_text}",
+        expected="not active under load",
+        advice=advice,
+        source=source,
+    )
 
 
 def _check_gpu(gpu: Gpu) -> list[Finding]:
@@ -153,36 +201,13 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             )
         )
     if "sw_power_cap" in reasons:
-        draw_text = f" drawing {fmt(draw, 'W')}" if draw is not None else ""
-        cap_text = f" of {fmt(cap, 'W')}" if cap is not None else ""
-        at_max = max_limit is not None and set_limit is not None and set_limit >= max_limit
-        if idle:
-            severity = Severity.INFO
-            advice = "the card is idle, so this costs nothing now; re-check under load"
-        elif at_max:
-            # The card is at its design cap and the limit cannot go higher: nothing to change on this box.
-            severity = Severity.INFO
-            advice = (
-                "the limit is already at the card's maximum, so this is the card's design cap under full load; "
-                "if clocks drop far, check cooling (hotter silicon draws more power at the same clock)"
-            )
-        else:
-            severity = Severity.WARN
-            advice = (
-                "power-limited under load: if the limit was lowered, raise it toward the default or maximum "
-                f"(`sudo nvidia-smi -i {gpu.index} -pl WATTS`), provided the PSU has the unused watts (the guide)"
-            )
         out.append(
-            gpu_finding(
+            _capped_now(
                 gpu,
-                "power.capped-now",
-                severity,
-                f"software power cap active:{draw_text}{cap_text}, clocks reduced to stay under the limit"
-                + (" (GPU idle)" if idle else ""),
-                measured=f"sw_power_cap active{draw_text}{cap_text}",
-                expected="not active under load",
-                advice=advice,
-                source=f"{NVML_REASONS}: nvmlClocksEventReasonSwPowerCap",
+                draw,
+                cap,
+                idle=idle,
+                at_max=max_limit is not None and set_limit is not None and set_limit >= max_limit,
             )
         )
     elif draw is not None and cap is not None and cap > 0 and draw >= AT_CAP_FRACTION * cap:
@@ -219,15 +244,20 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
         )
     cap_us = num(durations.get("sw_power_cap"))
     if cap_us is not None and cap_us > 0:
+        low_now = draw is not None and cap is not None and cap > 0 and draw < CAP_FLAG_ONLY_FRACTION * cap
         out.append(
             gpu_finding(
                 gpu,
                 "power.cap-history",
                 Severity.INFO,
-                f"the software power cap has held the clocks for {seconds(cap_us)} since the driver loaded",
+                f"the software power cap reason has been set for {seconds(cap_us)} since the driver loaded",
                 measured=seconds(cap_us),
                 advice=(
-                    "expected on a card that runs at its limit under load; if the limit is below the default, "
+                    f"the counter also runs while the card draws far below its limit, as now ({fmt(draw, 'W')} of "
+                    f"{fmt(cap, 'W')}), when the cap holds nothing back: it is not time lost to throttling by itself; "
+                    "`rigcheck burn` shows whether the cap holds the clocks under load"
+                    if low_now and draw is not None and cap is not None
+                    else "expected on a card that runs at its limit under load; if the limit is below the default, "
                     "this time is speed lost to the cap"
                 ),
                 source="nvidia-smi -q 'Clocks Event Reasons Counters: SW Power Capping' "

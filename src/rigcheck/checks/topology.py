@@ -1,7 +1,8 @@
 """Topology: how the GPUs reach each other (the guide's "Multi-GPU Connectivity" section).
 
 Finding ids: topology.single-gpu, topology.summary, topology.nvlink, topology.pcie-only, topology.cross-numa,
-topology.mixed-links, topology.nvlink-down, topology.link-unknown.
+topology.mixed-links, topology.nvlink-mesh, topology.link-unknown, topology.nic-cross-socket. The links of each
+GPU's own NVLinks (up or down) are checks/nvlink.py's.
 """
 
 from __future__ import annotations
@@ -11,15 +12,17 @@ from dataclasses import dataclass
 
 from rigcheck.checks.common import (
     GUIDE_CONNECTIVITY,
-    gpu_finding,
     host_finding,
     list_names,
     pair_finding,
     plural,
     readable_gpus,
 )
+from rigcheck.checks.topology_nics import nic_findings
 from rigcheck.facts.legend import KIND_MEANING, LEGEND_SOURCE, kind_of, lookup, nvlink_count, rank_of
 from rigcheck.model import Finding, LinkKind, Severity, Snapshot, pair_subject
+from rigcheck.model.links import link_state_text, nvlink_ring, pairs_with_link_state
+from rigcheck.model.topo import ADD_TOPOLOGY, FROM_LINK_STATE, NCCL_MESH, NCCL_MESH_SOURCE
 
 FINDING_IDS: tuple[str, ...] = (
     "topology.single-gpu",
@@ -28,8 +31,9 @@ FINDING_IDS: tuple[str, ...] = (
     "topology.pcie-only",
     "topology.cross-numa",
     "topology.mixed-links",
-    "topology.nvlink-down",
+    "topology.nvlink-mesh",
     "topology.link-unknown",
+    "topology.nic-cross-socket",
 )
 
 
@@ -47,6 +51,7 @@ class _Link:
     kind: LinkKind | None
     nvlinks: int | None
     missing_reason: str
+    from_link_state: bool = False
 
     @property
     def is_nvlink(self) -> bool:
@@ -92,9 +97,14 @@ def _matrix_code(snapshot: Snapshot, a: int, b: int) -> str | None:
 
 def _links(snapshot: Snapshot, indices: list[int]) -> list[_Link]:
     links: list[_Link] = []
+    inferred: set[tuple[int, int]] = set()
+    pairs = snapshot.pairs
+    if snapshot.topology is None:
+        pairs, inferred = pairs_with_link_state(readable_gpus(snapshot), snapshot.pairs)
+    by_pair = {(p.a, p.b): p for p in pairs}
     for i, a in enumerate(indices):
         for b in indices[i + 1 :]:
-            pair = snapshot.pair(a, b)
+            pair = by_pair.get((a, b))
             code = pair.link if pair is not None else None
             if code is None:
                 code = _matrix_code(snapshot, a, b)
@@ -109,7 +119,7 @@ def _links(snapshot: Snapshot, indices: list[int]) -> list[_Link]:
             else:
                 r = pair.missing.get("link") or pair.missing.get("kind")
                 reason = r.value if r is not None else "not recorded"
-            links.append(_Link(a, b, code, kind, nvlinks, reason))
+            links.append(_Link(a, b, code, kind, nvlinks, reason, (a, b) in inferred))
     return links
 
 
@@ -156,8 +166,9 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
                     link.b,
                     "topology.nvlink",
                     Severity.INFO,
-                    f"{link.label} ({count}): {KIND_MEANING['nvlink']}",
-                    measured=link.label,
+                    f"{link.label} ({count}): {KIND_MEANING['nvlink']}"
+                    + (f" ({FROM_LINK_STATE})" if link.from_link_state else ""),
+                    measured=link.label + (" (from NVLink state)" if link.from_link_state else ""),
                     advice="the fastest path: fine for DDP and for ZeRO/FSDP, which communicate every layer",
                     source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
                 )
@@ -187,7 +198,7 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
                 Severity.UNKNOWN,
                 f"link type unknown for {len(unknown)} of {len(links)} GPU pairs: {list_names(names)}",
                 measured=list_names(names),
-                advice="run `nvidia-smi topo -m` and pass it with `rigcheck topo --from FILE`",
+                advice=ADD_TOPOLOGY + " (rigcheck combines several --from files)",
                 source=LEGEND_SOURCE,
             )
         )
@@ -222,64 +233,88 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
     nv = [link for link in known if link.is_nvlink]
     pcie = [link for link in known if not link.is_nvlink]
     if nv and pcie:
-        out.append(
-            host_finding(
-                "topology.mixed-links",
-                Severity.WARN,
-                f"mixed links: {len(nv)} pairs on NVLink, {len(pcie)} on PCIe only "
-                f"({list_names([f'{p.subject} {p.label}' for p in pcie])})",
-                measured=f"NVLink: {list_names([p.subject for p in nv])}",
-                expected="every pair on the same kind of link",
-                advice=(
-                    "a collective over all GPUs runs at the speed of its slowest link, so the NVLink bridge helps "
-                    "little there; run jobs that talk a lot (ZeRO/FSDP, tensor parallel) on the NVLinked GPUs only "
-                    "(CUDA_VISIBLE_DEVICES), or bridge every pair"
-                ),
-                source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
-            )
+        out.append(_mixed_links(nv, pcie, indices, mesh=not unknown and nvlink_ring(indices, [(x.a, x.b) for x in nv])))
+
+    out.append(_summary(snapshot, indices, links=links, known=known, unknown=unknown, numa=numa))
+    out += nic_findings(snapshot, indices)
+    return out
+
+
+def _mixed_links(nv: list[_Link], pcie: list[_Link], indices: list[int], *, mesh: bool) -> Finding:
+    """Some pairs on NVLink, others not. Where the NVLink pairs close a ring through every GPU (DGX-1's hybrid
+    cube mesh) NCCL keeps collectives on NVLink: that is the design, worth an info; otherwise a ring over all
+    GPUs must cross the slower links, worth a warning."""
+    pcie_names = list_names([f"{p.subject} {p.label}" for p in pcie])
+    if mesh:
+        return host_finding(
+            "topology.nvlink-mesh",
+            Severity.INFO,
+            f"NVLink mesh: {len(nv)} pairs on NVLink, {len(pcie)} without ({pcie_names}); the NVLink pairs close a "
+            f"ring through all {len(indices)} GPUs",
+            measured=f"NVLink: {list_names([f'{p.subject} {p.label}' for p in nv])}",
+            expected="a ring of NVLink pairs through every GPU",
+            advice=(
+                f"{NCCL_MESH}; only point-to-point traffic between GPUs without NVLink (pipeline stages, a "
+                "tensor-parallel group that spans them) crosses the slower path: put such groups on NVLinked GPUs"
+            ),
+            source=f"{NCCL_MESH_SOURCE}; {LEGEND_SOURCE}",
         )
+    return host_finding(
+        "topology.mixed-links",
+        Severity.WARN,
+        f"mixed links: {len(nv)} pairs on NVLink, {len(pcie)} on PCIe only ({pcie_names})",
+        measured=f"NVLink: {list_names([p.subject for p in nv])}",
+        expected="every pair on the same kind of link",
+        advice=(
+            "the NVLink pairs do not close a ring through every GPU, so a collective over all GPUs (a ring "
+            "through each of them) crosses the slower links and runs at their speed: the NVLink bridge helps "
+            "little there; run jobs that talk a lot (ZeRO/FSDP, tensor parallel) on the NVLinked GPUs only "
+            "(CUDA_VISIBLE_DEVICES), or bridge every pair"
+        ),
+        source=f"{NCCL_MESH_SOURCE}; {LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+    )
 
-    for gpu in readable_gpus(snapshot):
-        links_of = gpu.nvlinks or []
-        states = [link.active for link in links_of if link.active is not None]
-        if states and not any(states):
-            out.append(
-                gpu_finding(
-                    gpu,
-                    "topology.nvlink-down",
-                    Severity.WARN,
-                    f"the card reports {len(links_of)} NVLinks but none is active",
-                    measured=f"0 of {len(links_of)} NVLinks active",
-                    expected="links active where a bridge or NVSwitch is fitted",
-                    advice=(
-                        "reseat the NVLink bridge (or check the NVSwitch fabric manager service on SXM systems: "
-                        "`systemctl status nvidia-fabricmanager`); ignore if this card has no bridge fitted"
-                    ),
-                    source="nvml.h nvmlDeviceGetNvLinkState (`nvidia-smi nvlink -s`)",
-                )
-            )
 
+def _summary(
+    snapshot: Snapshot,
+    indices: list[int],
+    *,
+    links: list[_Link],
+    known: list[_Link],
+    unknown: list[_Link],
+    numa: dict[int, str],
+) -> Finding:
+    nv = [link for link in known if link.is_nvlink]
+    pcie = [link for link in known if not link.is_nvlink]
     kinds = Counter(link.label for link in known)
     parts = [f"{n}x {code}" for code, n in sorted(kinds.items(), key=lambda kv: rank_of(kv[0]))]
-    best = min((rank_of(link.label) for link in known), default=None)
     numa_nodes = sorted(set(numa.values()))
-    out.append(
-        host_finding(
-            "topology.summary",
-            Severity.INFO,
-            f"{len(indices)} GPUs, {plural(len(links), 'pair')}: {len(nv)} NVLink, {len(pcie)} PCIe only"
-            + (f", {len(unknown)} unknown" if unknown else "")
-            + (f" ({', '.join(parts)})" if parts else "")
-            + (f"; NUMA nodes {', '.join(numa_nodes)}" if numa_nodes else ""),
-            measured=", ".join(parts) or None,
-            advice=(
-                "all pairs on NVLink: good for ZeRO/FSDP as well as DDP"
-                if nv and not pcie and not unknown
-                else DDP_VS_ZERO
-            )
-            if best is not None
-            else None,
-            source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+    state = link_state_text(readable_gpus(snapshot)) if unknown or any(x.from_link_state for x in nv) else None
+    head = f"{len(indices)} GPUs, {plural(len(links), 'pair')}: "
+    if known:
+        absent = all(x.missing_reason in ("no pair record", "not_in_source", "not recorded") for x in unknown)
+        counts = f"{len(nv)} NVLink, {len(pcie)} PCIe only" + (
+            f", {len(unknown)} {'not in this input' if absent else 'unknown'}" if unknown else ""
         )
+    else:
+        counts = "how they are linked is not in this input"
+    if known and nv and not pcie and not unknown:
+        advice: str | None = "all pairs on NVLink: good for ZeRO/FSDP as well as DDP"
+    elif known:
+        advice = DDP_VS_ZERO
+    else:
+        advice = None
+    if unknown:
+        advice = (f"{advice}; " if advice else "") + ADD_TOPOLOGY
+    return host_finding(
+        "topology.summary",
+        Severity.INFO,
+        head
+        + counts
+        + (f" ({', '.join(parts)})" if parts else "")
+        + (f"; {state}" if state else "")
+        + (f"; NUMA nodes {', '.join(numa_nodes)}" if numa_nodes else ""),
+        measured=", ".join(parts) or state,
+        advice=advice,
+        source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
     )
-    return out

@@ -85,8 +85,8 @@ def _run(
     high = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else (CPU_MAX_BYTES if cpu else GPU_MAX_BYTES)
     if low > high:
         raise UsageError(f"--min-bytes ({low}) is larger than --max-bytes ({high})")
+    snapshot = machine(cpu=cpu)
     ranks = resolve_world_size(cpu, world_size)
-    snapshot = machine()
 
     def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[CollectiveDocument, str]:
         if compare_p2p:

@@ -13,6 +13,7 @@ import typer
 
 from rigcheck.cli.common import emit, load_snapshot, note, write_rendering
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
+from rigcheck.cli.nogpu import NO_GPU_BENCH, refuse
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
@@ -32,9 +33,16 @@ WarmupOption = Annotated[int, typer.Option("--warmup", min=0, max=10000, help="U
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result document (rigcheck.bench/1) as JSON.")]
 
 
-def machine() -> Snapshot:
-    """This machine, probed live: the snapshot a bench document carries and its theoretical figures come from."""
-    return load_snapshot(None, announce_absent=False)
+def machine(*, cpu: bool) -> Snapshot:
+    """This machine, probed live: the snapshot a bench document carries and its theoretical figures come from.
+
+    A run on GPUs (``cpu`` False) on a machine with no usable NVIDIA GPU stops here: one line, exit 1
+    (cli/nogpu.py), before torch is asked anything.
+    """
+    snap = load_snapshot(None, announce_absent=False)
+    if not cpu:
+        refuse(snap, NO_GPU_BENCH)
+    return snap
 
 
 def run_failed(doc: BenchDoc) -> bool:

@@ -63,7 +63,7 @@ def matmul(
         repeats=repeats,
         world_size=world_size,
         timeout_s=timeout,
-        snapshot=machine(),
+        snapshot=machine(cpu=cpu),
         on_progress=note,
     )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
@@ -91,7 +91,7 @@ def membw(
         repeats=repeats,
         world_size=world_size,
         timeout_s=timeout,
-        snapshot=machine(),
+        snapshot=machine(cpu=cpu),
         on_progress=note,
     )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
@@ -116,7 +116,7 @@ def hostlink(
         numa=numa,
         repeats=repeats if repeats is not None else 5,
         warmup=warmup if warmup is not None else 1,
-        snapshot=machine(),
+        snapshot=machine(cpu=False),
         on_progress=note,
     )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
@@ -148,7 +148,7 @@ def p2p(
         repeats=repeats if repeats is not None else 5,
         warmup=warmup if warmup is not None else 1,
         compare=compare_p2p,
-        snapshot=machine(),
+        snapshot=machine(cpu=False),
         on_progress=note,
     )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)

@@ -68,7 +68,7 @@ def train(
         if text is not None:
             read_text_tokens(text, 2)  # a bad path is one line and exit 2, before anything starts
 
-        snapshot = machine()
+        snapshot = machine(cpu=cpu)
 
         def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[TrainDocument, str]:
             if compare_p2p:

@@ -21,11 +21,13 @@ if TYPE_CHECKING:
     from rigcheck.report.render import Format
 
 FromOption = Annotated[
-    Path | None,
+    list[Path] | None,
     typer.Option(
         "--from",
-        help="Read a saved output instead of this machine: nvidia-smi -q / -q -x / table / topo -m / "
-        "nvlink -s, or a rigcheck snapshot JSON ('-' for stdin).",
+        help="Read a saved output instead of this machine: nvidia-smi -q / -q -x / table / topo -m / topo -p2p / "
+        "nvlink -s, or a rigcheck snapshot JSON ('-' for stdin). Repeat it to combine several outputs of one "
+        "machine into one snapshot.",
+        metavar="FILE",
         show_default=False,
         dir_okay=True,
         exists=False,
@@ -64,20 +66,30 @@ def note(message: str) -> None:
     sys.stderr.flush()
 
 
-def load_snapshot(source: Path | None, *, announce_absent: bool = True) -> Snapshot:
-    """The snapshot to work on: the file given with --from, else this machine probed live.
+def load_snapshot(source: list[Path] | None, *, announce_absent: bool = True) -> Snapshot:
+    """The snapshot to work on: the files given with --from (several are combined), else this machine probed live.
 
-    Live, with no GPU visible, one line on stderr says so (unless the caller says it itself).
+    Live, with no GPU visible, one line on stderr says so (unless the caller says it itself). Combining files,
+    each thing the merge noticed (a conflict, an empty file, one that adds nothing) is one line on stderr too.
     """
-    if source is not None:
-        from rigcheck.probe.from_file import load_file
+    if source:
+        from rigcheck.probe.from_file import load_files
 
-        return load_file(str(source))
+        snap = load_files([str(p) for p in source])
+        if len(source) > 1:
+            from rigcheck.probe.merge_fields import MERGE_SOURCE
+
+            for diagnostic in snap.diagnostics:
+                if diagnostic.source == MERGE_SOURCE:
+                    note(diagnostic.message)
+        return snap
     from rigcheck.probe.live import probe_machine
 
     snap = probe_machine()
-    if announce_absent and not snap.gpus and snap.gpu_absent_reason:
-        note(f"no NVIDIA GPU visible: {snap.gpu_absent_reason}; showing what can be checked without one.")
+    if announce_absent:
+        from rigcheck.cli.nogpu import SHOWING, announce  # the no-GPU rule (cli/nogpu.py)
+
+        announce(snap, SHOWING)
     return snap
 
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rigcheck.cli.common import emit, interruptible, note, out_console
-from rigcheck.cli.exits import EXIT_PROBLEMS
 from rigcheck.errors import ProbeError, UsageError
 from rigcheck.report.render import Format
 
@@ -67,13 +66,14 @@ def trace_target(csv: Path | None, jsonl: Path | None) -> tuple[Path, TraceForma
 
 
 def open_poller(gpus: list[int] | None = None) -> NvmlPoller:
-    """``make_poller`` opened; no GPU: one line on stderr and exit 1."""
+    """``make_poller`` opened; no usable GPU: one line on stderr and exit 1 (the no-GPU rule, cli/nogpu.py)."""
     poller = make_poller(gpus)
     try:
         poller.open()
     except ProbeError as exc:
-        note(f"no NVIDIA GPU visible: {exc}")
-        raise typer.Exit(EXIT_PROBLEMS) from None
+        from rigcheck.cli.nogpu import NOTHING_TO_WATCH, refuse_unopened
+
+        refuse_unopened(exc, NOTHING_TO_WATCH)
     return poller
 
 

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from rigcheck.cli.common import FromOption, load_snapshot
+from rigcheck.cli.exits import EXIT_PROBLEMS
+from rigcheck.cli.nogpu import absence
 from rigcheck.model import snapshot_to_json
 
 
@@ -16,9 +18,15 @@ def snapshot(
         typer.FileTextWrite | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
     ] = None,
 ) -> None:
-    """Print the snapshot JSON (schema rigcheck.snapshot/1); replay it anywhere with --from."""
-    text = snapshot_to_json(load_snapshot(source)) + "\n"
+    """Print the snapshot JSON (schema rigcheck.snapshot/1); replay it anywhere with --from.
+
+    Live on a machine with no usable NVIDIA GPU it is still written, and the exit code is 1 (cli/nogpu.py).
+    """
+    snap = load_snapshot(source)
+    text = snapshot_to_json(snap) + "\n"
     if output is not None:
         output.write(text)
     else:
         typer.echo(text, nl=False)
+    if not source and absence(snap) is not None:  # load_snapshot has said why, on stderr
+        raise typer.Exit(EXIT_PROBLEMS)

@@ -7,3 +7,13 @@ TURING_WP = "NVIDIA Turing GPU Architecture whitepaper (WP-09183-001), https://i
 A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper, https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
 GA102_WP = "NVIDIA Ampere GA102 GPU Architecture whitepaper V1, https://www.nvidia.com/content/dam/en-zz/Solutions/geforce/ampere/pdf/NVIDIA-ampere-GA102-GPU-Architecture-Whitepaper-V1.pdf"
 HOPPER_WP = "NVIDIA H100 Tensor Core GPU Architecture whitepaper, https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+
+# How NCCL lays its collectives on an NVLink mesh (DGX-1's hybrid cube mesh): rings as concurrent channels over
+# the NVLink links, and GPUs that cannot close an NVLink ring falling back to PCIe or shared memory.
+NCCL_RINGS = "NVIDIA/nccl issues #299 and #301 (maintainers' answers); NCCL GTC 2019 talk S9656"
+# Where GPUDirect RDMA pays off: the GPU and the NIC under PCIe switches, not across the CPU sockets.
+GPUDIRECT_RDMA = (
+    "NCCL docs, Environment Variables: NCCL_NET_GDR_LEVEL (GPU Direct RDMA by GPU-NIC distance: PIX, PXB, PHB, "
+    "SYS); NVIDIA GPUDirect RDMA documentation, Supported Systems: a path of PCIe switches only is optimal, one "
+    "CPU/IOH works with less bandwidth, a path across the CPU-socket interconnect (QPI/HT) is the worst"
+)

@@ -17,24 +17,39 @@ Reason = Annotated[str, Field(min_length=1)]
 
 
 class ChannelLine(Plain):
-    """One "Channel NN/M : a[b] -> c[d] via T" (or "Ring NN : ...") line: one connection NCCL set up."""
+    """One connection NCCL set up: a "Channel NN/M : a[b] -> c[d] via T" line (NCCL 2.4-2.6: "Ring NN : ..."),
+    or a rank's connection to the in-network reduction, "CollNet NN/M : a [send] via COLLNET/..."."""
 
     channel: str = Field(description='as printed: "00/0", "01"')
     channel_id: int = Field(ge=0)
     conn_index: int | None = Field(description='the "/0" after the channel (NCCL 2.12+); null where not printed')
     from_rank: int = Field(ge=0)
-    from_device: str = Field(description='as printed inside the brackets: a device index ("1") or a PCI bus id')
-    to_rank: int = Field(ge=0)
-    to_device: str
-    transport: str = Field(description='"P2P/IPC/read", "SHM/direct/direct", "NET/IB/1" ...')
-    kind: str = Field(description='the transport\'s family: "P2P", "SHM", "NET" ...')
-    direction: Direction | None = Field(description="NET connections print [send] / [receive]; P2P and SHM neither")
+    from_device: str | None = Field(
+        description='as printed inside the brackets: a device index ("1") or a PCI bus id; null where NCCL prints '
+        'none (NCCL 2.4 NET lines "3 -> 10 [send]", CollNet lines)'
+    )
+    to_rank: int | None = Field(ge=0, description="null for a CollNet line: its far end is the network")
+    to_device: str | None
+    transport: str = Field(
+        description='as printed after "via": "P2P/IPC/read", "SHM/direct/direct", "direct shared memory", '
+        '"NET/IB/1", "COLLNET/SHARP/1/GDRDMA" ...'
+    )
+    kind: str = Field(description='the transport\'s family: "P2P", "SHM", "NET", "COLLNET" ...')
+    direction: Direction | None = Field(
+        description="NET and CollNet connections print [send] / [receive]; P2P, SHM neither"
+    )
     line: int = Field(ge=0, description="1-based line of the log it was read from")
 
     @property
     def peer_key(self) -> str:
-        """The connection as printed, e.g. "0[7000] -> 16[7000] [receive]"."""
-        key = f"{self.from_rank}[{self.from_device}] -> {self.to_rank}[{self.to_device}]"
+        """The connection as printed, e.g. "0[7000] -> 16[7000] [receive]"; "0 -> CollNet [receive]"."""
+
+        def peer(rank: int | None, device: str | None) -> str:
+            if rank is None:
+                return "CollNet"
+            return f"{rank}[{device}]" if device is not None else str(rank)
+
+        key = f"{peer(self.from_rank, self.from_device)} -> {peer(self.to_rank, self.to_device)}"
         return f"{key} [{self.direction}]" if self.direction else key
 
 
@@ -57,7 +72,10 @@ class NcclLog(Document, ReasonedRecord):
     transports: list[str] = Field(
         description='the distinct strings after "via": "P2P/IPC", "SHM/direct/direct", "NET/IB/1", ...'
     )
-    transport_kinds: list[str]
+    transport_kinds: list[str] = Field(
+        description='the families used: "P2P", "SHM", "NET", "COLLNET", and "NVLS" when NCCL set up NVLink SHARP '
+        '(an "NVLS comm ... headRank" or "Connected NVLS" line; NVLS has no "via" line)'
+    )
     transport_channel_lines: dict[str, Annotated[int, Field(ge=0)]] = Field(
         description="transport -> how many channel lines used it"
     )

@@ -57,6 +57,7 @@ GENERATED: dict[str, tuple[str, str, str]] = {
 # no report module (rigcheck.report.render.REPORT_MODULES).
 FILE_FORMATS: frozenset[str] = frozenset({"rigcheck.trace/1"})
 
+
 def snapshot_schema() -> dict[str, Any]:
     schema = Snapshot.model_json_schema(by_alias=True, mode="serialization")
     schema["$schema"] = DRAFT

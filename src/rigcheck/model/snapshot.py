@@ -27,6 +27,12 @@ class Missing(str, Enum):
     ERROR = "error"  # any other failure; the diagnostics say which
     REPORTED_NA = "reported_na"  # a text source printed "N/A" (or similar) for it
     NOT_IN_SOURCE = "not_in_source"  # the input (a pasted fragment, an older format) does not hold it
+    TRUNCATED = "truncated"  # the input ends early: the value's line was cut, or it came after the cut
+    IMPLAUSIBLE = "implausible"  # outside what any card can report (bounds in facts/plausible.py)
+
+
+# The start of a Diagnostic's message saying a text input was cut; reports show these notes to the reader.
+INPUT_ENDS_EARLY = "input ends early"
 
 
 # Fields that describe a record rather than measure something: never "missing".
@@ -172,7 +178,8 @@ class Gpu(Record):
 
 
 class P2PStatus(str, Enum):
-    """NVML's nvmlGpuP2PStatus_t, by name."""
+    """NVML's nvmlGpuP2PStatus_t, by name; `nvidia-smi topo -p2p` prints them as OK, CNS, GNS, TNS, DR, NS, U
+    (probe/smi/topo_p2p.py maps the printed codes)."""
 
     OK = "ok"
     CHIPSET_NOT_SUPPORTED = "chipset_not_supported"
@@ -195,6 +202,9 @@ class GpuPair(Record):
     p2p_write: P2PStatus | None = None
     p2p_nvlink: P2PStatus | None = None
     p2p_atomics: P2PStatus | None = None
+    # NVML_P2P_CAPS_INDEX_PCI (`nvidia-smi topo -p2p p`); read from that output only, so left out of the
+    # JSON when unknown (a snapshot without it is written exactly as before the field existed).
+    p2p_pcie: P2PStatus | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Nic(Record):
@@ -265,6 +275,31 @@ class System(Record):
     pcie_paths: dict[str, list[PcieHop]] = Field(default_factory=dict)  # GPU bus id -> path
 
 
+# How NVML's start went: "ok", or why it could not start (nvml.h nvmlReturn_t of nvmlInit).
+NvmlState = Literal["ok", "library_not_found", "driver_not_loaded", "version_mismatch", "no_permission", "error"]
+
+
+class PciGpu(BaseModel):
+    """An NVIDIA display or 3D controller on the PCI bus, as sysfs lists it (whatever drives it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bdf: str  # "0000:19:00.0"
+    device_id: str | None = None  # "0x2330"
+    pci_class: str  # "0x030200" (3D controller), "0x030000" (VGA)
+    driver: str | None = None  # the kernel driver bound to it: "nvidia", "nouveau", "vfio-pci"; None: none
+
+
+class DriverState(Record):
+    """Whether the NVIDIA driver works here: NVML's start, the kernel module, the NVIDIA GPUs on the PCI bus."""
+
+    nvml: NvmlState | None = None
+    nvml_error: str | None = None  # NVML's own words when it did not start
+    kernel_module_version: str | None = None  # the loaded nvidia module (/sys/module/nvidia/version)
+    library_version: str | None = None  # the user-space driver's, where a source names it (a mismatch message)
+    pci_gpus: list[PciGpu] | None = None  # None: the PCI bus could not be listed
+
+
 class Diagnostic(BaseModel):
     """Something a probe noticed about itself: a missing NVML function, a parse it skipped."""
 
@@ -282,9 +317,16 @@ SourceKind = Literal[
     "nvidia-smi-table",
     "topo",
     "nvlink-status",
+    "topo-p2p",
+    "nvidia-smi-error",  # what nvidia-smi prints when it cannot read a GPU or reach the driver
     "snapshot",
+    "combined",  # several --from files merged into one snapshot: ``parts`` lists them
     "none",
 ]
+
+
+def _no_parts(parts: list[Source]) -> bool:
+    return not parts
 
 
 class Source(BaseModel):
@@ -293,6 +335,15 @@ class Source(BaseModel):
     kind: SourceKind
     path: str | None = None  # the file the data was parsed from, when it came from text
     replayed_from: str | None = None  # the snapshot file this was loaded from with --from
+    # A combined snapshot's files, in --from order; left out of the JSON when empty, so a single-file
+    # snapshot is written exactly as before this field existed.
+    parts: list[Source] = Field(
+        default_factory=list, exclude_if=_no_parts, description="the files of a combined snapshot, in --from order"
+    )
+
+
+def _is_none(value: object) -> bool:
+    return value is None
 
 
 class Snapshot(BaseModel):
@@ -315,6 +366,8 @@ class Snapshot(BaseModel):
     missing_functions: list[str] = Field(default_factory=list)
     # Why there are no GPUs at all, when there are none ("no NVIDIA driver", ...).
     gpu_absent_reason: str | None = None
+    # The driver's state, read live (null where the source does not say: left out of the JSON then).
+    driver: DriverState | None = Field(default=None, exclude_if=_is_none)
 
     def gpu(self, index: int) -> Gpu | None:
         return next((g for g in self.gpus if g.index == index), None)

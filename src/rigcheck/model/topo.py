@@ -13,11 +13,27 @@ from typing import Literal, Protocol, TypeVar
 from pydantic import Field
 
 from rigcheck.facts.legend import LinkKind, explain, kind_of, rank_of
+from rigcheck.facts.sources import NCCL_RINGS
 from rigcheck.model.document import Document, Plain
-from rigcheck.model.snapshot import GpuPair, Snapshot, TopoGpu, TopoMatrix
+from rigcheck.model.links import link_state_text, nvlink_pairs_of, nvlink_ring, pairs_with_link_state
+from rigcheck.model.snapshot import GpuPair, Missing, Snapshot, TopoGpu, TopoMatrix
 
 TOPO_SCHEMA: Literal["rigcheck.topo/1"] = "rigcheck.topo/1"
 UNKNOWN_LINK = "?"
+# How to give rigcheck the links an input lacks: several --from files are combined into one snapshot.
+ADD_TOPOLOGY = "save `nvidia-smi topo -m > topo.txt` on the machine and add it with another `--from topo.txt`"
+FROM_LINK_STATE = "known from the GPUs' NVLink state, not from a topology matrix"
+# What NCCL does on an NVLink mesh whose pairs close a ring through every GPU (DGX-1's hybrid cube mesh):
+# it builds several rings (channels) over the NVLink links at once and uses trees as well, so the GPU pairs
+# without NVLink carry none of the collective. Sources: NVIDIA/nccl issues #299 (rings as concurrent
+# channels to use every link of the DGX-1 cube mesh) and #301 (GPUs that cannot close an NVLink ring fall back
+# to PCIe or shared memory); NCCL GTC 2019 talk S9656.
+NCCL_MESH = (
+    "the NVLink pairs close a ring through every GPU, so NCCL builds its rings (and trees) over the NVLink "
+    "links, several at once to use them all; the pairs without NVLink carry none of the collective, so the "
+    "slowest path does not limit it"
+)
+NCCL_MESH_SOURCE = NCCL_RINGS
 
 AS_PRINTED = 'as printed, "" for an empty cell, null when the column is absent'
 
@@ -104,10 +120,18 @@ def _numa_node(gpu: TopoGpu | None) -> str | None:
     return value if value.isdigit() else None
 
 
+def _unknown_why(pair: GpuPair) -> str:
+    """Why a pair's link is unknown: "not in this input", or the reason the source gave (``gpu_lost``)."""
+    reason = pair.missing.get("link")
+    if reason is None or reason is Missing.NOT_IN_SOURCE:
+        return "not in this input"
+    return f"unknown ({reason.value})"
+
+
 def explain_pair(pair: GpuPair, gpus: list[TopoGpu]) -> str:
     """One sentence: what the pair's link is and what it means (NUMA nodes named where known)."""
     if pair.link is None or pair.link == UNKNOWN_LINK:
-        return f"GPU{pair.a} and GPU{pair.b}: the link between them is unknown."
+        return f"GPU{pair.a} and GPU{pair.b}: the link between them is {_unknown_why(pair)}."
     sentence = explain(pair.link)
     if kind_of(pair.link) != "cross_numa":
         return sentence
@@ -122,30 +146,58 @@ def explain_pair(pair: GpuPair, gpus: list[TopoGpu]) -> str:
     return f"{sentence.rstrip('.')} ({extra})."
 
 
-def summarize_topology(topo: TopoMatrix, pairs: list[GpuPair]) -> str:
-    """One line about the whole machine, e.g. "8 GPUs: all pairs NVLink (NV18)"."""
+def summarize_topology(
+    topo: TopoMatrix,
+    pairs: list[GpuPair],
+    *,
+    inferred: frozenset[tuple[int, int]] = frozenset(),
+    link_state: str | None = None,
+) -> str:
+    """One line about the whole machine, e.g. "8 GPUs: all pairs NVLink (NV18)".
+
+    ``inferred``: the pairs whose NVLink came from link state rather than a matrix; ``link_state``: a sentence
+    about the GPUs' NVLink state, added where the input lacks links.
+    """
     n = len(topo.gpus) or sum(1 for label in topo.labels if label.startswith("GPU"))
     gpus = f"{n} GPU{'s' if n != 1 else ''}"
-    if not pairs:
-        return f"{gpus}: no GPU pairs, so nothing travels between GPUs"
+    state = f"; {link_state}" if link_state else ""
     known = [p for p in pairs if p.link is not None and p.link != UNKNOWN_LINK]
-    unknown = len(pairs) - len(known)
+    if n < 2:
+        return f"{gpus}: no GPU pairs, so nothing travels between GPUs"
     if not known:
-        return f"{gpus}: the links between them are unknown"
+        return f"{gpus}: how they are linked is not in this input ({ADD_TOPOLOGY}){state}"
+    total = max(len(pairs), n * (n - 1) // 2)
+    unknown = total - len(known)
+    # Pairs a source could not read (a GPU lost) are unknown for that reason; the rest are missing from the input.
+    unread = [p for p in pairs if p not in known and _unknown_why(p) != "not in this input"]
+    absent = unknown - len(unread)
     codes = sorted({p.link for p in known if p.link is not None}, key=rank_of)
     worst = codes[-1]
     worst_kind = kind_of(worst)
     nvlink = [p for p in known if p.kind == "nvlink"]
-    tail = f"; {unknown} pair{'s' if unknown != 1 else ''} unknown" if unknown else ""
-    if len(nvlink) == len(pairs):
-        return f"{gpus}: all pairs NVLink ({'/'.join(codes)}): fast enough for ZeRO/FSDP as well as DDP"
+    tail = f"; {absent} pair{'s' if absent != 1 else ''} not in this input ({ADD_TOPOLOGY})" if absent else ""
+    if unread:
+        why = ", ".join(sorted({_unknown_why(p).removeprefix("unknown ") for p in unread}))
+        tail = f"; {len(unread)} pair{'s' if len(unread) != 1 else ''} unknown {why}{tail}"
+    from_state = [p for p in nvlink if (p.a, p.b) in inferred]
+    if from_state:
+        names = ", ".join(f"GPU{p.a}-GPU{p.b}" for p in from_state)
+        tail = f" ({names}: {FROM_LINK_STATE}){tail}{state}"
+    if len(nvlink) == total:
+        return f"{gpus}: all pairs NVLink ({'/'.join(codes)}): fast enough for ZeRO/FSDP as well as DDP{tail}"
     limited = _LIMITED_BY[worst_kind] if worst_kind is not None else f"the {worst} path"
     if not nvlink:
         return f"{gpus} over {'/'.join(codes)}: no NVLink; DDP is fine, ZeRO will be limited by {limited}{tail}"
     nv_codes = "/".join(sorted({p.link for p in nvlink if p.link is not None}, key=rank_of))
+    others = [c for c in codes if kind_of(c) != "nvlink"]
+    head = f"{gpus}: NVLink ({nv_codes}) for {len(nvlink)} of {total} pairs"
+    if not others:
+        return f"{head}{tail}"
+    indices = sorted({i for p in pairs for i in (p.a, p.b)} | {g.index for g in topo.gpus})
+    if not unknown and nvlink_ring(indices, nvlink_pairs_of(nvlink)):
+        return f"{head}, the rest over {'/'.join(others)}: {NCCL_MESH}"
     return (
-        f"{gpus}: NVLink ({nv_codes}) for {len(nvlink)} of {len(pairs)} pairs, the rest over "
-        f"{'/'.join(c for c in codes if kind_of(c) != 'nvlink')}; collectives run at the slowest path, "
+        f"{head}, the rest over {'/'.join(others)}; collectives run at the slowest path, "
         f"so ZeRO will be limited by {limited}{tail}"
     )
 
@@ -192,8 +244,19 @@ def snapshot_matrix(snap: Snapshot, *, affinities: bool = True) -> TopoMatrix | 
     return topology_from_pairs(len(snap.gpus), snap.pairs, gpus)
 
 
-def topo_document(topo: TopoMatrix, pairs: list[GpuPair]) -> TopoDocument:
-    """The topo document of a matrix and its GPU pairs."""
+def explain_inferred(pair: GpuPair) -> str:
+    """The sentence of an NVLink pair known from link state only."""
+    return f"{explain(pair.link or UNKNOWN_LINK).rstrip('.')} ({FROM_LINK_STATE})."
+
+
+def topo_document(
+    topo: TopoMatrix,
+    pairs: list[GpuPair],
+    *,
+    inferred: frozenset[tuple[int, int]] = frozenset(),
+    link_state: str | None = None,
+) -> TopoDocument:
+    """The topo document of a matrix and its GPU pairs (``inferred``, ``link_state``: see summarize_topology)."""
     return TopoDocument(
         labels=list(topo.labels),
         matrix=[list(row) for row in topo.matrix],
@@ -205,9 +268,46 @@ def topo_document(topo: TopoMatrix, pairs: list[GpuPair]) -> TopoDocument:
         ],
         nics=[TopoNic(label=n.label, name=n.name) for n in topo.nics],
         pairs=[
-            TopoPair(a=p.a, b=p.b, link=p.link, kind=p.kind, nvlinks=p.nvlinks, explanation=explain_pair(p, topo.gpus))
+            TopoPair(
+                a=p.a,
+                b=p.b,
+                link=p.link,
+                kind=p.kind,
+                nvlinks=p.nvlinks,
+                explanation=explain_inferred(p) if (p.a, p.b) in inferred else explain_pair(p, topo.gpus),
+            )
             for p in pairs
         ],
         legend=topo.legend,
-        summary=summarize_topology(topo, pairs),
+        summary=summarize_topology(topo, pairs, inferred=inferred, link_state=link_state),
+    )
+
+
+def _unknown_pair(a: int, b: int) -> GpuPair:
+    pair = GpuPair(a=a, b=b)
+    for field in ("link", "kind", "nvlinks"):
+        pair.mark_missing(field, Missing.NOT_IN_SOURCE)
+    return pair
+
+
+def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDocument | None:
+    """The topo document of a snapshot: its `topo -m` table, else the matrix of its pair links with the NVLink
+    pairs its GPUs' link state shows (see model/links.py); None when it has neither a table nor a GPU."""
+    if snap.topology is not None:
+        return topo_document(snap.topology, snap.pairs)
+    pairs, inferred = pairs_with_link_state(snap.gpus, snap.pairs)
+    matrix = snapshot_matrix(snap.model_copy(update={"pairs": pairs}), affinities=affinities)
+    if matrix is None:
+        return None
+    # One pair per GPU pair, as the document promises: the pairs the input says nothing about, unknown.
+    have = {(p.a, p.b) for p in pairs}
+    indices = [g.index for g in matrix.gpus]
+    pairs += [_unknown_pair(a, b) for i, a in enumerate(indices) for b in indices[i + 1 :] if (a, b) not in have]
+    pairs.sort(key=lambda p: (p.a, p.b))
+    known = any(p.link is not None for p in pairs)
+    return topo_document(
+        matrix,
+        pairs,
+        inferred=frozenset(inferred),
+        link_state=None if known and not inferred else link_state_text(snap.gpus),
     )

@@ -1,4 +1,5 @@
-"""`--from FILE`: recognise a saved output (nvidia-smi in its forms, topo -m, a snapshot) and read it.
+"""`--from FILE`: recognise a saved output (nvidia-smi in its forms, topo -m, topo -p2p, a snapshot) and read
+it; several files (`--from A --from B`) are combined by probe/merge.py.
 
 Everything here raises InputError subclasses with the file's name, so the CLI can print one line.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -17,11 +19,22 @@ from rigcheck.probe.smi.ansi import strip_ansi
 # Real outputs are kilobytes; a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 
-InputKind = Literal["snapshot", "nvidia-smi-xml", "nvidia-smi-q", "nvidia-smi-table", "topo", "nvlink-status"]
+InputKind = Literal[
+    "snapshot",
+    "nvidia-smi-xml",
+    "nvidia-smi-q",
+    "nvidia-smi-table",
+    "topo",
+    "topo-p2p",
+    "nvlink-status",
+    "nvidia-smi-error",
+]
 
 _TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
 _TOPO_ROW = re.compile(r"^\s*GPU\d+\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)\b", re.MULTILINE)
 _P2P_LEGEND = re.compile(r"^\s*CNS\s+=\s+Chipset not supported", re.MULTILINE)
+# A P2P status code as a cell: only then is topo_p2p's own (stricter) matrix test imported and run.
+_P2P_CELL = re.compile(r"(?<!\S)(OK|CNS|GNS|TNS|NS|DR)(?!\S)")
 _NVLINK = re.compile(r"^\s*Link \d+: ", re.MULTILINE)
 _NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.MULTILINE)
 _Q_SECTION = re.compile(
@@ -34,10 +47,11 @@ _Q_SECTION = re.compile(
 SNAPSHOT_INPUTS = "nvidia-smi output or a rigcheck snapshot"
 
 
-def read_text(path: str, expected: str = SNAPSHOT_INPUTS) -> str:
+def read_text(path: str, expected: str = SNAPSHOT_INPUTS, *, allow_empty: bool = False) -> str:
     """The file's text ("-" is standard input), refusing what cannot be an output of these tools.
 
-    ``expected`` names what the caller reads, for the message about an empty file.
+    ``expected`` names what the caller reads, for the message about an empty file; with ``allow_empty`` an
+    empty (or blank) file is "" instead.
     """
     try:
         if path == "-":
@@ -62,6 +76,8 @@ def read_text(path: str, expected: str = SNAPSHOT_INPUTS) -> str:
     if len(raw) > MAX_INPUT_BYTES:
         raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
     if not raw.strip():
+        if allow_empty:
+            return ""
         raise InputError(f"empty file: expected {expected}", path=path)
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell redirects write UTF-16
         try:
@@ -89,15 +105,55 @@ def detect_kind(text: str) -> InputKind | None:
         return "nvidia-smi-q"
     if "NVIDIA-SMI" in clean and "|" in clean:
         return "nvidia-smi-table"
-    if _P2P_LEGEND.search(clean):
-        return None  # `nvidia-smi topo -p2p`: same shape as topo -m, other codes
+    # Before topo -m: a P2P matrix has the same shape ("GPU0  X  OK"), other codes.
+    if _P2P_LEGEND.search(clean) or (_P2P_CELL.search(clean) and _looks_like_topo_p2p(clean)):
+        return "topo-p2p"
     if _TOPO_HEADER.search(clean) and _TOPO_ROW.search(clean):
         return "topo"
     if _NVLINK_GPU.search(clean) and (_NVLINK.search(clean) or "NVLink" in clean):
         return "nvlink-status"
     if _Q_SECTION.search(clean):
         return "nvidia-smi-q"
+    if _says_smi_failed(clean):
+        return "nvidia-smi-error"
     return None
+
+
+def _says_smi_failed(text: str) -> bool:
+    """nvidia-smi's own failure output: a GPU it could not open, or a driver it could not reach."""
+    from rigcheck.probe.driver import driver_state_from_text
+    from rigcheck.probe.smi.unreadable import handle_errors
+
+    return bool(handle_errors(text)) or driver_state_from_text(text) is not None
+
+
+def snapshot_from_smi_error(text: str, path: str | None) -> Snapshot:
+    """What nvidia-smi's failure says: placeholders for the GPUs it could not open (each a failed GPU), and
+    the driver's state where the text tells it (a broken driver is a failed machine, never "no GPU")."""
+    from rigcheck.model.snapshot import Diagnostic
+    from rigcheck.probe.driver import driver_state_from_text
+    from rigcheck.probe.smi.unreadable import add_handle_errors
+
+    gpus: list[Gpu] = []
+    diagnostics: list[Diagnostic] = []
+    add_handle_errors(text, gpus, path or "input", diagnostics)
+    driver = driver_state_from_text(text)
+    absent = None
+    if not gpus:
+        absent = driver.nvml_error if driver is not None and driver.nvml_error else "nvidia-smi could not read any GPU"
+    return Snapshot(
+        source=Source(kind="nvidia-smi-error", path=path),
+        gpus=gpus,
+        diagnostics=diagnostics,
+        driver=driver,
+        gpu_absent_reason=absent,
+    )
+
+
+def _looks_like_topo_p2p(text: str) -> bool:
+    from rigcheck.probe.smi.topo_p2p import looks_like_topo_p2p
+
+    return looks_like_topo_p2p(text)
 
 
 def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
@@ -145,20 +201,22 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
         from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
 
         return parse_nvlink_status(text, path)
+    if kind == "topo-p2p":
+        from rigcheck.probe.smi.topo_p2p import parse_topo_p2p
+
+        return parse_topo_p2p(text, path=path)
+    if kind == "nvidia-smi-error":
+        return snapshot_from_smi_error(text, path)
     return snapshot_from_topo_text(text, path)  # "topo", the one kind left
 
 
 def load_text(text: str, path: str | None = None) -> Snapshot:
     kind = detect_kind(text)
-    if kind is None and _P2P_LEGEND.search(strip_ansi(text)):
-        raise ParseError(
-            "this is `nvidia-smi topo -p2p` output; rigcheck reads `nvidia-smi topo -m` (and finds P2P status itself)",
-            path=path,
-        )
     if kind is None:
         raise ParseError(
             "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "
-            "`nvidia-smi topo -m`, `nvidia-smi nvlink -s`, or a rigcheck snapshot JSON",
+            "`nvidia-smi topo -m`, `nvidia-smi topo -p2p`, `nvidia-smi nvlink -s`, nvidia-smi's error output, "
+            "or a rigcheck snapshot JSON",
             path=path,
         )
     return _parse(kind, text, path)
@@ -167,3 +225,24 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
 def load_file(path: str) -> Snapshot:
     """Read ``path`` (or "-" for stdin) as whichever supported output it is."""
     return load_text(read_text(path), path)
+
+
+def load_files(paths: Sequence[str]) -> Snapshot:
+    """Read each of ``paths`` and combine them into one snapshot of one machine; one path is :func:`load_file`.
+
+    In a combination an empty file is a Diagnostic rather than an error: `nvidia-smi nvlink -s` prints
+    nothing on a machine without NVLink, and the other files still describe the machine.
+    """
+    if not paths:
+        raise ValueError("no file to read")
+    if len(paths) == 1:
+        return load_file(paths[0])
+    if list(paths).count("-") > 1:
+        raise InputError("standard input can be read only once ('-' is given more than once)", path="-")
+    from rigcheck.probe.merge import Part, merge_snapshots
+
+    parts = []
+    for path in paths:
+        text = read_text(path, allow_empty=True)
+        parts.append(Part(path, load_text(text, path) if text else None))
+    return merge_snapshots(parts)

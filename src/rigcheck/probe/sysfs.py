@@ -1,23 +1,27 @@
 """PCIe fabric facts from sysfs: each GPU's path to its root port, link speed and width per hop, ACS on
-the bridges, and whether the IOMMU is on.
+the bridges, whether the IOMMU is on, and the NVIDIA GPUs on the bus with the driver bound to each.
 
 Every path is taken relative to ``root`` so tests can point it at a hand-made tree. Sources: the
 Linux PCI sysfs ABI (Documentation/ABI/testing/sysfs-bus-pci: current_link_speed, max_link_speed,
 current_link_width, max_link_width, numa_node, config) and the PCI Express Base Specification for the
 extended capability list (starts at 0x100; header = id:16, version:4, next:12) and the ACS capability
-(id 0x000D; capability register at +4, control register at +6; bit 2 = P2P Request Redirect).
+(id 0x000D; capability register at +4, control register at +6; bit 2 = P2P Request Redirect). A device's
+``vendor``, ``device`` and ``class`` files and its ``driver`` link are the same ABI's; NVIDIA's PCI vendor ID is
+0x10de and base class 03h is a display controller (PCI Code and ID Assignment Specification: 0300 VGA, 0302 3D
+controller, 0380 other), which leaves out the GPUs' audio functions (0403) and NVSwitches (0680).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Literal
 
 from rigcheck.facts.pcie import BDF_RE as _BDF_RE
 from rigcheck.facts.pcie import normalize_bdf
-from rigcheck.model.snapshot import Missing, PcieHop, System
+from rigcheck.model.snapshot import Missing, PcieHop, PciGpu, System
 from rigcheck.probe.files import read_bytes, read_text
 
 log = logging.getLogger(__name__)
@@ -29,6 +33,8 @@ _EXT_CAP_ID_ACS = 0x000D
 _ACS_CTRL_P2P_REQUEST_REDIRECT = 0x4
 _CONFIG_COMMON_LEN = 64  # what an unprivileged reader gets from sysfs config
 _CONFIG_LEGACY_LEN = 256  # conventional PCI config space: no extended capabilities
+NVIDIA_VENDOR_ID = 0x10DE
+DISPLAY_BASE_CLASS = 0x03
 
 
 def _is_bdf(name: str) -> bool:
@@ -171,3 +177,47 @@ def probe_sysfs(bus_ids: list[str], root: Path = Path("/")) -> System:
     if not system.pcie_paths and bus_ids:
         system.mark_missing("pcie_paths", Missing.NOT_SUPPORTED)
     return system
+
+
+def _hex(text: str | None) -> int | None:
+    try:
+        return int(text, 16) if text else None
+    except ValueError:
+        return None
+
+
+def _bound_driver(dev: Path) -> str | None:
+    """The kernel driver bound to a PCI device (its ``driver`` link's target), None when none is."""
+    try:
+        return Path(os.readlink(dev / "driver")).name
+    except OSError:  # no link: nothing bound (or unreadable, which reads the same)
+        return None
+
+
+def pci_nvidia_gpus(root: Path = Path("/")) -> tuple[list[PciGpu] | None, Missing | None]:
+    """Every NVIDIA display or 3D controller on the PCI bus, whichever driver has it (or none); None and why
+    when the bus cannot be listed (not Linux, or a sandbox without sysfs)."""
+    devices = root / "sys/bus/pci/devices"
+    try:
+        entries = sorted(devices.iterdir(), key=lambda p: p.name)
+    except PermissionError:
+        return None, Missing.NO_PERMISSION
+    except OSError:
+        return None, Missing.NOT_SUPPORTED
+    found: list[PciGpu] = []
+    for dev in entries:
+        vendor, _ = _read_text(dev / "vendor")
+        pci_class, _ = _read_text(dev / "class")
+        class_code = _hex(pci_class)
+        if _hex(vendor) != NVIDIA_VENDOR_ID or class_code is None or class_code >> 16 != DISPLAY_BASE_CLASS:
+            continue
+        device, _ = _read_text(dev / "device")
+        found.append(
+            PciGpu(
+                bdf=dev.name,
+                device_id=device.lower() if device else None,
+                pci_class=f"0x{class_code:06x}",
+                driver=_bound_driver(dev),
+            )
+        )
+    return found, None

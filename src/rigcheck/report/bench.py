@@ -260,6 +260,12 @@ def speedup_line(doc: CompareDocument) -> str:
     comp = doc.comparison
     if comp.speedup_percent is None or comp.time_ratio is None:
         return "speed-up: not computed (a run has no time)"
+    if doc.backend == "gloo":
+        # gloo has no P2P path: NCCL_P2P_DISABLE changes nothing, so the difference is run-to-run noise.
+        return (
+            f"no P2P comparison on gloo (CPU processes have no P2P or NVLink path): the two runs differ by "
+            f"{abs(comp.speedup_percent):.1f}%, run-to-run noise (time ratio {comp.time_ratio:.3f})"
+        )
     word = "faster" if comp.speedup_percent >= 0 else "slower"
     return f"P2P/NVLink: {abs(comp.speedup_percent):.1f}% {word} (time without P2P / with P2P = {comp.time_ratio:.3f})"
 

@@ -80,8 +80,17 @@ def _facts(a: GpuBurnAnalysis) -> str:
         rows.append(("temperature rise / plateau", f"{num(a.temp_rise_c, 'C', 0)} / {num(a.temp_plateau_c, 'C', 0)}"))
     clock = num(a.sm_clock_mhz_median_loaded, "MHz", 0)
     if a.sm_clock_mhz_first is not None:
-        clock += f" (first seconds {num(a.sm_clock_mhz_first, 'MHz', 0)}"
-        clock += f", a drop of {num(a.sm_clock_drop_percent, '%', 1)})" if a.sm_clock_drop_percent is not None else ")"
+        clock += f" (first seconds {num(a.sm_clock_mhz_first, 'MHz', 0)})"
+    if a.sm_clock_drop_percent is not None:
+        # The drop is measured from the card's max SM clock where the trace gives it, else from the first
+        # seconds' median, to the sustained median (checks/burn.py): say which.
+        ref = (
+            f"the card's max SM clock {num(a.sm_clock_max_mhz, 'MHz', 0)}"
+            if a.sm_clock_max_mhz is not None
+            else "the first seconds' median"
+        )
+        sustained = a.sm_clock_mhz_sustained if a.sm_clock_mhz_sustained is not None else a.sm_clock_mhz_median_loaded
+        clock += f"; {num(a.sm_clock_drop_percent, '%', 1)} below {ref} (sustained median {num(sustained, 'MHz', 0)})"
     rows.append(("SM clock, median under load", clock))
     shares = sorted(a.reasons_time_fraction.items(), key=lambda kv: -kv[1])
     rows.append(

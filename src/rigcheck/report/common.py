@@ -10,7 +10,7 @@ from typing import Protocol
 from rich.console import RenderableType
 from rich.text import Text
 
-from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
+from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot, Source
 
 SEVERITY_ORDER: tuple[Severity, ...] = (
     Severity.FAIL,
@@ -36,6 +36,8 @@ MISSING_WORDS: dict[Missing, str] = {
     Missing.ERROR: "read error",
     Missing.REPORTED_NA: "N/A",
     Missing.NOT_IN_SOURCE: "not in input",
+    Missing.TRUNCATED: "input cut",
+    Missing.IMPLAUSIBLE: "implausible value",
 }
 
 SOURCE_WORDS = {
@@ -45,7 +47,10 @@ SOURCE_WORDS = {
     "nvidia-smi-table": "read from the `nvidia-smi` table",
     "topo": "read from `nvidia-smi topo -m` output",
     "nvlink-status": "read from `nvidia-smi nvlink -s` output",
+    "topo-p2p": "read from `nvidia-smi topo -p2p` output",
+    "nvidia-smi-error": "read from nvidia-smi's error output",
     "snapshot": "replayed from a rigcheck snapshot",
+    "combined": "combined from several files",
     "none": "no source",
 }
 
@@ -112,14 +117,23 @@ def subjects_list(subjects: list[str], *, limit: int = 8) -> str:
     return shown + (f", … ({len(subjects) - limit} more)" if len(subjects) > limit else "")
 
 
+def source_text(source: Source) -> str:
+    """Where a snapshot came from, in words; a combined one lists its files (`--from A --from B`)."""
+    if source.parts:
+        return "combined: " + "; ".join(source_text(part) for part in source.parts)
+    if source.kind == "none" and source.path:
+        return f"empty file ({source.path})"  # a combined snapshot's part that held nothing
+    src = SOURCE_WORDS.get(source.kind, source.kind)
+    if source.path:
+        src += f" ({source.path})"
+    if source.replayed_from:
+        src = f"snapshot {source.replayed_from}, originally {src}"
+    return src
+
+
 def machine_lines(snap: Snapshot) -> list[str]:
     """Host, software and GPU count, one fact a line; only what is known."""
-    src = SOURCE_WORDS.get(snap.source.kind, snap.source.kind)
-    if snap.source.path:
-        src += f" ({snap.source.path})"
-    if snap.source.replayed_from:
-        src = f"snapshot {snap.source.replayed_from}, originally {src}"
-    lines = [f"source: {src}"]
+    lines = [f"source: {source_text(snap.source)}"]
     host = snap.host
     if host.hostname or host.cpu_model:
         parts = [p for p in (host.hostname, host.os, host.cpu_model) if p]

@@ -15,13 +15,15 @@ from rich.text import Text
 
 from rigcheck.model import Snapshot
 from rigcheck.model.doctor import DoctorDocument
-from rigcheck.model.topo import TopoDocument, snapshot_matrix, topo_document
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY
+from rigcheck.model.topo import TopoDocument, snapshot_topo_document
 from rigcheck.report.common import (
     MISSING_WORDS,
     counts_text,
     finding_lines,
     findings_html,
     findings_markdown,
+    group_findings,
     machine_lines,
     md_cell,
     passed_line,
@@ -36,14 +38,20 @@ from rigcheck.report.topo import topology_renderable, topology_section_html
 
 
 def doctor_topology(snap: Snapshot) -> TopoDocument | None:
-    """The topology the doctor report shows: the `topo -m` table read, else one built from the pair links
-    (without the affinity columns `rigcheck topo` adds: the doctor report keeps its matrix narrow)."""
-    matrix = snapshot_matrix(snap, affinities=False)
-    return topo_document(matrix, snap.pairs) if matrix is not None else None
+    """The topology the doctor report shows: the `topo -m` table read, else one built from the pair links and
+    the GPUs' NVLink state (without the affinity columns `rigcheck topo` adds: the doctor report keeps its
+    matrix narrow)."""
+    return snapshot_topo_document(snap, affinities=False)
 
 
 def _verdict(doc: DoctorDocument) -> Text:
     return result_line(doc.counts.model_dump(), doc.exit_code, strict=doc.strict)
+
+
+def input_notes(snap: Snapshot) -> list[str]:
+    """What the reader must know about the input itself: it ends early (a cut file, a table that lost GPUs).
+    A combined snapshot prefixes each file's diagnostics with its name."""
+    return [f"note: {d.message}" for d in snap.diagnostics if INPUT_ENDS_EARLY in d.message]
 
 
 # ---------------------------------------------------------------------------------------------- terminal
@@ -78,6 +86,7 @@ def doctor_terminal(doc: DoctorDocument) -> RenderableType:
     snap = doc.snapshot
     parts: list[RenderableType] = [Text("rigcheck doctor", style="bold")]
     parts += [Text(line) for line in machine_lines(snap)]
+    parts += [Text(note, style="bold yellow") for note in input_notes(snap)]
     if snap.gpus:
         parts += [Text(""), gpu_table(snap)]
     topology = doctor_topology(snap) if len(snap.gpus) > 1 else None
@@ -101,10 +110,28 @@ def _counts_text(doc: DoctorDocument) -> str:
     return counts_text(doc.counts.model_dump(), doc.exit_code)
 
 
+def _listed_counts(doc: DoctorDocument) -> dict[str, int]:
+    """Entries per severity as the page lists them: the same finding about several GPUs or pairs is one entry
+    (the 28 pairs of an 8-GPU NVLink box are one line), so the banner counts what the reader sees."""
+    counts = doc.counts.model_dump()
+    return {sev: len(group_findings([f for f in doc.findings if f.severity.value == sev])) for sev in counts}
+
+
+def _html_counts_text(doc: DoctorDocument) -> str:
+    listed, total = sum(_listed_counts(doc).values()), len(doc.findings)
+    if listed == total:
+        return _counts_text(doc)
+    return (
+        f"{total} findings, listed as {listed} entries (the same finding about several GPUs or pairs is one "
+        "entry): " + _counts_text(doc)
+    )
+
+
 def doctor_markdown(doc: DoctorDocument) -> str:
     snap = doc.snapshot
     out: list[str] = ["# rigcheck doctor", ""]
     out += [f"- {line}" for line in machine_lines(snap)]
+    out += [f"- **{md_cell(note)}**" for note in input_notes(snap)]
     out.append("")
     if snap.gpus:
         out += [
@@ -179,14 +206,16 @@ def doctor_html(doc: DoctorDocument) -> str:
 
     snap = doc.snapshot
     banner = result_class(doc.counts.model_dump(), doc.exit_code)
+    listed = result_line(_listed_counts(doc), doc.exit_code, strict=doc.strict)
     body = [
         "<header><h1>rigcheck doctor</h1>",
         '<ul class="machine">' + "".join(f"<li>{esc(line)}</li>" for line in machine_lines(snap)) + "</ul>",
-        f'<p class="result {banner}">{esc(_verdict(doc).plain)}</p></header>',
+        *(f'<p class="result warn note">{esc(note)}</p>' for note in input_notes(snap)),
+        f'<p class="result {banner}">{esc(listed.plain)}</p></header>',
     ]
     if snap.gpus:
         body.append(f'<section id="gpus"><h2>GPUs</h2>{_gpu_table_html(snap)}</section>')
-    body.append(findings_html(doc.findings, _counts_text(doc)))
+    body.append(findings_html(doc.findings, _html_counts_text(doc)))
     topology = doctor_topology(snap) if snap.topology is not None or len(snap.gpus) > 1 else None
     if topology is not None:
         body.append(topology_section_html(topology))

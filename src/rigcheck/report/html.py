@@ -165,8 +165,6 @@ def esc(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-
-
 def page(title: str, body: str) -> str:
     """The whole document around ``body`` (already HTML): charset, CSP, inline style, no script."""
     return (
@@ -218,12 +216,8 @@ def num(value: float | None, unit: str = "", digits: int | None = None) -> str:
     return f"{text}%" if unit == "%" else f"{text} {unit}".rstrip()
 
 
-
-
 def footer(extra: str = "") -> str:
     """The page's footer: the rigcheck version, ``extra`` (already worded), and that nothing is fetched."""
     from rigcheck import __version__
 
     return f"<footer>rigcheck {esc(__version__)}{esc(extra)} — a self-contained page: nothing is fetched.</footer>"
-
-

@@ -12,6 +12,8 @@ from rigcheck.facts.legend import LinkKind, explain, kind_of
 from rigcheck.model.topo import UNKNOWN_LINK, TopoDocument, TopoPair, sorted_pairs
 from rigcheck.report.render import Renderers, json_text
 
+UNKNOWN_SENTENCE = "the link is unknown."
+
 KIND_STYLE: dict[LinkKind, str] = {
     "nvlink": "green",
     "pcie_switch": "cyan",
@@ -54,9 +56,21 @@ def link_groups(doc: TopoDocument) -> list[tuple[str, list[TopoPair], str]]:
         groups.setdefault(p.link if p.link is not None else UNKNOWN_LINK, []).append(p)
     out = []
     for code, members in groups.items():
-        sentence = members[0].explanation if len(members) == 1 else explain(code)
+        if code == UNKNOWN_LINK:
+            # "GPU0 and GPU2: the link between them is not in this input." -> the part after the names
+            reasons = {m.explanation.split(": ", 1)[-1] for m in members}
+            sentence = reasons.pop() if len(reasons) == 1 else UNKNOWN_SENTENCE
+        else:
+            sentence = members[0].explanation if len(members) == 1 else explain(code)
         out.append((code, members, sentence.removeprefix(f"{code}: ")))
     return out
+
+
+def has_links(doc: TopoDocument) -> bool:
+    """Whether the matrix holds a link: a grid of GPU pairs that is all "?" says nothing, so the reports leave it
+    out (the summary says the topology is missing and how to add it); a one-GPU matrix has no pair to miss."""
+    cells = [c for i, row in enumerate(doc.matrix) for j, c in enumerate(row) if i != j]
+    return not cells or any(c != UNKNOWN_LINK for c in cells)
 
 
 def _pairs_text(members: list[TopoPair]) -> str:
@@ -90,6 +104,8 @@ def topology_renderable(doc: TopoDocument) -> RenderableType:
     for label, row in zip(doc.labels, doc.matrix, strict=False):
         table.add_row(Text(label, style="bold"), *[_code_text(c) for c in row], *_affinities(doc, label, columns))
 
+    if not has_links(doc):
+        return Group(Text("GPU topology", style="bold"), Text(doc.summary, style="bold"))
     parts: list[RenderableType] = [Text("GPU topology (nvidia-smi topo -m)", style="bold"), table]
     if doc.nics:
         parts.append(Text(f"NICs: {_nics_text(doc)}"))
@@ -113,6 +129,8 @@ def topology_markdown(doc: TopoDocument, *, level: int = 2) -> list[str]:
     columns = _affinity_columns(doc)
     head = ["", *doc.labels, *(t for _, t, _ in columns)]
     out = [f"{'#' * level} GPU topology", ""]
+    if not has_links(doc):
+        return [*out, f"**{doc.summary}**", ""]
     out += ["| " + " | ".join(_md_cell(h) for h in head) + " |", "|" + " --- |" * len(head)]
     for label, row in zip(doc.labels, doc.matrix, strict=False):
         cells = [f"**{label}**", *row, *_affinities(doc, label, columns)]
@@ -155,6 +173,9 @@ def topology_section_html(doc: TopoDocument) -> str:
 
     columns = _affinity_columns(doc)
     out = ['<section id="topology"><h2>GPU topology</h2>']
+    if not has_links(doc):
+        out.append(f'<p class="summary-line">{esc(doc.summary)}</p></section>')
+        return "".join(out)
     out.append('<table class="topo"><thead><tr><th></th>')
     out += [f'<th scope="col">{esc(label)}</th>' for label in doc.labels]
     out += [f"<th>{esc(t)}</th>" for _, t, _ in columns]

@@ -12,6 +12,7 @@ Diagnostic naming the function. A missing function is probed once per snapshot a
     calls.py      the one door: every NVML call, its error mapped to a reason; the only pynvml import
     session.py    one snapshot's calls (absent-function cache, diagnostics) and the reader of one GPU
     device.py     one GPU in one pass
+    nvlink.py     one GPU's NVLinks: which exist, their state, far end and speed
     snapshot.py   probe_nvml: the GPUs, their pairs, the topology matrix, the driver versions
     poller.py     NvmlPoller: the cheap repeated read for the sampler
 """

@@ -16,7 +16,7 @@ from typing import TypeVar
 import pynvml
 
 from rigcheck.errors import ProbeError
-from rigcheck.model.snapshot import Missing
+from rigcheck.model.snapshot import Missing, NvmlState
 from rigcheck.probe.nvml.constants import (
     ERR_ARGUMENT_VERSION_MISMATCH,
     ERR_DRIVER_NOT_LOADED,
@@ -82,21 +82,41 @@ def real_library() -> NvmlLibrary:
     return lib
 
 
-_INIT_MESSAGES = {
-    ERR_LIBRARY_NOT_FOUND: "no NVIDIA driver found (libnvidia-ml.so not loadable)",
-    ERR_DRIVER_NOT_LOADED: "NVIDIA driver not loaded (libnvidia-ml.so found, but the kernel module is not running)",
-    ERR_NO_PERMISSION: "no permission to talk to the NVIDIA driver (check /dev/nvidia* permissions)",
-    ERR_LIB_RM_VERSION_MISMATCH: "NVIDIA driver/library version mismatch (reboot or reload the nvidia kernel module)",
+_INIT_STATES: dict[int, NvmlState] = {
+    ERR_LIBRARY_NOT_FOUND: "library_not_found",
+    ERR_DRIVER_NOT_LOADED: "driver_not_loaded",
+    ERR_LIB_RM_VERSION_MISMATCH: "version_mismatch",
+    ERR_NO_PERMISSION: "no_permission",
+}
+_INIT_MESSAGES: dict[NvmlState, str] = {
+    "library_not_found": "no NVIDIA driver found (libnvidia-ml.so not loadable)",
+    "driver_not_loaded": "NVIDIA driver not loaded (libnvidia-ml.so found, but the kernel module is not running)",
+    "no_permission": "no permission to talk to the NVIDIA driver (check /dev/nvidia* permissions)",
+    "version_mismatch": "NVIDIA driver/library version mismatch (reboot or reload the nvidia kernel module)",
 }
 
 
+NO_GPUS_LISTED = "the NVIDIA driver is loaded but reports no GPUs"
+
+
+class NoGpuError(ProbeError):
+    """NVML gives no GPU to read: it could not start (``state`` says why, ``error`` in NVML's words), or it
+    started (``state`` "ok") and lists none."""
+
+    def __init__(self, message: str, state: NvmlState, error: str | None = None) -> None:
+        super().__init__(message)
+        self.state: NvmlState = state
+        self.error = error
+
+
 def start(lib: NvmlLibrary) -> None:
-    """``nvmlInit``; ProbeError with one line saying why when NVML cannot start at all."""
+    """``nvmlInit``; NoGpuError with one line saying why when NVML cannot start at all."""
     try:
         call(lib, "nvmlInit", lib.nvmlInit)
     except NvmlFailure as failure:
-        message = _INIT_MESSAGES.get(failure.code) if failure.code is not None else None
-        raise ProbeError(message or f"NVML could not start: {failure.error}") from None
+        state = _INIT_STATES.get(failure.code, "error") if failure.code is not None else "error"
+        message = _INIT_MESSAGES.get(state, f"NVML could not start: {failure.error}")
+        raise NoGpuError(message, state, failure.error) from None
 
 
 def stop(lib: NvmlLibrary) -> None:

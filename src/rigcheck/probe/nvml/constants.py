@@ -42,7 +42,12 @@ MEMORY_ERROR_CORRECTED, MEMORY_ERROR_UNCORRECTED = 0, 1  # nvmlMemoryErrorType_t
 VOLATILE_ECC, AGGREGATE_ECC = 0, 1  # nvmlEccCounterType_t
 RETIRED_CAUSE_SBE, RETIRED_CAUSE_DBE = 0, 1  # nvmlPageRetirementCause_t
 AFFINITY_SCOPE_NODE = 0
-NVLINK_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS (18 up to Hopper); the loop stops at the first absent link
+NVLINK_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS (18 up to Hopper): the links to try where the count is not given
+FI_NVLINK_LINK_COUNT = 91  # NVML_FI_DEV_NVLINK_LINK_COUNT: number of NVLinks present on the device
+FI_NVLINK_GET_SPEED = 164  # NVML_FI_DEV_NVLINK_GET_SPEED: a link's speed in MB/s (scopeId = the link)
+FI_NVLINK_SPEED_COMMON = 90  # NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON: the active links' common speed, MB/s
+# NVML_FI_DEV_NVLINK_SPEED_MBPS_L0..L11: the per-link speed fields of drivers before the scoped one.
+FI_NVLINK_SPEED_LEGACY = (84, 85, 86, 87, 88, 89, 132, 133, 134, 135, 136, 137)
 NVLINK_DEVICE_TYPES = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
 P2P_CAPS = (("p2p_read", 0), ("p2p_write", 1), ("p2p_nvlink", 2), ("p2p_atomics", 3))
 P2P_STATUS = {

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from rigcheck.cpulist import format_cpulist
-from rigcheck.model.snapshot import Diagnostic, Gpu, Missing, NvLink
+from rigcheck.model.snapshot import Diagnostic, Gpu, Missing
 from rigcheck.probe.nvml.calls import NvmlFailure, reason_for
 from rigcheck.probe.nvml.constants import (
     AFFINITY_SCOPE_NODE,
@@ -25,7 +25,6 @@ from rigcheck.probe.nvml.constants import (
     COMPUTE_MODES,
     CPU_WORDS,
     ERR_INVALID_ARGUMENT,
-    ERR_NOT_SUPPORTED,
     FI_DEV_MEMORY_TEMP,
     FI_EVENT_COUNTERS,
     FI_POWER_AVERAGE,
@@ -34,8 +33,6 @@ from rigcheck.probe.nvml.constants import (
     MEMORY_ERROR_UNCORRECTED,
     MEMORY_V2,
     NODE_WORDS,
-    NVLINK_DEVICE_TYPES,
-    NVLINK_MAX_LINKS,
     PERF_POLICY_POWER,
     PERF_POLICY_SYNC_BOOST,
     PERF_POLICY_THERMAL,
@@ -59,6 +56,7 @@ from rigcheck.probe.nvml.library import (
     late,
     value_of,
 )
+from rigcheck.probe.nvml.nvlink import read_nvlinks
 from rigcheck.probe.nvml.session import GpuReader, Session
 from rigcheck.probe.sysfs import read_numa_node
 
@@ -220,8 +218,13 @@ def read_gpu(s: Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, obje
 
     _read_memory_health(r, lib, h)
     _read_affinity(r, lib, h, sysfs_root)
-    _read_nvlinks(r, lib, h)
+    read_nvlinks(r, lib, h)
 
+    unreadable = _unreadable(gpu) if r.lost_detail is None else None
+    if unreadable is not None:
+        _give_up(s, gpu, unreadable)
+        gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
+        return gpu, h, True
     lost = r.lost_detail is not None
     if lost:
         # Everything not read before the GPU fell off the bus is gpu_lost.
@@ -236,6 +239,35 @@ def read_gpu(s: Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, obje
     # Fields this probe does not read from NVML (e.g. the averaged draw, T.Limit margin).
     gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
     return gpu, h, lost
+
+
+# What names a GPU rather than reads its state: a GPU that gives these and nothing else was not read at all.
+_IDENTITY = frozenset(
+    {"index", "name", "uuid", "pci_bus_id", "architecture", "compute_capability", "missing", "read_error"}
+    | {"read_error_detail"}
+)
+# Reasons that say a read failed, as against a feature this card or driver lacks.
+_FAILED = (Missing.ERROR, Missing.NO_PERMISSION, Missing.GPU_LOST)
+
+
+def _unreadable(gpu: Gpu) -> Missing | None:
+    """Why a GPU none of whose readings came back is unreadable (its commonest failure), or None when something
+    was read or only absent features were asked for (a card that lacks them is not broken)."""
+    if any(getattr(gpu, f) is not None for f in type(gpu).model_fields if f not in _IDENTITY):
+        return None
+    failures = [reason for reason in gpu.missing.values() if reason in _FAILED]
+    return max(_FAILED, key=failures.count) if failures else None
+
+
+def _give_up(s: Session, gpu: Gpu, reason: Missing) -> None:
+    """Make ``gpu`` a placeholder: every NVML reading of it failed. Its per-call diagnostics become one."""
+    own = [d for d in s.diagnostics if d.gpu == gpu.index]
+    first = f"; first: {own[0].message}" if own else ""
+    failed = sum(1 for r in gpu.missing.values() if r in _FAILED)
+    gpu.read_error = reason
+    gpu.read_error_detail = f"every NVML reading failed ({failed} fields, {reason.value}{first})"
+    s.diagnostics[:] = [d for d in s.diagnostics if d.gpu != gpu.index]
+    s.diagnostics.append(Diagnostic(source="nvml", message=f"GPU unreadable: {gpu.read_error_detail}", gpu=gpu.index))
 
 
 def _field_number(values: Sequence[FieldValue], gpu: Gpu, field: str) -> float | None:
@@ -400,74 +432,3 @@ def _read_affinity(r: GpuReader, lib: NvmlLibrary, h: object, sysfs_root: Path |
 
 def _cpu_words() -> int:
     return max(CPU_WORDS, math.ceil((os.cpu_count() or 1) / BITS_PER_WORD))
-
-
-_QUIET_LINK_END = frozenset({ERR_INVALID_ARGUMENT})
-
-
-def _read_nvlinks(r: GpuReader, lib: NvmlLibrary, h: object) -> None:
-    """Links 0..max until the first one NVML says does not exist (NotSupported/InvalidArgument)."""
-    gpu = r.gpu
-    if r.lost_detail is not None:
-        gpu.mark_missing("nvlinks", Missing.GPU_LOST)
-        return
-    links: list[NvLink] = []
-    for link in range(NVLINK_MAX_LINKS):
-        try:
-            state = r.s.call(
-                "nvmlDeviceGetNvLinkState",
-                partial(late, lib, "nvmlDeviceGetNvLinkState", h, link),
-                gpu=gpu.index,
-                quiet=_QUIET_LINK_END,
-            )
-        except NvmlFailure as failure:
-            if failure.code in (ERR_NOT_SUPPORTED, ERR_INVALID_ARGUMENT):
-                break  # no such link: the GPU has `link` NVLinks (zero for a PCIe-only card)
-            if failure.reason is Missing.GPU_LOST:
-                r.lost_detail = failure.detail
-            if not links:
-                gpu.mark_missing("nvlinks", failure.reason)
-                return
-            break
-        entry = NvLink(link=link, active=bool(state))
-        version = _link_read(
-            r,
-            entry,
-            "version",
-            "nvmlDeviceGetNvLinkVersion",
-            partial(late, lib, "nvmlDeviceGetNvLinkVersion", h, link),
-        )
-        entry.version = int(version) if version is not None else None
-        remote = _link_read(
-            r,
-            entry,
-            "remote_pci_bus_id",
-            "nvmlDeviceGetNvLinkRemotePciInfo",
-            partial(late, lib, "nvmlDeviceGetNvLinkRemotePciInfo", h, link),
-        )
-        entry.remote_pci_bus_id = as_text(remote.busId) if remote is not None else None
-        kind = _link_read(
-            r,
-            entry,
-            "remote_device_type",
-            "nvmlDeviceGetNvLinkRemoteDeviceType",
-            partial(late, lib, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link),
-        )
-        entry.remote_device_type = NVLINK_DEVICE_TYPES.get(kind, "unknown") if kind is not None else None
-        links.append(entry)
-        if r.lost_detail is not None:
-            break
-    gpu.nvlinks = links
-
-
-def _link_read(r: GpuReader, entry: NvLink, field: str, name: str, fn: Callable[[], T]) -> T | None:
-    if r.lost_detail is not None:
-        entry.mark_missing(field, Missing.GPU_LOST)
-        return None
-    try:
-        return r.s.call(name, fn, gpu=r.gpu.index)
-    except NvmlFailure as failure:
-        if failure.reason is Missing.GPU_LOST:
-            r.lost_detail = failure.detail
-        entry.mark_missing(field, failure.reason)
-        return None

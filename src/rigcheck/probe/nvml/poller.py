@@ -11,7 +11,16 @@ from typing import TypeVar
 from rigcheck.errors import ProbeError
 from rigcheck.model.snapshot import Missing
 from rigcheck.model.telemetry import Sample, TraceGpu
-from rigcheck.probe.nvml.calls import NvmlFailure, call, real_library, reason_for, start, stop
+from rigcheck.probe.nvml.calls import (
+    NO_GPUS_LISTED,
+    NoGpuError,
+    NvmlFailure,
+    call,
+    real_library,
+    reason_for,
+    start,
+    stop,
+)
 from rigcheck.probe.nvml.constants import (
     CLOCK_MEM,
     CLOCK_SM,
@@ -105,10 +114,10 @@ class NvmlPoller:
             count = int(call(lib, "nvmlDeviceGetCount", lib.nvmlDeviceGetCount))
         except NvmlFailure as failure:
             self.close()
-            raise ProbeError(f"NVML could not count the GPUs: {failure.error}") from None
+            raise NoGpuError(f"NVML could not count the GPUs: {failure.error}", "error", failure.error) from None
         if count == 0:
             self.close()
-            raise ProbeError("the NVIDIA driver is loaded but reports no GPUs")
+            raise NoGpuError(NO_GPUS_LISTED, "ok")
         wanted = self._wanted if self._wanted is not None else list(range(count))
         absent = [i for i in wanted if not 0 <= i < count]
         if absent:

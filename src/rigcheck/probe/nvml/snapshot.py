@@ -9,11 +9,10 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from rigcheck.errors import ProbeError
 from rigcheck.facts.legend import code_from_nvml, kind_of
 from rigcheck.facts.pcie import normalize_bdf
 from rigcheck.model.snapshot import Gpu, GpuPair, Missing, P2PStatus, Snapshot, Software, Source, TopoGpu, TopoMatrix
-from rigcheck.probe.nvml.calls import NvmlFailure, real_library, start, stop
+from rigcheck.probe.nvml.calls import NO_GPUS_LISTED, NoGpuError, NvmlFailure, real_library, start, stop
 from rigcheck.probe.nvml.constants import P2P_CAPS, P2P_STATUS
 from rigcheck.probe.nvml.device import read_gpu
 from rigcheck.probe.nvml.library import NvmlLibrary, as_text, cuda_version_string, late
@@ -185,7 +184,7 @@ def probe_nvml(nvml: NvmlLibrary | None = None, *, sysfs_root: Path | None = Pat
     """Read every GPU through NVML (``nvml=None``: the real pynvml module).
 
     ``sysfs_root`` is where to find sysfs for the NUMA-node fallback (None: no fallback).
-    Raises ProbeError with a one-line message when NVML cannot start at all.
+    Raises NoGpuError with a one-line message when NVML cannot start at all, or cannot count the GPUs.
     """
     lib = real_library() if nvml is None else nvml
     start(lib)
@@ -202,7 +201,7 @@ def _probe(lib: NvmlLibrary, sysfs_root: Path | None) -> Snapshot:
     try:
         count = s.call("nvmlDeviceGetCount", partial(late, lib, "nvmlDeviceGetCount"))
     except NvmlFailure as failure:
-        raise ProbeError(f"NVML could not count the GPUs: {failure.detail}") from None
+        raise NoGpuError(f"NVML could not count the GPUs: {failure.detail}", "error", failure.error) from None
 
     handles: dict[int, object] = {}
     lost: set[int] = set()
@@ -233,7 +232,7 @@ def _probe(lib: NvmlLibrary, sysfs_root: Path | None) -> Snapshot:
                 log.debug("GPU lost while reading pair %d-%d", a.index, b.index)
 
     if not snap.gpus:
-        snap.gpu_absent_reason = "the NVIDIA driver is loaded but reports no GPUs"
+        snap.gpu_absent_reason = NO_GPUS_LISTED
     snap.topology = _topology(snap.gpus, snap.pairs, gpu_numa_ids) if snap.gpus else None
     snap.diagnostics = s.diagnostics
     snap.missing_functions = sorted(s.missing_functions)

@@ -11,22 +11,33 @@ Safety: a document whose DOCTYPE declares entities (or has any internal subset) 
 parsing, so entity expansion ("billion laughs") cannot happen; the standard
 ``<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v13.dtd">`` is fine (ElementTree never fetches
 the DTD). XML has no line numbers per element, so diagnostics name the GPU only.
+
+A cut file (the root element never closes) is read as far as it goes, never into a smaller number:
+an element the file ends inside gives TRUNCATED, and so does an element missing from a parent the
+file ends inside (it may have come after the cut); a sum or list whose section is cut is TRUNCATED;
+a note (``INPUT_ENDS_EARLY``) says the input ends early and which GPUs it lost. Known drivers print
+no per-link NVLink state in ``-q -x`` (a ``<fabric>`` block at most): ``nvlinks`` stays
+NOT_IN_SOURCE. A GPU whose readings are all errors, or that nvidia-smi could not open ("Unable to
+determine the device handle" before the XML), is a placeholder with ``read_error`` (unreadable.py).
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import cast
 
 from rigcheck.errors import ParseError
-from rigcheck.model.snapshot import Diagnostic, Snapshot, Source
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, Missing, Snapshot, Source
+from rigcheck.probe.smi.build import COUNTERS, ECC, ECC_SUMS, REASONS, GpuFields, build_gpu
+from rigcheck.probe.smi.unreadable import add_handle_errors, handle_errors, mark_unreadable, placeholder
 from rigcheck.probe.smi.values import (
     COUNTER_BY_LABEL,
     REASON_BY_LABEL,
-    GpuFields,
     Raw,
     absent_reason,
-    build_gpu,
     check_text,
     finish_missing,
     na_reason,
@@ -99,70 +110,99 @@ _POWER_KEYS = {
 }
 
 
-def _get(elem: ET.Element, path: str) -> Raw | None:
-    """The text at ``path``; where a section on the way is printed as one N/A leaf, that text."""
-    node = elem
-    for part in path.split("/"):
-        child = node.find(part)
-        if child is None:
-            if node is not elem and len(node) == 0 and na_reason(node.text or "") is not None:
-                return Raw((node.text or "").strip())
+@dataclass(frozen=True)
+class _Tree:
+    """The parsed document and the elements the input ends inside (all closed in a whole file)."""
+
+    root: ET.Element
+    open: frozenset[int]  # id() of each element whose end tag the file lacks
+
+    def is_open(self, elem: ET.Element) -> bool:
+        return id(elem) in self.open
+
+    def get(self, elem: ET.Element, path: str) -> Raw | None:
+        """The text at ``path``; where a section on the way is printed as one N/A leaf, that text.
+
+        Inside an element the file ends in, a missing child may lie past the cut: a TRUNCATED stand-in.
+        """
+        node = elem
+        for part in path.split("/"):
+            child = node.find(part)
+            if child is None:
+                if self.is_open(node):
+                    return Raw("", cut=True)
+                if node is not elem and len(node) == 0 and na_reason(node.text or "") is not None:
+                    return Raw((node.text or "").strip())
+                return None
+            node = child
+        text = (node.text or "").strip()
+        if self.is_open(node) and not len(node):
+            return Raw(text, cut=True)
+        if len(node) or not text:
             return None
-        node = child
-    text = (node.text or "").strip()
-    if len(node) or not text:
-        return None
-    return Raw(text)
+        return Raw(text)
+
+    def section(self, gpu: ET.Element, names: tuple[str, ...]) -> tuple[ET.Element | None, bool]:
+        """The first of ``names`` under ``gpu``, and whether the file ends inside it (or before it)."""
+        for name in names:
+            node = gpu.find(name)
+            if node is not None:
+                return node, self.is_open(node)
+        return None, self.is_open(gpu)
 
 
-def _collect(gpu: ET.Element) -> GpuFields:
-    fields = GpuFields()
+def _collect(tree: _Tree, gpu: ET.Element) -> GpuFields:
+    fields = GpuFields(truncated=tree.is_open(gpu))
     for key, paths in _SCALARS.items():
         for path in paths:
-            raw = _get(gpu, path)
+            raw = tree.get(gpu, path)
             if raw is not None:
                 fields.put(key, raw)
                 break
-    if "bus_id" not in fields.values and gpu.get("id"):
-        fields.put("bus_id", Raw(gpu.get("id", "")))
+    bus = fields.values.get("bus_id")
+    if (bus is None or bus.cut) and gpu.get("id"):  # the id attribute names the same bus id
+        fields.values["bus_id"] = Raw(gpu.get("id", ""))
 
     power = "gpu_power_readings" if gpu.find("gpu_power_readings") is not None else "power_readings"
     for key, tag in _POWER_KEYS.items():
-        fields.put(key, _get(gpu, f"{power}/{tag}"))
+        fields.put(key, tree.get(gpu, f"{power}/{tag}"))
 
-    for section, prefix in (
-        ("clocks_event_reasons", "clocks_event_reason_"),
-        ("clocks_throttle_reasons", "clocks_throttle_reason_"),
-    ):
-        node = gpu.find(section)
-        if node is None:
-            continue
+    node, cut = tree.section(gpu, ("clocks_event_reasons", "clocks_throttle_reasons"))
+    if cut:
+        fields.cut_groups.add(REASONS)
+    if node is not None:
+        prefix = "clocks_event_reason_" if node.tag == "clocks_event_reasons" else "clocks_throttle_reason_"
         if len(node) == 0 and (node.text or "").strip():
-            fields.reasons_section = fields.reasons_section or Raw((node.text or "").strip())
+            fields.reasons_section = Raw((node.text or "").strip())
         for child in node:
             label = child.tag.removeprefix(prefix)
             text = (child.text or "").strip()
             if label in REASON_BY_LABEL and text:
                 fields.reasons.setdefault(REASON_BY_LABEL[label], Raw(text))
-    for section, prefix in (
-        ("clocks_event_reasons_counters", "clocks_event_reasons_counters_"),
-        ("clocks_throttle_reasons_counters", "clocks_throttle_reasons_counters_"),
-    ):
-        node = gpu.find(section)
-        for child in node if node is not None else ():
+    node, cut = tree.section(gpu, ("clocks_event_reasons_counters", "clocks_throttle_reasons_counters"))
+    if cut:
+        fields.cut_groups.add(COUNTERS)
+    if node is not None:
+        prefix = node.tag + "_"
+        for child in node:
             label = child.tag.removeprefix(prefix)
             text = (child.text or "").strip()
             if label in COUNTER_BY_LABEL and text:
                 fields.counters.setdefault(COUNTER_BY_LABEL[label], Raw(text))
 
-    _collect_ecc(gpu, fields)
+    node, cut = tree.section(gpu, ("ecc_errors",))
+    if node is None and cut:
+        fields.cut_groups.add(ECC)
+    if node is not None:
+        for attr in ECC_SUMS:  # a sum is whole once its <volatile> / <aggregate> element closed
+            part = node.find("aggregate" if "aggregate" in attr else "volatile")
+            if tree.is_open(part) if part is not None else cut:
+                fields.cut_groups.add(attr)
+        _collect_ecc(tree, node, fields)
     return fields
 
 
-def _collect_ecc(gpu: ET.Element, fields: GpuFields) -> None:
-    ecc = gpu.find("ecc_errors")
-    if ecc is None:
-        return
+def _collect_ecc(tree: _Tree, ecc: ET.Element, fields: GpuFields) -> None:
     if len(ecc) == 0:
         text = (ecc.text or "").strip()
         if na_reason(text) is not None:
@@ -177,11 +217,11 @@ def _collect_ecc(gpu: ET.Element, fields: GpuFields) -> None:
             continue
         unc = fields.ecc_uncorrected_volatile if kind == "volatile" else fields.ecc_uncorrected_aggregate
         corr = fields.ecc_corrected_volatile if kind == "volatile" else None
-        old_double = _get(node, "double_bit/total")
+        old_double = tree.get(node, "double_bit/total")
         if old_double is not None or node.find("single_bit") is not None:  # old layout
             if old_double is not None:
                 unc.append(old_double)
-            old_single = _get(node, "single_bit/total")
+            old_single = tree.get(node, "single_bit/total")
             if corr is not None and old_single is not None:
                 corr.append(old_single)
             continue
@@ -195,39 +235,66 @@ def _collect_ecc(gpu: ET.Element, fields: GpuFields) -> None:
                 corr.append(Raw(text))
 
 
-def _xml_root(text: str, path: str | None) -> ET.Element:
+def _read_tree(text: str, path: str | None) -> _Tree:
     for pattern, what in ((_ENTITY, "an ENTITY declaration"), (_INTERNAL_SUBSET, "an internal DOCTYPE subset")):
         match = pattern.search(text)
         if match is not None:
             line = text.count("\n", 0, match.start()) + 1
             raise ParseError(f"XML with {what} refused (entity expansion is unsafe)", path=path, line=line)
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
+    started: list[ET.Element] = []
+    ended: set[int] = set()
+
+    def drain() -> None:
+        # With events ("start", "end") every item is (event, element).
+        for event, elem in cast("Iterator[tuple[str, ET.Element]]", parser.read_events()):
+            if event == "start":
+                started.append(elem)
+            else:
+                ended.add(id(elem))
+
+    parser.feed(text.lstrip("\ufeff"))
     try:
-        root = ET.fromstring(text.lstrip("\ufeff"))
-    except ET.ParseError as exc:
-        line, _column = exc.position
-        message = str(exc).split(":")[0]
-        raise ParseError(f"XML is not well-formed: {message}", path=path, line=line) from None
+        drain()  # the pull parser hands a syntax error out with the events
+    except ET.ParseError as exc:  # malformed, wherever it is
+        raise ParseError(f"XML is not well-formed: {str(exc).split(':')[0]}", path=path, line=exc.position[0]) from None
+    try:
+        parser.close()
+    except ET.ParseError as exc:  # the document ends before its root closes: the file was cut
+        if not started:
+            raise ParseError(
+                "truncated: the XML ends before its root element", path=path, line=exc.position[0]
+            ) from None
+    root = started[0]
     if root.tag != "nvidia_smi_log":
         raise ParseError(f"XML root is <{root.tag}>, not <nvidia_smi_log> (not `nvidia-smi -q -x` output)", path=path)
-    return root
+    return _Tree(root, frozenset(id(e) for e in started if id(e) not in ended))
 
 
 def parse_query_xml(text: str, path: str | None = None) -> Snapshot:
     """Parse ``nvidia-smi -q -x`` output. ParseError on empty, binary, malformed or foreign XML."""
     check_text(text, path)
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if not stripped.startswith("<"):
+    snapshot = Snapshot(source=Source(kind="nvidia-smi-xml", path=path))
+    start = text.find("<")
+    if start < 0 or not text[start:].strip():
+        if handle_errors(text):
+            add_handle_errors(text, snapshot.gpus, SOURCE, snapshot.diagnostics)
+            finish_missing(snapshot.software, ("driver_version", "cuda_driver_version"))
+            return snapshot
         absent = absent_reason(text)
         if absent is not None:
-            return Snapshot(source=Source(kind="nvidia-smi-xml", path=path), gpu_absent_reason=absent)
-    root = _xml_root(text, path)
-    snapshot = Snapshot(source=Source(kind="nvidia-smi-xml", path=path))
+            snapshot.gpu_absent_reason = absent
+            return snapshot
+    # nvidia-smi prints "Unable to determine the device handle ..." above the XML for a GPU it cannot open.
+    prefix = text[:start] if start > 0 and handle_errors(text[:start]) else ""
+    tree = _read_tree(text[len(prefix) :], path)
+    root = tree.root
     software = snapshot.software
     for attr, tag in (("driver_version", "driver_version"), ("cuda_driver_version", "cuda_version")):
-        raw = _get(root, tag)
+        raw = tree.get(root, tag)
         if raw is None:
             continue
-        reason = na_reason(raw.text)
+        reason = Missing.TRUNCATED if raw.cut else na_reason(raw.text)
         if reason is not None:
             software.mark_missing(attr, reason)
         else:
@@ -235,16 +302,34 @@ def parse_query_xml(text: str, path: str | None = None) -> Snapshot:
     finish_missing(software, ("driver_version", "cuda_driver_version"))
 
     gpus = root.findall("gpu")
+    cut = tree.is_open(root)
     for index, element in enumerate(gpus):
-        snapshot.gpus.append(build_gpu(index, _collect(element), SOURCE, snapshot.diagnostics))
-    attached = _get(root, "attached_gpus")
-    count = parse_int(attached.text).value if attached is not None else None
+        fields = _collect(tree, element)
+        if tree.is_open(element) and not any(not r.cut for k, r in fields.values.items() if k != "bus_id"):
+            if index == 0:
+                raise ParseError("truncated: the XML ends inside the first <gpu>, before its first field", path=path)
+            detail = f'the XML ends inside <gpu id="{element.get("id", "")}"> before its first field'
+            snapshot.gpus.append(placeholder(Gpu(index=index, pci_bus_id=element.get("id")), Missing.TRUNCATED, detail))
+            continue
+        snapshot.gpus.append(build_gpu(index, fields, SOURCE, snapshot.diagnostics))
+    attached = tree.get(root, "attached_gpus")
+    count = parse_int(attached.text).value if attached is not None and not attached.cut else None
     if not gpus:
+        if cut:
+            raise ParseError("truncated: the XML ends before its first <gpu>", path=path)
         snapshot.gpu_absent_reason = "the XML holds no <gpu> element" + (
             f" (attached_gpus {attached.text})" if attached is not None else ""
         )
     if count is not None and count != len(gpus):
+        why = f"{INPUT_ENDS_EARLY}: " if cut and count > len(gpus) else ""
         snapshot.diagnostics.append(
-            Diagnostic(source=SOURCE, message=f"attached_gpus is {count} but the XML holds {len(gpus)} <gpu>")
+            Diagnostic(source=SOURCE, message=f"{why}attached_gpus is {count} but the XML holds {len(gpus)} <gpu>")
         )
+    mark_unreadable(snapshot.gpus, SOURCE, snapshot.diagnostics, {})
+    add_handle_errors(prefix, snapshot.gpus, SOURCE, snapshot.diagnostics)
+    if cut:
+        inside = [g for g in gpus if tree.is_open(g)]
+        where = f'inside <gpu id="{inside[0].get("id", "")}">' if inside else "after the last <gpu>"
+        message = f"{INPUT_ENDS_EARLY}: the XML stops {where}; values it did not reach are null (truncated)"
+        snapshot.diagnostics.append(Diagnostic(source=SOURCE, message=message, gpu=len(gpus) - 1 if inside else None))
     return snapshot

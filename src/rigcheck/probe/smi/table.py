@@ -9,15 +9,25 @@ Per GPU the table gives: index, name, persistence mode, bus id, volatile uncorre
 ("Off" when ECC is disabled), fan, temperature, performance state, power draw and cap (the cap is
 ``power_limit_w``), memory used/total, GPU utilization, compute mode and MIG mode. Every other
 field is NOT_IN_SOURCE.
+
+Fail closed: a GPU whose readings are all ``ERR!`` (the driver lost it, e.g. after an Xid 119) is a
+placeholder with ``read_error``, and so is a GPU nvidia-smi printed "Unable to determine the device
+handle" for (unreadable.py). Never a smaller number from a cut file: every row ends with ``|``, so a row
+without it is where the input was cut, and its last cell is TRUNCATED; the rows of a GPU the input
+ends inside are TRUNCATED; every number carries its unit (``72W``), so one without it is TRUNCATED; a
+GPU table with no border and no line after its last GPU may have lost GPUs, and a note says so.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TypeVar
 
 from rigcheck.errors import ParseError
-from rigcheck.model.snapshot import Diagnostic, Gpu, Missing, Snapshot, Source
+from rigcheck.facts.plausible import out_of_bounds
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, Missing, Snapshot, Source
+from rigcheck.probe.smi.unreadable import add_handle_errors, handle_errors, mark_unreadable
 from rigcheck.probe.smi.values import (
     Parsed,
     absent_reason,
@@ -42,11 +52,24 @@ T = TypeVar("T")
 _VERSIONS = re.compile(
     r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?"
 )
-_FIRST_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<pm>On|Off|N/A|TCC|WDDM|MCDM)\s*$")
+_FIRST_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<pm>On|Off|N/A|TCC|WDDM|MCDM|ERR!)\s*$")
+_INDEX = re.compile(r"^\s*(?P<index>\d+)\s")
 _SECOND_ROW_CELL = re.compile(
     r"^\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<usage>\S+)\s*/\s*(?P<cap>\S+)\s*$"
 )
 _MEMORY_CELL = re.compile(r"^\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*$")
+
+# The fields each cell of a GPU's rows holds: (row, cell) -> fields. Rows 0 and 1 always, row 2 ("MIG M.")
+# where the header has that third row.
+_CELLS: dict[tuple[int, int], tuple[str, ...]] = {
+    (0, 0): ("name", "persistence_mode"),
+    (0, 1): ("pci_bus_id",),
+    (0, 2): ("ecc_enabled", "ecc_uncorrected_volatile"),
+    (1, 0): ("fan_percent", "temp_c", "pstate", "power_draw_w", "power_limit_w"),
+    (1, 1): ("memory_used_mib", "memory_total_mib"),
+    (1, 2): ("utilization_gpu_percent", "compute_mode"),
+    (2, 2): ("mig_enabled",),
+}
 
 
 def _cells(line: str) -> list[str]:
@@ -59,39 +82,58 @@ def _cells(line: str) -> list[str]:
     return stripped.split("|")
 
 
+@dataclass
+class _Line:
+    number: int
+    text: str
+    cut: bool  # the input ends inside this row: its last cell may be partial
+
+    def cells(self) -> list[str]:
+        """The whole cells of the row: a cut row's last cell is left out."""
+        cells = _cells(self.text)
+        return cells[:-1] if self.cut else cells
+
+
 class _Row:
     def __init__(self, gpu: Gpu, diagnostics: list[Diagnostic], line: int) -> None:
         self.gpu = gpu
         self.diagnostics = diagnostics
         self.line = line
 
+    def note(self, message: str) -> None:
+        self.diagnostics.append(Diagnostic(source=SOURCE, message=f"{message} (line {self.line})", gpu=self.gpu.index))
+
     def set(self, attr: str, result: Parsed[T]) -> None:
-        if result.value is not None:
-            setattr(self.gpu, attr, result.value)
+        value = result.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            bounds = out_of_bounds(attr, value)
+            if bounds is not None:
+                self.note(f"{attr}: {value:g} is outside what any card reports ({bounds.text()})")
+                self.gpu.mark_missing(attr, Missing.IMPLAUSIBLE)
+                return
+        if value is not None:
+            setattr(self.gpu, attr, value)
         elif result.reason is not None:
             self.gpu.mark_missing(attr, result.reason)
         if result.error is not None:
-            self.diagnostics.append(
-                Diagnostic(source=SOURCE, message=f"{attr}: {result.error} (line {self.line})", gpu=self.gpu.index)
-            )
+            self.note(f"{attr}: {result.error}")
 
 
-def _read_block(block: list[tuple[int, str]], diagnostics: list[Diagnostic], path: str | None) -> Gpu:
-    number, first = block[0]
-    cells = _cells(first)
-    match = _FIRST_ROW.match(cells[0]) if cells else None
-    if match is None or len(cells) < 3:
-        raise ParseError("not a GPU row of the nvidia-smi table", path=path, line=number)
-    gpu = Gpu(index=int(match.group("index")))
-    row = _Row(gpu, diagnostics, number)
+def _read_first_row(row: _Row, cells: list[str]) -> None:
+    match = _FIRST_ROW.match(cells[0])
+    if match is None:
+        row.note("unreadable first GPU row")
+        return
     row.set("name", parse_str(match.group("name")))
     persistence = match.group("pm")
-    if persistence in ("On", "Off", "N/A"):
+    if persistence in ("On", "Off", "N/A", "ERR!"):
         row.set("persistence_mode", parse_bool(persistence))
-    bus = cells[1].split()
-    if bus:
-        row.set("pci_bus_id", parse_str(bus[0]))
+    if len(cells) > 1 and cells[1].split():
+        row.set("pci_bus_id", parse_str(cells[1].split()[0]))
+    if len(cells) < 3:
+        return
     ecc = cells[2].strip()
+    gpu = row.gpu
     if ecc == "Off":
         gpu.ecc_enabled = False
     elif ecc == "On":
@@ -105,43 +147,90 @@ def _read_block(block: list[tuple[int, str]], diagnostics: list[Diagnostic], pat
         if count.value is not None:
             gpu.ecc_enabled = True
 
-    if len(block) > 1:
-        number, second = block[1]
-        row.line = number
-        cells = _cells(second)
-        metrics = _SECOND_ROW_CELL.match(cells[0]) if cells else None
-        if metrics is None:
-            diagnostics.append(
-                Diagnostic(source=SOURCE, message=f"unreadable second GPU row (line {number})", gpu=gpu.index)
-            )
-        else:
-            row.set("fan_percent", parse_percent(metrics.group("fan")))
-            row.set("temp_c", parse_celsius(metrics.group("temp")))
-            row.set("pstate", parse_str(metrics.group("perf")))
-            row.set("power_draw_w", parse_watts(metrics.group("usage")))
-            row.set("power_limit_w", parse_watts(metrics.group("cap")))
-        memory = _MEMORY_CELL.match(cells[1]) if len(cells) > 1 else None
-        if memory is not None:
-            row.set("memory_used_mib", parse_mib(memory.group("used")))
-            row.set("memory_total_mib", parse_mib(memory.group("total")))
-        if len(cells) > 2:
-            parts = cells[2].split(None, 1)
-            if parts:
-                row.set("utilization_gpu_percent", parse_percent(parts[0]))
-            if len(parts) > 1:
-                row.set("compute_mode", parse_compute_mode(parts[1]))
+
+def _read_second_row(row: _Row, cells: list[str]) -> None:
+    if not cells:  # the input ends inside its first cell
+        return
+    metrics = _SECOND_ROW_CELL.match(cells[0])
+    if metrics is None:
+        row.note("unreadable second GPU row")
     else:
-        diagnostics.append(
-            Diagnostic(source=SOURCE, message=f"GPU row cut after its first line (line {number})", gpu=gpu.index)
-        )
+        row.set("fan_percent", parse_percent(metrics.group("fan"), unit=True))
+        row.set("temp_c", parse_celsius(metrics.group("temp"), unit=True))
+        row.set("pstate", parse_str(metrics.group("perf")))
+        row.set("power_draw_w", parse_watts(metrics.group("usage"), unit=True))
+        row.set("power_limit_w", parse_watts(metrics.group("cap"), unit=True))
+    memory = _MEMORY_CELL.match(cells[1]) if len(cells) > 1 else None
+    if memory is not None:
+        row.set("memory_used_mib", parse_mib(memory.group("used"), unit=True))
+        row.set("memory_total_mib", parse_mib(memory.group("total"), unit=True))
+    if len(cells) > 2:
+        parts = cells[2].split(None, 1)
+        if parts:
+            row.set("utilization_gpu_percent", parse_percent(parts[0], unit=True))
+        if len(parts) > 1:
+            row.set("compute_mode", parse_compute_mode(parts[1]))
+
+
+def _read_block(
+    block: list[_Line], rows: int, cut: bool, diagnostics: list[Diagnostic], path: str | None
+) -> Gpu | None:
+    """One GPU from its rows; ``cut``: the input ends inside this GPU (its missing rows are TRUNCATED).
+
+    None when the input ends before the GPU's index.
+    """
+    first = block[0]
+    cells = first.cells()
+    match = _FIRST_ROW.match(cells[0]) if cells else None
+    index = match or _INDEX.match(_cells(first.text)[0])
+    if match is None:
+        if not first.cut:
+            raise ParseError("not a GPU row of the nvidia-smi table", path=path, line=first.number)
+        if index is None:
+            return None
+        cells = []  # the row is cut before its persistence column: nothing on it is whole
+    assert index is not None
+    gpu = Gpu(index=int(index.group("index")))
+    row = _Row(gpu, diagnostics, first.number)
+    if cells:
+        _read_first_row(row, cells)
+    if len(block) > 1:
+        row.line = block[1].number
+        _read_second_row(row, block[1].cells())
+    elif not cut:
+        row.note("GPU row cut after its first line")
     if len(block) > 2:
-        number, third = block[2]
-        cells = _cells(third)
-        if len(cells) > 2 and cells[2].strip():
-            row.line = number
-            row.set("mig_enabled", parse_bool(cells[2].strip()))
+        third = block[2].cells()
+        if len(third) > 2 and third[2].strip():
+            row.line = block[2].number
+            row.set("mig_enabled", parse_bool(third[2].strip()))
+    if cut:  # what the input did not reach, on a cut row or on rows it never printed
+        for (r, c), fields in _CELLS.items():
+            if r < rows and (r >= len(block) or c >= len(block[r].cells())):
+                for attr in fields:
+                    if getattr(gpu, attr) is None and gpu.missing.get(attr) is None:
+                        gpu.mark_missing(attr, Missing.TRUNCATED)
     finish_missing(gpu)
     return gpu
+
+
+def _read_versions(lines: list[str], snapshot: Snapshot) -> int | None:
+    software = snapshot.software
+    for number, line in enumerate(lines, start=1):
+        versions = _VERSIONS.search(line)
+        if versions is None:
+            continue
+        if not line.rstrip().endswith("|") and number == len(lines):
+            break  # the header line itself is cut: its versions may be partial
+        software.driver_version = versions.group("driver")
+        if versions.group("cuda") is not None and na_reason(versions.group("cuda")) is None:
+            software.cuda_driver_version = versions.group("cuda")
+        elif versions.group("cuda") is not None:
+            software.mark_missing("cuda_driver_version", Missing.REPORTED_NA)
+        finish_missing(software, ("driver_version", "cuda_driver_version"))
+        return number
+    finish_missing(software, ("driver_version", "cuda_driver_version"))
+    return None
 
 
 def parse_table(text: str, path: str | None = None) -> Snapshot:
@@ -153,28 +242,21 @@ def parse_table(text: str, path: str | None = None) -> Snapshot:
     check_text(text, path)
     lines = text_lines(text)
     snapshot = Snapshot(source=Source(kind="nvidia-smi-table", path=path))
-    software = snapshot.software
-
-    header_line: int | None = None
-    for number, line in enumerate(lines, start=1):
-        versions = _VERSIONS.search(line)
-        if versions is not None:
-            header_line = number
-            software.driver_version = versions.group("driver")
-            if versions.group("cuda") is not None and na_reason(versions.group("cuda")) is None:
-                software.cuda_driver_version = versions.group("cuda")
-            elif versions.group("cuda") is not None:
-                software.mark_missing("cuda_driver_version", Missing.REPORTED_NA)
-            break
-    finish_missing(software, ("driver_version", "cuda_driver_version"))
+    header_line = _read_versions(lines, snapshot)
 
     # The GPU table: the first "|===" rule after a header row naming "Bus-Id".
     start: int | None = None
+    rows = 2
     for i, line in enumerate(lines):
         if line.strip().startswith("|=") and any("Bus-Id" in previous for previous in lines[max(0, i - 4) : i]):
             start = i + 1
+            bus_row = next(j for j in range(i - 1, max(0, i - 4) - 1, -1) if "Bus-Id" in lines[j])
+            rows = i - bus_row  # 2 header rows, or 3 with "MIG M."
             break
     if start is None:
+        if handle_errors(text):
+            add_handle_errors(text, snapshot.gpus, SOURCE, snapshot.diagnostics)
+            return snapshot
         absent = absent_reason(text)
         if absent is not None:
             snapshot.gpu_absent_reason = absent
@@ -183,22 +265,45 @@ def parse_table(text: str, path: str | None = None) -> Snapshot:
             raise ParseError("truncated: the GPU table has no rows", path=path, line=header_line)
         raise ParseError("no nvidia-smi table found (not `nvidia-smi` output?)", path=path)
 
-    blocks: list[list[tuple[int, str]]] = []
-    current: list[tuple[int, str]] = []
+    blocks, closed = _blocks(lines, start)
+    if not blocks:
+        raise ParseError("truncated: the GPU table has no rows", path=path, line=start)
+    where: dict[int, str] = {}
+    for k, block in enumerate(blocks):
+        cut = not closed and k == len(blocks) - 1 and (block[-1].cut or len(block) < rows)
+        gpu = _read_block(block, rows, cut, snapshot.diagnostics, path)
+        if gpu is not None:
+            snapshot.gpus.append(gpu)
+            where[gpu.index] = f"table row at line {block[0].number}"
+    if not closed:
+        last = f"GPU {snapshot.gpus[-1].index}" if snapshot.gpus else "its first GPU"
+        message = (
+            f"{INPUT_ENDS_EARLY}: the GPU table stops at line {len(lines)}, after {last}; "
+            "GPUs listed after it, if any, are not in the text"
+        )
+        snapshot.diagnostics.append(Diagnostic(source=SOURCE, message=message))
+    mark_unreadable(snapshot.gpus, SOURCE, snapshot.diagnostics, where)
+    add_handle_errors(text, snapshot.gpus, SOURCE, snapshot.diagnostics)
+    return snapshot
+
+
+def _blocks(lines: list[str], start: int) -> tuple[list[list[_Line]], bool]:
+    """The GPU rows, one list per GPU, and whether the table is closed (a line follows its last border)."""
+    blocks: list[list[_Line]] = []
+    current: list[_Line] = []
+    closed = False
     for i in range(start, len(lines)):
         line = lines[i].strip()
-        if line.startswith("+") or line.startswith("|-") or line.startswith("|="):
+        if line.startswith(("+", "|-", "|=")):
             if current:
                 blocks.append(current)
             current = []
             continue
         if not line.startswith("|"):
+            closed = True
             break
-        current.append((i + 1, lines[i]))
+        last = i == len(lines) - 1
+        current.append(_Line(i + 1, lines[i], cut=last and not line.endswith("|")))
     if current:
         blocks.append(current)
-    if not blocks:
-        raise ParseError("truncated: the GPU table has no rows", path=path, line=start)
-    for block in blocks:
-        snapshot.gpus.append(_read_block(block, snapshot.diagnostics, path))
-    return snapshot
+    return blocks, closed

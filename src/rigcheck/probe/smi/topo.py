@@ -37,6 +37,7 @@ _CODE_SHAPE_RE = re.compile(r"^[A-Z][A-Z0-9#]*$")
 _HEADER_NAME_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
 _NIC_LEGEND_RE = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
 _OLD_LEGEND_RE = re.compile(r"^\s*SOC\s*=|PCIe switch")
+_SPACE_RUN_RE = re.compile(r"\S {2,}\S")  # two words in one tab cell, apart by a run of spaces
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,15 @@ def _space_fields(line: str) -> _Line:
     return _Line(cells, exact=True)
 
 
+def _mixed(line: str) -> bool:
+    """Tabs and runs of spaces both separating cells (a terminal copy that kept some tabs): the line is then
+    read as a person sees it, with its tabs expanded to the 8-column stops."""
+    return "\t" in line and any(_SPACE_RUN_RE.search(cell) for cell in line.split("\t"))
+
+
 def _split(line: str) -> _Line:
+    if _mixed(line):
+        return _space_fields(line.expandtabs(_TAB))
     if "\t" in line:
         return _Line(_tab_fields(line), exact=True)
     return _space_fields(line)
@@ -97,6 +106,8 @@ def _split(line: str) -> _Line:
 
 def _header_names(line: str) -> list[_Cell]:
     """Column names of the header with their display columns (names may hold single spaces)."""
+    if _mixed(line):
+        line = line.expandtabs(_TAB)
     if "\t" in line:
         return [c for c in _tab_fields(line) if c.text]
     names: list[_Cell] = []
@@ -104,6 +115,19 @@ def _header_names(line: str) -> list[_Cell]:
         for m in _HEADER_NAME_RE.finditer(piece.group(0)):
             names.append(_Cell(m.group(0), piece.start() + m.start()))
     return names
+
+
+def _glued_header(names: list[_Cell], after: list[str]) -> list[_Cell] | None:
+    """The header when a prompt was pasted on its line ("$ nvidia-smi topo -m   GPU0   GPU1 ..."): the names
+    from GPU0 on, moved to where nvidia-smi prints them (GPU0 one tab in), if the next line is the GPU0 row."""
+    first = next((k for k, n in enumerate(names) if n.text == "GPU0"), None)
+    if not first or not _looks_like_header(names[first:]):
+        return None
+    following = next((line for line in after if line.strip()), "")
+    if following.split()[:2] != ["GPU0", "X"]:  # GPU0's row, its first code on the diagonal
+        return None
+    shift = _TAB - names[first].col
+    return [_Cell(n.text, n.col + shift) for n in names[first:]]
 
 
 def _is_device_name(name: str) -> bool:
@@ -187,6 +211,10 @@ def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
         names = _header_names(line)
         if _looks_like_header(names):
             header_at = i
+            break
+        glued = _glued_header(names, lines[i + 1 :])
+        if glued is not None:
+            header_at, names = i, glued
             break
         first = names[0].text if names else ""
         if _is_device_name(first):

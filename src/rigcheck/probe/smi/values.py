@@ -1,23 +1,25 @@
-"""Small pieces shared by the nvidia-smi text parsers.
+"""Small pieces shared by the nvidia-smi parsers.
 
 - Input hygiene: :func:`check_text` (empty file, binary garbage -> ParseError), :func:`strip_ansi`.
 - Value parsers: ``"55.63 W" -> 55.63``, ``"16x" -> 16``, ``"Enabled" -> True``. Each returns a
-  :class:`Parsed`: a value, or ``None`` with the reason it is missing (``"N/A"`` -> REPORTED_NA).
-- :class:`GpuFields` and :func:`build_gpu`: the ``-q`` text and ``-q -x`` XML parsers both collect the
-  raw strings they find under canonical keys, and one builder turns them into a :class:`Gpu`, so
-  the two formats give the same fields with the same semantics.
-- :func:`finish_missing`: every field still ``None`` and without a reason becomes NOT_IN_SOURCE.
+  :class:`Parsed`: a value, or ``None`` with the reason it is missing (``"N/A"`` -> REPORTED_NA). With
+  ``unit=True`` a number must carry the unit its format always prints: ``"70"`` where nvidia-smi prints
+  ``"700.00 W"`` is the start of a cut line, so it is TRUNCATED, never 70 W.
+- :class:`Raw`: a value as printed, with its line and whether that line was cut.
+- :func:`finish_missing`: every field still ``None`` and without a reason gets one (NOT_IN_SOURCE).
+
+The builder that turns the raw strings of ``-q`` and ``-q -x`` into a Gpu is in build.py.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from rigcheck.errors import ParseError
-from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Diagnostic, Gpu, Missing, NvLink, Record
+from rigcheck.model.snapshot import Missing, Record
 from rigcheck.probe.smi.ansi import strip_ansi
 
 T = TypeVar("T")
@@ -55,18 +57,43 @@ _NA_REASONS: dict[str, Missing] = {
     "-": Missing.REPORTED_NA,
     "insufficient permissions": Missing.NO_PERMISSION,
     "no permission": Missing.NO_PERMISSION,
+    "gpu access blocked by the operating system": Missing.NO_PERMISSION,
+    "no data": Missing.REPORTED_NA,
+    # nvidia-smi prints NVML's error string (nvmlErrorString) where a call failed; the table prints ERR!.
     "gpu requires reset": Missing.GPU_LOST,
     "gpu is lost": Missing.GPU_LOST,
     "err!": Missing.ERROR,
     "unknown error": Missing.ERROR,
     "error": Missing.ERROR,
+    "timeout": Missing.ERROR,
+    "insufficient external power": Missing.ERROR,
+    "driver not loaded": Missing.ERROR,
+    "corrupted inforom": Missing.ERROR,
+    "uninitialized": Missing.ERROR,
+    "insufficient memory": Missing.ERROR,
+    "insufficient resources": Missing.ERROR,
+    "interrupt request issue": Missing.ERROR,
 }
 
 
 def na_reason(raw: str) -> Missing | None:
     """Why a printed value is not a value: ``"N/A"``, ``"[Not Supported]"``, ``"ERR!"``; else None."""
-    key = raw.strip().strip("[]").strip().lower()
+    key = raw.strip().strip("[]").strip().rstrip(".").lower()
     return _NA_REASONS.get(key)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A value as printed, with the line it came from (None where the format has no lines).
+
+    ``cut``: the value sits where the input ends (the last line, with no line end, or an XML element the
+    file ends inside): it may be the start of a longer value. ``Raw("", cut=True)`` stands for a value
+    that would have come after the cut.
+    """
+
+    text: str
+    line: int | None = None
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,11 +105,18 @@ class Parsed(Generic[T]):
     error: str | None = None
 
 
+class _NoUnit(Exception):
+    """A number printed without the unit its format always prints."""
+
+
 def _parse(raw: str, convert: Callable[[str], T | None], what: str) -> Parsed[T]:
     reason = na_reason(raw)
     if reason is not None:
         return Parsed(None, reason)
-    value = convert(raw.strip())
+    try:
+        value = convert(raw.strip())
+    except _NoUnit:
+        return Parsed(None, Missing.TRUNCATED, f"{raw.strip()!r} has no unit: the line was cut")
     if value is None:
         return Parsed(None, Missing.ERROR, f"cannot read {raw.strip()!r} as {what}")
     return Parsed(value)
@@ -91,7 +125,7 @@ def _parse(raw: str, convert: Callable[[str], T | None], what: str) -> Parsed[T]
 _NUMBER = r"([-+]?\d+(?:\.\d+)?)"
 
 
-def _number_with_units(units: dict[str, float]) -> Callable[[str], float | None]:
+def _number_with_units(units: dict[str, float], *, unit: bool) -> Callable[[str], float | None]:
     pattern = re.compile(
         rf"^{_NUMBER}\s*({'|'.join(re.escape(u) for u in sorted(units, key=len, reverse=True))})?$",
         re.IGNORECASE,
@@ -102,54 +136,64 @@ def _number_with_units(units: dict[str, float]) -> Callable[[str], float | None]
         match = pattern.match(text)
         if match is None:
             return None
-        factor = lowered[match.group(2).lower()] if match.group(2) else 1.0
-        return float(match.group(1)) * factor
+        if not match.group(2):
+            if unit:
+                raise _NoUnit
+            return float(match.group(1))
+        return float(match.group(1)) * lowered[match.group(2).lower()]
 
     return convert
 
 
-_WATTS = _number_with_units({"W": 1.0, "mW": 0.001})
-_CELSIUS = _number_with_units({"C": 1.0})
-_MIB = _number_with_units({"MiB": 1.0, "GiB": 1024.0, "KiB": 1 / 1024, "MB": 1.0, "GB": 1024.0})
-_PERCENT = _number_with_units({"%": 1.0})
-_MHZ = _number_with_units({"MHz": 1.0, "GHz": 1000.0})
-_MICROSECONDS = _number_with_units({"us": 1.0, "ns": 0.001, "ms": 1000.0, "s": 1e6})
-_GBPS = _number_with_units({"GB/s": 1.0, "MB/s": 0.001})
+_UNITS: dict[str, dict[str, float]] = {
+    "watts": {"W": 1.0, "mW": 0.001},
+    "degrees C": {"C": 1.0},
+    "MiB": {"MiB": 1.0, "GiB": 1024.0, "KiB": 1 / 1024, "MB": 1.0, "GB": 1024.0},
+    "percent": {"%": 1.0},
+    "MHz": {"MHz": 1.0, "GHz": 1000.0},
+    "a duration": {"us": 1.0, "ns": 0.001, "ms": 1000.0, "s": 1e6},
+    "GB/s": {"GB/s": 1.0, "MB/s": 0.001},
+}
+_CONVERT = {(what, unit): _number_with_units(u, unit=unit) for what, u in _UNITS.items() for unit in (False, True)}
 
 
-def parse_watts(raw: str) -> Parsed[float]:
-    """``"55.63 W"`` or ``"74W"`` -> 55.63 / 74.0."""
-    return _parse(raw, _WATTS, "watts")
+def _parse_number(raw: str, what: str, unit: bool) -> Parsed[float]:
+    return _parse(raw, _CONVERT[what, unit], what)
 
 
-def parse_celsius(raw: str) -> Parsed[float]:
+def parse_watts(raw: str, *, unit: bool = False) -> Parsed[float]:
+    """``"55.63 W"`` or ``"74W"`` -> 55.63 / 74.0 (``unit=True``: ``"74"`` is TRUNCATED)."""
+    return _parse_number(raw, "watts", unit)
+
+
+def parse_celsius(raw: str, *, unit: bool = False) -> Parsed[float]:
     """``"33 C"``, ``"31C"``, ``"-8 C"`` -> degrees Celsius."""
-    return _parse(raw, _CELSIUS, "degrees C")
+    return _parse_number(raw, "degrees C", unit)
 
 
-def parse_mib(raw: str) -> Parsed[float]:
+def parse_mib(raw: str, *, unit: bool = False) -> Parsed[float]:
     """``"81559 MiB"`` or ``"2MiB"`` -> MiB."""
-    return _parse(raw, _MIB, "MiB")
+    return _parse_number(raw, "MiB", unit)
 
 
-def parse_percent(raw: str) -> Parsed[float]:
+def parse_percent(raw: str, *, unit: bool = False) -> Parsed[float]:
     """``"0 %"`` or ``"30%"`` -> percent."""
-    return _parse(raw, _PERCENT, "percent")
+    return _parse_number(raw, "percent", unit)
 
 
-def parse_mhz(raw: str) -> Parsed[float]:
+def parse_mhz(raw: str, *, unit: bool = False) -> Parsed[float]:
     """``"345 MHz"`` -> MHz."""
-    return _parse(raw, _MHZ, "MHz")
+    return _parse_number(raw, "MHz", unit)
 
 
-def parse_microseconds(raw: str) -> Parsed[float]:
+def parse_microseconds(raw: str, *, unit: bool = False) -> Parsed[float]:
     """``"33534556 us"`` -> microseconds."""
-    return _parse(raw, _MICROSECONDS, "a duration")
+    return _parse_number(raw, "a duration", unit)
 
 
-def parse_gbps(raw: str) -> Parsed[float]:
+def parse_gbps(raw: str, *, unit: bool = False) -> Parsed[float]:
     """``"25.781 GB/s"`` -> GB/s."""
-    return _parse(raw, _GBPS, "GB/s")
+    return _parse_number(raw, "GB/s", unit)
 
 
 def _to_int(text: str) -> int | None:
@@ -167,9 +211,18 @@ def _to_width(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def parse_width(raw: str) -> Parsed[int]:
-    """A PCIe link width, ``"16x"`` -> 16."""
-    return _parse(raw, _to_width, "a link width")
+def _to_width_with_x(text: str) -> int | None:
+    match = re.match(r"^(\d+)(x?)$", text, re.IGNORECASE)
+    if match is None:
+        return _to_width(text)
+    if not match.group(2):
+        raise _NoUnit
+    return int(match.group(1))
+
+
+def parse_width(raw: str, *, unit: bool = False) -> Parsed[int]:
+    """A PCIe link width, ``"16x"`` -> 16 (``unit=True``: ``"1"``, a cut ``"16x"``, is TRUNCATED)."""
+    return _parse(raw, _to_width_with_x if unit else _to_width, "a link width")
 
 
 def _to_gen(text: str) -> int | None:
@@ -276,267 +329,6 @@ COUNTER_BY_LABEL: dict[str, str] = {
 }
 
 
-# --- the shared builder ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Raw:
-    """A value as printed, with the line it came from (None where the format has no lines)."""
-
-    text: str
-    line: int | None = None
-
-
-@dataclass
-class GpuFields:
-    """Raw strings one GPU section holds, under canonical keys (see :func:`build_gpu`).
-
-    Scalar keys: name, uuid, bus_id, architecture, persistence, mig, ecc_mode, fan, pstate,
-    compute_mode, mem_total, mem_used, util_gpu, clock_graphics, clock_sm, clock_mem,
-    clock_graphics_max, clock_sm_max, clock_mem_max, pcie_gen_max, pcie_gen_current,
-    pcie_gen_gpu_max, pcie_width_max, pcie_width_current, replays, power_instant, power_draw,
-    power_average, power_current_limit, power_limit, power_enforced_limit, power_default_limit,
-    power_min_limit, power_max_limit, temp_gpu, temp_memory, temp_target, temp_tlimit,
-    temp_shutdown, temp_slowdown, temp_max_operating, temp_memory_max, temp_shutdown_offset,
-    temp_slowdown_offset, temp_max_operating_offset, temp_memory_max_offset, remapped_correctable,
-    remapped_uncorrectable, remapped_pending, remapped_failure, retired_sbe, retired_dbe,
-    retired_pending.
-    """
-
-    values: dict[str, Raw] = field(default_factory=dict)
-    reasons: dict[str, Raw] = field(default_factory=dict)  # reason name -> "Active"/"Not Active"
-    reasons_section: Raw | None = None  # the section itself, when printed as one N/A value
-    counters: dict[str, Raw] = field(default_factory=dict)  # reason name -> "123 us"
-    # Uncorrectable / correctable ECC counters of the Volatile and Aggregate sections.
-    ecc_uncorrected_volatile: list[Raw] = field(default_factory=list)
-    ecc_uncorrected_aggregate: list[Raw] = field(default_factory=list)
-    ecc_corrected_volatile: list[Raw] = field(default_factory=list)
-    nvlinks: list[NvLink] | None = None
-
-    def put(self, key: str, raw: Raw | None) -> None:
-        """Keep the first value seen for ``key``."""
-        if raw is not None and key not in self.values:
-            self.values[key] = raw
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.values
-            or self.reasons
-            or self.reasons_section
-            or self.counters
-            or self.ecc_uncorrected_volatile
-            or self.ecc_uncorrected_aggregate
-            or self.ecc_corrected_volatile
-            or self.nvlinks is not None
-        )
-
-
-class _Builder:
-    def __init__(self, gpu: Gpu, fields: GpuFields, source: str, diagnostics: list[Diagnostic]) -> None:
-        self.gpu = gpu
-        self.fields = fields
-        self.source = source
-        self.diagnostics = diagnostics
-
-    def note(self, message: str, raw: Raw | None) -> None:
-        where = f" (line {raw.line})" if raw is not None and raw.line is not None else ""
-        self.diagnostics.append(Diagnostic(source=self.source, message=f"{message}{where}", gpu=self.gpu.index))
-
-    def parsed(self, key: str, parse: Callable[[str], Parsed[T]]) -> Parsed[T] | None:
-        raw = self.fields.values.get(key)
-        if raw is None:
-            return None
-        result = parse(raw.text)
-        if result.error is not None:
-            self.note(f"{key}: {result.error}", raw)
-        return result
-
-    def set(self, attr: str, result: Parsed[T] | None) -> None:
-        """Store a parsed value on the GPU, or its reason; None (not in the text) leaves it alone."""
-        if result is None:
-            return
-        if result.value is not None:
-            setattr(self.gpu, attr, result.value)
-            self.gpu.missing.pop(attr, None)
-        elif result.reason is not None:
-            self.gpu.mark_missing(attr, result.reason)
-
-    def first(self, attr: str, keys: Iterable[str], parse: Callable[[str], Parsed[T]]) -> Parsed[T] | None:
-        """The first key that holds a value wins; else the first that was printed (with its reason)."""
-        printed: Parsed[T] | None = None
-        for key in keys:
-            result = self.parsed(key, parse)
-            if result is None:
-                continue
-            if result.value is not None:
-                self.set(attr, result)
-                return result
-            if printed is None:
-                printed = result
-        self.set(attr, printed)
-        return printed
-
-    def total(self, attr: str, raws: list[Raw]) -> None:
-        """Sum of counters (None with the first reason when any is N/A)."""
-        if not raws:
-            return
-        total = 0
-        for raw in raws:
-            result = parse_int(raw.text)
-            if result.error is not None:
-                self.note(f"{attr}: {result.error}", raw)
-            if result.value is None:
-                self.set(attr, result)
-                return
-            total += result.value
-        self.set(attr, Parsed(total))
-
-
-def build_gpu(index: int, fields: GpuFields, source: str, diagnostics: list[Diagnostic]) -> Gpu:
-    """Turn one GPU's raw strings into a :class:`Gpu`; see the field docs in model/snapshot.py."""
-    gpu = Gpu(index=index)
-    b = _Builder(gpu, fields, source, diagnostics)
-
-    for attr, key in (("name", "name"), ("uuid", "uuid"), ("pci_bus_id", "bus_id"), ("architecture", "architecture")):
-        b.set(attr, b.parsed(key, parse_str))
-    b.set("pstate", b.parsed("pstate", parse_str))
-    b.set("compute_mode", b.parsed("compute_mode", parse_compute_mode))
-    b.set("persistence_mode", b.parsed("persistence", parse_bool))
-    b.set("mig_enabled", b.parsed("mig", parse_bool))
-    b.set("ecc_enabled", b.parsed("ecc_mode", parse_bool))
-    b.set("fan_percent", b.parsed("fan", parse_percent))
-    b.set("memory_total_mib", b.parsed("mem_total", parse_mib))
-    b.set("memory_used_mib", b.parsed("mem_used", parse_mib))
-    b.set("utilization_gpu_percent", b.parsed("util_gpu", parse_percent))
-    for attr, key in (
-        ("clock_graphics_mhz", "clock_graphics"),
-        ("clock_sm_mhz", "clock_sm"),
-        ("clock_mem_mhz", "clock_mem"),
-        ("clock_graphics_max_mhz", "clock_graphics_max"),
-        ("clock_sm_max_mhz", "clock_sm_max"),
-        ("clock_mem_max_mhz", "clock_mem_max"),
-    ):
-        b.set(attr, b.parsed(key, parse_mhz))
-
-    # PCIe.
-    b.set("pcie_gen_max", b.parsed("pcie_gen_max", parse_gen))
-    b.set("pcie_gen_current", b.parsed("pcie_gen_current", parse_gen))
-    b.set("pcie_gen_gpu_max", b.parsed("pcie_gen_gpu_max", parse_gen))
-    b.set("pcie_width_max", b.parsed("pcie_width_max", parse_width))
-    b.set("pcie_width_current", b.parsed("pcie_width_current", parse_width))
-    b.set("pcie_replay_count", b.parsed("replays", parse_int))
-
-    # Power: instantaneous draw where given, else "Power Draw", else the average.
-    b.first("power_draw_w", ("power_instant", "power_draw", "power_average"), parse_watts)
-    b.set("power_draw_avg_w", b.parsed("power_average", parse_watts))
-    b.first("power_limit_w", ("power_current_limit", "power_limit"), parse_watts)
-    b.set("power_enforced_limit_w", b.parsed("power_enforced_limit", parse_watts))
-    b.set("power_default_limit_w", b.parsed("power_default_limit", parse_watts))
-    b.set("power_min_limit_w", b.parsed("power_min_limit", parse_watts))
-    b.set("power_max_limit_w", b.parsed("power_max_limit", parse_watts))
-
-    _build_temperatures(b)
-    _build_reasons(b)
-    _build_memory_health(b)
-
-    if fields.nvlinks is not None:
-        for link in fields.nvlinks:
-            finish_missing(link)
-        gpu.nvlinks = fields.nvlinks
-    finish_missing(gpu)
-    return gpu
-
-
-def _build_temperatures(b: _Builder) -> None:
-    current = b.parsed("temp_gpu", parse_celsius)
-    b.set("temp_c", current)
-    b.set("temp_memory_c", b.parsed("temp_memory", parse_celsius))
-    b.set("temp_target_c", b.parsed("temp_target", parse_celsius))
-    margin = b.parsed("temp_tlimit", parse_celsius)
-    b.set("temp_tlimit_margin_c", margin)
-    # Absolute thresholds (old format, XML *_threshold).
-    b.set("temp_shutdown_c", b.parsed("temp_shutdown", parse_celsius))
-    b.set("temp_slowdown_c", b.parsed("temp_slowdown", parse_celsius))
-    b.set("temp_max_operating_c", b.parsed("temp_max_operating", parse_celsius))
-    b.set("temp_memory_max_c", b.parsed("temp_memory_max", parse_celsius))
-    # T.Limit format: offsets from T.Limit; T.Limit itself is the current temperature plus the margin.
-    for attr, key in (
-        ("temp_shutdown_c", "temp_shutdown_offset"),
-        ("temp_slowdown_c", "temp_slowdown_offset"),
-        ("temp_max_operating_c", "temp_max_operating_offset"),
-    ):
-        offset = b.parsed(key, parse_celsius)
-        if offset is None or getattr(b.gpu, attr) is not None:
-            continue
-        if offset.value is None:
-            b.set(attr, offset)
-        elif current is None or margin is None:
-            b.gpu.mark_missing(attr, Missing.NOT_IN_SOURCE)
-        elif current.value is None or margin.value is None:
-            b.gpu.mark_missing(attr, current.reason or margin.reason or Missing.REPORTED_NA)
-        else:
-            b.set(attr, Parsed(current.value + margin.value - offset.value))
-    # A memory threshold given as a T.Limit offset cannot be made absolute: there is no memory T.Limit.
-    memory_offset = b.parsed("temp_memory_max_offset", parse_celsius)
-    if memory_offset is not None and memory_offset.reason is not None and b.gpu.temp_memory_max_c is None:
-        b.set("temp_memory_max_c", memory_offset)
-
-
-def _build_reasons(b: _Builder) -> None:
-    fields = b.fields
-    if fields.reasons:
-        active: list[str] = []
-        supported: list[str] = []
-        for name in CLOCK_EVENT_REASONS:
-            raw = fields.reasons.get(name)
-            if raw is None:
-                continue
-            result = parse_bool(raw.text)
-            if result.error is not None:
-                b.note(f"clock event reason {name}: {result.error}", raw)
-            if result.value is None:
-                continue
-            supported.append(name)
-            if result.value:
-                active.append(name)
-        if supported:
-            b.gpu.clock_event_reasons_active = active
-            b.gpu.clock_event_reasons_supported = supported
-        else:
-            b.gpu.mark_missing("clock_event_reasons_active", Missing.REPORTED_NA)
-            b.gpu.mark_missing("clock_event_reasons_supported", Missing.REPORTED_NA)
-    elif fields.reasons_section is not None:
-        reason = na_reason(fields.reasons_section.text) or Missing.REPORTED_NA
-        b.gpu.mark_missing("clock_event_reasons_active", reason)
-        b.gpu.mark_missing("clock_event_reasons_supported", reason)
-    if fields.counters:
-        durations: dict[str, float] = {}
-        for name, raw in fields.counters.items():
-            duration = parse_microseconds(raw.text)
-            if duration.error is not None:
-                b.note(f"clock event counter {name}: {duration.error}", raw)
-            if duration.value is not None:
-                durations[name] = duration.value
-        if durations:
-            b.gpu.clock_event_durations_us = durations
-        else:
-            b.gpu.mark_missing("clock_event_durations_us", Missing.REPORTED_NA)
-
-
-def _build_memory_health(b: _Builder) -> None:
-    fields = b.fields
-    b.total("ecc_uncorrected_volatile", fields.ecc_uncorrected_volatile)
-    b.total("ecc_uncorrected_aggregate", fields.ecc_uncorrected_aggregate)
-    b.total("ecc_corrected_volatile", fields.ecc_corrected_volatile)
-    b.set("remapped_rows_correctable", b.parsed("remapped_correctable", parse_int))
-    b.set("remapped_rows_uncorrectable", b.parsed("remapped_uncorrectable", parse_int))
-    b.set("remapped_rows_pending", b.parsed("remapped_pending", parse_bool))
-    b.set("remapped_rows_failure", b.parsed("remapped_failure", parse_bool))
-    b.set("retired_pages_sbe", b.parsed("retired_sbe", parse_int))
-    b.set("retired_pages_dbe", b.parsed("retired_dbe", parse_int))
-    b.set("retired_pages_pending", b.parsed("retired_pending", parse_bool))
-
-
 # Fields of a record that are never "missing": identity and bookkeeping.
 def finish_missing(record: Record, fields: Iterable[str] | None = None) -> None:
     """Mark every field still ``None`` and without a reason as NOT_IN_SOURCE (the text does not hold it)."""
@@ -548,7 +340,6 @@ _ABSENT_PHRASES = (
     "nvidia-smi has failed because it couldn't communicate with the nvidia driver",
     "couldn't communicate with the nvidia driver",
     "no nvidia gpu found",
-    "unable to determine the device handle",
 )
 
 

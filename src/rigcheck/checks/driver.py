@@ -1,0 +1,196 @@
+"""No GPU to read: a GPU box whose NVIDIA driver does not work, or a machine without an NVIDIA GPU at all.
+
+Either is a ``fail`` (a health gate must not pass a box whose GPUs it cannot see); which one it is comes
+from the snapshot's driver state (rigcheck.model.snapshot.DriverState, read live): NVML's start, the loaded
+kernel module, and the NVIDIA GPUs sysfs lists on the PCI bus with the driver bound to each.
+
+Finding ids (category health): health.no-gpu, health.driver-not-loaded, health.driver-version-mismatch,
+health.driver-unusable. :func:`absence_line` gives the same conclusion as the one line the CLI prints.
+"""
+
+from __future__ import annotations
+
+from rigcheck.checks.common import host_finding, list_names, plural
+from rigcheck.model import Finding, Severity, Snapshot
+from rigcheck.model.snapshot import DriverState, PciGpu
+
+DRIVER_IDS: tuple[str, ...] = (
+    "health.no-gpu",
+    "health.driver-not-loaded",
+    "health.driver-version-mismatch",
+    "health.driver-unusable",
+)
+
+INIT_SOURCE = "nvml.h nvmlInit return codes"
+SYSFS_SOURCE = "Linux ABI sysfs-bus-pci (vendor 0x10de, class 03xxxx, the driver link); /sys/module/nvidia/version"
+WORKS_WITHOUT_GPU = (
+    "what works without one: `rigcheck plan`, `power plan`, `nccl-log`, `burn --analyze FILE`, `bench ... --cpu`, "
+    "and any command with `--from` a saved output of the GPU machine"
+)
+
+
+def _bus(gpus: list[PciGpu]) -> str:
+    """ "2 NVIDIA GPUs on the PCI bus (0000:19:00.0, 0000:c1:00.0; driver: nvidia)"."""
+    drivers = sorted({g.driver or "none bound" for g in gpus})
+    return (
+        f"{plural(len(gpus), 'NVIDIA GPU')} on the PCI bus ({list_names([g.bdf for g in gpus])}; "
+        f"driver: {', '.join(drivers)})"
+    )
+
+
+def _other_driver_advice(gpus: list[PciGpu]) -> str | None:
+    """Advice for GPUs another kernel driver holds, or None when the nvidia driver has them (or none does)."""
+    drivers = {g.driver for g in gpus}
+    if "vfio-pci" in drivers:
+        return (
+            "vfio-pci holds them (set aside for a virtual machine): run rigcheck inside that VM, or unbind them "
+            "from vfio-pci and load nvidia"
+        )
+    if "nouveau" in drivers:
+        return "nouveau (the open-source driver) has them: install the NVIDIA driver and blacklist nouveau"
+    return None
+
+
+def _mismatch(d: DriverState, bus: str) -> Finding:
+    module = d.kernel_module_version
+    library = d.library_version
+    versions = ", ".join(
+        part
+        for part in (
+            f"the loaded kernel module is {module}" if module else "",
+            f"the libraries are {library}" if library else "",
+        )
+        if part
+    )
+    return host_finding(
+        "health.driver-version-mismatch",
+        Severity.FAIL,
+        "NVIDIA driver/library version mismatch" + (f": {versions}" if versions else "") + (f"; {bus}" if bus else ""),
+        measured=f"kernel module {module or '?'}, libraries {library or '?'}",
+        expected="one driver version",
+        advice=(
+            "the driver was upgraded without reloading its kernel module: reboot, or stop every GPU process and "
+            "reload it (`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia`); if "
+            "the versions still differ, reinstall one driver version (the libraries and the DKMS module together)"
+        ),
+        source=f"{INIT_SOURCE}: NVML_ERROR_LIB_RM_VERSION_MISMATCH; the kernel log's 'NVRM: API mismatch'",
+    )
+
+
+def _not_loaded(d: DriverState, gpus: list[PciGpu], bus: str) -> Finding:
+    module = d.kernel_module_version
+    if module is not None and d.nvml == "library_not_found":
+        message = f"{bus or 'the nvidia kernel module is loaded'}, but NVML's library (libnvidia-ml.so) is not here"
+        measured = f"kernel module {module}, libnvidia-ml.so not found"
+        advice = (
+            "inside a container, start it with the GPUs passed in (`docker run --gpus all` with the NVIDIA "
+            "Container Toolkit; Kubernetes: request nvidia.com/gpu); on the host, install the driver's user-space "
+            f"libraries of the module's version ({module})"
+        )
+    else:
+        message = (f"{bus}, but the NVIDIA driver is not loaded" if bus else "the NVIDIA driver is not loaded") + (
+            f" ({d.nvml_error})" if d.nvml_error else ""
+        )
+        measured = "NVIDIA driver not loaded"
+        advice = _other_driver_advice(gpus) or (
+            "load it: `sudo modprobe nvidia`; if that fails, `sudo dmesg | grep -i nvrm` says why (a module not "
+            "built for this kernel after an update: reinstall the driver or its DKMS module; Secure Boot "
+            "refusing an unsigned module: sign it or enrol the key)"
+        )
+    return host_finding(
+        "health.driver-not-loaded",
+        Severity.FAIL,
+        message,
+        measured=measured,
+        expected="the nvidia driver loaded and NVML working",
+        advice=advice,
+        source=f"{INIT_SOURCE}: NVML_ERROR_DRIVER_NOT_LOADED, NVML_ERROR_LIBRARY_NOT_FOUND; {SYSFS_SOURCE}",
+    )
+
+
+def _unusable(d: DriverState, gpus: list[PciGpu], bus: str) -> Finding:
+    if d.nvml == "ok":  # NVML started and lists none of the GPUs on the bus
+        message = f"NVML lists no GPU, although there are {bus}"
+        measured = "NVML: 0 GPUs"
+        advice = _other_driver_advice(gpus) or (
+            "`sudo dmesg | grep -i nvrm` for a GPU the driver could not start (RmInitAdapter failed, Xid 79): "
+            "reset or reboot; in a container, pass the GPUs in (`--gpus all`)"
+        )
+    else:
+        why = "no permission to talk to the driver" if d.nvml == "no_permission" else "NVML could not start"
+        message = f"{why}: {d.nvml_error or d.nvml}" + (f"; {bus}" if bus else "")
+        measured = d.nvml_error or str(d.nvml)
+        advice = (
+            "check the device files (`ls -l /dev/nvidia*`: readable by you, or by a group you are in)"
+            if d.nvml == "no_permission"
+            else "`nvidia-smi` shows the same error and `sudo dmesg | grep -i -e nvrm -e xid` the driver's side"
+        ) + (
+            '; in a container, "Failed to initialize NVML: Unknown Error" after the host reloaded systemd means '
+            "its device access was dropped: restart the container (or run with the NVIDIA Container Toolkit's "
+            "device rules); else reboot"
+        )
+    return host_finding(
+        "health.driver-unusable",
+        Severity.FAIL,
+        message,
+        measured=measured,
+        expected="NVML lists every NVIDIA GPU",
+        advice=advice,
+        source=f"{INIT_SOURCE}; {SYSFS_SOURCE}",
+    )
+
+
+def _no_gpu(snapshot: Snapshot) -> Finding:
+    d = snapshot.driver
+    reason = snapshot.gpu_absent_reason or "no GPU in the snapshot"
+    if d is not None and d.pci_gpus == []:
+        no_driver = d.nvml == "library_not_found" and d.kernel_module_version is None
+        reason = "no NVIDIA GPU on the PCI bus" + (" and no NVIDIA driver" if no_driver else f"; {reason}")
+    return host_finding(
+        "health.no-gpu",
+        Severity.FAIL,
+        f"no NVIDIA GPU found: {reason}",
+        measured="0 GPUs",
+        expected=">= 1 NVIDIA GPU",
+        advice=(
+            "run rigcheck on the GPU machine, or read its saved output with `--from FILE`; "
+            f"{WORKS_WITHOUT_GPU}. If this machine should have one: `lspci | grep -i nvidia`; in a container, "
+            "pass the GPUs in (`--gpus all`)"
+        ),
+        source=f"{INIT_SOURCE} / nvmlDeviceGetCount; {SYSFS_SOURCE}",
+    )
+
+
+def absence_finding(snapshot: Snapshot) -> Finding | None:
+    """The one finding for a snapshot whose GPUs NVML could not give (None when it gave some): the driver's
+    problem on a GPU box, else no NVIDIA GPU at all."""
+    d = snapshot.driver
+    broken = d is not None and d.nvml not in (None, "ok")
+    if snapshot.gpus and not broken:
+        return None
+    if d is None or d.nvml is None:
+        return _no_gpu(snapshot)
+    gpus = d.pci_gpus or []
+    bus = _bus(gpus) if gpus else ""
+    gpu_box = bool(gpus) or d.kernel_module_version is not None
+    if d.nvml == "version_mismatch":  # a mismatch needs a loaded module: always a GPU box
+        return _mismatch(d, bus)
+    if d.nvml == "library_not_found":
+        return _not_loaded(d, gpus, bus) if gpu_box else _no_gpu(snapshot)
+    if d.nvml == "driver_not_loaded":  # its libraries are installed: a GPU box unless the bus shows none
+        return _not_loaded(d, gpus, bus) if gpu_box or d.pci_gpus is None else _no_gpu(snapshot)
+    if d.nvml == "ok":
+        return _unusable(d, gpus, bus) if gpus else _no_gpu(snapshot)
+    # no_permission, error: a driver is installed; where the bus could not be listed, assume a GPU box
+    return _unusable(d, gpus, bus) if gpu_box or d.pci_gpus is None else _no_gpu(snapshot)
+
+
+def absence_line(snapshot: Snapshot) -> str | None:
+    """The finding above as the CLI's one line, None when GPUs were read. It always starts "no NVIDIA GPU
+    visible: " (what scripts may key on), then says whether there is none or the driver does not work."""
+    finding = absence_finding(snapshot)
+    if finding is None:
+        return None
+    if finding.id == "health.no-gpu":
+        return finding.message.replace("no NVIDIA GPU found: ", "no NVIDIA GPU visible: ", 1)
+    return f"no NVIDIA GPU visible: the NVIDIA driver does not work: {finding.message}"
