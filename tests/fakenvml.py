@@ -3,143 +3,48 @@
 Methods carry pynvml's names and argument order and raise pynvml's own NVMLError subclasses
 (``pynvml.NVMLError(code)`` maps itself to e.g. NVMLError_NotSupported). Named scenarios below build
 configured fakes; ``SCENARIOS`` maps their names to the builders so any test (checks included) can
-run against every one of them.
+run against every one of them. The records and the driver-side health calls live in tests/fakenvml_parts.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pynvml
 
-NOT_SUPPORTED = pynvml.NVML_ERROR_NOT_SUPPORTED
-NO_PERMISSION = pynvml.NVML_ERROR_NO_PERMISSION
-GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
-FUNCTION_NOT_FOUND = pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
-INVALID_ARGUMENT = pynvml.NVML_ERROR_INVALID_ARGUMENT
-UNKNOWN = pynvml.NVML_ERROR_UNKNOWN
-
-# nvmlTopologyLevel_t values
-NODE, SYSTEM, HOSTBRIDGE, SINGLE = 40, 50, 30, 10
-# nvmlClocksEventReason bits
-IDLE, SW_POWER_CAP, HW_SLOWDOWN, SW_THERMAL, HW_THERMAL = 0x1, 0x4, 0x8, 0x20, 0x40
-ALL_REASONS = 0x1FF
-
-
-@dataclass(frozen=True)
-class PciInfo:
-    busId: str
-
-
-@dataclass(frozen=True)
-class MemoryInfo:
-    total: int
-    used: int
-
-
-@dataclass(frozen=True)
-class Utilization:
-    gpu: int
-
-
-@dataclass(frozen=True)
-class ViolationTime:
-    violationTime: int  # ns
+from tests.fakenvml_parts import (
+    FUNCTION_NOT_FOUND,
+    GPU_IS_LOST,
+    HOSTBRIDGE,
+    IDLE,
+    INVALID_ARGUMENT,
+    NO_PERMISSION,
+    NODE,
+    NOT_SUPPORTED,
+    SINGLE,
+    SW_POWER_CAP,
+    SW_THERMAL,
+    SYSTEM,
+    UNKNOWN,
+    DriverHealthCalls,
+    FakeFabric,
+    FakeGpu,
+    FakeLink,
+    FakeProcess,
+    FieldValue,
+    Handle,
+    MemoryInfo,
+    PciInfo,
+    Utilization,
+    ViolationTime,
+)
+from tests.fakenvml_parts import mask_words as _mask_words
+from tests.fakenvml_parts import raise_nvml as _raise
 
 
-@dataclass(frozen=True)
-class FieldValue:
-    nvmlReturn: int
-    valueType: int
-    value: object
-
-
-@dataclass
-class FakeLink:
-    active: bool = True
-    version: int = 4
-    remote_bus_id: str = ""
-    remote_type: int = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH
-    present: bool = True  # False: a disabled link, NotSupported to every call (others after it still exist)
-    speed_mbps: int = 26562  # NVML_FI_DEV_NVLINK_GET_SPEED of an active link (H100: 26.562 GB/s)
-
-
-@dataclass
-class FakeGpu:
-    """What one fake GPU answers. ``errors`` maps a function name to the NVML error code it raises."""
-
-    name: str = "NVIDIA H100 80GB HBM3"
-    uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
-    bus_id: str = "00000000:19:00.0"
-    arch: int = 9
-    cc: tuple[int, int] = (9, 0)
-    memory_total: int = 81559 * 2**20
-    memory_used: int = 512 * 2**20
-    memory_reserved: int = 480 * 2**20  # what the driver keeps (v1 of nvmlDeviceGetMemoryInfo counts it as used)
-    util: int = 0
-    power_mw: int = 74_210
-    limit_mw: int = 700_000
-    default_limit_mw: int = 700_000
-    enforced_limit_mw: int = 700_000
-    min_limit_mw: int = 200_000
-    max_limit_mw: int = 700_000
-    temp: int = 43
-    memory_temp: int | None = 46  # None: the field value reports NotSupported
-    thresholds: dict[int, int] = field(default_factory=lambda: {0: 92, 1: 89, 2: 95, 3: 87})
-    unknown_thresholds: frozenset[int] = frozenset()  # enum values the driver predates: InvalidArgument
-    fan: int = 30
-    clocks: dict[int, int] = field(default_factory=lambda: {0: 1980, 1: 1980, 2: 2619})
-    max_clocks: dict[int, int] = field(default_factory=lambda: {0: 1980, 1: 1980, 2: 2619})
-    reasons: int = IDLE
-    supported_reasons: int = ALL_REASONS
-    violations_ns: dict[int, int] = field(default_factory=lambda: {0: 33_534_556_000, 1: 0, 2: 0})
-    # field id (269 SW thermal, 270 HW thermal, 271 HW power brake) -> ns; absent: the field is NotSupported
-    event_counters_ns: dict[int, int] = field(default_factory=lambda: {269: 0, 270: 0, 271: 0})
-    power_fields_mw: dict[int, int] = field(default_factory=dict)  # 186 instant, 185 average; absent: NotSupported
-    pstate: int = 0
-    pcie_gen: int = 5
-    pcie_gen_max: int = 5
-    pcie_gen_gpu_max: int = 5
-    pcie_width: int = 16
-    pcie_width_max: int = 16
-    replay: int = 0
-    persistence: int = 1
-    compute_mode: int = 0
-    mig: tuple[int, int] = (0, 0)
-    ecc: tuple[int, int] = (1, 1)
-    ecc_counts: dict[tuple[int, int], int] = field(default_factory=dict)  # (error type, counter) -> n
-    remapped: tuple[int, int, int, int] = (0, 0, 0, 0)
-    retired: dict[int, list[int]] = field(default_factory=dict)  # cause -> page addresses
-    retired_pending: int = 0
-    numa: int = 0
-    cpus: Sequence[int] = tuple(range(24))
-    links: list[FakeLink] = field(default_factory=list)
-    link_fields: bool = True  # the driver has NVML_FI_DEV_NVLINK_LINK_COUNT and _GET_SPEED (R520 era on)
-    errors: dict[str, int] = field(default_factory=dict)
-    lost_after: int | None = None  # GpuIsLost from the (n+1)-th call on this GPU on
-    broken: int | None = None  # every call on this GPU raises this code (its handle still comes back)
-
-
-@dataclass(frozen=True)
-class Handle:
-    index: int
-
-
-def _raise(code: int) -> None:
-    raise pynvml.NVMLError(code)
-
-
-def _mask_words(items: Sequence[int], words: int) -> list[int]:
-    out = [0] * words
-    for i in items:
-        if i // 64 < words:
-            out[i // 64] |= 1 << (i % 64)
-    return out
-
-
-class FakeNvml:
+class FakeNvml(DriverHealthCalls):
     """The fake library. ``calls`` records every function called, in order."""
 
     def __init__(
@@ -306,6 +211,8 @@ class FakeNvml:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=len(g.links))))
             elif g.link_fields and fid == 164 and link is not None and link.active:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=link.speed_mbps)))
+            elif fid == 230 and g.recovery_action is not None:
+                out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.recovery_action)))
             elif fid == 82 and g.memory_temp is not None:
                 out.append(FieldValue(0, 1, SimpleNamespace(uiVal=g.memory_temp)))
             elif fid in g.power_fields_mw:
@@ -408,29 +315,6 @@ class FakeNvml:
     def nvmlDeviceGetCpuAffinity(self, handle: object, cpu_set_size: int, /) -> list[int]:
         return _mask_words(self._gpu("nvmlDeviceGetCpuAffinity", handle).cpus, cpu_set_size)
 
-    # -- NVLink -----------------------------------------------------------------------------
-    def _link(self, name: str, handle: object, link: int) -> FakeLink:
-        g = self._gpu(name, handle)
-        if not g.links:
-            _raise(NOT_SUPPORTED)
-        if link >= len(g.links):
-            _raise(INVALID_ARGUMENT)
-        if not g.links[link].present:
-            _raise(NOT_SUPPORTED)
-        return g.links[link]
-
-    def nvmlDeviceGetNvLinkState(self, handle: object, link: int, /) -> int:
-        return int(self._link("nvmlDeviceGetNvLinkState", handle, link).active)
-
-    def nvmlDeviceGetNvLinkVersion(self, handle: object, link: int, /) -> int:
-        return self._link("nvmlDeviceGetNvLinkVersion", handle, link).version
-
-    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: object, link: int, /) -> PciInfo:
-        return PciInfo(busId=self._link("nvmlDeviceGetNvLinkRemotePciInfo", handle, link).remote_bus_id)
-
-    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: object, link: int, /) -> int:
-        return self._link("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link).remote_type
-
     # -- pairs ------------------------------------------------------------------------------
     def nvmlDeviceGetTopologyCommonAncestor(self, handle1: object, handle2: object, /) -> int:
         assert isinstance(handle1, Handle)
@@ -465,9 +349,32 @@ def healthy_8x_h100_nvlink() -> FakeNvml:
                 if numa == 0
                 else tuple(range(48, 96)) + tuple(range(144, 192)),
                 links=[FakeLink(remote_bus_id=NVSWITCH_BUS_IDS[k % 4]) for k in range(18)],
+                fabric=FakeFabric(),  # an HGX board: fabric Completed, Success, clique 0, Healthy
             )
         )
     return FakeNvml(gpus)
+
+
+def hgx_recovery_reset() -> FakeNvml:
+    """The 8x H100 board; the driver asks for GPU3 to be reset (NVML_GPU_RECOVERY_ACTION_GPU_RESET)."""
+    lib = healthy_8x_h100_nvlink()
+    lib.gpus[3].recovery_action = 1
+    return lib
+
+
+def nvlink_replay_errors() -> FakeNvml:
+    """The 8x H100 board; GPU2's links 4 and 5 count replay errors, link 5 also a recovery and CRC errors."""
+    lib = healthy_8x_h100_nvlink()
+    links = lib.gpus[2].links
+    links[4] = replace(links[4], replay=12)
+    links[5] = replace(links[5], replay=3, recovery=1, crc_flit=40, crc_data=None)
+    return lib
+
+
+def busy_node_corrupt_inforom() -> FakeNvml:
+    """One A100 whose InfoROM is corrupt, with two processes still holding memory on it."""
+    procs = [FakeProcess(4242, 30 * 2**30), FakeProcess(4243, None)]
+    return FakeNvml([FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid="GPU-a1", inforom_ok=False, processes=procs)])
 
 
 def consumer_power_not_supported() -> FakeNvml:
@@ -516,6 +423,10 @@ OLD_DRIVER_ABSENT = (
     "nvmlDeviceGetRemappedRows",
     "nvmlDeviceGetGpuMaxPcieLinkGeneration",
     "nvmlDeviceGetNvLinkRemoteDeviceType",
+    "nvmlDeviceGetGpuFabricInfoV_v3",
+    "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlDeviceGetGpuFabricInfo",
+    "nvmlDeviceGetComputeRunningProcesses",  # pynvml's reaches the _v3 symbol; the probe falls back to _v2
 )
 
 
@@ -536,6 +447,7 @@ def old_driver_missing_calls() -> FakeNvml:
             thresholds={0: 90, 1: 87},
             unknown_thresholds=frozenset({4, 5, 6}),  # the acoustic thresholds came with R520-era drivers
             event_counters_ns={},  # the per-reason field values came with later drivers
+            recovery_action=None,  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION came with R570-era drivers
             links=[FakeLink(version=2, remote_bus_id=other, remote_type=0) for _ in range(6)],
         )
         for i, (bus, other) in enumerate(((a_bus, b_bus), (b_bus, a_bus)))
@@ -662,6 +574,9 @@ SCENARIOS: dict[str, Callable[[], FakeNvml]] = {
     "pcie_sys_no_p2p": pcie_sys_no_p2p,
     "ecc_errors_pending_remap": ecc_errors_pending_remap,
     "gpu_off_bus": gpu_off_bus,
+    "hgx_recovery_reset": hgx_recovery_reset,
+    "nvlink_replay_errors": nvlink_replay_errors,
+    "busy_node_corrupt_inforom": busy_node_corrupt_inforom,
 }
 
 
@@ -681,14 +596,16 @@ class TimedFakeNvml(FakeNvml):
         profile: Profile,
         *,
         lose_at_poll: dict[int, int] | None = None,
+        instant_power: bool = False,
         **kwargs: object,
     ) -> None:
         super().__init__(gpus, **kwargs)  # type: ignore[arg-type]
+        self.instant_power = instant_power  # the profile advances on the instant power field's read
         self.profile = profile
         self.lose_at_poll = lose_at_poll or {}
         self.polls = [0] * len(gpus)
 
-    def nvmlDeviceGetPowerUsage(self, handle: object, /) -> int:
+    def _advance(self, handle: object) -> None:  # on the power read: once per poll
         assert isinstance(handle, Handle)
         i = handle.index
         n = self.polls[i]
@@ -698,7 +615,17 @@ class TimedFakeNvml(FakeNvml):
             gpu.lost_after = self._gpu_calls[i]  # this call and every later one: GpuIsLost
         for key, value in self.profile(i, n).items():
             setattr(gpu, key, value)
+
+    def nvmlDeviceGetPowerUsage(self, handle: object, /) -> int:
+        if not self.instant_power:
+            self._advance(handle)
         return super().nvmlDeviceGetPowerUsage(handle)
+
+    def nvmlDeviceGetFieldValues(self, handle: object, field_ids: list[int | tuple[int, int]], /) -> list[FieldValue]:
+        # With the instant field (186) the poller reads power there; its read at open is poll 0.
+        if self.instant_power and 186 in field_ids:
+            self._advance(handle)
+        return super().nvmlDeviceGetFieldValues(handle, field_ids)
 
 
 # The H100 of ../shared/gpu-evidence under a bf16 burn, at 10 Hz: idle for IDLE_POLLS, loaded for
@@ -738,6 +665,18 @@ def burn_power_capped_h100(gpus: int = 1) -> TimedFakeNvml:
     )
 
 
+def burn_power_capped_h100_instant(gpus: int = 1) -> TimedFakeNvml:
+    """The same burn on a driver with NVML_FI_DEV_POWER_INSTANT (186): the draw is in that field, while
+    nvmlDeviceGetPowerUsage (a 1 s average on a real H100) stays idle, so a poller reading it sees no load."""
+
+    def profile(gpu: int, n: int) -> dict[str, object]:
+        step = h100_burn_profile(gpu, n)
+        return {**step, "power_mw": 74_210, "power_fields_mw": {186: step["power_mw"]}}
+
+    gpu_list = [FakeGpu(uuid=f"GPU-burn-{i}", bus_id=H100_BUS_IDS[i]) for i in range(gpus)]
+    return TimedFakeNvml(gpu_list, profile, instant_power=True)
+
+
 def burn_gpu_lost(lose_at_poll: int = 5) -> TimedFakeNvml:
     """2 H100s under the same burn; GPU1 falls off the bus at poll ``lose_at_poll``; GPU0 goes on."""
     gpus = [FakeGpu(uuid=f"GPU-burn-{i}", bus_id=H100_BUS_IDS[i]) for i in range(2)]
@@ -755,6 +694,7 @@ def old_driver_consumer_polling() -> TimedFakeNvml:
 # and the doctor pipeline walk with their own expectations).
 TELEMETRY_SCENARIOS: dict[str, Callable[[], TimedFakeNvml]] = {
     "burn_power_capped_h100": burn_power_capped_h100,
+    "burn_power_capped_h100_instant": burn_power_capped_h100_instant,
     "burn_gpu_lost": burn_gpu_lost,
     "old_driver_consumer_polling": old_driver_consumer_polling,
 }

@@ -280,3 +280,64 @@ def test_compare_refuses_to_run_inside_a_torchrun_job(monkeypatch: pytest.Monkey
     with pytest.raises(UsageError, match="outside torchrun/srun"):
         compare_p2p(run, label="train")
     assert calls == []
+
+
+def test_an_interrupted_first_run_keeps_its_rows_and_never_starts_the_second() -> None:
+    """Ctrl-C or SIGTERM during the P2P run: the second (P2P off) run is not started; the document keeps the
+    first run's rows, is partial, and says it was interrupted (the CLI then exits 130/143)."""
+    import signal
+
+    from rigcheck.errors import interrupted_text, was_interrupted
+
+    cut = train_doc(1.0, partial=True, error=interrupted_text(signal.SIGTERM))
+    runs = FakeRuns((cut, P2P_LOG), (train_doc(1.3), SHM_LOG))
+    doc = compare_p2p(runs, label="train").to_json_dict()
+    assert len(runs.calls) == 1
+    assert_valid(doc)
+    assert doc["partial"] is True
+    assert was_interrupted(doc["error"])
+    assert len(doc["runs"]) == 1
+    assert len(doc["results"]) == 1
+    assert doc["comparison"]["speedup_percent"] is None
+
+
+# --- NCCL_P2P_DISABLE already set in the user's environment ---------------------------------------------------
+def test_inherited_p2p_disable_is_overridden_for_the_p2p_run_and_noted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the override, the "P2P allowed" run would inherit NCCL_P2P_DISABLE=1 and compare off with off."""
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
+    runs = FakeRuns((train_doc(GUIDE_P2P_S), P2P_LOG), (train_doc(GUIDE_NO_P2P_S), SHM_LOG))
+    doc = compare_p2p(runs, label="train").to_json_dict()
+    assert_valid(doc)
+    assert runs.calls == [({"NCCL_P2P_DISABLE": "0"}, True), ({"NCCL_P2P_DISABLE": "1"}, True)]
+    assert [r["nccl_p2p_disable"] for r in doc["comparison"]["rows"]] == ["0", "1"]
+    assert [n for n in doc["notes"] if n.startswith("NCCL_P2P_DISABLE='1' was set")]
+    assert doc["warnings"] == []  # the comparison is still a true one: the CLI's exit stays 0
+    assert doc["comparison"]["speedup_percent"] == pytest.approx(22.4716, abs=1e-3)
+
+
+def test_nothing_added_when_nothing_is_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NCCL_P2P_DISABLE", raising=False)
+    runs = FakeRuns((train_doc(GUIDE_P2P_S), P2P_LOG), (train_doc(GUIDE_NO_P2P_S), SHM_LOG))
+    doc = compare_p2p(runs, label="train").to_json_dict()
+    assert runs.calls[0] == ({}, True)
+    assert not [n for n in doc["notes"] if "was set in this environment" in n]
+
+
+def test_cli_prints_one_warning_line_for_an_inherited_p2p_disable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import typer
+
+    from rigcheck.cli.bench_common import finish
+
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
+    runs = FakeRuns((train_doc(GUIDE_P2P_S), P2P_LOG), (train_doc(GUIDE_NO_P2P_S), SHM_LOG))
+    compared = compare_p2p(runs, label="train")
+    with pytest.raises(typer.Exit) as exited:
+        finish(compared, as_json=True)
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "NCCL_P2P_DISABLE" in line] == [
+        "rigcheck: warning: NCCL_P2P_DISABLE='1' was set in this environment: the P2P-allowed run set "
+        "NCCL_P2P_DISABLE=0 so that it measures P2P (unset it to run your own jobs with P2P)"
+    ]
+    assert exited.value.exit_code == 0

@@ -122,6 +122,15 @@ def hang_worker(ctx: WorkerContext, payload: Any) -> None:
     time.sleep(600)
 
 
+def stop_worker(ctx: WorkerContext, payload: Any) -> None:
+    """Rank 1 stops (SIGSTOP) after its phase, as a hung rank; rank 0 goes one phase further and waits."""
+    ctx.phase("allreduce 1 KiB")
+    if ctx.rank == 1:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    ctx.phase("allreduce 2 KiB")
+    time.sleep(600)
+
+
 def report_then_raise_worker(ctx: WorkerContext, payload: Any) -> None:
     ctx.report({"step": 0})
     raise RuntimeError("boom")
@@ -204,9 +213,22 @@ def test_a_worker_that_hangs_is_ended_at_the_timeout() -> None:
     outcome = _launch(hang_worker, timeout_s=10.0)  # the timeout counts from the start: leave room for startup
     took = time.monotonic() - start
     assert outcome.partial is True
-    assert outcome.error == "rank 1 did not finish within 10 s"
+    assert outcome.error is not None
+    # the hung rank named, with its pid and the phase it last reached
+    assert outcome.error.startswith("rank 1 (pid ")
+    assert " did not finish within 10 s: last phase 'started', silent for " in outcome.error
     assert outcome.rows == [{"step": 0}]
     assert 10.0 <= took < 25.0
+
+
+def test_a_stopped_worker_is_named_with_its_pid_and_phase() -> None:
+    start = time.monotonic()
+    outcome = _launch(stop_worker, timeout_s=8.0)
+    assert outcome.error is not None
+    assert outcome.error.startswith("rank 1 (pid ")
+    assert "did not finish within 8 s: stopped (process state T) at 'allreduce 1 KiB'" in outcome.error
+    assert outcome.error.endswith("; rank 0 waited at 'allreduce 2 KiB'")
+    assert time.monotonic() - start < 8.0 + 3.0  # a stopped worker is continued, so it goes at once
 
 
 def test_a_worker_stuck_after_it_delivered_does_not_make_the_run_partial(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,13 +253,25 @@ def test_worker_stdout_goes_to_stderr(capfd: pytest.CaptureFixture[str]) -> None
     assert "stdout of rank 1" in err
 
 
-def test_ctrl_c_ends_every_worker_and_reraises() -> None:
+def test_ctrl_c_ends_every_worker_and_keeps_the_rows() -> None:
     def interrupt(_: str) -> None:
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        launch(progress_then_hang_worker, None, world_size=2, cpu=True, timeout_s=60.0, on_progress=interrupt)
+    outcome = launch(progress_then_hang_worker, None, world_size=2, cpu=True, timeout_s=60.0, on_progress=interrupt)
     assert_no_worker_left()
+    assert outcome.partial is True
+    assert outcome.error == "interrupted (SIGINT)"
+
+
+def test_sigterm_as_the_cli_raises_it_is_named() -> None:
+    from rigcheck.errors import Interrupted
+
+    def interrupt(_: str) -> None:
+        raise Interrupted(signal.SIGTERM)
+
+    outcome = launch(progress_then_hang_worker, None, world_size=2, cpu=True, timeout_s=60.0, on_progress=interrupt)
+    assert_no_worker_left()
+    assert (outcome.partial, outcome.error) == (True, "interrupted (SIGTERM)")
 
 
 def test_nccl_debug_sets_the_variables_and_returns_every_ranks_log() -> None:

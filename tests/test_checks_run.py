@@ -26,6 +26,7 @@ from rigcheck.model import (
     System,
     snapshot_from_json,
 )
+from rigcheck.model.snapshot import GpuProcess
 from tests.snapshots import FIXTURE_DIR, FIXTURES, fixture_text, make_gpu, make_snapshot, two_3090_phb_throttling
 
 ALL_IDS = {i for ids in FINDING_IDS.values() for i in ids}
@@ -33,7 +34,19 @@ ID_RE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+(-[a-z0-9]+)*$")
 
 
 def test_registry_names_match_categories() -> None:
-    assert set(CHECKS) == {"power", "thermal", "topology", "nvlink", "gpus", "pcie", "p2p", "health", "software"}
+    assert set(CHECKS) == {
+        "power",
+        "thermal",
+        "topology",
+        "nvlink",
+        "fabric",
+        "gpus",
+        "pcie",
+        "p2p",
+        "health",
+        "software",
+        "xid",
+    }
     assert set(FINDING_IDS) == set(CHECKS)
     for category, ids in FINDING_IDS.items():
         assert ids, category
@@ -154,6 +167,9 @@ def _strategy(annotation: Any) -> st.SearchStrategy[Any]:
         return st.one_of(st.none(), st.lists(REASON_NAMES, max_size=4))
     if origin is dict:
         return st.one_of(st.none(), st.dictionaries(REASON_NAMES, FLOATS.filter(lambda v: v is not None), max_size=3))
+    if origin is list and typing.get_args(inner)[0] is GpuProcess:
+        proc = st.builds(GpuProcess, pid=st.integers(0, 2**22), name=TEXT, used_memory_mib=FLOATS)
+        return st.one_of(st.none(), st.lists(proc, max_size=3))
     if origin is list:
         link = st.builds(NvLink, link=st.integers(0, 17), active=st.one_of(st.none(), st.booleans()))
         return st.one_of(st.none(), st.lists(link, max_size=4))

@@ -209,7 +209,8 @@ def _corpus_gpu_names() -> set[str]:
             for v in obj:
                 walk(v)
 
-    walk(manifest)
+    # Kernel-log facts name processes (an Xid line's `name=python3`), not GPUs.
+    walk([e for e in manifest if e.get("kind") not in ("kernel-log",)])
     for path in (CORPUS / "smi-xml").glob("*.xml"):
         names.update(re.findall(r"<product_name>([^<]+)</product_name>", path.read_text()))
     for path in [*(CORPUS / "nvlink").glob("*.txt"), CORPUS / "h100-vm" / "q.txt"]:

@@ -23,6 +23,11 @@ KIND = {
     "topo-p2p": "topo-p2p",
     "smi-err": "nvidia-smi-table",
     "driver-errors": "nvidia-smi-error",
+    "smi-q-fabric": "nvidia-smi-q",  # the Fabric block of `-q`, alone (a grep) or in a fragment
+    "nvlink-errors": "nvlink-errors",
+    "fabricmanager": "fabric-manager",
+    "kernel-log": "kernel-log",  # dmesg, dmesg -T, journalctl -k, syslog
+    # "smi-query-csv": `--query-gpu=index,gpu_recovery_action --format=csv,noheader` is not a snapshot input
 }
 
 
@@ -127,8 +132,14 @@ def test_every_input_gives_a_valid_replayable_snapshot(name: str) -> None:
     snap = load_file(str(CORPUS / name))
     jsonschema.validate(snapshot_to_dict(snap), snapshot_schema())
     assert snapshot_from_json(snapshot_to_json(snap)) == snap
-    # A driver failure lists no GPU, and says why instead.
-    assert snap.gpus or (snap.driver is not None and snap.gpu_absent_reason)
+    # A driver failure lists no GPU, and says why instead; a Fabric Manager log says nothing of GPUs, nor does a
+    # kernel log of NVSwitch (SXid) lines only.
+    assert (
+        snap.gpus
+        or (snap.driver is not None and snap.gpu_absent_reason)
+        or snap.fabric_manager is not None
+        or (snap.kernel_events and snap.gpu_absent_reason)
+    )
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,51 @@ CONSTANTS = [
     (nvmlh.FI_NVLINK_SPEED_COMMON, "NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON"),
     *((fid, f"NVML_FI_DEV_NVLINK_SPEED_MBPS_L{n}") for n, fid in enumerate(nvmlh.FI_NVLINK_SPEED_LEGACY)),
     (nvmlh.ARCH_UNKNOWN, "NVML_DEVICE_ARCH_UNKNOWN"),
+    (nvmlh.ERR_CORRUPTED_INFOROM, "NVML_ERROR_CORRUPTED_INFOROM"),
+    (nvmlh.FI_GPU_RECOVERY_ACTION, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"),
+    (nvmlh.FABRIC_STATE_COMPLETED, "NVML_GPU_FABRIC_STATE_COMPLETED"),
+    (nvmlh.FABRIC_INFO_V3, "nvmlGpuFabricInfo_v3"),
+    (nvmlh.FABRIC_INFO_V2, "nvmlGpuFabricInfo_v2"),
+    (nvmlh.NVLINK_ERROR_DL_REPLAY, "NVML_NVLINK_ERROR_DL_REPLAY"),
+    (nvmlh.NVLINK_ERROR_DL_RECOVERY, "NVML_NVLINK_ERROR_DL_RECOVERY"),
+    (nvmlh.NVLINK_ERROR_DL_CRC_FLIT, "NVML_NVLINK_ERROR_DL_CRC_FLIT"),
+    (nvmlh.NVLINK_ERROR_DL_CRC_DATA, "NVML_NVLINK_ERROR_DL_CRC_DATA"),
 ]
+
+
+def test_recovery_actions_match_pynvml() -> None:
+    pynvml_name = {
+        "None": "NONE",
+        "Reset": "GPU_RESET",
+        "Reboot": "NODE_REBOOT",
+        "Drain P2P": "DRAIN_P2P",
+        "Drain and Reset": "DRAIN_AND_RESET",
+        "Recover IMEX Domain": "RECOVER_IMEX_DOMAIN",
+        "Bus Reset": "BUS_RESET",
+        "System Reboot": "SYSTEM_REBOOT",
+    }
+    for code, words in nvmlh.RECOVERY_ACTIONS.items():
+        assert code == getattr(pynvml, "NVML_GPU_RECOVERY_ACTION_" + pynvml_name[words]), words
+
+
+def test_fabric_states_and_health_summaries_match_pynvml() -> None:
+    for code, words in nvmlh.FABRIC_STATES.items():
+        assert code == getattr(pynvml, "NVML_GPU_FABRIC_STATE_" + words.upper().replace(" ", "_")), words
+    for code, words in nvmlh.FABRIC_HEALTH_SUMMARIES.items():
+        assert code == getattr(pynvml, "NVML_GPU_FABRIC_HEALTH_SUMMARY_" + words.upper().replace(" ", "_")), words
+
+
+def test_fabric_structs_carry_their_versions() -> None:
+    """The probe's structs come from pynvml; the v3 one is the struct with the health summary."""
+    from rigcheck.probe.nvml.calls import fabric_info_struct
+
+    v3 = fabric_info_struct(nvmlh.FABRIC_INFO_V3)
+    assert getattr(v3, "version", None) == nvmlh.FABRIC_INFO_V3
+    assert hasattr(v3, "healthSummary")
+    v2 = fabric_info_struct(nvmlh.FABRIC_INFO_V2)
+    assert getattr(v2, "version", None) == nvmlh.FABRIC_INFO_V2
+    assert not hasattr(v2, "healthSummary")
+    assert not hasattr(fabric_info_struct(None), "version")
 
 
 @pytest.mark.parametrize(("ours", "name"), CONSTANTS, ids=[name for _, name in CONSTANTS])

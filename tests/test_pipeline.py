@@ -34,6 +34,9 @@ HEADLINE: dict[str, tuple[str, Severity, int]] = {
     "pcie_sys_no_p2p": ("p2p.not-supported", Severity.WARN, 0),
     "ecc_errors_pending_remap": ("health.ecc-uncorrected-volatile", Severity.FAIL, 1),
     "gpu_off_bus": ("health.gpu-unreadable", Severity.FAIL, 1),
+    "hgx_recovery_reset": ("fabric.recovery-action", Severity.FAIL, 1),
+    "nvlink_replay_errors": ("fabric.nvlink-errors", Severity.WARN, 0),
+    "busy_node_corrupt_inforom": ("fabric.inforom-invalid", Severity.WARN, 0),
 }
 
 

@@ -19,10 +19,13 @@ from rigcheck.probe.trace import read_trace
 from tests.fakenvml import (
     BURN_IDLE_POLLS,
     SCENARIOS,
+    FakeNvml,
     burn_gpu_lost,
     burn_power_capped_h100,
+    burn_power_capped_h100_instant,
     old_driver_consumer_polling,
 )
+from tests.fakenvml_parts import FakeGpu
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -219,6 +222,7 @@ def test_file_is_flushed_while_running_and_reads_back(tmp_path: Path) -> None:
     after = read_trace(str(path))
     assert len(after.samples) == sampler.stats.samples
     assert after.gpus[0].temp_slowdown_c == 89.0
+    assert after.gpus[0].power_source == "average"  # the header says which power reading the samples are
     assert after.interval_s == 0.02
 
 
@@ -287,6 +291,55 @@ def test_burn_profile_reads_as_a_power_capped_load() -> None:
     assert loaded.temp_c > idle.temp_c
 
 
+# --- the power reading: the instant field where the driver has it ------------------------------------
+def test_poller_reads_instant_power_where_the_driver_has_it() -> None:
+    gpu = FakeGpu(power_mw=74_210, power_fields_mw={186: 312_500})  # averaged call idle, the field loaded
+    lib = FakeNvml([gpu])
+    with NvmlPoller(lib) as poller:
+        assert poller.gpus[0].power_source == "instant"
+        before = len(lib.calls)
+        s = poller.poll(0.0)[0]
+        per_poll = lib.calls[before:]
+    assert s.power_w == 312.5
+    assert "nvmlDeviceGetPowerUsage" not in per_poll
+    assert per_poll.count("nvmlDeviceGetFieldValues") == 2  # the power field, then the memory temperature
+
+
+def test_poller_falls_back_to_the_averaged_call_without_the_field() -> None:
+    with NvmlPoller(FakeNvml([FakeGpu(power_mw=74_210)])) as poller:  # field 186 answers NotSupported
+        s = poller.poll(0.0)[0]
+        assert poller.gpus[0].power_source == "average"
+        assert poller.unavailable == {}
+    assert s.power_w == 74.21
+
+
+def test_poller_field_gone_mid_run_falls_back_and_says_so() -> None:
+    gpu = FakeGpu(power_mw=74_210, power_fields_mw={186: 312_500})
+    with NvmlPoller(FakeNvml([gpu])) as poller:
+        first = poller.poll(0.0)[0]
+        gpu.power_fields_mw = {}  # the field now answers NotSupported
+        second = poller.poll(0.1)[0]
+        third = poller.poll(0.2)[0]
+        assert poller.gpus[0].power_source == "average"
+        assert "power_w" not in poller.unavailable.get(0, {})
+    assert (first.power_w, second.power_w, third.power_w) == (312.5, 74.21, 74.21)
+
+
+def test_instant_burn_profile_shows_the_load_the_average_hides() -> None:
+    with NvmlPoller(burn_power_capped_h100_instant(1)) as poller:
+        samples = [poller.poll(k / 10)[0] for k in range(BURN_IDLE_POLLS + 40)]
+        assert poller.gpus[0].power_source == "instant"
+    assert samples[0].power_w == 74.0
+    assert samples[-1].power_w == 698.0
+    assert samples[-1].reasons == ["sw_power_cap"]
+
+
+def test_power_source_absent_not_null_when_unset() -> None:
+    assert "power_source" not in TraceGpu(index=0).model_dump(mode="json")  # traces read from files: as before
+    assert TraceGpu(index=0, power_source="average").model_dump(mode="json")["power_source"] == "average"
+    assert TraceGpu.model_validate({"index": 0}).power_source is None
+
+
 def test_monitor_package_never_imports_the_probe() -> None:
     """The sampler takes its poller through a Protocol; the CLI builds the NVML one (rigcheck.probe.nvml)."""
     import ast
@@ -302,3 +355,96 @@ def test_monitor_package_never_imports_the_probe() -> None:
                 imported.append(node.module or "")
         assert "rigcheck.model.telemetry" in imported or path.name == "__init__.py", path  # the walk sees imports
         assert not [m for m in imported if m.startswith("rigcheck.probe")], path
+
+
+# --- monitor's bounded memory: a window in the buffer, the summary aggregated as the samples arrive ---------
+class VaryingPoller:
+    """Two GPUs with readings that vary every poll (1500 distinct powers: under the histogram's bound), GPU 1
+    lost at poll ``lose_at``."""
+
+    def __init__(self, fake: FakeClock, lose_at: int) -> None:
+        self.fake = fake
+        self.k = 0
+        self.lose_at = lose_at
+        self.gpus = {i: TraceGpu(index=i) for i in range(2)}
+
+    def poll(self, t_s: float) -> list[Sample]:
+        self.fake.polls_left -= 1
+        k = self.k
+        self.k += 1
+        out = [
+            Sample(
+                t_s=t_s,
+                gpu=0,
+                power_w=round(300.0 + (k * 37 % 1500) / 10, 2),
+                temp_c=float(40 + k % 31),
+                sm_clock_mhz=float(1200 + (k * 7) % 600) if k % 5 else None,
+            )
+        ]
+        if k < self.lose_at:
+            out.append(Sample(t_s=t_s, gpu=1, power_w=float(k % 3), sm_clock_mhz=1980.0))
+        elif k == self.lose_at:
+            out.append(Sample(t_s=t_s, gpu=1, lost=True))
+        return out
+
+
+def test_monitor_keeps_a_window_and_summarises_every_sample() -> None:
+    import statistics
+
+    from rigcheck.monitor.session import WINDOW_POLLS, gpu_summary
+    from rigcheck.monitor.summary import RunSummary
+
+    polls = 20_000
+    fake = FakeClock(poll_cost=0.0, polls=polls)
+    running = RunSummary()
+    every: list[Sample] = []  # the reference: what the old monitor kept
+
+    def on_poll(samples: list[Sample]) -> None:
+        running.add(samples)
+        every.extend(samples)
+
+    sampler = Sampler(
+        VaryingPoller(fake, lose_at=15_000),
+        interval_s=0.1,
+        buffer_seconds=WINDOW_POLLS * 0.1,
+        clock=fake.clock,
+        wait=fake.wait,
+        on_poll=on_poll,
+    )
+    sampler.run()
+    assert sampler.stats.samples == len(every) == polls + 15_001
+    assert len(sampler.samples()) <= WINDOW_POLLS * 2  # the window, not the run
+    assert sampler.latest()[1].lost  # lost long before the window: still the newest of GPU 1
+    gpu0 = [s for s in every if s.gpu == 0]
+    power = [s.power_w for s in gpu0 if s.power_w is not None]
+    clock = [s.sm_clock_mhz for s in gpu0 if s.sm_clock_mhz is not None]
+    s0 = running.summary(0)
+    assert s0.samples == polls
+    assert s0.power_w_median == statistics.median(power)
+    assert s0.sm_clock_mhz_median == statistics.median(clock)
+    assert (s0.power_w_max, s0.temp_c_max, s0.sm_clock_mhz_min) == (max(power), 70.0, min(clock))
+    s1 = running.summary(1)
+    assert s1.lost_at_s == pytest.approx(1500.0)
+    assert s1.samples == 15_001
+    assert s1.power_w_median == 1.0
+    for gpu in (0, 1):  # the running summary is the summary over the list, field by field
+        assert running.summary(gpu) == gpu_summary([s for s in every if s.gpu == gpu])
+    assert running.last_t_s == every[-1].t_s
+
+
+def test_histogram_past_its_bound_stays_within_half_a_grid_step() -> None:
+    import random
+    import statistics
+
+    from rigcheck.monitor.summary import Histogram
+
+    rng = random.Random(7)
+    values = [round(rng.uniform(80.0, 700.0), 3) for _ in range(30_000)]  # mW resolution: ~all distinct
+    hist = Histogram(max_distinct=1000)
+    for v in values:
+        hist.add(v)
+    assert len(hist.counts) <= 1000
+    assert hist.digits == 0  # 620 whole watts fit; tenths (6200) would not
+    median = hist.median()
+    assert median is not None
+    assert abs(median - statistics.median(values)) <= 0.5

@@ -32,7 +32,7 @@ ENTRIES = [e for e in MANIFEST if e["kind"] in PARSERS]
 NA = {"N/A", "[N/A]", "Not Supported", "[Not Supported]", "Requested functionality has been deprecated"}
 
 # Facts about a file that a Snapshot does not hold (provenance, formatting, section names).
-NOT_MODELLED_FILE = {"machine", "notes", "smi_version", "dtd", "final_newline", "indentation"}
+NOT_MODELLED_FILE = {"machine", "notes", "smi_version", "dtd", "final_newline", "indentation", "command"}
 NOT_MODELLED_TABLE_GPU = {"disp"}
 NOT_MODELLED_Q_GPU = {"clock_reasons_section", "power_section_tag", "clock_reasons_tag"}
 

@@ -9,9 +9,16 @@
     └── BenchError           a measurement could not run
 
 The CLI catches RigcheckError and maps it to an exit code; anything else is a bug (exit 3).
+
+Apart from the tree: Interrupted (a KeyboardInterrupt), SIGINT or SIGTERM as the CLI raises it. The CLI turns
+both signals into it (cli/common.py ``interruptible``), so every ``except KeyboardInterrupt`` that keeps what
+was measured (the launcher, burn, monitor) handles SIGTERM like Ctrl-C and can say which signal it was. The
+library never installs a signal handler.
 """
 
 from __future__ import annotations
+
+import signal
 
 
 class RigcheckError(Exception):
@@ -55,3 +62,39 @@ class BenchError(RigcheckError):
     """A measurement could not be carried out."""
 
     exit_code = 1
+
+
+# --- interruptions (SIGINT, SIGTERM) -----------------------------------------------------------------
+
+INTERRUPTED_PREFIX = "interrupted ("
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived; ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+
+
+def signal_name(signum: int) -> str:
+    """2 -> "SIGINT"; a number Python does not name -> "signal 99"."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def signal_of(exc: KeyboardInterrupt) -> int:
+    """The signal behind ``exc``: a bare KeyboardInterrupt is Python's own SIGINT handler."""
+    return exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+
+
+def interrupted_text(signum: int) -> str:
+    """The one-line reason a run kept partial results for: "interrupted (SIGTERM)"."""
+    return f"{INTERRUPTED_PREFIX}{signal_name(signum)})"
+
+
+def was_interrupted(error: str | None) -> bool:
+    """Whether a document's ``error`` is :func:`interrupted_text` (an interrupted run, not a failed one)."""
+    return error is not None and error.startswith(INTERRUPTED_PREFIX)

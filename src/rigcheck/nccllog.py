@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import BinaryIO
 
-from rigcheck.errors import ParseError
+from rigcheck.errors import InputError, ParseError
 from rigcheck.model.nccl_log import ChannelLine, Direction, NcclLog
 
 __all__ = [
@@ -97,7 +98,10 @@ _NNODES = re.compile(r"\bnNodes (?P<n>\d+)\b")
 _RANK_OF_COMM = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank (?P<rank>\d+) n[Rr]anks (?P<n>\d+)\b")
 # "host:pid:tid [dev] NCCL INFO" - the host as printed (the corpus has "proxmox", "jean-zay-iam37", "<cluster_name>").
 _PREFIX = re.compile(
-    r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE)\b"
+    # The host starts where a host token starts (the lookbehind): without it a search restarts at every
+    # character of a long run and is quadratic.
+    r"(?<![^\s:\[\]])(?P<host>[^\s:\[\]]{1,255}):(?P<pid>\d+):(?P<tid>\d+) "
+    r"\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE)\b"
 )
 _NCCL_MARK = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|\bNCCL version \d")
 _P2P_DISABLED_TEXT = re.compile(r"\bP2P (?:is )?disabled\b", re.IGNORECASE)
@@ -190,122 +194,227 @@ def _channel_lines(line: str, lineno: int) -> list[ChannelLine]:
     return out
 
 
+class _LogScan:
+    """What the lines of a log say so far, fed one line at a time: the whole-text and the streamed reader share
+    it, so both build the same document."""
+
+    def __init__(self) -> None:
+        self.versions: list[str] = []
+        self.nranks: set[int] = set()
+        self.nnodes: set[int] = set()
+        self.ranks: set[int] = set()
+        self.hosts: set[str] = set()
+        self.channels: list[ChannelLine] = []
+        self.env: dict[str, str] = {}
+        self.env_values: dict[str, list[str]] = {}
+        self.disabled_text_line: int | None = None
+        self.nvls_line: int | None = None  # where NCCL set up NVLink SHARP
+        self.unavailable: str | None = None  # where NCCL said P2P could not be enabled
+        self.nccl_lines = 0
+
+    def feed(self, line: str, lineno: int) -> None:
+        # Most lines of a long log are the program's own output: the two cheap searches decide, before any other.
+        marked = _NCCL_MARK.search(line) is not None
+        found = _channel_lines(line, lineno) if ("via " in line) else []
+        for channel in found:
+            self.channels.append(channel)
+            self.ranks.update(r for r in (channel.from_rank, channel.to_rank) if r is not None)
+        if not (marked or found):
+            return
+        self.nccl_lines += 1
+        # Only a line's first prefix names its host: a later one was glued on mid-word ("on dproxmox:...").
+        pm = _PREFIX.search(line)
+        if pm is not None:
+            self.hosts.add(pm.group("host"))
+        for vm in _VERSION.finditer(line):
+            full = vm.group("version") + (f"+{vm.group('suffix')}" if vm.group("suffix") else "")
+            if full not in self.versions:
+                self.versions.append(full)
+        for em in _ENV.finditer(line):
+            name, value = em.group("name"), em.group("value")
+            self.env.setdefault(name, value)
+            if value not in self.env_values.setdefault(name, []):
+                self.env_values[name].append(value)
+        for nm in _NRANKS.finditer(line):
+            self.nranks.add(int(nm.group("n")))
+        for nn in _NNODES.finditer(line):
+            self.nnodes.add(int(nn.group("n")))
+        for rm in _RANK_OF_COMM.finditer(line):
+            self.ranks.add(int(rm.group("rank")))
+        if self.disabled_text_line is None and _P2P_DISABLED_TEXT.search(line) and "set by environment" not in line:
+            self.disabled_text_line = lineno
+        if self.nvls_line is None and _NVLS.search(line):
+            self.nvls_line = lineno
+        if self.unavailable is None and (um := _P2P_UNAVAILABLE.search(line)) is not None:
+            self.unavailable = (
+                f"NCCL could not enable P2P between dev {um.group('a')} and dev {um.group('b')} (line {lineno})"
+            )
+
+    def document(self, path: str | None) -> NcclLog:
+        if self.nccl_lines == 0:
+            raise ParseError("no NCCL line found: expected a log written with NCCL_DEBUG=INFO", path=path)
+        channels, nranks, nnodes = self.channels, self.nranks, self.nnodes
+        kinds = {c.kind for c in channels} | ({"NVLS"} if self.nvls_line is not None else set())
+        p2p_disabled, evidence = _p2p_verdict(self.env_values, kinds, self.disabled_text_line)
+        if p2p_disabled is None and self.unavailable is not None:
+            evidence = f"{self.unavailable}: P2P is unavailable between those GPUs, not turned off"
+        version: str | None = None
+        cuda: str | None = None
+        if self.versions:
+            vm0 = _VERSION.search(f"NCCL version {self.versions[0]}")
+            if vm0 is not None:
+                version = vm0.group("version")
+                suffix = vm0.group("suffix") or ""
+                cuda_m = re.match(r"cuda(?P<cuda>[\d.]+)", suffix)
+                cuda = cuda_m.group("cuda") if cuda_m else None
+        transports = sorted({c.transport for c in channels})
+        transport_kinds = sorted(kinds)
+        top_nranks = max(nranks) if nranks else None
+        top_nnodes = max(nnodes) if nnodes else None
+        values: dict[str, object] = {
+            "nccl_version": version,
+            "cuda": cuda,
+            "nranks": top_nranks,
+            "nnodes": top_nnodes,
+            "p2p_disabled": p2p_disabled,
+        }
+        connections = _channel_connections(channels)
+        return NcclLog(
+            path=path,
+            nccl_version=version,
+            cuda=cuda,
+            nccl_versions=self.versions,
+            nranks=top_nranks,
+            nranks_seen=sorted(nranks),
+            nnodes=top_nnodes,
+            hosts=sorted(self.hosts),
+            ranks_seen=sorted(self.ranks),
+            transports=transports,
+            transport_kinds=transport_kinds,
+            transport_channel_lines=_transport_channel_counts(channels),
+            description=_describe(transport_kinds, top_nranks, transports),
+            p2p_disabled=p2p_disabled,
+            p2p_evidence=evidence,
+            env=dict(sorted(self.env.items())),
+            channel_line_count=len(channels),
+            peer_connections=len(connections),
+            channel_connections=connections,
+            channels=channels,
+            nccl_line_count=self.nccl_lines,
+            missing=_null_reasons(values, evidence),
+        )
+
+
 def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
     """Parse an NCCL_DEBUG=INFO log (any NCCL 2.4 - 2.28, any launcher's prefixes, other output mixed in).
 
     Raises ParseError for empty or binary input and for text without a single NCCL line.
     """
     _check_input(text, path)
-    versions: list[str] = []
-    nranks: set[int] = set()
-    nnodes: set[int] = set()
-    ranks: set[int] = set()
-    hosts: set[str] = set()
-    channels: list[ChannelLine] = []
-    env: dict[str, str] = {}
-    env_values: dict[str, list[str]] = {}
-    disabled_text_line: int | None = None
-    nvls_line: int | None = None  # where NCCL set up NVLink SHARP
-    unavailable: str | None = None  # where NCCL said P2P could not be enabled
-    nccl_lines = 0
-
+    scan = _LogScan()
     for lineno, line in enumerate(_normalise(text), start=1):
-        marked = _NCCL_MARK.search(line) is not None
-        found = _channel_lines(line, lineno)
-        found_channel = bool(found)
-        for channel in found:
-            channels.append(channel)
-            ranks.update(r for r in (channel.from_rank, channel.to_rank) if r is not None)
-        if not (marked or found_channel):
-            continue
-        nccl_lines += 1
-        # Only a line's first prefix names its host: a later one was glued on mid-word ("on dproxmox:...").
-        pm = _PREFIX.search(line)
-        if pm is not None:
-            hosts.add(pm.group("host"))
-        for vm in _VERSION.finditer(line):
-            full = vm.group("version") + (f"+{vm.group('suffix')}" if vm.group("suffix") else "")
-            if full not in versions:
-                versions.append(full)
-        for em in _ENV.finditer(line):
-            name, value = em.group("name"), em.group("value")
-            env.setdefault(name, value)
-            if value not in env_values.setdefault(name, []):
-                env_values[name].append(value)
-        for nm in _NRANKS.finditer(line):
-            nranks.add(int(nm.group("n")))
-        for nn in _NNODES.finditer(line):
-            nnodes.add(int(nn.group("n")))
-        for rm in _RANK_OF_COMM.finditer(line):
-            ranks.add(int(rm.group("rank")))
-        if disabled_text_line is None and _P2P_DISABLED_TEXT.search(line) and "set by environment" not in line:
-            disabled_text_line = lineno
-        if nvls_line is None and _NVLS.search(line):
-            nvls_line = lineno
-        if unavailable is None and (um := _P2P_UNAVAILABLE.search(line)) is not None:
-            unavailable = (
-                f"NCCL could not enable P2P between dev {um.group('a')} and dev {um.group('b')} (line {lineno})"
-            )
-
-    if nccl_lines == 0:
-        raise ParseError("no NCCL line found: expected a log written with NCCL_DEBUG=INFO", path=path)
-
-    kinds = {c.kind for c in channels} | ({"NVLS"} if nvls_line is not None else set())
-    p2p_disabled, evidence = _p2p_verdict(env_values, kinds, disabled_text_line)
-    if p2p_disabled is None and unavailable is not None:
-        evidence = f"{unavailable}: P2P is unavailable between those GPUs, not turned off"
-    version: str | None = None
-    cuda: str | None = None
-    if versions:
-        vm0 = _VERSION.search(f"NCCL version {versions[0]}")
-        if vm0 is not None:
-            version = vm0.group("version")
-            suffix = vm0.group("suffix") or ""
-            cuda_m = re.match(r"cuda(?P<cuda>[\d.]+)", suffix)
-            cuda = cuda_m.group("cuda") if cuda_m else None
-    transports = sorted({c.transport for c in channels})
-    transport_kinds = sorted(kinds)
-    top_nranks = max(nranks) if nranks else None
-    top_nnodes = max(nnodes) if nnodes else None
-    values: dict[str, object] = {
-        "nccl_version": version,
-        "cuda": cuda,
-        "nranks": top_nranks,
-        "nnodes": top_nnodes,
-        "p2p_disabled": p2p_disabled,
-    }
-    connections = _channel_connections(channels)
-    return NcclLog(
-        path=path,
-        nccl_version=version,
-        cuda=cuda,
-        nccl_versions=versions,
-        nranks=top_nranks,
-        nranks_seen=sorted(nranks),
-        nnodes=top_nnodes,
-        hosts=sorted(hosts),
-        ranks_seen=sorted(ranks),
-        transports=transports,
-        transport_kinds=transport_kinds,
-        transport_channel_lines=_transport_channel_counts(channels),
-        description=_describe(transport_kinds, top_nranks, transports),
-        p2p_disabled=p2p_disabled,
-        p2p_evidence=evidence,
-        env=dict(sorted(env.items())),
-        channel_line_count=len(channels),
-        peer_connections=len(connections),
-        channel_connections=connections,
-        channels=channels,
-        nccl_line_count=nccl_lines,
-        missing=_null_reasons(values, evidence),
-    )
+        scan.feed(line, lineno)
+    return scan.document(path)
 
 
 def read_nccl_log(path: str) -> NcclLog:
-    """Read and parse the log at ``path`` ('-' for stdin): InputError when unreadable, ParseError when no log."""
-    from rigcheck.probe.from_file import read_text
+    """Read and parse the log at ``path`` ('-' for stdin) in one pass, a block of lines at a time: memory holds
+    the document (every channel line is in it), never the file. InputError when unreadable, too long (a line
+    over 1 MiB, more than 16 GiB in all: /dev/zero, an endless pipe) or not text; ParseError when no log."""
+    from rigcheck.probe.trace import open_input
 
-    return parse_nccl_log(read_text(path, "an NCCL_DEBUG=INFO log"), path)
+    with open_input(path) as fh:
+        return _read_stream(fh, path)
+
+
+_EXPECTED = "an NCCL_DEBUG=INFO log"
+
+
+def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
+    """The streamed twin of parse_nccl_log(read_text(path)): the same lines, numbers and document, and the same
+    errors, except that a NUL byte or undecodable byte is reported where it is met (the whole-file read found
+    every NUL before any decoding error) and that the limits are the streaming ones (rigcheck.probe.files)."""
+    from rigcheck.probe.files import STREAM_MAX_BYTES, STREAM_MAX_LINE
+    from rigcheck.probe.from_file import MAX_INPUT_BYTES
+    from rigcheck.probe.trace import read_chunk
+
+    chunk = read_chunk(fh, path)
+    if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # PowerShell's UTF-16: rare and small (a redirect of one run); read whole under the one-record cap.
+        raw = [chunk]
+        size = len(chunk)
+        while size <= MAX_INPUT_BYTES and (more := read_chunk(fh, path)):
+            raw.append(more)
+            size += len(more)
+        if size > MAX_INPUT_BYTES:
+            raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
+        try:
+            return parse_nccl_log(b"".join(raw).decode("utf-16"), path)
+        except UnicodeDecodeError:
+            raise InputError("binary data, not text", path=path) from None
+    # A lone UTF-8 BOM is not an empty file for the byte test (read_text's rule), only for the text one.
+    any_bytes = chunk.startswith(b"\xef\xbb\xbf")
+    chunk = chunk.removeprefix(b"\xef\xbb\xbf")
+    scan = _LogScan()
+    number = 0  # lines as the parser counts them (CR, LF and CRLF each end one)
+    newlines = 0  # LF bytes so far: the line a decoding error names, as read_text counts it
+    total = chars = bad = 0
+    content = False
+    first = True
+    rest = b""
+    while True:
+        total += len(chunk)
+        if total > STREAM_MAX_BYTES:
+            raise InputError(f"input is too large (over {STREAM_MAX_BYTES // 2**30} GiB)", path=path)
+        if b"\x00" in chunk:
+            raise InputError("binary data, not text (it holds NUL bytes)", path=path)
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n") + 1 if chunk else len(data)
+        rest = data[cut:]
+        if len(rest) > STREAM_MAX_LINE:
+            raise InputError(
+                f"line is longer than {STREAM_MAX_LINE // 1024} KiB: not a text output of these tools",
+                path=path,
+                line=newlines + data.count(b"\n", 0, cut) + 1,
+            )
+        if cut:
+            block = data[:cut]
+            any_bytes = any_bytes or bool(block.strip())
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = newlines + block[: exc.start].count(b"\n") + 1
+                raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
+            newlines += block.count(b"\n")
+            content = content or not text.isspace()
+            chars += len(text)
+            bad += len(_BAD_CONTROL.findall(text))
+            # _normalise, a block at a time: no escape sequence spans a line end, and the BOMs strip at the start.
+            # (Each copy only when needed: a block is 1 MiB, and most logs have neither escapes nor CRs.)
+            clean = _ANSI.sub("", text) if "\x1b" in text else text
+            if first:
+                clean = clean.lstrip("\ufeff")
+                first = False
+            if "\r" in clean:
+                clean = clean.replace("\r\n", "\n").replace("\r", "\n")
+            pieces = clean.split("\n")
+            del text, clean, block  # the pieces are all that is needed of this block
+            if chunk:
+                pieces.pop()  # the block ends with its line end: what follows it is the next block's
+            for piece in pieces:
+                number += 1
+                scan.feed(piece, number)
+        if not chunk:
+            break
+        chunk = read_chunk(fh, path)
+    # The whole-file checks, in read_text's and _check_input's order, now that the counts are complete.
+    if not any_bytes:
+        raise InputError(f"empty file: expected {_EXPECTED}", path=path)
+    if not content:
+        raise ParseError(f"empty file: expected {_EXPECTED}", path=path)
+    if bad > max(8, chars // 100):
+        raise ParseError(f"binary data ({bad} control characters), not an NCCL log", path=path)
+    return scan.document(path)
 
 
 def _channel_connections(channels: Iterable[ChannelLine]) -> dict[str, dict[str, list[str]]]:

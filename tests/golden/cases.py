@@ -68,6 +68,16 @@ def cases() -> list[Case]:
             out.append(Case(f"{cmd}--{_stem(src)}.txt", (cmd, "--from", src)))
     for src in _files(f"{CORPUS}/topo/*.txt")[:6]:
         out.append(Case(f"topo--{_stem(src)}.txt", ("topo", "--from", src)))
+    for src in _files(f"{CORPUS}/kernel-log/*.txt"):  # Xid/SXid events: the doctor's verdict and the events read
+        out.append(Case(f"doctor--{_stem(src)}.json", ("doctor", "--from", src, "--json")))
+        out.append(Case(f"snapshot--{_stem(src)}.json", ("snapshot", "--from", src)))
+    for src in [  # issue #11: fabric, recovery action, NVLink error counters, Fabric Manager
+        *_files(f"{CORPUS}/smi-q-fabric/*.txt")[:2],  # the third is --query-gpu CSV: not a snapshot input
+        *_files(f"{CORPUS}/nvlink-errors/201-*.txt"),
+        *_files(f"{CORPUS}/fabricmanager/*.txt"),
+    ]:
+        out.append(Case(f"doctor--{_stem(src)}.json", ("doctor", "--from", src, "--json")))
+        out.append(Case(f"snapshot--{_stem(src)}.json", ("snapshot", "--from", src)))
     for src in [
         *_files(f"{CORPUS}/nccl-log/*.txt"),
         *_files(f"{FIX}/nccl-extra/*.txt"),

@@ -300,6 +300,7 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
     impl = payload.impl
     for done, size in enumerate(payload.sizes):
         _test_hook(ctx.rank, done)
+        ctx.phase(f"{op} {size_label(size)}")  # every rank: a rank that hangs is the one behind the others
         if impl is None or done == 0:
             case = _first_case(op, size, ctx, impl)
             impl = case.impl

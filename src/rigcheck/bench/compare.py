@@ -16,13 +16,14 @@ nothing, and the result says so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
 from rigcheck.bench.launcher import in_launched_job
-from rigcheck.errors import ParseError, UsageError
+from rigcheck.errors import ParseError, UsageError, was_interrupted
 from rigcheck.model.bench import (
     CollectiveCompareDocument,
     CollectiveComparison,
@@ -46,6 +47,9 @@ RunDocument = CollectiveDocument | TrainDocument
 RunFn = Callable[[dict[str, str], bool], tuple[RunDocument, str]]
 
 P2P_OFF_ENV: Mapping[str, str] = {"NCCL_P2P_DISABLE": "1"}
+# NCCL reads NCCL_P2P_DISABLE as an integer, default 0 (P2P allowed): "0" undoes a value the user's shell set
+# (NCCL docs, Environment Variables, NCCL_P2P_DISABLE). The launcher only adds to the environment it passes on.
+P2P_ON_ENV: Mapping[str, str] = {"NCCL_P2P_DISABLE": "0"}
 GLOO_TRANSPORT = "gloo (no NCCL)"
 NO_LOG_TRANSPORT = "unknown (no NCCL log)"
 SPEEDUP_FORMULA = (
@@ -121,12 +125,29 @@ def _fields(model: BaseModel, *leave_out: str) -> dict[str, Any]:
     return {name: value for name, value in model if name not in ("schema_", *leave_out)}
 
 
-def compare_p2p(run: RunFn, *, label: str) -> CollectiveCompareDocument | TrainCompareDocument:
+def inherited_p2p_note(environ: Mapping[str, str] | None = None) -> str | None:
+    """The note for a NCCL_P2P_DISABLE already set where --compare-p2p runs (None when it is not): the
+    "P2P allowed" run would otherwise inherit it, and compare P2P-off with P2P-off without a word."""
+    value = (os.environ if environ is None else environ).get("NCCL_P2P_DISABLE")
+    if value is None:
+        return None
+    return (
+        f"NCCL_P2P_DISABLE={value!r} was set in this environment: the P2P-allowed run set NCCL_P2P_DISABLE=0 "
+        "so that it measures P2P (unset it to run your own jobs with P2P)"
+    )
+
+
+def compare_p2p(
+    run: RunFn, *, label: str, environ: Mapping[str, str] | None = None
+) -> CollectiveCompareDocument | TrainCompareDocument:
     """Run ``run`` with P2P allowed, then with NCCL_P2P_DISABLE=1 (both with the NCCL log on).
 
     Returns one ``rigcheck.bench/1`` document: ``runs`` (the two documents, without their snapshot, tagged with
     the NCCL facts read from their logs under ``nccl``), ``results`` (both runs' rows, each tagged ``p2p`` Y/N),
     ``comparison`` (the guide's table and ``speedup_percent``), ``warnings`` and ``notes``.
+
+    ``environ`` (default: this process's) is where a NCCL_P2P_DISABLE the P2P run must override is looked
+    for; the override is noted in ``notes``, not ``warnings``: the comparison is still a true one.
     """
     if in_launched_job():
         # NCCL reads NCCL_P2P_DISABLE once per process, so a second run in the same rank would not change it.
@@ -137,7 +158,9 @@ def compare_p2p(run: RunFn, *, label: str) -> CollectiveCompareDocument | TrainC
     docs: list[RunDocument] = []
     tags: list[dict[str, Any]] = []
     warnings: list[str] = []
-    for p2p, env in ((True, {}), (False, dict(P2P_OFF_ENV))):
+    inherited = inherited_p2p_note(environ)
+    p2p_env = dict(P2P_ON_ENV) if inherited else {}  # nothing added when nothing is inherited: as before
+    for p2p, env in ((True, p2p_env), (False, dict(P2P_OFF_ENV))):
         doc, log_text = run(dict(env), True)
         transport, facts, warning = _transport(doc, log_text, p2p=p2p, label=label)
         yn: YesNo = "Y" if p2p else "N"
@@ -147,9 +170,13 @@ def compare_p2p(run: RunFn, *, label: str) -> CollectiveCompareDocument | TrainC
             warnings.append(warning)
         docs.append(doc)
         tags.append({"p2p": yn, "env": dict(env), "transport": transport, "nccl": facts})
+        if was_interrupted(doc.error):
+            break  # Ctrl-C or SIGTERM: keep what the first run measured, never start the second
 
     first = docs[0]
     notes = [f"speed-up = {SPEEDUP_FORMULA}"]
+    if inherited:
+        notes.append(inherited)
     if any(d.backend == "gloo" for d in docs):
         notes.append(GLOO_NOTE)
     errors = [d.error for d in docs if d.error]
@@ -170,7 +197,7 @@ def compare_p2p(run: RunFn, *, label: str) -> CollectiveCompareDocument | TrainC
     if all(isinstance(d, TrainDocument) for d in docs):
         train_docs = [d for d in docs if isinstance(d, TrainDocument)]
         times = [train_figures(d) for d in train_docs]
-        speedup, ratio = speedup_and_ratio(times[0][0], times[1][0])
+        speedup, ratio = speedup_and_ratio(times[0][0], times[1][0] if len(times) > 1 else None)
         return TrainCompareDocument(
             **common,
             results=[
@@ -193,7 +220,7 @@ def compare_p2p(run: RunFn, *, label: str) -> CollectiveCompareDocument | TrainC
     if len(sweeps) != len(docs):
         raise TypeError("both runs of a comparison are of one benchmark")
     times = [collective_figures(d) for d in sweeps]
-    speedup, ratio = speedup_and_ratio(times[0][0], times[1][0])
+    speedup, ratio = speedup_and_ratio(times[0][0], times[1][0] if len(times) > 1 else None)
     return CollectiveCompareDocument(
         **common,
         results=[

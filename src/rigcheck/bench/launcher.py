@@ -1,17 +1,25 @@
 """Start the worker processes of a benchmark, collect their rows, and end the run cleanly whatever happens.
 
 ``launch(fn, payload, world_size=, cpu=, timeout_s=)`` starts ``world_size`` processes with
-torch.multiprocessing (spawn), one per rank, which meet on a free loopback port (``tcp://127.0.0.1:PORT``)
-with gloo on CPU or NCCL on one GPU each (``torch.cuda.set_device(local_rank)``), run ``fn(ctx, payload)``
-and leave the process group. Each worker writes its rows, progress lines and its failure to its own pipe
+torch.multiprocessing (spawn), one per rank, which meet on a free loopback port with gloo on CPU or NCCL on one
+GPU each (``torch.cuda.set_device(local_rank)``), run ``fn(ctx, payload)`` and leave the process group.
+Nothing listens beyond loopback: rank 0 binds the rendezvous store's socket to 127.0.0.1 itself (torch's
+TCPStore would listen on every interface) and hands it over (``master_listen_fd``), and gloo is told to use
+``lo`` (GLOO_SOCKET_IFNAME), so its own listening sockets are on 127.0.0.1 too.
+Each worker writes its rows, progress lines and its failure to its own pipe
 (one per rank: a worker killed mid-write cannot block the others on a shared queue lock).
 
-A run ends early, keeping the rows already reported and marking itself partial, when a worker:
-raises (the last line of its traceback reaches the parent), dies (exit code or signal), or outlives
-``timeout_s`` ("rank 1 did not finish within 5 s"). The rank to blame is the one that died without a
-word, else the first to report an error (the others usually fail *because* a peer went away). The other
-workers are then terminated, and killed if they do not go. Ctrl-C does the same and re-raises
-KeyboardInterrupt; workers ignore SIGINT themselves so the terminal shows no worker tracebacks.
+A run ends early, keeping the rows already reported and marking itself partial, when a worker: raises (the last
+line of its traceback reaches the parent), dies (exit code or signal), or outlives ``timeout_s``. The rank to
+blame is the one that died without a word, else the first to report an error (the others usually fail *because*
+a peer went away); at the timeout, the one that hung: a stopped process (state T: SIGSTOP, a debugger), else the
+rank whose phase (``ctx.phase``, sent by every rank) is behind the others', named with its pid and that phase
+("rank 1 (pid 4242) did not finish within 5 s: last phase 'allreduce 1 KiB', silent for 4.2 s; rank 0 waited at
+'allreduce 2 KiB'"). The other workers are then terminated (a stopped one is continued so it can go), and killed
+if they do not go. A KeyboardInterrupt in the parent (Ctrl-C; SIGTERM too, as the CLI raises
+``errors.Interrupted`` for it) does the same and returns the rows measured so far, ``partial`` and ``error``
+"interrupted (SIGINT)"; workers ignore SIGINT themselves so the terminal shows no worker tracebacks, and die
+with the parent if it is killed outright (PR_SET_PDEATHSIG).
 
 Inside a job started by torchrun or srun (RANK, WORLD_SIZE and MASTER_ADDR set), ``launch`` runs ``fn``
 in this process instead, with ``init_method="env://"``; by convention rank 0 reports rows.
@@ -22,6 +30,7 @@ torch is imported lazily (``rigcheck --help`` never loads it).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import inspect
 import os
@@ -40,6 +49,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rigcheck.bench.env import require_torch
+from rigcheck.errors import interrupted_text, signal_of
 
 # After the first failure, how long to wait for the other workers' own reports (to find the root cause).
 FAILURE_GRACE_S = 1.0
@@ -68,6 +78,7 @@ class WorkerContext:
     device: Any  # torch.device: cuda:<local_rank>, or cpu
     on_row: Callable[[dict[str, Any]], None] = field(default=_discard, repr=False, compare=False)
     on_progress: Callable[[str], None] = field(default=_discard, repr=False, compare=False)
+    on_phase: Callable[[str], None] = field(default=_discard, repr=False, compare=False)
 
     def report(self, row: dict[str, Any]) -> None:
         """Send one result row to the parent as soon as it exists: plain data (a row model's ``model_dump()``),
@@ -77,6 +88,11 @@ class WorkerContext:
     def progress(self, message: str) -> None:
         """A progress line (shown on stderr by the CLI)."""
         self.on_progress(message)
+
+    def phase(self, name: str) -> None:
+        """Where this rank is now ("allreduce 1 KiB", "step 12"), sent by every rank and shown nowhere: at the
+        timeout the launcher names the rank whose phase is behind the others' as the one that hung."""
+        self.on_phase(name)
 
 
 @dataclass
@@ -145,10 +161,38 @@ def _read_logs(log_dir: str | None) -> str:
 # --- the worker side ---------------------------------------------------------------------------------
 
 
+def _loopback_store(dist: Any, *, rank: int, world_size: int, port: int, timeout_s: float) -> Any:
+    """The rendezvous store on 127.0.0.1:``port``. torch's TCPStore server listens on every interface whatever
+    host it is given, so rank 0 binds the socket to loopback itself and hands it over."""
+    timeout = timedelta(seconds=timeout_s)
+    if rank != 0:
+        return dist.TCPStore("127.0.0.1", port, world_size, False, timeout)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(max(128, world_size))
+    except OSError:
+        sock.close()
+        raise
+    # the store owns the descriptor from here (detach: Python must not close it too)
+    return dist.TCPStore(
+        "127.0.0.1", port, world_size, True, timeout, wait_for_workers=False, master_listen_fd=sock.detach()
+    )
+
+
 def _setup_rank(
-    *, rank: int, world_size: int, local_rank: int, cpu: bool, init_method: str, pg_timeout_s: float
+    *,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    cpu: bool,
+    init_method: str,
+    pg_timeout_s: float,
+    store_port: int | None = None,
 ) -> tuple[DistBackend, Any]:
-    """Join the process group; the backend and this rank's device."""
+    """Join the process group (through a loopback store on ``store_port`` when given, else ``init_method``);
+    the backend and this rank's device."""
     torch: Any = require_torch()
     import torch.distributed as dist
 
@@ -163,9 +207,14 @@ def _setup_rank(
         if not cpu and "device_id" in inspect.signature(dist.init_process_group).parameters:
             # torch >= 2.3: binds the group to this GPU (no "no device id" warning, no guessing at barriers)
             options["device_id"] = device
+        if store_port is not None:
+            options["store"] = _loopback_store(
+                dist, rank=rank, world_size=world_size, port=store_port, timeout_s=pg_timeout_s
+            )
+        else:
+            options["init_method"] = init_method
         dist.init_process_group(
             backend,
-            init_method=init_method,
             rank=rank,
             world_size=world_size,
             timeout=timedelta(seconds=pg_timeout_s),
@@ -183,20 +232,23 @@ class _WorkerSpec:
     payload: Any
     world_size: int
     cpu: bool
-    init_method: str
+    store_port: int  # rank 0 serves the rendezvous store on 127.0.0.1:store_port
     pg_timeout_s: float
     env: dict[str, str]
+    parent_pid: int = 0
 
 
 def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
     """One spawned rank: report rows, progress, and its end ("done" or "error") through ``conn``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends every worker
+    _die_with_parent(spec.parent_pid)
     # Whatever a library prints (NCCL_DEBUG set in the user's shell writes to stdout) goes to stderr: the
     # parent's stdout may be a --json document.
     with contextlib.suppress(OSError):
         os.dup2(2, 1)
     os.environ.update(spec.env)
     try:
+        conn.send(("phase", "joining the process group"))
         import torch.distributed as dist
 
         backend, device = _setup_rank(
@@ -204,8 +256,9 @@ def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
             world_size=spec.world_size,
             local_rank=spec.rank,
             cpu=spec.cpu,
-            init_method=spec.init_method,
+            init_method="",
             pg_timeout_s=spec.pg_timeout_s,
+            store_port=spec.store_port,
         )
         ctx = WorkerContext(
             rank=spec.rank,
@@ -215,7 +268,9 @@ def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
             device=device,
             on_row=lambda row: conn.send(("row", row)),
             on_progress=lambda message: conn.send(("progress", message)),
+            on_phase=lambda name: conn.send(("phase", name)),
         )
+        ctx.phase("started")
         spec.fn(ctx, spec.payload)
     except Exception as exc:
         # Any failure of the benchmark is the parent's to report: send its type and message, then end
@@ -224,14 +279,30 @@ def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
             conn.send(("error", one_line(exc)))
         raise SystemExit(1) from exc
     # Done before the teardown: the results are complete even if destroying the group hangs or crashes
-    # (the parent waits EXIT_GRACE_S for the exit, then ends the process).
-    conn.send(("done", None))
+    # (the parent waits EXIT_GRACE_S for the exit, then ends the process). A parent gone already (killed
+    # outright) is no reason for a traceback.
+    with contextlib.suppress(OSError):
+        conn.send(("done", None))
     conn.close()
     # Free what the benchmark left (a DDP reducer holds the process group) before the group goes:
     # gloo aborts the process ("terminate called without an active exception") otherwise.
     gc.collect()
     if dist.is_initialized():
         dist.destroy_process_group()
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: the kernel sends this worker SIGKILL when the parent dies, even by SIGKILL (a rank left alone
+    would wait in its collective until the process group's timeout)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the call above
+        os._exit(1)
 
 
 # --- the parent side ---------------------------------------------------------------------------------
@@ -245,6 +316,9 @@ class _Rank:
     error: str | None = None  # the worker's own report of its failure
     done: bool = False  # it said it finished
     exitcode: int | None = None
+    phase: str = "starting"  # the last phase it reached (WorkerContext.phase)
+    phases: int = 0  # how many phases it reported: the rank with fewer than the others is behind
+    heard_at: float = field(default_factory=time.monotonic)  # when it last sent anything
 
 
 @dataclass
@@ -268,6 +342,7 @@ class _Monitor:
                     r.conn.close()
                     r.conn = None
                     break
+                r.heard_at = time.monotonic()
                 self._handle(r, kind, data)
         for r in self.ranks:
             if r.exitcode is None and r.process.exitcode is not None:
@@ -284,6 +359,9 @@ class _Monitor:
             self.errors_in_order.append(r.rank)
         elif kind == "done":
             r.done = True
+        elif kind == "phase":
+            r.phase = str(data)
+            r.phases += 1
 
     def failed(self) -> bool:
         """A rank reported an error, or ended badly before saying it was done (a crash in the teardown
@@ -307,11 +385,54 @@ class _Monitor:
         return f"rank {first.rank} failed: {first.error}"
 
 
+def process_state(pid: int) -> str | None:
+    """The state letter of /proc/<pid>/stat ("R", "S", "T" stopped, "t" traced...), None when unreadable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (in parentheses) may hold spaces and parentheses: the state follows the last ")"
+    fields = stat[stat.rfind(")") + 1 :].split()
+    return fields[0] if fields else None
+
+
+def hung_text(ranks: list[_Rank], timeout_s: float, now: float) -> str:
+    """One line naming the rank(s) that hung, with pid and last phase, and who waited for them.
+
+    A stopped process (SIGSTOP, a debugger) is the one; else the ranks whose phase count is behind the
+    others' (the others went on to the next phase and wait there, in a collective, for them); else, every
+    rank at the same phase, all of them.
+    """
+    alive = [r for r in ranks if r.exitcode is None]
+    stopped = [r for r in alive if process_state(r.process.pid) in ("T", "t")]
+    least = min((r.phases for r in alive), default=0)
+    behind = [r for r in alive if r.phases == least]
+    culprits = stopped or (behind if len(behind) < len(alive) else alive)
+    what = "stopped (process state T) at" if stopped else "last phase"
+
+    def state(r: _Rank) -> str:
+        return f"{what} {r.phase!r}, silent for {now - r.heard_at:.1f} s"
+
+    within = f"did not finish within {_seconds_text(timeout_s)}"
+    if len(culprits) == 1:
+        text = f"rank {culprits[0].rank} (pid {culprits[0].process.pid}) {within}: {state(culprits[0])}"
+    else:
+        each = "; ".join(f"rank {r.rank} (pid {r.process.pid}) {state(r)}" for r in culprits)
+        text = f"{_ranks_text([r.rank for r in culprits])} {within}: {each}"
+    waiting = [r for r in alive if r not in culprits]
+    if waiting:
+        text += f"; {_ranks_text([r.rank for r in waiting])} waited at {waiting[0].phase!r}"
+    return text
+
+
 def _stop(ranks: list[_Rank]) -> None:
     """Terminate every worker still running, kill those that do not go, and reap them all."""
     for r in ranks:
         if r.process.is_alive():
             r.process.terminate()
+            # a stopped worker acts on SIGTERM only once continued: without this it waits for SIGKILL below
+            with contextlib.suppress(OSError):
+                os.kill(r.process.pid, signal.SIGCONT)
     deadline = time.monotonic() + TERMINATE_GRACE_S
     for r in ranks:
         r.process.join(max(0.0, deadline - time.monotonic()))
@@ -370,7 +491,7 @@ def launch(
     log_dir = tempfile.mkdtemp(prefix="rigcheck-nccl-") if nccl_debug else None
     if log_dir is not None:
         worker_env.update(_nccl_debug_env(log_dir))
-    init_method = f"tcp://127.0.0.1:{free_port()}"
+    store_port = free_port()
     pg_timeout_s = timeout_s + PG_TIMEOUT_MARGIN_S
     ranks: list[_Rank] = []
     monitor = _Monitor(ranks=ranks, rows=[], on_progress=on_progress)
@@ -381,7 +502,12 @@ def launch(
             reader, writer = mp.Pipe(duplex=False)
             process = mp.Process(
                 target=_worker_main,
-                args=(_WorkerSpec(rank, fn, payload, world_size, cpu, init_method, pg_timeout_s, worker_env), writer),
+                args=(
+                    _WorkerSpec(
+                        rank, fn, payload, world_size, cpu, store_port, pg_timeout_s, worker_env, parent_pid=os.getpid()
+                    ),
+                    writer,
+                ),
                 name=f"rigcheck-rank{rank}",
             )
             process.start()
@@ -406,11 +532,15 @@ def launch(
                 if now - done_at >= EXIT_GRACE_S:
                     break
             elif now >= deadline:
-                hung = [r.rank for r in ranks if r.exitcode is None]
-                error = f"{_ranks_text(hung)} did not finish within {_seconds_text(timeout_s)}"
+                error = hung_text(ranks, timeout_s, now)
                 break
+    except KeyboardInterrupt as exc:
+        # Ctrl-C or SIGTERM (errors.Interrupted): end the run like a failure, keeping the rows measured so far;
+        # the caller prints them and exits with the signal's code.
+        error = interrupted_text(signal_of(exc))
+        monitor.on_progress = None  # the run is over: what is still in the pipes is kept, not shown
     finally:
-        # Reached on success, on failure and on KeyboardInterrupt (which then propagates): no process left.
+        # Reached on success, on failure and on interruption: no process left.
         _stop(ranks)
         for r in ranks:
             if r.conn is not None:

@@ -267,6 +267,9 @@ def _train(torch: Any, ctx: WorkerContext, opts: TrainOptions) -> None:
             events[step + 1].record()
         else:
             host_marks.append(time.perf_counter())
+        if (step + 1) % every == 0:
+            # every rank, not every step (a message per step would be timed): names the rank that hangs
+            ctx.phase(f"train step {step + 1}")
         if lead and (step + 1) % every == 0 and step + 1 < shape.steps:
             ctx.progress(f"train: step {step + 1}/{shape.steps}, {time.perf_counter() - start:.1f} s")
     if cuda:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from rigcheck.checks import gpus, health, nvlink, p2p, pcie, power, software, thermal, topology
+from rigcheck.checks import fabric, gpus, health, nvlink, p2p, pcie, power, software, thermal, topology, xid
+from rigcheck.checks.fabric import check_fabric
 from rigcheck.checks.gpus import check_gpus
 from rigcheck.checks.health import check_health
 from rigcheck.checks.nvlink import check_nvlink
@@ -19,6 +20,7 @@ from rigcheck.checks.power import check_power
 from rigcheck.checks.software import check_software
 from rigcheck.checks.thermal import check_thermal
 from rigcheck.checks.topology import check_topology
+from rigcheck.checks.xid import check_xid
 from rigcheck.model import Finding, Snapshot
 
 Check = Callable[[Snapshot], list[Finding]]
@@ -30,9 +32,11 @@ CHECKS: dict[str, Check] = {
     "pcie": check_pcie,
     "topology": check_topology,
     "nvlink": check_nvlink,
+    "fabric": check_fabric,
     "gpus": check_gpus,
     "p2p": check_p2p,
     "software": check_software,
+    "xid": check_xid,
 }
 
 # Every finding id a check can emit, by check name: the stable contract scripts key on.
@@ -43,9 +47,11 @@ FINDING_IDS: dict[str, tuple[str, ...]] = {
     "pcie": pcie.FINDING_IDS,
     "topology": topology.FINDING_IDS,
     "nvlink": nvlink.FINDING_IDS,
+    "fabric": fabric.FINDING_IDS,
     "gpus": gpus.FINDING_IDS,
     "p2p": p2p.FINDING_IDS,
     "software": software.FINDING_IDS,
+    "xid": xid.FINDING_IDS,
 }
 
 _NUM = re.compile(r"(\d+)")
@@ -73,6 +79,7 @@ __all__ = [
     "CHECKS",
     "FINDING_IDS",
     "Check",
+    "check_fabric",
     "check_gpus",
     "check_health",
     "check_nvlink",
@@ -82,6 +89,7 @@ __all__ = [
     "check_software",
     "check_thermal",
     "check_topology",
+    "check_xid",
     "run_checks",
     "sort_key",
 ]

@@ -30,16 +30,15 @@ unless a source is named:
 
 from __future__ import annotations
 
-import itertools
-import statistics
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from rigcheck.checks.common import fmt
 from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, BRAKE_HISTORY_WARN_US, LIMIT_TOLERANCE
 from rigcheck.checks.thermal import COOLING_ADVICE, EXCELLENT_MAX_C, GOOD_BELOW_C, NEAR_MARGIN_C, THROTTLE_RANGE_C
 from rigcheck.model.burn import GpuBurnAnalysis, Limiter
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
-from rigcheck.model.telemetry import Sample, Trace, TraceGpu
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
 
 LOADED_UTIL_PERCENT = 50.0
 LOADED_POWER_FRACTION = 0.5
@@ -103,9 +102,23 @@ UNKNOWN_ADVICE = (
 
 
 def analyze_trace(trace: Trace) -> list[GpuBurnAnalysis]:
-    """One analysis per GPU of the trace, in index order."""
-    end = max((s.t_s for s in trace.samples), default=0.0)
-    return [_analyze_gpu(trace, index, end) for index in trace.gpu_indices()]
+    """One analysis per GPU of a trace held in memory, in index order (each GPU's samples sorted by time)."""
+    by_gpu: dict[int, list[Sample]] = {}
+    for s in trace.samples:
+        by_gpu.setdefault(s.gpu, []).append(s)
+    clock_max: dict[int, float | None] = {}
+    ordered: list[Sample] = []
+    for index, samples in by_gpu.items():
+        samples.sort(key=lambda s: s.t_s)
+        kept = next((samples[:k] for k, s in enumerate(samples) if s.lost), samples)
+        clock_max[index] = _max([s.sm_clock_max_mhz for s in kept])
+        ordered += samples
+    agg = BurnAggregator(trace.gpus, clock_max=clock_max)
+    for s in ordered:
+        agg.add(s)
+    result = agg.finish(trace.interval_s)
+    assert result is not None, "time-ordered samples and known clock ceilings always give an exact analysis"
+    return result
 
 
 def is_problem(analysis: GpuBurnAnalysis) -> bool:
@@ -122,23 +135,9 @@ def brake_seconds(analysis: GpuBurnAnalysis) -> float:
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def _median(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return float(statistics.median(known)) if known else None
-
-
 def _max(values: Sequence[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return max(known) if known else None
-
-
-def _durations(samples: list[Sample]) -> list[float]:
-    """Seconds each sample stands for: the step to the next one, gaps capped, the last one a median step."""
-    steps = [b.t_s - a.t_s for a, b in itertools.pairwise(samples)]
-    positive = [s for s in steps if s > 0]
-    typical = statistics.median(positive) if positive else 0.0
-    cap = typical * MAX_GAP_INTERVALS
-    return [max(0.0, min(s, cap)) for s in steps] + ([typical] if samples else [])
 
 
 def _limit(sample: Sample, gpu: TraceGpu) -> float | None:
@@ -180,129 +179,373 @@ def _thermal_sample(sample: Sample, slowdown: float | None) -> bool:
     return False
 
 
-def _lost_at(samples: list[Sample], trace_end: float, interval: float | None) -> tuple[list[Sample], float | None]:
-    """The samples before the GPU was lost, and when it was (an explicit lost sample, or silence)."""
-    for k, sample in enumerate(samples):
-        if sample.lost:
-            return samples[:k], sample.t_s
-    if not samples:
-        return samples, None
+def _reason_facts(reasons: Sequence[str]) -> tuple[frozenset[str], bool, bool, bool, bool]:
+    """What a sample's reasons say whatever its temperature: the distinct names; thermal for sure; thermal if
+    hot enough (hw_slowdown without the power brake: _thermal_sample then asks the temperature); power
+    capped; sw_power_cap among them."""
+    names = frozenset(reasons)
+    thermal = bool(names & THERMAL_REASONS)
+    near = "hw_slowdown" in names and "hw_power_brake_slowdown" not in names
+    return names, thermal, near, bool(POWER_REASONS & names), "sw_power_cap" in names
+
+
+# --- one GPU, a sample at a time ---------------------------------------------------------------
+
+
+class _Rle:
+    """A run-length list of the loaded temperatures, its front dropped once it cannot be in the plateau (the
+    last PLATEAU_SHARE of them): what is kept is a fraction of the runs, and temperatures change slowly."""
+
+    __slots__ = ("counts", "dropped", "head", "n", "values")
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.counts: list[int] = []
+        self.head = 0  # runs before this one are dropped
+        self.dropped = 0  # samples in the dropped runs
+        self.n = 0
+
+    def add(self, value: float) -> None:
+        self.n += 1
+        if len(self.values) > self.head and self.values[-1] == value:
+            self.counts[-1] += 1
+            return
+        self.values.append(value)
+        self.counts.append(1)
+        if len(self.values) - self.head > 64:
+            # The tail's start, n - max(1, round(n * share)), never moves back as n grows: runs wholly before it
+            # are never needed again.
+            start = self.n - self._tail(self.n)
+            while self.head < len(self.values) - 1 and self.dropped + self.counts[self.head] <= start:
+                self.dropped += self.counts[self.head]
+                self.head += 1
+            if self.head > len(self.values) // 2:
+                del self.values[: self.head], self.counts[: self.head]
+                self.head = 0
+
+    @staticmethod
+    def _tail(n: int) -> int:
+        return max(1, round(n * PLATEAU_SHARE))
+
+    def plateau(self) -> float | None:
+        """The median of the last PLATEAU_SHARE of the values."""
+        if not self.n:
+            return None
+        skip = self.n - self._tail(self.n) - self.dropped
+        counts: Counter[float] = Counter()
+        for value, count in zip(self.values[self.head :], self.counts[self.head :], strict=True):
+            take = count - min(skip, count)
+            skip -= count - take
+            if take:
+                counts[value] += take
+        return counter_median(counts)
+
+
+class _GpuState:
+    """Running figures of one GPU: counts of the values whose median is asked (readings repeat, so these stay
+    small), maxima, first times, shares, and flags for the reasons of nulls."""
+
+    def __init__(self, index: int, gpu: TraceGpu, clock_max: float | None, preset: bool) -> None:
+        self.index = index
+        self.gpu = gpu
+        self.default_limit = gpu.power_default_limit_w
+        self.clock_max = clock_max
+        self.clock_preset = preset
+        self.deferred_clock: list[float | None] = []  # the ceiling the first clock-only load decision used
+        self.lost_at: float | None = None
+        self.done = False
+        self.n = 0
+        self.last_t: float | None = None
+        self.last_loaded = False
+        self.steps: Counter[float] = Counter()  # positive steps between samples
+        self.loaded_steps: Counter[float] = Counter()  # steps after loaded samples
+        self.loaded_sum = 0.0  # those steps summed in order, as if no cap applied
+        self.temp_max: float | None = None
+        self.limits_all: Counter[float] = Counter()
+        self.any = {"limit": False, "power": False, "clock": False, "temp": False}
+        # Loaded samples.
+        self.loaded = 0
+        self.start: float | None = None
+        self.limits: Counter[float] = Counter()
+        self.power: Counter[float] = Counter()
+        self.clock: Counter[float] = Counter()
+        self.clock_first: Counter[float] = Counter()
+        self.clock_rest: Counter[float] = Counter()
+        self.with_reasons = 0
+        self.reason_counts: Counter[str] = Counter()
+        self.thermal = 0
+        self.power_capped = 0
+        self.temps = _Rle()
+        self.temp_first: float | None = None
+        self.temp_peak: float | None = None
+        self.time_to_cap: float | None = None
+        self.clocked_while_loaded = False
+        self.can_tell_cap = False
+        self.reason_facts: dict[tuple[str, ...], tuple[frozenset[str], bool, bool, bool, bool]] = {}
+
+    def add(self, s: Sample) -> bool:
+        """Take one sample; False when it came before the previous one (the one-pass figures would be wrong)."""
+        # Run for every row of a long trace: the rules of _limit, _is_loaded and _thermal_sample are spelled
+        # out here on locals (the functions stay the reference), and what a set of reasons implies is worked
+        # out once per distinct set (_reason_facts).
+        if self.done:
+            return True
+        t = s.t_s
+        if s.lost:
+            self.lost_at = t
+            self.done = True
+            return True
+        in_order = True
+        last_t = self.last_t
+        if last_t is not None:
+            step = t - last_t
+            in_order = step >= 0
+            if step > 0:
+                self.steps[step] += 1
+            if self.last_loaded:
+                self.loaded_sum += max(0.0, step)
+                self.loaded_steps[step] += 1
+        self.last_t = t
+        self.n += 1
+        gpu = self.gpu
+        ceiling = s.sm_clock_max_mhz
+        if ceiling is not None and not self.clock_preset and (self.clock_max is None or ceiling > self.clock_max):
+            self.clock_max = ceiling
+        limit = s.power_limit_w
+        if limit is None or not limit > 0:
+            limit = gpu.power_default_limit_w
+            if limit is not None and not limit > 0:
+                limit = None
+        seen = self.any
+        if limit is not None:
+            self.limits_all[limit] += 1
+            seen["limit"] = True
+        power, clock, temp = s.power_w, s.sm_clock_mhz, s.temp_c
+        if power is not None:
+            seen["power"] = True
+        if clock is not None:
+            seen["clock"] = True
+        if temp is not None:
+            seen["temp"] = True
+            if self.temp_max is None or temp > self.temp_max:
+                self.temp_max = temp
+        util = s.utilization_gpu_percent
+        has_power = power is not None and limit is not None
+        if util is not None and util >= LOADED_UTIL_PERCENT:
+            loaded = True
+        elif has_power:
+            loaded = power >= LOADED_POWER_FRACTION * limit  # type: ignore[operator]  # has_power: both known
+        elif util is not None:
+            loaded = False
+        else:
+            if ceiling is None and not self.deferred_clock:
+                # Only here does "loaded" lean on the GPU's clock ceiling over the whole trace, known at the end.
+                self.deferred_clock.append(self.clock_max)
+            loaded = _is_loaded(s, gpu, self.clock_max)
+        self.last_loaded = loaded
+        if not loaded:
+            return in_order
+        self.loaded += 1
+        start = self.start
+        if start is None:
+            start = self.start = t
+        if limit is not None:
+            self.limits[limit] += 1
+        if power is not None:
+            self.power[power] += 1
+        if clock is not None:
+            self.clock[clock] += 1
+            self.clocked_while_loaded = True
+            (self.clock_first if t - start < FIRST_SECONDS_S else self.clock_rest)[clock] += 1
+        reasons = s.reasons
+        if reasons is not None:
+            self.with_reasons += 1
+            key = tuple(reasons)
+            facts = self.reason_facts.get(key)
+            if facts is None:
+                facts = self.reason_facts[key] = _reason_facts(reasons)
+            names, thermal, near, capped, sw_cap = facts
+            counts = self.reason_counts
+            for name in names:
+                counts[name] += 1
+            if thermal or (near and temp is not None and _thermal_sample(s, gpu.temp_slowdown_c)):
+                self.thermal += 1
+            if capped:
+                self.power_capped += 1
+            self.can_tell_cap = True
+        else:
+            sw_cap = False
+            if has_power:
+                self.can_tell_cap = True
+        if temp is not None:
+            self.temps.add(temp)
+            if self.temp_first is None:
+                self.temp_first = temp
+            if self.temp_peak is None or temp > self.temp_peak:
+                self.temp_peak = temp
+        if self.time_to_cap is None:
+            at_cap = has_power and power >= AT_CAP_FRACTION * limit  # type: ignore[operator]  # both known
+            if at_cap or sw_cap:
+                self.time_to_cap = round(t - start, 3)
+        return in_order
+
+    def exact(self, gpu: TraceGpu) -> bool:
+        """Whether one pass saw what the whole trace would have told: the clock ceiling and the default limit
+        used along the way are the final ones."""
+        if self.deferred_clock and self.deferred_clock[0] != self.clock_max:
+            return False
+        return gpu.power_default_limit_w == self.default_limit
+
+    def loaded_seconds(self) -> float:
+        """Each loaded sample stands for the step to the next (gaps capped at MAX_GAP_INTERVALS steps), the last
+        sample for a median step."""
+        if not self.loaded:
+            return 0  # as sum() of no durations: an int, which the JSON prints as 0, not 0.0
+        typical = counter_median(self.steps) or 0.0
+        cap = typical * MAX_GAP_INTERVALS
+        if any(step > cap for step in self.loaded_steps):
+            total = 0.0
+            for step, count in sorted(self.loaded_steps.items()):
+                total += max(0.0, min(step, cap)) * count
+        else:
+            total = self.loaded_sum  # the same additions in the same order as summing the list of durations
+        if self.last_loaded and self.n:
+            total += typical
+        return round(total, 3)
+
+
+class BurnAggregator:
+    """The burn verdict fed one sample at a time (pure: no I/O), in memory that does not grow with the trace.
+
+    Samples of each GPU must come in time order (those of different GPUs may interleave). :meth:`finish`
+    returns None when one pass cannot give the exact figures: a GPU's samples went back in time, a sample's
+    load was judged on its clock alone against a ceiling that rose later (a trace without utilization or
+    power), or a default limit first appeared after samples needed it. The caller then analyses the trace
+    held in memory (:func:`analyze_trace` sorts, and knows the ceilings up front).
+    """
+
+    def __init__(self, gpus: Mapping[int, TraceGpu], *, clock_max: Mapping[int, float | None] | None = None) -> None:
+        self.gpus = gpus  # read live: a reader may fill it in as it goes
+        self.clock_max = clock_max
+        self.states: dict[int, _GpuState] = {}
+        self.end = 0.0
+        self.seen = False
+        self.in_order = True
+
+    def add(self, sample: Sample) -> None:
+        state = self.states.get(sample.gpu)
+        if state is None:
+            index = sample.gpu
+            gpu = self.gpus.get(index) or TraceGpu(index=index)
+            preset = self.clock_max is not None and index in self.clock_max
+            ceiling = self.clock_max[index] if self.clock_max is not None and preset else None
+            state = self.states[index] = _GpuState(index, gpu, ceiling, preset)
+        if not self.seen or sample.t_s > self.end:
+            self.end = sample.t_s
+            self.seen = True
+        if not state.add(sample):
+            self.in_order = False
+
+    def finish(self, interval_s: float | None) -> list[GpuBurnAnalysis] | None:
+        """One analysis per GPU (those with samples, and those the header names), in index order."""
+        if not self.in_order:
+            return None
+        out: list[GpuBurnAnalysis] = []
+        for index in sorted(set(self.states) | set(self.gpus)):
+            gpu = self.gpus.get(index) or TraceGpu(index=index)
+            state = self.states.get(index) or _GpuState(index, gpu, None, False)
+            if not state.exact(gpu):
+                return None
+            out.append(_analysis(state, gpu, self.end, interval_s))
+        return out
+
+
+def _silent_loss(state: _GpuState, trace_end: float, interval: float | None) -> float | None:
+    if state.lost_at is not None:
+        return state.lost_at
+    if state.last_t is None:
+        return None
     step = interval or 0.0
-    last = samples[-1].t_s
-    if trace_end - last >= max(SILENT_LOSS_S, SILENT_LOSS_INTERVALS * step):
-        return samples, last + step
-    return samples, None
+    if trace_end - state.last_t >= max(SILENT_LOSS_S, SILENT_LOSS_INTERVALS * step):
+        return state.last_t + step
+    return None
 
 
-# --- one GPU ------------------------------------------------------------------------------------
-
-
-def _analyze_gpu(trace: Trace, index: int, trace_end: float) -> GpuBurnAnalysis:
-    gpu = trace.gpus.get(index) or TraceGpu(index=index)
-    samples = sorted(trace.for_gpu(index), key=lambda s: s.t_s)
-    samples, lost_at = _lost_at(samples, trace_end, trace.interval_s)
-    durations = _durations(samples)
-    clock_max = _max([s.sm_clock_max_mhz for s in samples])
+def _analysis(st: _GpuState, gpu: TraceGpu, trace_end: float, interval: float | None) -> GpuBurnAnalysis:
+    index = st.index
+    lost_at = _silent_loss(st, trace_end, interval)
     slowdown = gpu.temp_slowdown_c
-
-    loaded = [k for k, s in enumerate(samples) if _is_loaded(s, gpu, clock_max)]
-    loaded_samples = [samples[k] for k in loaded]
-    loaded_s = round(sum(durations[k] for k in loaded), 3)
-    temp_max = _max([s.temp_c for s in samples])
-    limit = _median([_limit(s, gpu) for s in (loaded_samples or samples)])
-
+    temp_max = st.temp_max
     result = GpuBurnAnalysis(
         index=index,
-        loaded_s=loaded_s,
-        power_w_median_loaded=_median([s.power_w for s in loaded_samples]),
-        power_limit_w=limit,
+        loaded_s=st.loaded_seconds(),
+        power_w_median_loaded=counter_median(st.power),
+        power_limit_w=counter_median(st.limits if st.loaded else st.limits_all),
         temp_c_max=temp_max,
         temp_slowdown_c=slowdown,
-        sm_clock_mhz_median_loaded=_median([s.sm_clock_mhz for s in loaded_samples]),
+        sm_clock_mhz_median_loaded=counter_median(st.clock),
         reasons_time_fraction={},
         limiter="unknown",
         verdict="",
         advice="",
         slowdown_margin_c=(slowdown - temp_max) if slowdown is not None and temp_max is not None else None,
-        sm_clock_max_mhz=clock_max,
+        sm_clock_max_mhz=st.clock_max,
         lost_at_s=lost_at,
     )
-    if not loaded_samples:
+    if not st.loaded:
         result.verdict = "not loaded" + _lost_words(lost_at)
         result.advice = _join([LOST_ADVICE if lost_at is not None else None, NOT_LOADED_ADVICE])
-        _explain_nulls(result, samples, loaded_samples, gpu)
+        _explain_nulls(result, st)
         return result
 
-    start = loaded_samples[0].t_s
-    with_reasons = [s for s in loaded_samples if s.reasons is not None]
-    if with_reasons:
-        result.reasons_time_fraction = {
-            name: sum(1 for s in with_reasons if name in (s.reasons or [])) / len(with_reasons)
-            for name in CLOCK_EVENT_REASONS
-        }
-    _temperatures(result, loaded_samples)
-    _clocks(result, loaded_samples, start)
-    for s in loaded_samples:
-        at_cap = s.power_w is not None and (lim := _limit(s, gpu)) is not None and s.power_w >= AT_CAP_FRACTION * lim
-        if at_cap or "sw_power_cap" in (s.reasons or []):
-            result.time_to_power_cap_s = round(s.t_s - start, 3)
-            break
-
-    result.limiter = _limiter(result, with_reasons, slowdown)
+    if st.with_reasons:
+        result.reasons_time_fraction = {name: st.reason_counts[name] / st.with_reasons for name in CLOCK_EVENT_REASONS}
+    if st.temp_peak is not None and st.temp_first is not None:
+        result.temp_rise_c = st.temp_peak - st.temp_first
+        result.temp_plateau_c = st.temps.plateau()
+    _clocks(result, st)
+    result.time_to_power_cap_s = st.time_to_cap
+    result.limiter = _limiter(result, st)
     band = _band(result)
     result.verdict = f"{band}, {LIMITER_WORDS[result.limiter]}" + _lost_words(lost_at)
     result.advice = _advice(result, gpu, band)
-    _explain_nulls(result, samples, loaded_samples, gpu)
+    _explain_nulls(result, st)
     return result
 
 
-def _explain_nulls(result: GpuBurnAnalysis, samples: list[Sample], loaded: list[Sample], gpu: TraceGpu) -> None:
+def _explain_nulls(result: GpuBurnAnalysis, st: _GpuState) -> None:
     """Fill ``result.missing``: a reason for each number of the analysis that is None, and only for those."""
 
-    def absent(read: Callable[[Sample], float | None]) -> str:
+    def absent(key: str) -> str:
         """Why a loaded-sample figure is None: the column is not in the trace, or it is but not while loaded."""
-        return NOT_WHILE_LOADED if any(read(s) is not None for s in samples) else NOT_IN_TRACE
+        return NOT_WHILE_LOADED if st.any[key] else NOT_IN_TRACE
 
     reasons = dict.fromkeys(("power_limit_w", "temp_c_max", "temp_slowdown_c", "sm_clock_max_mhz"), NOT_IN_TRACE)
     reasons["slowdown_margin_c"] = NO_THRESHOLD if result.temp_slowdown_c is None else NO_TEMPERATURE
     reasons["lost_at_s"] = NOT_LOST
     reasons.update(dict.fromkeys(BURN_ONLY_FIELDS, NOT_MEASURED))
-    if not loaded:
+    if not st.loaded:
         reasons.update(dict.fromkeys(LOADED_FIELDS, NEVER_LOADED))
     else:
-        reasons["power_limit_w"] = absent(lambda s: _limit(s, gpu))
-        reasons["power_w_median_loaded"] = absent(lambda s: s.power_w)
-        clocks = absent(lambda s: s.sm_clock_mhz)
+        reasons["power_limit_w"] = absent("limit")
+        reasons["power_w_median_loaded"] = absent("power")
+        clocks = absent("clock")
         reasons["sm_clock_mhz_median_loaded"] = clocks
-        temps = absent(lambda s: s.temp_c)
+        temps = absent("temp")
         reasons["temp_rise_c"] = temps
         reasons["temp_plateau_c"] = temps
-        clocked_while_loaded = any(s.sm_clock_mhz is not None for s in loaded)
-        reasons["sm_clock_mhz_first"] = NO_FIRST_CLOCK if clocked_while_loaded else clocks
-        reasons["sm_clock_mhz_sustained"] = NO_SUSTAINED_CLOCK if clocked_while_loaded else clocks
-        reasons["sm_clock_drop_percent"] = NO_REFERENCE_CLOCK if clocked_while_loaded else clocks
-        can_tell = any(s.reasons is not None or (s.power_w is not None and _limit(s, gpu) is not None) for s in loaded)
-        reasons["time_to_power_cap_s"] = NEVER_CAPPED if can_tell else NOT_IN_TRACE
+        reasons["sm_clock_mhz_first"] = NO_FIRST_CLOCK if st.clocked_while_loaded else clocks
+        reasons["sm_clock_mhz_sustained"] = NO_SUSTAINED_CLOCK if st.clocked_while_loaded else clocks
+        reasons["sm_clock_drop_percent"] = NO_REFERENCE_CLOCK if st.clocked_while_loaded else clocks
+        reasons["time_to_power_cap_s"] = NEVER_CAPPED if st.can_tell_cap else NOT_IN_TRACE
     result.missing = {
         name: reasons[name] for name in type(result).model_fields if name in reasons and getattr(result, name) is None
     }
 
 
-def _temperatures(result: GpuBurnAnalysis, loaded: list[Sample]) -> None:
-    temps = [s.temp_c for s in loaded if s.temp_c is not None]
-    if not temps:
-        return
-    peak = max(temps)
-    result.temp_rise_c = peak - temps[0]
-    tail = temps[-max(1, round(len(temps) * PLATEAU_SHARE)) :]
-    result.temp_plateau_c = float(statistics.median(tail))
-
-
-def _clocks(result: GpuBurnAnalysis, loaded: list[Sample], start: float) -> None:
-    first = [s.sm_clock_mhz for s in loaded if s.t_s - start < FIRST_SECONDS_S]
-    rest = [s.sm_clock_mhz for s in loaded if s.t_s - start >= FIRST_SECONDS_S]
-    result.sm_clock_mhz_first = _median(first)
-    result.sm_clock_mhz_sustained = _median(rest)
+def _clocks(result: GpuBurnAnalysis, st: _GpuState) -> None:
+    result.sm_clock_mhz_first = counter_median(st.clock_first)
+    result.sm_clock_mhz_sustained = counter_median(st.clock_rest)
     reference = result.sm_clock_max_mhz if result.sm_clock_max_mhz is not None else result.sm_clock_mhz_first
     sustained = (
         result.sm_clock_mhz_sustained
@@ -313,15 +556,14 @@ def _clocks(result: GpuBurnAnalysis, loaded: list[Sample], start: float) -> None
         result.sm_clock_drop_percent = round((reference - sustained) / reference * 100, 1)
 
 
-def _limiter(result: GpuBurnAnalysis, with_reasons: list[Sample], slowdown: float | None) -> Limiter:
+def _limiter(result: GpuBurnAnalysis, st: _GpuState) -> Limiter:
     power, limit, peak = result.power_w_median_loaded, result.power_limit_w, result.temp_c_max
+    slowdown = result.temp_slowdown_c
     power_at_cap = power is not None and limit is not None and power >= AT_CAP_FRACTION * limit
-    if with_reasons:
-        thermal_share = sum(1 for s in with_reasons if _thermal_sample(s, slowdown)) / len(with_reasons)
-        power_share = sum(1 for s in with_reasons if POWER_REASONS & set(s.reasons or [])) / len(with_reasons)
-        if thermal_share >= LIMITER_SHARE:
+    if st.with_reasons:
+        if st.thermal / st.with_reasons >= LIMITER_SHARE:
             return "thermal"
-        if power_share >= LIMITER_SHARE or power_at_cap:
+        if st.power_capped / st.with_reasons >= LIMITER_SHARE or power_at_cap:
             return "power"
         return "none"
     if slowdown is not None and peak is not None and peak >= slowdown:

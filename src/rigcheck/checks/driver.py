@@ -161,6 +161,17 @@ def _no_gpu(snapshot: Snapshot) -> Finding:
     )
 
 
+# Inputs that never list GPUs: their snapshot without GPUs is silent about them, not a GPU-less machine.
+# Inputs that say nothing about whether the box has GPUs: a Fabric Manager log; a kernel log (its NVSwitch SXid
+# lines name switches, not GPUs).
+GPU_SILENT_SOURCES = frozenset({"fabric-manager", "kernel-log"})
+
+
+def _never_lists_gpus(snapshot: Snapshot) -> bool:
+    kinds = [p.kind for p in snapshot.source.parts] or [snapshot.source.kind]
+    return all(kind in GPU_SILENT_SOURCES for kind in kinds)
+
+
 def absence_finding(snapshot: Snapshot) -> Finding | None:
     """The one finding for a snapshot whose GPUs NVML could not give (None when it gave some): the driver's
     problem on a GPU box, else no NVIDIA GPU at all."""
@@ -168,6 +179,8 @@ def absence_finding(snapshot: Snapshot) -> Finding | None:
     broken = d is not None and d.nvml not in (None, "ok")
     if snapshot.gpus and not broken:
         return None
+    if d is None and _never_lists_gpus(snapshot):
+        return None  # a Fabric Manager log alone: it says nothing about whether the box has GPUs
     if d is None or d.nvml is None:
         return _no_gpu(snapshot)
     gpus = d.pci_gpus or []

@@ -22,7 +22,7 @@ from rigcheck.checks.topology_nics import nic_findings
 from rigcheck.facts.legend import KIND_MEANING, LEGEND_SOURCE, kind_of, lookup, nvlink_count, rank_of
 from rigcheck.model import Finding, LinkKind, Severity, Snapshot, pair_subject
 from rigcheck.model.links import link_state_text, nvlink_ring, pairs_with_link_state
-from rigcheck.model.topo import ADD_TOPOLOGY, FROM_LINK_STATE, NCCL_MESH, NCCL_MESH_SOURCE
+from rigcheck.model.topo import ADD_TOPOLOGY, FROM_LINK_STATE, NCCL_MESH, NCCL_MESH_SOURCE, SUMMARY_ABOVE
 
 FINDING_IDS: tuple[str, ...] = (
     "topology.single-gpu",
@@ -81,15 +81,15 @@ def _gpu_indices(snapshot: Snapshot) -> list[int]:
     return sorted(found)
 
 
-def _matrix_code(snapshot: Snapshot, a: int, b: int) -> str | None:
-    """The code `topo -m` printed for a pair, when the snapshot holds the matrix but not the pair."""
+def _matrix_code(snapshot: Snapshot, where: dict[str, int], a: int, b: int) -> str | None:
+    """The code `topo -m` printed for a pair, when the snapshot holds the matrix but not the pair; ``where``:
+    each label's position (built once: ``labels.index`` per pair would be cubic in GPUs)."""
     topo = snapshot.topology
     if topo is None:
         return None
-    la, lb = f"GPU{a}", f"GPU{b}"
-    if la not in topo.labels or lb not in topo.labels:
+    row, col = where.get(f"GPU{a}"), where.get(f"GPU{b}")
+    if row is None or col is None:
         return None
-    row, col = topo.labels.index(la), topo.labels.index(lb)
     if row >= len(topo.matrix) or col >= len(topo.matrix[row]):
         return None
     return topo.matrix[row][col]
@@ -102,21 +102,27 @@ def _links(snapshot: Snapshot, indices: list[int]) -> list[_Link]:
     if snapshot.topology is None:
         pairs, inferred = pairs_with_link_state(readable_gpus(snapshot), snapshot.pairs)
     by_pair = {(p.a, p.b): p for p in pairs}
+    topo = snapshot.topology
+    where: dict[str, int] = {}
+    for pos, label in enumerate(topo.labels if topo is not None else []):
+        where.setdefault(label, pos)
     for i, a in enumerate(indices):
         for b in indices[i + 1 :]:
             pair = by_pair.get((a, b))
             code = pair.link if pair is not None else None
             if code is None:
-                code = _matrix_code(snapshot, a, b)
+                code = _matrix_code(snapshot, where, a, b)
             kind: LinkKind | None = pair.kind if pair is not None else None
             if kind is None and code is not None:
                 kind = kind_of(code)
             nvlinks = pair.nvlinks if pair is not None else None
             if nvlinks is None and code is not None:
                 nvlinks = nvlink_count(code)
+            # The reason is read only where the link is unknown: most pairs have one, and this loop runs per pair.
+            reason = ""
             if pair is None:
                 reason = "no pair record"
-            else:
+            elif kind is None and not nvlinks:
                 r = pair.missing.get("link") or pair.missing.get("kind")
                 reason = r.value if r is not None else "not recorded"
             links.append(_Link(a, b, code, kind, nvlinks, reason, (a, b) in inferred))
@@ -153,42 +159,16 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
 
     out: list[Finding] = []
     links = _links(snapshot, indices)
-    known = [link for link in links if link.kind is not None or link.is_nvlink]
-    unknown = [link for link in links if link not in known]
+    # One pass: `link not in known` over a list is quadratic in pairs.
+    known: list[_Link] = []
+    unknown: list[_Link] = []
+    for link in links:
+        (known if link.kind is not None or link.is_nvlink else unknown).append(link)
 
-    for link in known:
-        if link.is_nvlink:
-            n = link.nvlinks
-            count = f"{n} NVLink{'s' if n != 1 else ''}" if n else "NVLink"
-            out.append(
-                pair_finding(
-                    link.a,
-                    link.b,
-                    "topology.nvlink",
-                    Severity.INFO,
-                    f"{link.label} ({count}): {KIND_MEANING['nvlink']}"
-                    + (f" ({FROM_LINK_STATE})" if link.from_link_state else ""),
-                    measured=link.label + (" (from NVLink state)" if link.from_link_state else ""),
-                    advice="the fastest path: fine for DDP and for ZeRO/FSDP, which communicate every layer",
-                    source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
-                )
-            )
-        else:
-            entry = lookup(link.code) if link.code is not None else None
-            meaning = KIND_MEANING[link.kind] if link.kind is not None else "a PCIe path"
-            legend = entry.legend if entry is not None else None
-            out.append(
-                pair_finding(
-                    link.a,
-                    link.b,
-                    "topology.pcie-only",
-                    Severity.INFO,
-                    f"{link.label}: {meaning}; no NVLink",
-                    measured=f"{link.label} ({legend})" if legend else link.label,
-                    advice=DDP_VS_ZERO + "; prefer DDP (or ZeRO-1/2 with larger buckets) on this pair",
-                    source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
-                )
-            )
+    if len(indices) > SUMMARY_ABOVE:
+        out += _folded_link_findings(known)
+    else:
+        out += [_link_finding(link) for link in known]
 
     if unknown:
         names = [f"{link.subject} ({link.missing_reason})" for link in unknown]
@@ -237,6 +217,67 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
 
     out.append(_summary(snapshot, indices, links=links, known=known, unknown=unknown, numa=numa))
     out += nic_findings(snapshot, indices)
+    return out
+
+
+def _link_text(link: _Link) -> tuple[str, str, str, str]:
+    """(id, message, measured, advice) of a known link: the same for every pair with the same code."""
+    if link.is_nvlink:
+        n = link.nvlinks
+        count = f"{n} NVLink{'s' if n != 1 else ''}" if n else "NVLink"
+        return (
+            "topology.nvlink",
+            f"{link.label} ({count}): {KIND_MEANING['nvlink']}"
+            + (f" ({FROM_LINK_STATE})" if link.from_link_state else ""),
+            link.label + (" (from NVLink state)" if link.from_link_state else ""),
+            "the fastest path: fine for DDP and for ZeRO/FSDP, which communicate every layer",
+        )
+    entry = lookup(link.code) if link.code is not None else None
+    meaning = KIND_MEANING[link.kind] if link.kind is not None else "a PCIe path"
+    legend = entry.legend if entry is not None else None
+    return (
+        "topology.pcie-only",
+        f"{link.label}: {meaning}; no NVLink",
+        f"{link.label} ({legend})" if legend else link.label,
+        DDP_VS_ZERO + "; prefer DDP (or ZeRO-1/2 with larger buckets) on this pair",
+    )
+
+
+def _link_finding(link: _Link) -> Finding:
+    finding_id, message, measured, advice = _link_text(link)
+    return pair_finding(
+        link.a,
+        link.b,
+        finding_id,
+        Severity.INFO,
+        message,
+        measured=measured,
+        advice=advice,
+        source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+    )
+
+
+def _folded_link_findings(known: list[_Link]) -> list[Finding]:
+    """One host finding per link code (and origin) with its pairs counted, for a machine above
+    SUMMARY_ABOVE GPUs: 512 GPUs have 130,816 pairs that mostly say the same thing, and a finding each was
+    most of the doctor's time (docs/checks.md)."""
+    groups: dict[tuple[str, str, bool], list[_Link]] = {}
+    for link in known:
+        groups.setdefault((link.label, link.code or "", link.from_link_state), []).append(link)
+    out: list[Finding] = []
+    for members in sorted(groups.values(), key=lambda m: (rank_of(m[0].label), m[0].a, m[0].b)):
+        finding_id, message, measured, advice = _link_text(members[0])
+        n = len(members)
+        out.append(
+            host_finding(
+                finding_id,
+                Severity.INFO,
+                f"{plural(n, 'GPU pair')} on {message}",
+                measured=f"{measured} on {list_names([m.subject for m in members])}",
+                advice=advice.replace("on this pair", "on these pairs"),
+                source=f"{LEGEND_SOURCE}; {GUIDE_CONNECTIVITY}",
+            )
+        )
     return out
 
 

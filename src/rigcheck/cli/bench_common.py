@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from rigcheck.cli.common import emit, load_snapshot, note, write_rendering
-from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
+from rigcheck.cli.common import emit, interrupted_by, load_snapshot, note, write_rendering
+from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.cli.nogpu import NO_GPU_BENCH, refuse
 from rigcheck.report.render import Format
 
@@ -54,7 +54,9 @@ def finish(
     doc: BenchDoc, *, as_json: bool, html_file: Path | None = None, markdown_file: Path | None = None
 ) -> NoReturn:
     """Write the pages asked for, print the document (JSON or the report), and exit: 0, or 1 when the run
-    failed or, for a --compare-p2p comparison of two runs, when it has a warning (the comparison is not one)."""
+    failed or, for a --compare-p2p comparison of two runs, when it has a warning (the comparison is not one);
+    130 or 143 when SIGINT or SIGTERM cut the run short (the document then says ``"partial": true`` and
+    ``"error": "interrupted (SIGINT)"``, and holds the rows measured before)."""
     from rigcheck.model.bench import CompareDocumentBase
 
     if html_file is not None:
@@ -63,7 +65,17 @@ def finish(
         write_rendering(markdown_file, doc, Format.MARKDOWN)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     compared = isinstance(doc, CompareDocumentBase)
+    if compared:
+        from rigcheck.bench.compare import inherited_p2p_note
+
+        # The document notes it too; a note on stderr is what a user reading the table would otherwise miss.
+        inherited = inherited_p2p_note()
+        if inherited:
+            note(f"warning: {inherited}")
     if doc.error:
         note(f"error: {doc.error}" + (" (partial results kept)" if doc.results and not compared else ""))
     warned = isinstance(doc, CompareDocumentBase) and bool(doc.warnings)
+    signum = interrupted_by()
+    if signum is not None:
+        raise typer.Exit(exit_code_for_signal(signum))
     raise typer.Exit(EXIT_PROBLEMS if run_failed(doc) or warned else EXIT_OK)

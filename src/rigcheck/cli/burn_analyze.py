@@ -11,11 +11,12 @@ from pathlib import Path
 
 import typer
 
-from rigcheck.checks.burn import analyze_trace, is_problem
+from rigcheck.checks.burn import BurnAggregator, analyze_trace, is_problem
 from rigcheck.cli.common import emit, note, write_rendering
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
 from rigcheck.errors import InputError
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis
+from rigcheck.model.telemetry import Trace
 from rigcheck.report.render import Format
 
 
@@ -23,18 +24,48 @@ def analysis_exit_code(analyses: Iterable[GpuBurnAnalysis]) -> int:
     return EXIT_PROBLEMS if any(is_problem(a) for a in analyses) else EXIT_OK
 
 
+def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
+    """The trace (without its samples where it was streamed) and the verdicts, read in one pass where it can.
+
+    One pass holds per GPU only running figures, so a 24 h trace fits in a few MiB; with ``plot`` (a page
+    will be drawn) the samples are also thinned as they are read into the trace's ``plot`` (bounded too).
+    When one pass cannot be exact (samples out of time order, a clock-only trace whose ceiling rose) the file
+    is read again into memory, as is standard input (it cannot be read twice).
+    """
+    from rigcheck.model.telemetry import TracePlot
+    from rigcheck.probe.trace import TraceStream, read_trace
+
+    if path != "-":
+        stream = TraceStream(path)
+        agg = BurnAggregator(stream.header.gpus)
+        if plot:
+            thinned = TracePlot()
+            add, keep = agg.add, thinned.add
+            for sample in stream:
+                add(sample)
+                keep(sample)
+        else:
+            add = agg.add
+            for sample in stream:
+                add(sample)
+        analyses = agg.finish(stream.header.interval_s)
+        if analyses is not None:
+            if plot:
+                stream.header.plot = thinned
+            return stream.header, analyses
+    trace = read_trace(path)
+    return trace, analyze_trace(trace)
+
+
 def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> None:
     """Analyse a recorded trace (rigcheck CSV/JSONL, or nvidia-smi --query-gpu CSV) and set the exit code."""
-    from rigcheck.probe.trace import read_trace
-
     try:
-        trace = read_trace(str(file))
+        trace, analyses = _analyze(str(file), plot=html_file is not None)
     except InputError as exc:
         note(f"error: {exc}")
         raise typer.Exit(exc.exit_code) from None
     for line in trace.diagnostics:
         note(line)
-    analyses = analyze_trace(trace)
     doc = BurnResult.of_analysis(trace, analyses, analysis_exit_code(analyses))
     if html_file is not None:
         write_rendering(html_file, doc, Format.HTML)

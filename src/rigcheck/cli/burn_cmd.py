@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rigcheck.cli import monitor_cmd
-from rigcheck.cli.common import HtmlFileOption, emit, interruptible, note, write_rendering
-from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS
+from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, write_rendering
+from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.errors import BenchError
 from rigcheck.report.render import Format
 
@@ -29,11 +29,13 @@ if TYPE_CHECKING:
 
 
 def burn_exit_code(run: BurnRun) -> int:
-    """130 when Ctrl-C cut it short; 1 for a wrong result, a failed load or a problem by is_problem; else 0."""
+    """130 when Ctrl-C cut it short (143 for SIGTERM); 1 for a wrong result, a failed load or a problem by
+    is_problem; else 0."""
     from rigcheck.checks.burn import is_problem
 
     if run.interrupted:
-        return EXIT_INTERRUPTED
+        signum = interrupted_by()
+        return EXIT_INTERRUPTED if signum is None else exit_code_for_signal(signum)
     if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses):
         return EXIT_PROBLEMS
     return EXIT_OK

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
@@ -103,19 +105,51 @@ def print_json(data: Any) -> None:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+# The signals received while the current command runs, first first (reset when a command starts).
+_received: list[int] = []
+
+
+def interrupted_by() -> int | None:
+    """The first SIGINT/SIGTERM the running command received, or None: a command that kept its results
+    through an interruption prints them, then exits with this signal's code (cli/exits.py)."""
+    return _received[0] if _received else None
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    # Only the first signal interrupts: a second Ctrl-C (or Slurm's repeated SIGTERM) while the command stops
+    # its workers and prints what it kept would cut that short and leave processes behind.
+    from rigcheck.errors import Interrupted
+
+    _received.append(signum)
+    if len(_received) == 1:
+        raise Interrupted(signum)
 
 
 def interruptible(command: Callable[P, R]) -> Callable[P, R]:
-    """Ctrl-C ends a command with one line and exit 130 (typer alone would say "Aborted!" and exit 1)."""
+    """SIGINT (Ctrl-C) and SIGTERM end a command with one line and exit 130 or 143 (typer alone would say
+    "Aborted!" and exit 1, and SIGTERM would kill it on the spot). Both raise ``errors.Interrupted`` in the
+    command, where a run that keeps what it measured catches it and prints its results first."""
 
     @functools.wraps(command)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        from rigcheck.errors import signal_name, signal_of
+
+        _received.clear()
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():  # signal.signal works there only
+            for handled in (int(signal.SIGINT), int(signal.SIGTERM)):
+                previous[handled] = signal.signal(handled, _on_signal)
         try:
             return command(*args, **kwargs)
-        except KeyboardInterrupt:
-            note("interrupted")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt as exc:
+            from rigcheck.cli.exits import exit_code_for_signal  # here: exits.py loads the findings model
+
+            signum = signal_of(exc)
+            note("interrupted" + ("" if signum == signal.SIGINT else f" ({signal_name(signum)})"))
+            raise typer.Exit(exit_code_for_signal(signum)) from None
+        finally:
+            for restored, handler in previous.items():
+                signal.signal(restored, handler)
 
     return run
 

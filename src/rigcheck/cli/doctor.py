@@ -30,17 +30,37 @@ def doctor(
     strict: Annotated[bool, typer.Option("--strict", help="Warnings count as problems (exit 1).")] = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
+    matrix: Annotated[
+        bool, typer.Option("--matrix", help="Show the full GPU matrix above 16 GPUs (else a summary).")
+    ] = False,
+    since: Annotated[
+        str,
+        typer.Option(
+            "--since",
+            help="Count kernel-log events (Xid, SXid, AER) from this time on: 'boot' (default; a saved log: all "
+            "of it), a duration back from now (30m, 2h, 1d) or a local time (2025-02-23 16:00).",
+        ),
+    ] = "boot",
 ) -> None:
     """Inspect the rig — power, cooling, topology, PCIe, P2P, health, software — and say what is wrong.
 
     Exit code: 0 healthy, 1 problems found (warnings too with --strict), 2 bad input, 3 internal error.
     """
+    from datetime import datetime
+
+    from rigcheck.probe.kernel_log import apply_since, parse_since
+
+    cutoff = parse_since(since, datetime.now())  # a bad --since is exit 2 before anything is read
     snap = load_snapshot(source)
+    apply_since(snap, cutoff, since)
     findings = run_checks(snap)
     doc = doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
     if html_file is not None:
         write_rendering(html_file, doc, Format.HTML)
     if markdown_file is not None:
         write_rendering(markdown_file, doc, Format.MARKDOWN)
-    emit(doc, Format.JSON if as_json else fmt)
+    from rigcheck.report.topo import full_matrix
+
+    with full_matrix(matrix):
+        emit(doc, Format.JSON if as_json else fmt)
     raise typer.Exit(doc.exit_code)

@@ -10,7 +10,13 @@ EXIT_OK = 0
 EXIT_PROBLEMS = 1  # a finding fails (or warns, under --strict); a measurement failed
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
-EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT: 128 + 2
+EXIT_TERMINATED = 143  # SIGTERM (Slurm, Kubernetes, `kill`): 128 + 15
+
+
+def exit_code_for_signal(signum: int) -> int:
+    """The shell's convention, 128 + the signal: 130 for SIGINT, 143 for SIGTERM."""
+    return 128 + signum
 
 
 def exit_code_for(findings: Iterable[Finding], *, strict: bool = False) -> int:

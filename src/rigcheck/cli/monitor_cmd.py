@@ -4,20 +4,23 @@ The view (stdout, rich.live; drawn by rigcheck.report.monitor) shows per GPU: po
 limit, temperature against the card's slowdown threshold, SM clock against its maximum, utilisation, the
 active clock-event reasons and a short sparkline history of power and temperature. Messages go to stderr.
 Ctrl-C (or ``--duration``) ends it cleanly: the sampler stops, the file is flushed and closed, the endpoint
-shut down; exit 0. ``--json``: no view, the ``rigcheck.monitor/1`` summary at the end.
+shut down; exit 0. SIGTERM ends it the same way, and exits 143. ``--json``: no view, the
+``rigcheck.monitor/1`` summary at the end.
 
 Test seams: ``make_poller`` (module-level, monkeypatched by tests to poll a fake NVML) and ``_pause``.
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import emit, interruptible, note, out_console
+from rigcheck.cli.common import emit, interrupted_by, interruptible, note, out_console
+from rigcheck.cli.exits import EXIT_TERMINATED
 from rigcheck.errors import ProbeError, UsageError
 from rigcheck.report.render import Format
 
@@ -122,6 +125,10 @@ def monitor(
         poller.close()
     if as_json:
         emit(doc, Format.JSON)
+    if interrupted_by() == signal.SIGTERM:
+        # Ctrl-C is how one stops a live view (exit 0); SIGTERM (Slurm, Kubernetes) ends it the same way, summary
+        # included, and says so in the exit code.
+        raise typer.Exit(EXIT_TERMINATED)
 
 
 def _watch(sampler: Sampler, poller: NvmlPoller, history: History, duration: float | None, *, live: bool) -> bool:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from rigcheck.cli.common import FromOption, JsonOption, emit, load_snapshot
 from rigcheck.cli.nogpu import NO_TOPOLOGY, stop
 from rigcheck.errors import InputError
@@ -9,7 +13,13 @@ from rigcheck.model.topo import snapshot_topo_document
 from rigcheck.report.render import Format
 
 
-def topo(source: FromOption = None, as_json: JsonOption = False) -> None:
+def topo(
+    source: FromOption = None,
+    as_json: JsonOption = False,
+    matrix: Annotated[
+        bool, typer.Option("--matrix", help="Show the full GPU matrix above 16 GPUs (else a summary).")
+    ] = False,
+) -> None:
     """Show how the GPUs are connected (NVLink, PCIe switch, host bridge, NUMA) and what it means.
 
     FILE for --from is a saved `nvidia-smi topo -m` or a rigcheck snapshot (repeat --from to combine outputs).
@@ -20,4 +30,7 @@ def topo(source: FromOption = None, as_json: JsonOption = False) -> None:
         if not source:
             stop(snap, NO_TOPOLOGY)  # the no-GPU rule (cli/nogpu.py)
         raise InputError("no GPUs in this input, so no topology to show", path=", ".join(map(str, source)))
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    from rigcheck.report.topo import full_matrix
+
+    with full_matrix(matrix):
+        emit(doc, Format.JSON if as_json else Format.TERMINAL)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 LinkKind = Literal["nvlink", "pcie_switch", "pcie_bridges", "host_bridge", "numa_local", "cross_numa"]
@@ -82,12 +83,15 @@ NVML_TOPOLOGY_LEVELS: dict[int, str] = {
 }
 
 
+# Cached: called for every GPU pair (130k at 512 GPUs) with a handful of distinct codes.
+@lru_cache(maxsize=512)
 def nvlink_count(code: str) -> int | None:
     """``"NV12"`` -> 12; None for a code that is not an NVLink bond."""
     m = _NV_RE.match(code)
     return int(m.group(1)) if m else None
 
 
+@lru_cache(maxsize=512)
 def lookup(code: str) -> LinkCode | None:
     """The legend entry for a printed code (``"NV4"`` finds ``"NV#"``); None if unknown."""
     if nvlink_count(code) is not None:
@@ -100,6 +104,7 @@ def kind_of(code: str) -> LinkKind | None:
     return entry.kind if entry else None
 
 
+@lru_cache(maxsize=512)
 def rank_of(code: str) -> tuple[int, int]:
     """Sort key, fastest first: NVLink by more links first, then the PCIe paths; unknown last."""
     n = nvlink_count(code)
@@ -118,6 +123,7 @@ def code_from_nvml(level: int | None, nvlinks: int) -> str | None:
     return NVML_TOPOLOGY_LEVELS.get(level)
 
 
+@lru_cache(maxsize=512)
 def explain(code: str) -> str:
     """One sentence for a pair's link code, as the topo report prints it."""
     n = nvlink_count(code)

@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Final, Literal, TypedDict
 
-from pydantic import ConfigDict, Field, RootModel, WithJsonSchema
+from pydantic import ConfigDict, Field, RootModel, WithJsonSchema, model_validator
 
 from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, reason_rules
 
@@ -520,8 +520,17 @@ class TrainComparison(Comparison):
     rows: Sequence[TrainFigures]
 
 
+def _one_run_only_when_partial(schema: dict[str, Any], cls: type[Any]) -> None:
+    """In the schema too: a comparison with one run is an interrupted one (partial)."""
+    schema["allOf"] = [
+        {"if": {"properties": {"runs": {"maxItems": 1}}}, "then": {"properties": {"partial": {"const": True}}}}
+    ]
+
+
 class CompareDocumentBase(Document):
     """`--compare-p2p`: two runs differing only in NCCL_P2P_DISABLE=1, the guide's table, its warnings."""
+
+    model_config = ConfigDict(json_schema_extra=_one_run_only_when_partial)
 
     schema_: Literal["rigcheck.bench/1"] = Field(BENCH_SCHEMA, alias="schema")
     benchmark: str = Field(description='"<benchmark>-compare-p2p"')
@@ -534,10 +543,17 @@ class CompareDocumentBase(Document):
     versions: Versions
     snapshot: OptionalSnapshotRef = Field(description="the machine, as `rigcheck snapshot`")
     results: Sequence[CollectiveRow | TrainRow] = Field(description="both runs' rows, each tagged p2p Y or N")
-    runs: Sequence[BenchDocumentBase] = Field(min_length=2, max_length=2)
+    # Two runs; one when the run was interrupted before the second could start (partial, error says so).
+    runs: Sequence[BenchDocumentBase] = Field(min_length=1, max_length=2)
     comparison: Comparison
     warnings: list[str] = Field(description="a run that failed, or whose transport is not what it should be")
     notes: list[str]
+
+    @model_validator(mode="after")
+    def _one_run_only_when_partial(self) -> CompareDocumentBase:
+        if len(self.runs) < 2 and not self.partial:
+            raise ValueError("a comparison with one run must be partial (the second run never started)")
+        return self
 
 
 class CollectiveCompareDocument(CompareDocumentBase):
@@ -545,14 +561,14 @@ class CollectiveCompareDocument(CompareDocumentBase):
         "allreduce-compare-p2p", "allgather-compare-p2p", "reducescatter-compare-p2p", "broadcast-compare-p2p"
     ]
     results: Sequence[ComparedCollectiveRow]
-    runs: Sequence[CollectiveRun] = Field(min_length=2, max_length=2)
+    runs: Sequence[CollectiveRun] = Field(min_length=1, max_length=2)
     comparison: CollectiveComparison
 
 
 class TrainCompareDocument(CompareDocumentBase):
     benchmark: Literal["train-compare-p2p"] = "train-compare-p2p"
     results: Sequence[ComparedTrainRow]
-    runs: Sequence[TrainRun] = Field(min_length=2, max_length=2)
+    runs: Sequence[TrainRun] = Field(min_length=1, max_length=2)
     comparison: TrainComparison
 
 

@@ -48,4 +48,8 @@ def snapshot_from_json(text: str, *, path: str | None = None) -> Snapshot:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    except RecursionError:  # nesting deeper than the stack: no snapshot is more than a few levels deep
+        raise SnapshotError("not a rigcheck snapshot (JSON nested too deeply)", path=path) from None
+    except ValueError:  # an integer of over 4,300 digits: int()'s guard, never a real snapshot's value
+        raise SnapshotError("not a rigcheck snapshot (a number with thousands of digits)", path=path) from None
     return snapshot_from_dict(data, path=path)

@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rigcheck.facts.legend import LinkKind
+from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
 
 SNAPSHOT_SCHEMA: Literal["rigcheck.snapshot/1"] = "rigcheck.snapshot/1"
 
@@ -90,6 +91,19 @@ class NvLink(Record):
     remote_pci_bus_id: str | None = None
     remote_device_type: str | None = None  # "gpu", "switch" (NVSwitch), "ibmnpu", "unknown" (NVML)
     speed_gbps: float | None = None  # per direction, as `nvidia-smi nvlink -s` prints it (GB/s)
+    # Error counters since the driver loaded (or the last `nvidia-smi nvlink -re`): NVML's
+    # nvmlNvLinkErrorCounter_t DL replay / DL recovery / DL CRC (flit + data), as `nvlink -e` prints them.
+    replay_errors: int | None = None
+    recovery_errors: int | None = None
+    crc_errors: int | None = None
+
+
+class GpuProcess(Record):
+    """A compute process holding memory on a GPU (nvmlDeviceGetComputeRunningProcesses; -q's Processes)."""
+
+    pid: int
+    name: str | None = None  # /proc/PID/comm live (None: another PID namespace), the printed name from text
+    used_memory_mib: float | None = None
 
 
 class Gpu(Record):
@@ -172,6 +186,18 @@ class Gpu(Record):
     cpu_affinity: str | None = None  # CPU list, "0-23,48-71"
 
     nvlinks: list[NvLink] | None = None
+    # Driver-side health, strings as nvidia-smi prints them (NVML enums turned into the same words).
+    recovery_action: str | None = None  # "None", "Reset", "Reboot", "Drain P2P", "Drain and Reset"
+    fabric_state: str | None = None  # "Not Supported", "Not Started", "In Progress", "Completed"
+    fabric_status: str | None = None  # "Success" or the NVML error text; meaningful once "Completed"
+    fabric_clique_id: int | None = None
+    fabric_cluster_uuid: str | None = None
+    fabric_health: str | None = None  # the health summary: "Healthy", "Unhealthy", "Limited Capacity"
+    # Read live (NVML) only so far: left out of the JSON when unknown, so a snapshot from text is written as before.
+    # inforom_valid: nvmlDeviceValidateInforom, False when the checksum fails (corrupt); processes: the compute
+    # processes holding GPU memory ([]: none).
+    inforom_valid: bool | None = Field(default=None, exclude_if=lambda value: value is None)
+    processes: list[GpuProcess] | None = Field(default=None, exclude_if=lambda value: value is None)
 
     read_error: Missing | None = None  # set on a placeholder for a GPU that could not be read
     read_error_detail: str | None = None
@@ -300,6 +326,20 @@ class DriverState(Record):
     pci_gpus: list[PciGpu] | None = None  # None: the PCI bus could not be listed
 
 
+FabricManagerState = Literal["running", "failed", "inactive", "not_initialized", "unknown"]
+
+
+class FabricManager(Record):
+    """Fabric Manager (NVSwitch systems): whether it runs, and the lines that say what went wrong."""
+
+    # running: active / its log shows it working; failed: the service failed or the log says it stopped;
+    # inactive: systemd says not running; not_initialized: CUDA error 802, the fabric was never set up.
+    state: FabricManagerState | None = None
+    detail: str | None = None  # the line that decided the state, as printed
+    errors: list[str] = Field(default_factory=list)  # error lines as printed (at most a few)
+    nvswitches: int | None = None  # NVSwitch devices the host shows (live: /proc/driver/nvidia-nvswitch)
+
+
 class Diagnostic(BaseModel):
     """Something a probe noticed about itself: a missing NVML function, a parse it skipped."""
 
@@ -318,6 +358,9 @@ SourceKind = Literal[
     "topo",
     "nvlink-status",
     "topo-p2p",
+    "nvlink-errors",  # `nvidia-smi nvlink -e`
+    "fabric-manager",  # a Fabric Manager log or journal, or CUDA's "system not yet initialized"
+    "kernel-log",  # dmesg, dmesg -T, journalctl -k or a syslog excerpt
     "nvidia-smi-error",  # what nvidia-smi prints when it cannot read a GPU or reach the driver
     "snapshot",
     "combined",  # several --from files merged into one snapshot: ``parts`` lists them
@@ -346,6 +389,10 @@ def _is_none(value: object) -> bool:
     return value is None
 
 
+def _no_events(events: list[KernelEvent]) -> bool:
+    return not events
+
+
 class Snapshot(BaseModel):
     """What rigcheck knows about a machine; replayable with ``--from``."""
 
@@ -368,10 +415,33 @@ class Snapshot(BaseModel):
     gpu_absent_reason: str | None = None
     # The driver's state, read live (null where the source does not say: left out of the JSON then).
     driver: DriverState | None = Field(default=None, exclude_if=_is_none)
+    # NVSwitch systems: Fabric Manager's state (live systemctl or a saved log); left out of the JSON when unread.
+    fabric_manager: FabricManager | None = Field(default=None, exclude_if=_is_none)
+
+    # Xid/SXid/AER/NVRM lines of the kernel log (model/kernel_log.py), in log order; left out when none.
+    kernel_events: list[KernelEvent] = Field(default_factory=list, exclude_if=_no_events)
+    kernel_log: KernelLogRead | None = Field(default=None, exclude_if=_is_none)
 
     def gpu(self, index: int) -> Gpu | None:
         return next((g for g in self.gpus if g.index == index), None)
 
+    # (the pairs list indexed, its length then, (a, b) -> the first pair record): pair() is called for every GPU
+    # pair, so a scan per call would be quadratic in pairs. Rebuilt when ``pairs`` is another list or another
+    # length (assigned, appended to: probe/merge.py appends while it looks up); the list is held so its id
+    # cannot be reused, and a hit is checked against the record, so a replaced element is not returned.
+    _pair_index: tuple[list[GpuPair], int, dict[tuple[int, int], GpuPair]] | None = PrivateAttr(default=None)
+
     def pair(self, a: int, b: int) -> GpuPair | None:
         lo, hi = min(a, b), max(a, b)
+        cached = self._pair_index
+        if cached is None or cached[0] is not self.pairs or cached[1] != len(self.pairs):
+            index: dict[tuple[int, int], GpuPair] = {}
+            for p in self.pairs:
+                index.setdefault((p.a, p.b), p)
+            cached = self._pair_index = (self.pairs, len(self.pairs), index)
+        found = cached[2].get((lo, hi))
+        if found is None or (found.a == lo and found.b == hi):
+            return found
+        # The record's GPUs were changed in place since the index was built: look the slow way, rebuild next time.
+        self._pair_index = None
         return next((p for p in self.pairs if p.a == lo and p.b == hi), None)

@@ -8,6 +8,8 @@ so they are worded here, where it is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 from pydantic import Field
@@ -34,6 +36,12 @@ NCCL_MESH = (
     "slowest path does not limit it"
 )
 NCCL_MESH_SOURCE = NCCL_RINGS
+
+# Above this many GPUs a topology is summarised: the reports draw link kinds per GPU group instead of the N×N
+# matrix (--matrix draws it), and the doctor folds the per-pair link findings into one per link code. An N×N
+# grid of 512 GPUs is 262k cells nobody reads, and a finding per pair (130,816) was most of the doctor's time; a
+# box (≤ 16) keeps both.
+SUMMARY_ABOVE = 16
 
 AS_PRINTED = 'as printed, "" for an empty cell, null when the column is absent'
 
@@ -90,7 +98,9 @@ _LIMITED_BY: dict[LinkKind, str] = {
 }
 
 
-class _Pair(Protocol):
+class PairLink(Protocol):
+    """A GPU pair and its link code: a TopoPair, or a snapshot's GpuPair where the reports summarise."""
+
     @property
     def a(self) -> int: ...
     @property
@@ -99,7 +109,7 @@ class _Pair(Protocol):
     def link(self) -> str | None: ...
 
 
-P = TypeVar("P", bound=_Pair)
+P = TypeVar("P", bound=PairLink)
 
 
 def sorted_pairs(pairs: list[P]) -> list[P]:
@@ -117,7 +127,7 @@ def _numa_node(gpu: TopoGpu | None) -> str | None:
     if gpu is None or gpu.numa_affinity is None:
         return None
     value = gpu.numa_affinity.strip()
-    return value if value.isdigit() else None
+    return value if value.isascii() and value.isdigit() else None  # '¹' is a digit to isdigit() alone
 
 
 def _unknown_why(pair: GpuPair) -> str:
@@ -128,14 +138,15 @@ def _unknown_why(pair: GpuPair) -> str:
     return f"unknown ({reason.value})"
 
 
-def explain_pair(pair: GpuPair, gpus: list[TopoGpu]) -> str:
-    """One sentence: what the pair's link is and what it means (NUMA nodes named where known)."""
+def explain_pair(pair: GpuPair, gpus: list[TopoGpu] | dict[int, TopoGpu]) -> str:
+    """One sentence: what the pair's link is and what it means (NUMA nodes named where known). ``gpus`` by
+    index where it is called for every pair (a list is indexed on each call)."""
     if pair.link is None or pair.link == UNKNOWN_LINK:
         return f"GPU{pair.a} and GPU{pair.b}: the link between them is {_unknown_why(pair)}."
     sentence = explain(pair.link)
     if kind_of(pair.link) != "cross_numa":
         return sentence
-    by_index = {g.index: g for g in gpus}
+    by_index = gpus if isinstance(gpus, dict) else {g.index: g for g in gpus}
     node_a, node_b = _numa_node(by_index.get(pair.a)), _numa_node(by_index.get(pair.b))
     if node_a is None or node_b is None:
         return sentence
@@ -161,7 +172,12 @@ def summarize_topology(
     n = len(topo.gpus) or sum(1 for label in topo.labels if label.startswith("GPU"))
     gpus = f"{n} GPU{'s' if n != 1 else ''}"
     state = f"; {link_state}" if link_state else ""
-    known = [p for p in pairs if p.link is not None and p.link != UNKNOWN_LINK]
+    # One pass, by the link itself: testing membership in a list of pydantic models compares them field by
+    # field, quadratic in pairs.
+    known: list[GpuPair] = []
+    not_known: list[GpuPair] = []
+    for p in pairs:
+        (known if p.link is not None and p.link != UNKNOWN_LINK else not_known).append(p)
     if n < 2:
         return f"{gpus}: no GPU pairs, so nothing travels between GPUs"
     if not known:
@@ -169,7 +185,7 @@ def summarize_topology(
     total = max(len(pairs), n * (n - 1) // 2)
     unknown = total - len(known)
     # Pairs a source could not read (a GPU lost) are unknown for that reason; the rest are missing from the input.
-    unread = [p for p in pairs if p not in known and _unknown_why(p) != "not in this input"]
+    unread = [p for p in not_known if _unknown_why(p) != "not in this input"]
     absent = unknown - len(unread)
     codes = sorted({p.link for p in known if p.link is not None}, key=rank_of)
     worst = codes[-1]
@@ -257,6 +273,7 @@ def topo_document(
     link_state: str | None = None,
 ) -> TopoDocument:
     """The topo document of a matrix and its GPU pairs (``inferred``, ``link_state``: see summarize_topology)."""
+    by_index = {g.index: g for g in topo.gpus}
     return TopoDocument(
         labels=list(topo.labels),
         matrix=[list(row) for row in topo.matrix],
@@ -274,7 +291,7 @@ def topo_document(
                 link=p.link,
                 kind=p.kind,
                 nvlinks=p.nvlinks,
-                explanation=explain_inferred(p) if (p.a, p.b) in inferred else explain_pair(p, topo.gpus),
+                explanation=explain_inferred(p) if (p.a, p.b) in inferred else explain_pair(p, by_index),
             )
             for p in pairs
         ],
@@ -290,11 +307,13 @@ def _unknown_pair(a: int, b: int) -> GpuPair:
     return pair
 
 
-def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDocument | None:
-    """The topo document of a snapshot: its `topo -m` table, else the matrix of its pair links with the NVLink
-    pairs its GPUs' link state shows (see model/links.py); None when it has neither a table nor a GPU."""
+def _snapshot_topo_inputs(
+    snap: Snapshot, *, affinities: bool
+) -> tuple[TopoMatrix, list[GpuPair], frozenset[tuple[int, int]], str | None] | None:
+    """What a snapshot's topo document is built of: (matrix, one pair per GPU pair, the pairs known from link
+    state, a sentence about that state); None when it has neither a table nor a GPU."""
     if snap.topology is not None:
-        return topo_document(snap.topology, snap.pairs)
+        return snap.topology, snap.pairs, frozenset(), None
     pairs, inferred = pairs_with_link_state(snap.gpus, snap.pairs)
     matrix = snapshot_matrix(snap.model_copy(update={"pairs": pairs}), affinities=affinities)
     if matrix is None:
@@ -305,9 +324,42 @@ def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDo
     pairs += [_unknown_pair(a, b) for i, a in enumerate(indices) for b in indices[i + 1 :] if (a, b) not in have]
     pairs.sort(key=lambda p: (p.a, p.b))
     known = any(p.link is not None for p in pairs)
-    return topo_document(
-        matrix,
-        pairs,
-        inferred=frozenset(inferred),
-        link_state=None if known and not inferred else link_state_text(snap.gpus),
-    )
+    return matrix, pairs, frozenset(inferred), None if known and not inferred else link_state_text(snap.gpus)
+
+
+def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDocument | None:
+    """The topo document of a snapshot: its `topo -m` table, else the matrix of its pair links with the NVLink
+    pairs its GPUs' link state shows (see model/links.py); None when it has neither a table nor a GPU."""
+    inputs = _snapshot_topo_inputs(snap, affinities=affinities)
+    if inputs is None:
+        return None
+    matrix, pairs, inferred, link_state = inputs
+    return topo_document(matrix, pairs, inferred=inferred, link_state=link_state)
+
+
+@dataclass(frozen=True)
+class TopoSummaryInput:
+    """A topology to draw as a summary, without a TopoPair per GPU pair: ``doc`` lists no pairs (its matrix,
+    GPUs, NICs and summary line are whole), ``pairs`` are the snapshot's own, ``explanation`` words one of them.
+    Building 130,816 TopoPair models for a 512-GPU summary that names eight of them was a third of the doctor's
+    time; `topo --json` still builds the whole document."""
+
+    doc: TopoDocument
+    pairs: list[GpuPair]
+    explanation: Callable[[GpuPair], str]
+
+
+def snapshot_topo_summary(snap: Snapshot, *, affinities: bool = True) -> TopoSummaryInput | None:
+    """The topology of a snapshot for a summarised report (see TopoSummaryInput); None as snapshot_topo_document."""
+    inputs = _snapshot_topo_inputs(snap, affinities=affinities)
+    if inputs is None:
+        return None
+    matrix, pairs, inferred, link_state = inputs
+    summary = summarize_topology(matrix, pairs, inferred=inferred, link_state=link_state)
+    doc = topo_document(matrix, [], link_state=link_state).model_copy(update={"summary": summary})
+    by_index = {g.index: g for g in matrix.gpus}
+
+    def explanation(p: GpuPair) -> str:
+        return explain_inferred(p) if (p.a, p.b) in inferred else explain_pair(p, by_index)
+
+    return TopoSummaryInput(doc, pairs, explanation)

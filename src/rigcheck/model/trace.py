@@ -19,8 +19,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, fields
 from typing import Any, Literal, TextIO
 
 from pydantic import Field, TypeAdapter
@@ -123,29 +123,40 @@ def format_jsonl_row(sample: Sample) -> str:
 # --- reading ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Lines:
-    """Numbered, non-empty lines of a text file; the last one may be a truncated write."""
-
-    items: list[tuple[int, str]]
-
-    @classmethod
-    def of(cls, text: str) -> Lines:
-        return cls([(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()])
+NumberedLines = Iterator[tuple[int, str]]
 
 
-def skip_truncated(path: str, line: int, is_last: bool, trace: Trace, what: str) -> bool:
-    """A bad last line is a crash mid-write: note it and go on (True). Any other bad line is an error (False)."""
-    if not is_last:
-        return False
-    trace.diagnostics.append(f"{path}:{line}: last line is incomplete ({what}); skipped, as a write cut short")
-    return True
+class PendingBadLine:
+    """A bad line held back until the next line shows it was not the last one (a reader reads one pass, so it
+    cannot know up front which line is last): then it is an error; at the end it is a write cut short."""
+
+    __slots__ = ("line", "message", "what")
+
+    def __init__(self) -> None:
+        self.line: int | None = None
+        self.what = ""
+        self.message = ""
+
+    def hold(self, line: int, what: str, message: str) -> None:
+        self.line, self.what, self.message = line, what, message
+
+    def check(self, path: str) -> None:
+        """A further line came: a held bad line was not the last, so it is an error."""
+        if self.line is not None:
+            raise ParseError(self.message, path=path, line=self.line)
+
+    def finish(self, path: str, trace: Trace) -> None:
+        if self.line is not None:
+            trace.diagnostics.append(
+                f"{path}:{self.line}: last line is incomplete ({self.what}); skipped, as a write cut short"
+            )
 
 
-def csv_rows(lines: list[tuple[int, str]]) -> Iterable[tuple[int, list[str]]]:
-    """Each numbered line split into its CSV cells, stripped."""
-    for number, line in lines:
-        yield number, [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
+def split_csv_line(line: str) -> list[str]:
+    """A line's CSV cells, stripped (the plain split when no cell is quoted: the same cells, several times faster)."""
+    if '"' not in line:
+        return [c.strip() for c in line.split(",")]
+    return [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
 
 
 def _is_int(value: object) -> bool:
@@ -174,6 +185,9 @@ def _header_from_json(data: object, path: str, line: int) -> tuple[dict[int, Tra
             if key == "name":
                 if value is not None and not isinstance(value, str):
                     raise ParseError("header GPU 'name' is not a string", path=path, line=line)
+            elif key == "power_source":
+                if value not in (None, "instant", "average"):
+                    raise ParseError("header GPU 'power_source' is not 'instant' or 'average'", path=path, line=line)
             elif key != "index" and not _is_number_or_none(value):
                 raise ParseError(f"header GPU {key!r} is not a number", path=path, line=line)
         if known["index"] < 0:
@@ -213,35 +227,32 @@ def _sample_from_json(data: object) -> Sample:
     return Sample(t_s=float(t_s), gpu=int(gpu), reasons=reasons, lost=lost, **values)
 
 
-def read_rigcheck_jsonl(text: str, path: str) -> Trace:
-    """A rigcheck JSONL trace (its text; ``path`` names it in errors)."""
-    lines = Lines.of(text).items
-    first_no, first = lines[0]
+def read_rigcheck_jsonl(lines: NumberedLines, path: str, trace: Trace) -> Iterator[Sample]:
+    """A rigcheck JSONL trace, its numbered non-empty lines read one at a time (``path`` names it in errors):
+    the header fills ``trace`` (its samples are left alone), and the samples are yielded."""
+    first_no, first = next(lines)
     try:
         header = json.loads(first)
     except json.JSONDecodeError:
         raise ParseError("line 1 is not JSON: expected the rigcheck.trace/1 header", path=path, line=first_no) from None
-    gpus, interval, started = _header_from_json(header, path, first_no)
-    trace = Trace(source="rigcheck-jsonl", gpus=gpus, interval_s=interval, started_at=started)
-    for k, (number, line) in enumerate(lines[1:], 2):
-        is_last = k == len(lines)
+    gpus, trace.interval_s, trace.started_at = _header_from_json(header, path, first_no)
+    trace.gpus.update(gpus)  # in place: whoever holds the header's GPUs (an aggregator) sees them
+    trace.source = "rigcheck-jsonl"
+    pending = PendingBadLine()
+    for number, line in lines:
+        pending.check(path)
         try:
-            trace.samples.append(_sample_from_json(json.loads(line)))
+            yield _sample_from_json(json.loads(line))
         except json.JSONDecodeError:
-            if skip_truncated(path, number, is_last, trace, "not complete JSON"):
-                continue
-            raise ParseError("not a JSON sample line", path=path, line=number) from None
+            pending.hold(number, "not complete JSON", "not a JSON sample line")
         except (ValueError, TypeError) as exc:
-            if skip_truncated(path, number, is_last, trace, str(exc)):
-                continue
-            raise ParseError(f"bad sample: {exc}", path=path, line=number) from None
-    return trace
+            pending.hold(number, str(exc), f"bad sample: {exc}")
+    pending.finish(path, trace)
 
 
-def read_rigcheck_csv(text: str, path: str) -> Trace:
-    """A rigcheck CSV trace (its text; ``path`` names it in errors)."""
-    lines = Lines.of(text).items
-    first_no, first = lines[0]
+def read_rigcheck_csv(lines: NumberedLines, path: str, trace: Trace) -> Iterator[Sample]:
+    """A rigcheck CSV trace, as :func:`read_rigcheck_jsonl`."""
+    first_no, first = next(lines)
     body = first.strip()[len(CSV_COMMENT.strip()) :].strip()
     if not body.startswith(TRACE_SCHEMA):
         raise ParseError(f"expected '# {TRACE_SCHEMA} {{...}}' on the first line", path=path, line=first_no)
@@ -249,27 +260,28 @@ def read_rigcheck_csv(text: str, path: str) -> Trace:
         header = json.loads(body[len(TRACE_SCHEMA) :].strip() or "{}")
     except json.JSONDecodeError:
         raise ParseError("the header comment does not hold valid JSON", path=path, line=first_no) from None
-    gpus, interval, started = _header_from_json(header, path, first_no)
-    if len(lines) < 2:
+    gpus, trace.interval_s, trace.started_at = _header_from_json(header, path, first_no)
+    trace.gpus.update(gpus)  # in place: whoever holds the header's GPUs (an aggregator) sees them
+    trace.source = "rigcheck-csv"
+    second = next(lines, None)
+    if second is None:
         raise ParseError("no column header row after the comment line", path=path)
-    cols_no, cols_line = lines[1]
+    cols_no, cols_line = second
     columns = [c.strip() for c in next(csv.reader([cols_line]))]
     missing = [c for c in ("t_s", "gpu") if c not in columns]
     if missing:
         raise ParseError(f"column header lacks {', '.join(missing)}", path=path, line=cols_no)
-    trace = Trace(source="rigcheck-csv", gpus=gpus, interval_s=interval, started_at=started)
     ignored = [c for c in columns if c not in CSV_COLUMNS]
     if ignored:
         trace.diagnostics.append(f"{path}: ignored columns rigcheck does not know: {', '.join(ignored)}")
-    for k, (number, cells) in enumerate(csv_rows(lines[2:]), 3):
-        is_last = k == len(lines)
+    pending = PendingBadLine()
+    for number, line in lines:
+        pending.check(path)
         try:
-            trace.samples.append(_sample_from_cells(columns, cells))
+            yield _sample_from_cells(columns, split_csv_line(line))
         except ValueError as exc:
-            if skip_truncated(path, number, is_last, trace, str(exc)):
-                continue
-            raise ParseError(f"bad sample: {exc}", path=path, line=number) from None
-    return trace
+            pending.hold(number, str(exc), f"bad sample: {exc}")
+    pending.finish(path, trace)
 
 
 def _float_cell(cell: str, name: str) -> float | None:

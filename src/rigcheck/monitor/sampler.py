@@ -3,7 +3,8 @@
 Polls are scheduled on absolute deadlines (start + k × interval), so the time a poll takes does not
 accumulate into drift; a deadline that has already passed when the previous poll ends is skipped and
 counted in ``stats.missed_deadlines`` (the sampler never bursts to catch up). Samples go into a bounded
-ring buffer (``buffer_seconds`` of history for every GPU) and, optionally, into a CSV or JSONL file
+ring buffer (``buffer_seconds`` of history for every GPU: memory flat however long the run; `monitor`
+aggregates its summary through ``on_poll`` instead, monitor/summary.py) and, optionally, into a CSV or JSONL file
 written through rigcheck.model.trace's row formatters and flushed at least every ``flush_interval_s``
 (1 s): a crash or Ctrl-C loses at most the last second. A GPU lost mid-run appears once with
 ``lost=True`` (the poller stops asking it); the others go on.
@@ -156,6 +157,9 @@ class Sampler:
         self.on_poll = on_poll
         gpus = max(1, len(poller.gpus))
         self._buffer: deque[Sample] = deque(maxlen=max(1, math.ceil(buffer_seconds / interval_s)) * gpus)
+        # The newest sample of each GPU, kept apart from the ring buffer: a GPU lost long ago (no longer polled)
+        # would otherwise fall out of a short buffer, and latest() would scan the whole buffer looking for it.
+        self._latest: dict[int, Sample] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._clock = clock
@@ -220,6 +224,8 @@ class Sampler:
         took_us = (time.perf_counter() - before) * 1e6
         with self._lock:
             self._buffer.extend(samples)
+            for s in samples:
+                self._latest[s.gpu] = s
         st = self.stats
         st.polls += 1
         st.samples += len(samples)
@@ -237,15 +243,9 @@ class Sampler:
             return list(self._buffer)
 
     def latest(self) -> dict[int, Sample]:
-        """The newest sample of each GPU in the buffer."""
-        out: dict[int, Sample] = {}
+        """The newest sample of each GPU polled so far (a lost GPU: the sample that said so)."""
         with self._lock:
-            for s in reversed(self._buffer):
-                if s.gpu not in out:
-                    out[s.gpu] = s
-                if len(out) == len(self.poller.gpus):
-                    break
-        return out
+            return dict(self._latest)
 
     def trace(self) -> Trace:
         return Trace(

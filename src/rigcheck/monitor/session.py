@@ -7,9 +7,8 @@ Prometheus endpoint (and with it http.server) is imported only when asked for.
 
 from __future__ import annotations
 
-import statistics
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,11 +16,15 @@ from rigcheck.model.monitor import GpuSummary, MonitorGpu, MonitorResult
 from rigcheck.model.snapshot import Missing
 from rigcheck.model.telemetry import Sample
 from rigcheck.monitor.sampler import Poller, Sampler, TraceFile, TraceFormat
+from rigcheck.monitor.summary import GpuRunning, RunSummary
 
 if TYPE_CHECKING:
     from rigcheck.monitor.prometheus import MetricsServer
 
 HISTORY = 40  # samples kept per GPU for the live view's sparklines
+# Polls the sampler's ring buffer keeps: the summary is aggregated as the samples arrive (monitor/summary.py) and
+# the file gets every sample, so nothing reads further back; memory stays flat however long the run.
+WINDOW_POLLS = HISTORY
 
 
 class MonitoredPoller(Poller, Protocol):
@@ -65,9 +68,13 @@ def run_monitor(
     try:
         sink = TraceFile(target[0], target[1]) if target is not None else None
         history = History()
-        sampler = Sampler(
-            poller, interval_s, buffer_seconds=max(600.0, (duration_s or 0.0) + 10.0), sink=sink, on_poll=history.add
-        )
+        running = RunSummary()
+
+        def on_poll(samples: list[Sample]) -> None:
+            history.add(samples)
+            running.add(samples)
+
+        sampler = Sampler(poller, interval_s, buffer_seconds=WINDOW_POLLS * interval_s, sink=sink, on_poll=on_poll)
         if prometheus is not None:
             from rigcheck.monitor.prometheus import MetricsServer, exposition
 
@@ -88,37 +95,28 @@ def run_monitor(
             sink.close()  # also when the endpoint could not start: no file left open
     if sink is not None:
         say(f"{sink.rows} samples written to {sink.path}")
-    return monitor_result(sampler, poller, interrupted=interrupted)
+    return monitor_result(sampler, poller, running, interrupted=interrupted)
 
 
-def gpu_summary(samples: Sequence[Sample]) -> GpuSummary:
+def gpu_summary(samples: Iterable[Sample]) -> GpuSummary:
     """One GPU's samples summarised (a lost sample's readings left out)."""
-
-    def values(attr: str) -> list[float]:
-        return [v for s in samples if not s.lost and (v := getattr(s, attr)) is not None]
-
-    power, temp, clock = values("power_w"), values("temp_c"), values("sm_clock_mhz")
-    return GpuSummary(
-        samples=len(samples),
-        power_w_median=statistics.median(power) if power else None,
-        power_w_max=max(power) if power else None,
-        temp_c_max=max(temp) if temp else None,
-        sm_clock_mhz_median=statistics.median(clock) if clock else None,
-        sm_clock_mhz_min=min(clock) if clock else None,
-        lost_at_s=next((s.t_s for s in samples if s.lost), None),
-    )
+    running = GpuRunning()
+    for s in samples:
+        running.add(s)
+    return running.summary()
 
 
-def monitor_result(sampler: Sampler, poller: MonitoredPoller, *, interrupted: bool) -> MonitorResult:
-    """The document of a stopped sampler: per GPU the latest sample and a summary, and the sampler's costs."""
-    samples = sampler.samples()
-    latest = sampler.latest()
+def monitor_result(
+    sampler: Sampler, poller: MonitoredPoller, running: RunSummary, *, interrupted: bool
+) -> MonitorResult:
+    """The document of a stopped sampler: per GPU the latest sample and the summary ``running`` aggregated while
+    it sampled, and the sampler's costs."""
     unavailable = poller.unavailable
     gpus = [
         MonitorGpu(
             **info.model_dump(),
-            latest=latest.get(i),
-            summary=gpu_summary([s for s in samples if s.gpu == i]),
+            latest=running.latest(i),
+            summary=running.summary(i),
             unavailable={field: Missing(why) for field, why in unavailable.get(i, {}).items()},
         )
         for i, info in sorted(poller.gpus.items())
@@ -126,7 +124,7 @@ def monitor_result(sampler: Sampler, poller: MonitoredPoller, *, interrupted: bo
     return MonitorResult(
         started_at=sampler.started_at,
         interval_s=sampler.interval_s,
-        duration_s=samples[-1].t_s if samples else 0.0,
+        duration_s=running.last_t_s if running.last_t_s is not None else 0.0,
         interrupted=interrupted,
         file=str(sampler.sink.path) if sampler.sink is not None else None,
         gpus=gpus,

@@ -25,7 +25,7 @@ def read_plan_source(source: Path) -> tuple[float | None, str | None, Snapshot |
     text = read_text(path, "a bench result, a snapshot or a topo -m file")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, or hostile JSON: load_file below says which in one line
         data = None
     if isinstance(data, dict) and str(data.get("schema", "")).startswith("rigcheck.bench/"):
         bw, src = busbw_from_bench(data)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from rigcheck.model.snapshot import Missing
 
@@ -27,3 +32,90 @@ def read_text(path: Path) -> tuple[str | None, Missing | None]:
     """As :func:`read_bytes`, decoded (undecodable bytes replaced: these files are ASCII by contract)."""
     data, reason = read_bytes(path)
     return (data.decode(errors="replace") if data is not None else None), reason
+
+
+# Bounded reading of user-named inputs (`--from FILE`, `nccl-log FILE`, `burn --analyze FILE`). The cap counts
+# bytes actually read, never st_size: a device (/dev/zero), a pipe, stdin or a file still being written reports a
+# size that says nothing about how much will come, and an unbounded read() of /dev/zero ends in MemoryError.
+
+# Streaming readers hold one line at a time, so they may read far more than a whole-file reader; still, a
+# stream that never ends must end (`yes | rigcheck burn --analyze -`), and one line may not fill the memory.
+STREAM_MAX_BYTES = 16 * 1024**3
+STREAM_MAX_LINE = 1024 * 1024
+
+
+def read_capped(path: str, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of ``path`` ("-" is standard input): more than ``cap`` means "too large".
+
+    Raises the OSError subclasses of opening the file (FileNotFoundError, PermissionError, IsADirectoryError)
+    for the caller to word.
+    """
+    if path == "-":
+        return _read_upto(sys.stdin.buffer, cap + 1)
+    with open(path, "rb") as fh:
+        return _read_upto(fh, cap + 1)
+
+
+def _read_upto(fh: BinaryIO, limit: int) -> bytes:
+    # read(n) on a pipe or terminal may return less than n before the end: loop until the end or the limit.
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = fh.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def iter_capped_lines(
+    fh: BinaryIO,
+    path: str,
+    *,
+    max_total: int = STREAM_MAX_BYTES,
+    max_line: int = STREAM_MAX_LINE,
+) -> Iterator[bytes]:
+    """The lines of ``fh`` (newline kept), raising InputError at a line over ``max_line`` bytes or after
+    ``max_total`` bytes: for streaming readers, so that /dev/zero or an endless pipe ends in one line of error.
+    """
+    from rigcheck.errors import InputError  # here: errors is light, but files.py is imported by every probe
+
+    total = 0
+    lineno = 0
+    while True:
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        lineno += 1
+        total += len(line)
+        if len(line) > max_line:
+            raise InputError(
+                f"line is longer than {max_line // 1024} KiB: not a text output of these tools", path=path, line=lineno
+            )
+        if total > max_total:
+            raise InputError(f"input is too large (over {max_total // 2**30} GiB)", path=path, line=lineno)
+        yield line
+
+
+@contextmanager
+def input_limits(path: str | None) -> Iterator[None]:
+    """Turn the standard library's limits on hostile input into InputError (exit 2, one line).
+
+    Real outputs never reach them, so each is a wrong or damaged file, not a bug: an integer of over 4,300
+    digits (int() raises ValueError, CPython's guard against quadratic conversion), a CSV field over 128 KiB
+    (csv.Error), JSON nested deeper than the interpreter's stack (RecursionError). Wrap a whole parse in it: a
+    ValueError of another kind is a bug and passes through.
+    """
+    from rigcheck.errors import InputError
+
+    try:
+        yield
+    except RecursionError:
+        raise InputError("nested too deeply to read (not an output of these tools)", path=path) from None
+    except csv.Error as exc:
+        raise InputError(f"not a readable CSV: {exc}", path=path) from None
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        raise InputError("a number with thousands of digits (not an output of these tools)", path=path) from None

@@ -7,13 +7,14 @@ Everything here raises InputError subclasses with the file's name, so the CLI ca
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model import Gpu, Missing, Snapshot, Source, snapshot_from_json
+from rigcheck.model.kernel_log import KernelEvent
+from rigcheck.probe.files import input_limits, read_capped
 from rigcheck.probe.smi.ansi import strip_ansi
 
 # Real outputs are kilobytes; a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
@@ -28,6 +29,9 @@ InputKind = Literal[
     "topo-p2p",
     "nvlink-status",
     "nvidia-smi-error",
+    "kernel-log",
+    "nvlink-errors",
+    "fabric-manager",
 ]
 
 _TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
@@ -39,7 +43,8 @@ _NVLINK = re.compile(r"^\s*Link \d+: ", re.MULTILINE)
 _NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.MULTILINE)
 _Q_SECTION = re.compile(
     r"^\s*(Attached GPUs|Driver Version|Product Name|Clocks (Throttle|Event) Reasons|GPU Power Readings|"
-    r"Power Readings|Temperature|GPU Current Temp|Max Clocks|PCIe Generation|GPU Link Info)\s*(:|$)",
+    r"Power Readings|Temperature|GPU Current Temp|Max Clocks|PCIe Generation|GPU Link Info|"
+    r"GPU Recovery Action|CliqueId|ClusterUUID)\s*(:|$)",
     re.MULTILINE,
 )
 
@@ -54,25 +59,18 @@ def read_text(path: str, expected: str = SNAPSHOT_INPUTS, *, allow_empty: bool =
     empty (or blank) file is "" instead.
     """
     try:
-        if path == "-":
-            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        else:
-            p = Path(path)
-            if p.is_dir():
-                raise InputError("is a directory, not a file", path=path)
-            size = p.stat().st_size
-            if size > MAX_INPUT_BYTES:
-                raise InputError(
-                    f"file is too large ({size / 1e6:.1f} MB; rigcheck reads at most {MAX_INPUT_BYTES // 2**20} MiB)",
-                    path=path,
-                )
-            raw = p.read_bytes()
+        if path != "-" and Path(path).is_dir():
+            raise InputError("is a directory, not a file", path=path)
+        # Bytes read, not st_size, decide "too large": /dev/zero, a pipe or a growing file has no honest size.
+        raw = read_capped(path, MAX_INPUT_BYTES)
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except PermissionError:
         raise InputError("permission denied", path=path) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a file", path=path) from None
+    except OSError as exc:  # EIO, ENXIO (a socket), a device that refuses reads: still the user's file
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
     if len(raw) > MAX_INPUT_BYTES:
         raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
     if not raw.strip():
@@ -110,12 +108,18 @@ def detect_kind(text: str) -> InputKind | None:
         return "topo-p2p"
     if _TOPO_HEADER.search(clean) and _TOPO_ROW.search(clean):
         return "topo"
+    if _looks_like_nvlink_errors(clean):  # before nvlink -s: the same headers, "Link 0: Replay Errors: 0" lines
+        return "nvlink-errors"
     if _NVLINK_GPU.search(clean) and (_NVLINK.search(clean) or "NVLink" in clean):
         return "nvlink-status"
     if _Q_SECTION.search(clean):
         return "nvidia-smi-q"
     if _says_smi_failed(clean):
         return "nvidia-smi-error"
+    if _looks_like_kernel_log(clean):  # Xid/SXid/AER lines; a log with "API mismatch" is read just above
+        return "kernel-log"
+    if _looks_like_fabric_manager(clean):
+        return "fabric-manager"
     return None
 
 
@@ -147,7 +151,33 @@ def snapshot_from_smi_error(text: str, path: str | None) -> Snapshot:
         diagnostics=diagnostics,
         driver=driver,
         gpu_absent_reason=absent,
+        kernel_events=_gpu_events(text),
     )
+
+
+def _looks_like_kernel_log(text: str) -> bool:
+    from rigcheck.probe.kernel_log import looks_like_kernel_log
+
+    return looks_like_kernel_log(text)
+
+
+def _gpu_events(text: str) -> list[KernelEvent]:
+    """A broken driver's log may hold Xid/SXid/AER lines too: keep them (its NVRM lines are the driver state)."""
+    from rigcheck.probe.kernel_log import parse_kernel_events
+
+    return [e for e in parse_kernel_events(text) if e.kind != "nvrm"]
+
+
+def _looks_like_nvlink_errors(text: str) -> bool:
+    from rigcheck.probe.smi.nvlink_errors import looks_like_nvlink_errors
+
+    return looks_like_nvlink_errors(text)
+
+
+def _looks_like_fabric_manager(text: str) -> bool:
+    from rigcheck.probe.fabric_manager import looks_like_fabric_manager
+
+    return looks_like_fabric_manager(text)
 
 
 def _looks_like_topo_p2p(text: str) -> bool:
@@ -165,7 +195,8 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
         gpu = Gpu(index=tg.index)
         if tg.cpu_affinity:
             gpu.cpu_affinity = tg.cpu_affinity
-        if tg.numa_affinity is not None and tg.numa_affinity.isdigit():
+        # isascii too: str.isdigit() is true for '¹', which int() refuses.
+        if tg.numa_affinity is not None and tg.numa_affinity.isascii() and tg.numa_affinity.isdigit():
             gpu.numa_node = int(tg.numa_affinity)
         gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
         gpus.append(gpu)
@@ -207,6 +238,18 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
         return parse_topo_p2p(text, path=path)
     if kind == "nvidia-smi-error":
         return snapshot_from_smi_error(text, path)
+    if kind == "nvlink-errors":
+        from rigcheck.probe.smi.nvlink_errors import parse_nvlink_errors
+
+        return parse_nvlink_errors(text, path)
+    if kind == "kernel-log":
+        from rigcheck.probe.kernel_log import snapshot_from_kernel_log
+
+        return snapshot_from_kernel_log(text, path)
+    if kind == "fabric-manager":
+        from rigcheck.probe.fabric_manager import parse_fabric_manager
+
+        return parse_fabric_manager(text, path)
     return snapshot_from_topo_text(text, path)  # "topo", the one kind left
 
 
@@ -215,11 +258,13 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
     if kind is None:
         raise ParseError(
             "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "
-            "`nvidia-smi topo -m`, `nvidia-smi topo -p2p`, `nvidia-smi nvlink -s`, nvidia-smi's error output, "
+            "`nvidia-smi topo -m`, `nvidia-smi topo -p2p`, `nvidia-smi nvlink -s` or `-e`, nvidia-smi's error output, "
+            "a kernel log (dmesg, journalctl -k, syslog) with NVIDIA lines, a Fabric Manager journal or log, "
             "or a rigcheck snapshot JSON",
             path=path,
         )
-    return _parse(kind, text, path)
+    with input_limits(path):  # a 5,000-digit number, a 100,000-deep JSON: exit 2, not a traceback
+        return _parse(kind, text, path)
 
 
 def load_file(path: str) -> Snapshot:

@@ -15,6 +15,7 @@ from pathlib import Path
 from rigcheck.errors import ProbeError
 from rigcheck.model.snapshot import Missing, NvmlState, Snapshot, Source
 from rigcheck.probe.driver import probe_driver
+from rigcheck.probe.fabric_manager import read_fabric_manager_live
 from rigcheck.probe.host import probe_host
 from rigcheck.probe.nvml import NvmlLibrary, probe_nvml
 from rigcheck.probe.nvml.calls import NoGpuError
@@ -31,8 +32,14 @@ def _nvml_state(exc: ProbeError) -> tuple[NvmlState, str | None]:
     return (exc.state, exc.error) if isinstance(exc, NoGpuError) else ("error", str(exc))
 
 
-def probe_machine(nvml: NvmlLibrary | None = None, sysfs_root: Path = Path("/")) -> Snapshot:
-    """Everything rigcheck can read here. ``sysfs_root`` also roots /proc and /etc (for tests)."""
+def probe_machine(
+    nvml: NvmlLibrary | None = None, sysfs_root: Path = Path("/"), *, kernel_log: bool | None = None
+) -> Snapshot:
+    """Everything rigcheck can read here. ``sysfs_root`` also roots /proc and /etc (for tests).
+
+    ``kernel_log``: read the kernel log's GPU events (dmesg / journalctl -k); by default only on the real machine
+    (no fake NVML given), so the fake scenarios stay independent of the host running the tests.
+    """
     nvml_state: tuple[NvmlState, str | None] = ("ok", None)
     try:
         snap = probe_nvml(nvml, sysfs_root=sysfs_root)
@@ -56,6 +63,12 @@ def probe_machine(nvml: NvmlLibrary | None = None, sysfs_root: Path = Path("/"))
 
     bus_ids = [g.pci_bus_id for g in snap.gpus if g.pci_bus_id is not None]
     snap.system = probe_sysfs(bus_ids, sysfs_root)
+    # Fabric Manager only where the host shows NVSwitches (None elsewhere: nothing for it to manage).
+    snap.fabric_manager = read_fabric_manager_live(sysfs_root / "proc/driver/nvidia-nvswitch/devices")
+    if kernel_log if kernel_log is not None else nvml is None:
+        from rigcheck.probe.kernel_log import read_live
+
+        snap.kernel_events, snap.kernel_log = read_live()
     return snap
 
 

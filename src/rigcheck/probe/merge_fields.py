@@ -71,6 +71,9 @@ WORSE_IS_HIGHER = frozenset(
         "remapped_rows_uncorrectable",
         "retired_pages_sbe",
         "retired_pages_dbe",
+        "replay_errors",  # NVLink error counters (`nvlink -e`, NVML)
+        "recovery_errors",
+        "crc_errors",
     }
 )
 WORSE_IS_TRUE = frozenset({"remapped_rows_pending", "remapped_rows_failure", "retired_pages_pending"})

@@ -24,17 +24,23 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-import statistics
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import BinaryIO, cast
 
-from rigcheck.errors import ParseError
+from rigcheck.errors import InputError, ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
-from rigcheck.model.telemetry import Sample, Trace, TraceGpu
-from rigcheck.model.trace import CSV_COMMENT, Lines, csv_rows, read_rigcheck_csv, read_rigcheck_jsonl, skip_truncated
+from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
+from rigcheck.model.trace import CSV_COMMENT, PendingBadLine, read_rigcheck_csv, read_rigcheck_jsonl, split_csv_line
+from rigcheck.probe.files import STREAM_MAX_BYTES, STREAM_MAX_LINE
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.values import (
+    _BAD_CONTROL,
     REASON_BY_LABEL,
     Parsed,
     check_text,
@@ -53,22 +59,148 @@ DEFAULT_INTERVAL_S = 0.1
 
 # --- reading ------------------------------------------------------------------------------------
 
+EXPECTED = "a telemetry trace (nvidia-smi --query-gpu CSV, or rigcheck CSV/JSONL)"
+# Bytes read at a time: large enough that decoding and splitting run in C over many lines at once.
+_CHUNK = 1 << 20
+
+
+class TraceStream:
+    """A trace file read in one pass as it is iterated: memory does not grow with the file's length.
+
+    ``header`` is a :class:`Trace` without samples: its source, GPUs, interval, start and diagnostics are
+    filled in as the file is read (the header before the first sample; an nvidia-smi CSV's interval, names
+    and default limits as rows arrive, final once the iteration ends). Iterating yields each :class:`Sample`
+    in file order; errors are InputError / ParseError naming the file and line.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.header = Trace(source="nvidia-smi-csv", path=path)
+
+    def __iter__(self) -> Iterator[Sample]:
+        lines = numbered_lines(self.path, EXPECTED)
+        first_no, first = next(lines)
+        lines = itertools.chain([(first_no, first)], lines)
+        head = first.strip()
+        if head.startswith(CSV_COMMENT.strip()):
+            samples = read_rigcheck_csv(lines, self.path, self.header)
+        elif head.startswith("{"):
+            samples = read_rigcheck_jsonl(lines, self.path, self.header)
+        else:
+            samples = _SmiCsvReader(self.path, self.header).read(lines)
+        first_sample = next(samples, None)
+        if first_sample is None:
+            raise ParseError("no samples in the trace", path=self.path)
+        yield first_sample
+        yield from samples  # delegated in C: no Python frame of this generator per sample
+
 
 def read_trace(path: str) -> Trace:
-    """Read a trace file ("-" for stdin) in any of the three formats."""
-    text = read_text(path, "a telemetry trace (nvidia-smi --query-gpu CSV, or rigcheck CSV/JSONL)")
-    check_text(text, path)
-    first = next(line for line in text.splitlines() if line.strip()).strip()
-    if first.startswith(CSV_COMMENT.strip()):
-        trace = read_rigcheck_csv(text, path)
-    elif first.startswith("{"):
-        trace = read_rigcheck_jsonl(text, path)
-    else:
-        trace = _read_smi_csv(text, path)
-    if not trace.samples:
-        raise ParseError("no samples in the trace", path=path)
-    trace.path = path
+    """Read a whole trace file ("-" for stdin) in any of the three formats into memory."""
+    stream = TraceStream(path)
+    samples = list(stream)
+    trace = stream.header
+    trace.samples = samples
     return trace
+
+
+def numbered_lines(path: str, expected: str = EXPECTED) -> Iterator[tuple[int, str]]:
+    """The non-empty lines of a text file ("-" is stdin), numbered from 1, read a chunk at a time.
+
+    No cap on the file's length (a 24 h trace is hundreds of MiB), but input that cannot be a text output
+    ends in one line of InputError at once: a NUL or other binary byte, a line over STREAM_MAX_LINE bytes
+    (/dev/zero, a binary file without newlines), or more than STREAM_MAX_BYTES in all (an endless pipe).
+    """
+    with open_input(path) as fh:
+        yield from _chunked_lines(fh, path, expected)
+
+
+@contextmanager
+def open_input(path: str) -> Iterator[BinaryIO]:
+    """The user-named file ("-" is stdin) open for binary reading, closed after (stdin left open); a file that
+    cannot be opened is one line of InputError (streaming readers: traces here, NCCL logs in rigcheck.nccllog)."""
+    try:
+        if path != "-" and Path(path).is_dir():
+            raise InputError("is a directory, not a file", path=path)
+        fh: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    try:
+        yield fh
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+
+
+def read_chunk(fh: BinaryIO, path: str) -> bytes:
+    """The next block of up to 1 MiB of ``fh`` (b"" at the end); a read error is one line of InputError."""
+    return _read(fh, path)
+
+
+def _read(fh: BinaryIO, path: str) -> bytes:
+    try:
+        return fh.read(_CHUNK)
+    except OSError as exc:  # EIO, a socket, a device that refuses reads: still the user's file
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+
+
+def _chunked_lines(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int, str]]:
+    first = _read(fh, path)
+    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # PowerShell's UTF-16: rare and small (a redirect of a short run); read whole, under the one-record cap.
+        text = read_text(path, expected)
+        check_text(text, path)
+        yield from ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
+        return
+    first = first.removeprefix(b"\xef\xbb\xbf")
+    number = 0  # lines seen so far
+    total = 0
+    rest = b""
+    any_text = False
+    chunk = first
+    while True:
+        total += len(chunk)
+        if total > STREAM_MAX_BYTES:
+            raise InputError(f"input is too large (over {STREAM_MAX_BYTES // 2**30} GiB)", path=path)
+        if b"\x00" in chunk:
+            raise InputError("binary data, not text (it holds NUL bytes)", path=path)
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n") + 1 if chunk else len(data)
+        rest = data[cut:]
+        if len(rest) > STREAM_MAX_LINE:
+            raise InputError(
+                f"line is longer than {STREAM_MAX_LINE // 1024} KiB: not a text output of these tools",
+                path=path,
+                line=number + 1,
+            )
+        if cut:
+            try:
+                text = data[:cut].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = number + data[: exc.start].count(b"\n") + 1
+                raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
+            bad = _BAD_CONTROL.search(text)
+            if bad is not None:
+                line = number + text.count("\n", 0, bad.start()) + 1
+                raise ParseError(
+                    f"binary data (character {bad.group()!r}), not nvidia-smi output", path=path, line=line
+                )
+            for line_text in text.splitlines():
+                number += 1
+                if line_text.strip():
+                    any_text = True
+                    yield number, line_text
+        if not chunk:
+            break
+        chunk = _read(fh, path)
+    if not any_text:
+        raise InputError(f"empty file: expected {expected}", path=path)
 
 
 # --- nvidia-smi --query-gpu CSV -----------------------------------------------------------------
@@ -207,136 +339,290 @@ class _RowError(ValueError):
     pass
 
 
-def _smi_row(cols: _SmiColumns, cells: list[str], width: int) -> tuple[Sample, datetime | None, str | None]:
-    """One row -> a Sample (t_s and gpu filled in by the caller), its timestamp, its GPU identity."""
-    if len(cells) != width:
-        raise _RowError(f"{len(cells)} fields, expected {width}")
-    sample = Sample(t_s=0.0, gpu=0)
-    lost = False
-    for field_name, col in cols.values.items():
-        raw = cells[col]
-        parsed = _SMI_PARSERS[field_name](raw)
-        if parsed.error is not None:
-            raise _RowError(f"{field_name}: {parsed.error}")
-        lost |= parsed.reason is Missing.GPU_LOST
-        setattr(sample, field_name, parsed.value)
-    if cols.mask is not None:
-        raw = cells[cols.mask]
-        lost |= na_reason(raw) is Missing.GPU_LOST
-        reasons, ok = _parse_mask(raw)
-        if not ok:
-            raise _RowError(f"clock-event reasons {raw.strip()!r} is not a hex bit mask")
-        sample.reasons = reasons
-    if sample.reasons is None and cols.reason_flags:
-        active: list[str] = []
-        read_any = False
-        for name in CLOCK_EVENT_REASONS:
-            flag_col = cols.reason_flags.get(name)
-            if flag_col is None:
-                continue
-            flag = parse_bool(cells[flag_col])
-            if flag.error is not None:
-                raise _RowError(f"{name}: {flag.error}")
-            lost |= flag.reason is Missing.GPU_LOST
-            if flag.value is not None:
-                read_any = True
-                if flag.value:
-                    active.append(name)
-        sample.reasons = active if read_any else None
-    stamp: datetime | None = None
-    if cols.timestamp is not None:
-        stamp = _parse_timestamp(cells[cols.timestamp])
-        if stamp is None:
-            raise _RowError(f"timestamp {cells[cols.timestamp].strip()!r} is not 'YYYY/MM/DD HH:MM:SS.mmm'")
-    identity: str | None = None
-    if cols.index is not None:
-        identity = cells[cols.index].strip()
-        if not identity.isdigit():
-            raise _RowError(f"index {identity!r} is not a GPU index")
-    elif cols.identity is not None:
-        identity = cells[cols.identity].strip()
-    sample.lost = lost
-    return sample, stamp, identity
+# A timestamp as nvidia-smi prints it, for the fast path: the seconds part parsed once per second, not per row.
+_STAMP = re.compile(r"(\d{4}([/-])\d{2}\2\d{2} \d{2}:\d{2}:\d{2})\.(\d{1,6})")
+# Distinct raw cells remembered per column: readings repeat (41 C, 1980 MHz, 700.00 W), so parsing each
+# distinct text once is most of the reader's speed; the bound keeps a column of all-distinct values small.
+_CACHE_MAX = 4096
+# Distinct whole rows (a line after its timestamp) remembered with what they parsed to: an idle GPU, or a
+# steady load read at whole watts, prints the same row again and again; the bound keeps memory flat.
+_ROW_CACHE_MAX = 1 << 14
+# Timestamps are whole microseconds since this origin: (us - first us) / 10**6 is one correctly rounded
+# division of integers, the very float timedelta.total_seconds() gives, without a datetime per row.
+_ORIGIN = datetime(1, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+# The Sample fields an nvidia-smi row fills, in Sample's own order (after t_s and gpu): a row's values are
+# kept as one tuple and passed to Sample positionally.
+_VALUE_FIELDS = tuple(f.name for f in fields(Sample))[2:10]
+assert set(_SMI_FIELDS) == set(_VALUE_FIELDS), "every value column of the CSV is a Sample field"
+_Values = tuple[
+    float | None, float | None, float | None, float | None, float | None, float | None, float | None, float | None
+]
 
 
-def _read_smi_csv(text: str, path: str) -> Trace:
-    lines = Lines.of(text).items
-    header_no, header_line = lines[0]
-    headers = [c.strip() for c in next(csv.reader([header_line], skipinitialspace=True))]
-    if not _looks_like_smi_header(headers):
-        raise ParseError(
-            "not a telemetry trace: expected an nvidia-smi --query-gpu CSV header (timestamp, index, power.draw, "
-            "temperature.gpu, ...), a rigcheck.trace/1 CSV or JSONL",
-            path=path,
-            line=header_no,
-        )
-    cols = _SmiColumns.find(headers)
-    if not cols.measures_something():
-        raise ParseError(
-            "no column rigcheck can use (power.draw, power.limit, temperature.gpu, clocks.sm, utilization.gpu, "
-            "clocks_event_reasons.active)",
-            path=path,
-            line=header_no,
-        )
-    trace = Trace(source="nvidia-smi-csv")
-    if cols.ignored:
-        trace.diagnostics.append(f"{path}: ignored columns rigcheck does not use: {', '.join(cols.ignored)}")
-    header_keys = [_column_key(h) for h in headers]
-    rows: list[tuple[Sample, datetime | None, str]] = []
-    names: dict[str, str] = {}
-    default_limits: dict[str, float] = {}
-    for k, (number, cells) in enumerate(csv_rows(lines[1:]), 2):
-        if [_column_key(c) for c in cells] == header_keys:
-            continue  # nvidia-smi repeats its header when restarted into the same file
-        try:
-            sample, stamp, identity = _smi_row(cols, cells, len(headers))
-        except _RowError as exc:
-            if skip_truncated(path, number, k == len(lines), trace, str(exc)):
-                continue
-            raise ParseError(f"bad row: {exc}", path=path, line=number) from None
-        key = identity or "0"
-        if cols.name is not None:
-            gpu_name = parse_str(cells[cols.name]).value
-            if gpu_name is not None:
-                names.setdefault(key, gpu_name)
-        if cols.default_limit is not None:
-            default = parse_watts(cells[cols.default_limit]).value
-            if default is not None:
-                default_limits.setdefault(key, default)
-        rows.append((sample, stamp, key))
+class _Row:
+    """What a row says besides its timestamp: shared by every row that prints the same cells."""
 
-    # GPU numbers: the index column as printed; else identities numbered in order of appearance.
-    order: dict[str, int] = {}
-    for _, _, key in rows:
-        if key not in order:
-            order[key] = int(key) if cols.index is not None else len(order)
-    if cols.timestamp is None and rows:
-        trace.diagnostics.append(
-            f"{path}: no timestamp column: samples taken to be {DEFAULT_INTERVAL_S:g} s apart (nvidia-smi -lms 100)"
+    __slots__ = ("default", "identity", "lost", "name", "reasons", "values")
+
+    def __init__(
+        self,
+        *,
+        values: _Values,
+        reasons: tuple[str, ...] | None,
+        lost: bool,
+        identity: str | None,
+        name: str | None,
+        default: str | None,
+    ) -> None:
+        self.values = values
+        self.reasons = reasons
+        self.lost = lost
+        self.identity = identity
+        self.name = name  # the raw cells, parsed only the first time a GPU is seen
+        self.default = default
+
+
+class _RowParser:
+    """Parse rows with the columns found in the header, remembering what each distinct cell parsed to."""
+
+    def __init__(self, cols: _SmiColumns) -> None:
+        self.cols = cols
+        slot = {name: k for k, name in enumerate(_VALUE_FIELDS)}
+        self.values: list[
+            tuple[str, int, int, Callable[[str], Parsed[float]], dict[str, tuple[float | None, bool]]]
+        ] = [(name, slot[name], col, _SMI_PARSERS[name], {}) for name, col in cols.values.items()]
+        self.masks: dict[str, tuple[tuple[str, ...] | None, bool, bool]] = {}
+        self.seconds: dict[str, int | None] = {}  # "YYYY/MM/DD HH:MM:SS" -> its microseconds since _ORIGIN
+
+    def parse(self, cells: list[str], width: int) -> tuple[_Row, int | None]:
+        """One row -> what it says and its timestamp (microseconds since _ORIGIN; None without the column)."""
+        if len(cells) != width:
+            raise _RowError(f"{len(cells)} fields, expected {width}")
+        cols = self.cols
+        values: list[float | None] = [None] * len(_VALUE_FIELDS)
+        lost = False
+        for field_name, slot, col, parser, cache in self.values:
+            raw = cells[col]
+            hit = cache.get(raw)
+            if hit is None:
+                parsed = parser(raw)
+                if parsed.error is not None:
+                    raise _RowError(f"{field_name}: {parsed.error}")
+                if len(cache) >= _CACHE_MAX:
+                    cache.clear()
+                hit = cache[raw] = (parsed.value, parsed.reason is Missing.GPU_LOST)
+            lost |= hit[1]
+            values[slot] = hit[0]
+        reasons: tuple[str, ...] | None = None
+        if cols.mask is not None:
+            raw = cells[cols.mask]
+            mask = self.masks.get(raw)
+            if mask is None:
+                names, ok = _parse_mask(raw)
+                if len(self.masks) >= _CACHE_MAX:
+                    self.masks.clear()
+                mask = self.masks[raw] = (
+                    tuple(names) if names is not None else None,
+                    ok,
+                    na_reason(raw) is Missing.GPU_LOST,
+                )
+            if not mask[1]:
+                raise _RowError(f"clock-event reasons {raw.strip()!r} is not a hex bit mask")
+            lost |= mask[2]
+            reasons = mask[0]
+        if reasons is None and cols.reason_flags:
+            active: list[str] = []
+            read_any = False
+            for name in CLOCK_EVENT_REASONS:
+                flag_col = cols.reason_flags.get(name)
+                if flag_col is None:
+                    continue
+                flag = parse_bool(cells[flag_col])
+                if flag.error is not None:
+                    raise _RowError(f"{name}: {flag.error}")
+                lost |= flag.reason is Missing.GPU_LOST
+                if flag.value is not None:
+                    read_any = True
+                    if flag.value:
+                        active.append(name)
+            reasons = tuple(active) if read_any else None
+        stamp: int | None = None
+        if cols.timestamp is not None:
+            stamp = self.micros(cells[cols.timestamp])
+            if stamp is None:
+                raise _RowError(f"timestamp {cells[cols.timestamp].strip()!r} is not 'YYYY/MM/DD HH:MM:SS.mmm'")
+        identity: str | None = None
+        if cols.index is not None:
+            identity = cells[cols.index].strip()
+            if not identity.isdigit():
+                raise _RowError(f"index {identity!r} is not a GPU index")
+        elif cols.identity is not None:
+            identity = cells[cols.identity].strip()
+        row = _Row(
+            values=cast(_Values, tuple(values)),
+            reasons=reasons,
+            lost=lost,
+            identity=identity,
+            name=cells[cols.name] if cols.name is not None else None,
+            default=cells[cols.default_limit] if cols.default_limit is not None else None,
         )
-    start = next((stamp for _, stamp, _ in rows if stamp is not None), None)
-    counts: dict[int, int] = {}
-    for sample, stamp, key in rows:
-        sample.gpu = order[key]
-        n = counts.get(sample.gpu, 0)
-        counts[sample.gpu] = n + 1
-        if stamp is not None and start is not None:
-            sample.t_s = (stamp - start).total_seconds()
-        else:
-            sample.t_s = n * DEFAULT_INTERVAL_S
-        trace.samples.append(sample)
-    for key, index in order.items():
-        if key in names or key in default_limits:
-            trace.gpus[index] = TraceGpu(
-                index=index, name=names.get(key), power_default_limit_w=default_limits.get(key)
+        return row, stamp
+
+    def micros(self, raw: str) -> int | None:
+        """A timestamp cell -> microseconds since _ORIGIN; None when it is not a timestamp."""
+        # The fast path: a second seen before and 1 to 6 digits after the dot (what _STAMP matches: \d is
+        # a Unicode decimal digit, as str.isdecimal).
+        whole, dot, fraction = raw.strip().partition(".")
+        base = self.seconds.get(whole)
+        if base is not None and dot and 0 < len(fraction) <= 6 and fraction.isdecimal():
+            return base + int(fraction.ljust(6, "0"))
+        match = _STAMP.fullmatch(raw.strip())
+        if match is None:
+            stamp = _parse_timestamp(raw)
+            return (stamp - _ORIGIN) // _MICROSECOND if stamp is not None else None
+        whole = match.group(1)
+        if whole not in self.seconds:
+            if len(self.seconds) >= _CACHE_MAX:
+                self.seconds.clear()
+            second = _parse_timestamp(whole)
+            self.seconds[whole] = (second - _ORIGIN) // _MICROSECOND if second is not None else None
+        base = self.seconds[whole]
+        # strptime's %f reads 1 to 6 digits as the leading digits of the microseconds: "717" is 717000.
+        return base + int(match.group(3).ljust(6, "0")) if base is not None else None
+
+
+class _SmiCsvReader:
+    """An nvidia-smi --query-gpu CSV, one row at a time: the GPUs' names and default limits go into the header
+    as they are first seen, the median interval once the last row is read."""
+
+    def __init__(self, path: str, header: Trace) -> None:
+        self.path = path
+        self.trace = header
+        self.trace.source = "nvidia-smi-csv"
+
+    def read(self, lines: Iterator[tuple[int, str]]) -> Iterator[Sample]:
+        path, trace = self.path, self.trace
+        header_no, header_line = next(lines)
+        headers = [c.strip() for c in next(csv.reader([header_line], skipinitialspace=True))]
+        if not _looks_like_smi_header(headers):
+            raise ParseError(
+                "not a telemetry trace: expected an nvidia-smi --query-gpu CSV header (timestamp, index, power.draw, "
+                "temperature.gpu, ...), a rigcheck.trace/1 CSV or JSONL",
+                path=path,
+                line=header_no,
             )
-    trace.interval_s = _median_interval(trace)
-    return trace
+        cols = _SmiColumns.find(headers)
+        if not cols.measures_something():
+            raise ParseError(
+                "no column rigcheck can use (power.draw, power.limit, temperature.gpu, clocks.sm, utilization.gpu, "
+                "clocks_event_reasons.active)",
+                path=path,
+                line=header_no,
+            )
+        if cols.ignored:
+            trace.diagnostics.append(f"{path}: ignored columns rigcheck does not use: {', '.join(cols.ignored)}")
+        header_keys = [_column_key(h) for h in headers]
+        first_key = header_keys[0]
+        width = len(headers)
+        parser = _RowParser(cols)
+        parse, micros = parser.parse, parser.micros
+        # With the timestamp first and no quotes, a line is its timestamp, a comma, and the rest: a rest seen
+        # before is the same row again, and only the timestamp is read (the cells split as split_csv_line would).
+        by_rest = cols.timestamp == 0
+        seen_rows: dict[str, _Row] = {}
+        last_cell, last_stamp = "", 0
+        # GPU numbers: the index column as printed; else identities numbered in order of appearance.
+        order: dict[str, int] = {}
+        names: dict[str, str] = {}
+        default_limits: dict[str, float] = {}
+        settled: set[str] = set()  # GPUs whose name and default limit are known (or not in the file)
+        counts: dict[int, int] = {}
+        last_t: dict[int, float] = {}
+        steps: Counter[float] = Counter()
+        start: int | None = None
+        pending = PendingBadLine()
+        rows = 0
+        for number, line in lines:
+            if pending.line is not None:
+                pending.check(path)
+            row: _Row | None = None
+            stamp: int | None = None
+            quoted = '"' in line
+            if by_rest and not quoted:
+                stamp_cell, _, rest = line.partition(",")
+                row = seen_rows.get(rest)
+                if row is not None:
+                    if stamp_cell == last_cell:  # the GPUs of one poll often print the same time
+                        stamp = last_stamp
+                    else:
+                        stamp = micros(stamp_cell)
+                        if stamp is None:
+                            row = None  # the full path below says what is wrong with it
+                        else:
+                            last_cell, last_stamp = stamp_cell, stamp
+            if row is None:
+                cells = split_csv_line(line)
+                # A repeated header starts with the first header's key (a data row with a timestamp or index
+                # never does): the cheap test first, the column-by-column one only then.
+                if cells[0].lower().startswith(first_key) and [_column_key(c) for c in cells] == header_keys:
+                    continue  # nvidia-smi repeats its header when restarted into the same file
+                try:
+                    row, stamp = parse(cells, width)
+                except _RowError as exc:
+                    pending.hold(number, str(exc), f"bad row: {exc}")
+                    continue
+                if by_rest and not quoted:
+                    if len(seen_rows) >= _ROW_CACHE_MAX:
+                        seen_rows.clear()
+                    seen_rows[line.partition(",")[2]] = row
+            rows += 1
+            key = row.identity or "0"
+            index = order.get(key)
+            if index is None:
+                index = order[key] = int(key) if cols.index is not None else len(order)
+            if key not in settled:
+                self._identify(row, key, index, names, default_limits)
+                if (row.name is None or key in names) and (row.default is None or key in default_limits):
+                    settled.add(key)
+            if stamp is not None:
+                if start is None:
+                    start = stamp
+                t = (stamp - start) / 1_000_000
+            else:
+                n = counts.get(index, 0)
+                counts[index] = n + 1
+                t = n * DEFAULT_INTERVAL_S
+            before = last_t.get(index)
+            if before is not None and t > before:
+                steps[t - before] += 1
+            last_t[index] = t
+            reasons = row.reasons
+            yield Sample(t, index, *row.values, list(reasons) if reasons is not None else None, row.lost)
+        pending.finish(path, trace)
+        if cols.timestamp is None and rows:
+            trace.diagnostics.append(
+                f"{path}: no timestamp column: samples taken to be {DEFAULT_INTERVAL_S:g} s apart (nvidia-smi -lms 100)"
+            )
+        interval = counter_median(steps)
+        trace.interval_s = round(interval, 4) if interval is not None else None
 
+    def _identify(
+        self, row: _Row, key: str, index: int, names: dict[str, str], default_limits: dict[str, float]
+    ) -> None:
+        """A GPU's name and default limit into the header, from the first row that gives each."""
+        if row.name is not None and key not in names:
+            gpu_name = parse_str(row.name).value
+            if gpu_name is not None:
+                names[key] = gpu_name
+                self._gpu(key, index, names, default_limits)
+        if row.default is not None and key not in default_limits:
+            default = parse_watts(row.default).value
+            if default is not None:
+                default_limits[key] = default
+                self._gpu(key, index, names, default_limits)
 
-def _median_interval(trace: Trace) -> float | None:
-    steps: list[float] = []
-    for index in trace.gpu_indices():
-        times = [s.t_s for s in trace.for_gpu(index)]
-        steps += [b - a for a, b in itertools.pairwise(times) if b > a]
-    return round(statistics.median(steps), 4) if steps else None
+    def _gpu(self, key: str, index: int, names: dict[str, str], default_limits: dict[str, float]) -> None:
+        self.trace.gpus[index] = TraceGpu(
+            index=index, name=names.get(key), power_default_limit_w=default_limits.get(key)
+        )

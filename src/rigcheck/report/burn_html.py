@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from rigcheck.model.burn import GpuBurnAnalysis
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
-from rigcheck.model.telemetry import Sample, Trace
+from rigcheck.model.telemetry import GpuPlot, Sample, Trace, TracePlot
 from rigcheck.report.html import GPU_PALETTE, GUIDE_BANDS, REASON_COLOURS, REASON_WORDS, esc, footer, num, page
 from rigcheck.report.svg import Axis, Band, HLine, Lane, Series, lane_chart, lane_label_width, line_chart
 
@@ -24,8 +24,12 @@ def _verdict_class(verdict: str) -> str:
     return f"v-{word}" if word in ("excellent", "good", "hot", "throttling") else "v-unknown"
 
 
-def _series(samples: Sequence[Sample], attr: str, scale: float) -> list[tuple[float, float | None]]:
-    """(t, value) per sample, a gap after a lost sample; ``scale`` turns seconds into the axis unit."""
+def _series(g: GpuPlot, attr: str, scale: float) -> list[tuple[float, float | None]]:
+    """(t, value) per sample, a gap after a lost sample (per bucket its extremes once thinned); ``scale`` turns
+    seconds into the axis unit."""
+    samples = g.raw
+    if samples is None:
+        return [(t / scale, v) for t, v in g.points(attr)]
     get = operator.attrgetter(attr)
     pts: list[tuple[float, float | None]] = []
     for s in samples:
@@ -35,8 +39,10 @@ def _series(samples: Sequence[Sample], attr: str, scale: float) -> list[tuple[fl
     return pts
 
 
-def _has(samples: Sequence[Sample], attr: str) -> bool:
-    return any(getattr(s, attr) is not None for s in samples)
+def _has(g: GpuPlot, attr: str) -> bool:
+    if g.raw is None:
+        return attr in g.has
+    return any(getattr(s, attr) is not None for s in g.raw)
 
 
 def _reason_spans(samples: Sequence[Sample], interval: float, scale: float) -> dict[str, list[tuple[float, float]]]:
@@ -116,44 +122,47 @@ def _time_axis(duration_s: float) -> tuple[Axis, float]:
     return Axis("time since start", "s"), 1.0
 
 
-def _by_gpu(trace: Trace) -> dict[int, list[Sample]]:
-    """The samples of each GPU, in one pass (Trace.for_gpu walks the whole trace each time)."""
-    out: dict[int, list[Sample]] = {i: [] for i in trace.gpu_indices()}
-    for s in trace.samples:
-        out.setdefault(s.gpu, []).append(s)
-    return out
+def _by_gpu(trace: Trace, plot: TracePlot) -> dict[int, GpuPlot]:
+    """The samples of each GPU (an empty GpuPlot for a GPU the header names without samples), in index order."""
+    return {i: plot.gpus.get(i) or GpuPlot() for i in sorted(set(trace.gpu_indices()) | set(plot.gpus))}
 
 
-def _gpu_plots(
-    trace: Trace, samples: list[Sample], index: int, a: GpuBurnAnalysis | None, t_range: tuple[float, float]
-) -> str:
+def _gpu_plots(trace: Trace, g: GpuPlot, index: int, a: GpuBurnAnalysis | None, t_range: tuple[float, float]) -> str:
     info = trace.gpus.get(index)
-    if not samples:
+    samples = g.raw
+    if not g.count:
         return '<p class="na">No samples of this GPU in the trace.</p>'
     x_axis, scale = _time_axis(t_range[1] - t_range[0])
     x_lo, x_hi = t_range[0] / scale, t_range[1] / scale
     x_axis = Axis(x_axis.label, x_axis.unit, lo=x_lo, hi=x_hi)
-    lost = [(s.t_s / scale, "GPU lost") for s in samples if s.lost]
+    if samples is None:
+        lost = [(t / scale, "GPU lost") for t in g.lost_times()]
+    else:
+        lost = [(s.t_s / scale, "GPU lost") for s in samples if s.lost]
     uid = f"gpu{index}"
     figs: list[str] = []
 
     def fig(kind: str, caption: str, svg: str) -> None:
         figs.append(f'<figure class="plot" data-plot="{kind}"><figcaption>{esc(caption)}</figcaption>{svg}</figure>')
 
-    lanes = _reason_lanes(samples, trace.interval_s or _median_step(samples), scale, t_range)
+    step = g.median_step() if samples is None else _median_step(samples)
+    lanes = _reason_lanes(g, trace.interval_s or step, scale, t_range)
     left = lane_label_width(lanes or [])  # every chart of the GPU gets the same time axis, left edge included
 
     # Power against the limit.
-    series = [Series("power draw", _series(samples, "power_w", scale), "#2563eb")]
+    series = [Series("power draw", _series(g, "power_w", scale), "#2563eb")]
     hlines: list[HLine] = []
-    if _has(samples, "power_limit_w"):
-        series.append(Series("power limit", _series(samples, "power_limit_w", scale), "#dc2626", dash="7 4"))
+    if _has(g, "power_limit_w"):
+        series.append(Series("power limit", _series(g, "power_limit_w", scale), "#dc2626", dash="7 4"))
     elif a is not None and a.power_limit_w is not None:
         hlines.append(HLine(a.power_limit_w, f"power limit {a.power_limit_w:.0f} W", "#dc2626"))
-    limit_now = next((s.power_limit_w for s in reversed(samples) if s.power_limit_w is not None), None)
+    if samples is None:
+        limit_now = g.limit_last
+    else:
+        limit_now = next((s.power_limit_w for s in reversed(samples) if s.power_limit_w is not None), None)
     if info is not None and info.power_default_limit_w is not None and info.power_default_limit_w != limit_now:
         hlines.append(HLine(info.power_default_limit_w, f"default limit {info.power_default_limit_w:.0f} W", "#64748b"))
-    if _has(samples, "power_w"):
+    if _has(g, "power_w"):
         desc = "Power draw over time against the power limit."
         if a is not None:
             desc += f" Median under load {num(a.power_w_median_loaded, 'W', 0)}, limit {num(a.power_limit_w, 'W', 0)}."
@@ -174,10 +183,10 @@ def _gpu_plots(
             ),
         )
     # Temperature against the card's thresholds, the guide's bands shaded.
-    if _has(samples, "temp_c"):
-        series = [Series("GPU temperature", _series(samples, "temp_c", scale), "#0f172a", width=1.8)]
-        if _has(samples, "temp_memory_c"):
-            series.append(Series("memory temperature", _series(samples, "temp_memory_c", scale), "#7c3aed", width=1.2))
+    if _has(g, "temp_c"):
+        series = [Series("GPU temperature", _series(g, "temp_c", scale), "#0f172a", width=1.8)]
+        if _has(g, "temp_memory_c"):
+            series.append(Series("memory temperature", _series(g, "temp_memory_c", scale), "#7c3aed", width=1.2))
         hlines = []
         slowdown = info.temp_slowdown_c if info is not None else None
         if slowdown is None and a is not None:
@@ -190,9 +199,15 @@ def _gpu_plots(
             hlines.append(
                 HLine(info.temp_max_operating_c, f"max operating {info.temp_max_operating_c:.0f} C", "#a16207", "4 2")
             )
-        temps = [v for s in samples for v in (s.temp_c, s.temp_memory_c) if v is not None]
-        lo = min(20.0, math.floor((min(temps) - 5) / 10) * 10)
-        hi = max([92.0, max(temps) + 3] + [h.value + 3 for h in hlines])
+        if samples is None:
+            t_lo, t_hi = g.temp_lo, g.temp_hi
+        else:
+            temps = [v for s in samples for v in (s.temp_c, s.temp_memory_c) if v is not None]
+            t_lo, t_hi = min(temps), max(temps)
+        assert t_lo is not None
+        assert t_hi is not None
+        lo = min(20.0, math.floor((t_lo - 5) / 10) * 10)
+        hi = max([92.0, t_hi + 3] + [h.value + 3 for h in hlines])
         bands = [Band(b_lo, b_hi, label, colour) for b_lo, b_hi, label, colour in GUIDE_BANDS]
         desc = (
             "Temperature over time, with the guide's bands shaded (excellent up to 75 C, good to 80 C, warm to "
@@ -223,10 +238,10 @@ def _gpu_plots(
             ),
         )
     # SM clock against its maximum.
-    if _has(samples, "sm_clock_mhz"):
-        series = [Series("SM clock", _series(samples, "sm_clock_mhz", scale), "#0891b2")]
-        if _has(samples, "sm_clock_max_mhz"):
-            series.append(Series("max SM clock", _series(samples, "sm_clock_max_mhz", scale), "#475569", dash="7 4"))
+    if _has(g, "sm_clock_mhz"):
+        series = [Series("SM clock", _series(g, "sm_clock_mhz", scale), "#0891b2")]
+        if _has(g, "sm_clock_max_mhz"):
+            series.append(Series("max SM clock", _series(g, "sm_clock_max_mhz", scale), "#475569", dash="7 4"))
         hlines = []
         if a is not None and a.sm_clock_mhz_median_loaded is not None:
             hlines.append(
@@ -276,18 +291,30 @@ def _gpu_plots(
     return "".join(figs)
 
 
-def _reason_lanes(
-    samples: Sequence[Sample], interval: float, scale: float, t_range: tuple[float, float]
-) -> list[Lane] | None:
-    """One lane per reason that occurs, labelled with its share of the trace; None when reasons were not read."""
-    if all(s.reasons is None for s in samples):
-        return None
-    spans = _reason_spans(samples, interval, scale)
+def _reason_lanes(g: GpuPlot, interval: float, scale: float, t_range: tuple[float, float]) -> list[Lane] | None:
+    """One lane per reason that occurs, labelled with its share of the trace; None when reasons were not read.
+
+    Once thinned, the lanes are drawn per time bucket but the shares are the exact running sums (a bucket
+    half active would otherwise count whole)."""
+    samples = g.raw
+    seconds: dict[str, float] | None = None
+    if samples is None:
+        if not g.reasons_read:
+            return None
+        spans = {r: [(a / scale, b / scale) for a, b in s] for r, s in g.reason_spans(interval).items()}
+        seconds = g.reason_seconds(interval)
+    else:
+        if all(s.reasons is None for s in samples):
+            return None
+        spans = _reason_spans(samples, interval, scale)
     duration = max(t_range[1] - t_range[0], 1e-9)
     order = [r for r in CLOCK_EVENT_REASONS if r in spans] + sorted(r for r in spans if r not in REASON_WORDS)
     lanes = []
     for r in order:
-        share = sum(b - a for a, b in spans[r]) * scale / duration * 100
+        if seconds is not None:
+            share = seconds.get(r, 0.0) / duration * 100
+        else:
+            share = sum(b - a for a, b in spans[r]) * scale / duration * 100
         lanes.append(Lane(f"{REASON_WORDS.get(r, r)} ({share:.0f}%)", spans[r], REASON_COLOURS.get(r, "#475569")))
     return lanes
 
@@ -297,20 +324,18 @@ def _median_step(samples: Sequence[Sample]) -> float:
     return steps[len(steps) // 2] if steps else 0.1
 
 
-def _overview_chart(
-    by_gpu: dict[int, list[Sample]], attr: str, label: str, unit: str, t_range: tuple[float, float]
-) -> str:
+def _overview_chart(by_gpu: dict[int, GpuPlot], attr: str, label: str, unit: str, t_range: tuple[float, float]) -> str:
     x_axis, scale = _time_axis(t_range[1] - t_range[0])
     x_axis = Axis(x_axis.label, x_axis.unit, lo=t_range[0] / scale, hi=t_range[1] / scale)
     series = [
         Series(
             f"GPU{i}",
-            _series(samples, attr, scale),
+            _series(g, attr, scale),
             GPU_PALETTE[n % len(GPU_PALETTE)],
             dash=None if n < len(GPU_PALETTE) else "6 3",
             width=1.3,
         )
-        for n, (i, samples) in enumerate(sorted(by_gpu.items()))
+        for n, (i, g) in enumerate(sorted(by_gpu.items()))
     ]
     return line_chart(
         uid=f"all-{attr}",
@@ -326,15 +351,16 @@ def _overview_chart(
 def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigcheck burn") -> str:
     """A burn (or `burn --analyze`) as one page: per GPU the verdict, the numbers and plots over time."""
     by_index = {a.index: a for a in analyses}
-    by_gpu = _by_gpu(trace)
+    # Streamed (`burn --analyze --html`): thinned as it was read; in memory: thinned here, whole when short.
+    plot = trace.plot if trace.plot is not None else TracePlot.of(trace.samples)
+    by_gpu = _by_gpu(trace, plot)
     indices = sorted(set(by_gpu) | set(by_index))
-    times = [s.t_s for s in trace.samples]
-    t_range = (min(times), max(times)) if times else (0.0, 1.0)
+    t_range = (plot.t_lo, plot.t_hi) if plot.t_lo is not None and plot.t_hi is not None else (0.0, 1.0)
     source = [f"trace: {trace.source}" + (f" ({trace.path})" if trace.path else "")]
     if trace.started_at:
         source.append(f"started {trace.started_at}")
     source.append(
-        f"{len(trace.samples):,} samples of {len(indices)} GPU{'s' if len(indices) != 1 else ''} over "
+        f"{plot.count:,} samples of {len(indices)} GPU{'s' if len(indices) != 1 else ''} over "
         f"{t_range[1] - t_range[0]:.1f} s" + (f", every {trace.interval_s * 1000:.0f} ms" if trace.interval_s else "")
     )
     body = [f"<header><h1>{esc(title)}</h1>", '<ul class="machine">']
@@ -362,7 +388,7 @@ def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigch
     if len(by_gpu) > 1:
         body.append('<section id="all-gpus"><h2>All GPUs together</h2>')
         for attr, label, unit in (("power_w", "power", "W"), ("temp_c", "temperature", "C")):
-            if any(getattr(s, attr) is not None for s in trace.samples):
+            if plot.any_read(attr):
                 body.append(
                     f'<figure class="plot" data-plot="all-{attr}"><figcaption>{esc(label.capitalize())} of every GPU'
                     f"</figcaption>{_overview_chart(by_gpu, attr, label, unit, t_range)}</figure>"
@@ -381,7 +407,7 @@ def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigch
             if a.advice:
                 body.append(f'<p class="advice-text">{esc(a.advice)}</p>')
             body.append(_facts(a))
-        body.append(_gpu_plots(trace, by_gpu.get(i, []), i, a, t_range))
+        body.append(_gpu_plots(trace, by_gpu.get(i) or GpuPlot(), i, a, t_range))
         body.append("</section>")
     body.append(footer())
     return page(title, "\n".join(body))

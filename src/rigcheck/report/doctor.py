@@ -16,7 +16,13 @@ from rich.text import Text
 from rigcheck.model import Snapshot
 from rigcheck.model.doctor import DoctorDocument
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
-from rigcheck.model.topo import TopoDocument, snapshot_topo_document
+from rigcheck.model.topo import (
+    SUMMARY_ABOVE,
+    TopoDocument,
+    TopoSummaryInput,
+    snapshot_topo_document,
+    snapshot_topo_summary,
+)
 from rigcheck.report.common import (
     MISSING_WORDS,
     counts_text,
@@ -42,6 +48,14 @@ def doctor_topology(snap: Snapshot) -> TopoDocument | None:
     the GPUs' NVLink state (without the affinity columns `rigcheck topo` adds: the doctor report keeps its
     matrix narrow)."""
     return snapshot_topo_document(snap, affinities=False)
+
+
+def _drawn_topology(snap: Snapshot) -> TopoDocument | TopoSummaryInput | None:
+    """doctor_topology as the reports draw it: above SUMMARY_ABOVE GPUs straight from the snapshot's pairs,
+    without a TopoPair per pair (the doctor's JSON holds no topo document, so nothing else needs them)."""
+    if len(snap.gpus) > SUMMARY_ABOVE or (snap.topology is not None and len(snap.topology.gpus) > SUMMARY_ABOVE):
+        return snapshot_topo_summary(snap, affinities=False)
+    return doctor_topology(snap)
 
 
 def _verdict(doc: DoctorDocument) -> Text:
@@ -89,7 +103,7 @@ def doctor_terminal(doc: DoctorDocument) -> RenderableType:
     parts += [Text(note, style="bold yellow") for note in input_notes(snap)]
     if snap.gpus:
         parts += [Text(""), gpu_table(snap)]
-    topology = doctor_topology(snap) if len(snap.gpus) > 1 else None
+    topology = _drawn_topology(snap) if len(snap.gpus) > 1 else None
     if topology is not None:
         parts += [Text(""), topology_renderable(topology)]
     parts.append(Text(""))
@@ -216,7 +230,7 @@ def doctor_html(doc: DoctorDocument) -> str:
     if snap.gpus:
         body.append(f'<section id="gpus"><h2>GPUs</h2>{_gpu_table_html(snap)}</section>')
     body.append(findings_html(doc.findings, _html_counts_text(doc)))
-    topology = doctor_topology(snap) if snap.topology is not None or len(snap.gpus) > 1 else None
+    topology = _drawn_topology(snap) if snap.topology is not None or len(snap.gpus) > 1 else None
     if topology is not None:
         body.append(topology_section_html(topology))
     if snap.missing_functions or snap.diagnostics:

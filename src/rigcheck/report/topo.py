@@ -4,15 +4,47 @@ of link explained once, and the summary. The doctor report embeds the same matri
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from rigcheck.facts.legend import LinkKind, explain, kind_of
-from rigcheck.model.topo import UNKNOWN_LINK, TopoDocument, TopoPair, sorted_pairs
+from rigcheck.model.topo import (
+    SUMMARY_ABOVE,
+    UNKNOWN_LINK,
+    P,
+    PairLink,
+    TopoDocument,
+    TopoPair,
+    TopoSummaryInput,
+    sorted_pairs,
+)
 from rigcheck.report.render import Renderers, json_text
 
 UNKNOWN_SENTENCE = "the link is unknown."
+# The groups the summary draws GPUs in: their NUMA nodes, when there are at most this many (else one group).
+_MAX_GROUPS = 8
+# How many pairs the summary names before "and N more".
+_NAMED = 8
+_FULL_MATRIX: ContextVar[bool] = ContextVar("rigcheck_full_matrix", default=False)
+
+
+@contextmanager
+def full_matrix(enabled: bool = True) -> Iterator[None]:
+    """Draw the full matrix at any size while inside (the CLI's --matrix), instead of the summary."""
+    token = _FULL_MATRIX.set(enabled)
+    try:
+        yield
+    finally:
+        _FULL_MATRIX.reset(token)
+
 
 KIND_STYLE: dict[LinkKind, str] = {
     "nvlink": "green",
@@ -51,17 +83,25 @@ def _affinities(doc: TopoDocument, label: str, columns: list[tuple[str, str, str
 def link_groups(doc: TopoDocument) -> list[tuple[str, list[TopoPair], str]]:
     """One entry per kind of link (not per pair: an 8-GPU box has 28 pairs), fastest first:
     (code, its pairs, what it means). A code with one pair gets that pair's own sentence."""
-    groups: dict[str, list[TopoPair]] = {}
-    for p in sorted_pairs(doc.pairs):
+    return _link_groups(doc.pairs, _own_explanation)
+
+
+def _own_explanation(p: TopoPair) -> str:
+    return p.explanation
+
+
+def _link_groups(pairs: Sequence[P], explanation: Callable[[P], str]) -> list[tuple[str, list[P], str]]:
+    groups: dict[str, list[P]] = {}
+    for p in sorted_pairs(list(pairs)):
         groups.setdefault(p.link if p.link is not None else UNKNOWN_LINK, []).append(p)
     out = []
     for code, members in groups.items():
         if code == UNKNOWN_LINK:
             # "GPU0 and GPU2: the link between them is not in this input." -> the part after the names
-            reasons = {m.explanation.split(": ", 1)[-1] for m in members}
+            reasons = {explanation(m).split(": ", 1)[-1] for m in members}
             sentence = reasons.pop() if len(reasons) == 1 else UNKNOWN_SENTENCE
         else:
-            sentence = members[0].explanation if len(members) == 1 else explain(code)
+            sentence = explanation(members[0]) if len(members) == 1 else explain(code)
         out.append((code, members, sentence.removeprefix(f"{code}: ")))
     return out
 
@@ -73,7 +113,11 @@ def has_links(doc: TopoDocument) -> bool:
     return not cells or any(c != UNKNOWN_LINK for c in cells)
 
 
-def _pairs_text(members: list[TopoPair]) -> str:
+def _pairs_text(members: Sequence[PairLink]) -> str:
+    # A box's pairs are all named (16 GPUs: 120 pairs); a larger machine's would be a page of numbers.
+    if len(members) > SUMMARY_ABOVE * (SUMMARY_ABOVE - 1) // 2:
+        head = ", ".join(f"{p.a}–{p.b}" for p in members[:_NAMED])
+        return f"{len(members)} GPU pairs ({head} and {len(members) - _NAMED} more)"
     names = ", ".join(f"{p.a}–{p.b}" for p in members)
     return f"GPU pair{'s' if len(members) != 1 else ''} {names}"
 
@@ -91,25 +135,173 @@ def _code_text(code: str) -> Text:
     return Text(code, style=style)
 
 
-def topology_renderable(doc: TopoDocument) -> RenderableType:
-    """The matrix coloured by link kind, affinities, the NIC legend, each kind of link explained, a summary."""
-    columns = _affinity_columns(doc)
-    # Compact and never truncated: an 8-GPU matrix with affinities must fit a log line, whole.
+def _short(label: str) -> str:
+    """A label abbreviated for a narrow terminal: "GPU12" -> "G12", "NIC0" -> "N0" (other names kept)."""
+    for long, short in (("GPU", "G"), ("NIC", "N")):
+        if label.startswith(long) and label[len(long) :].isdigit():
+            return short + label[len(long) :]
+    return label
+
+
+def _grid(doc: TopoDocument, cols: range, columns: list[tuple[str, str, str]], *, short: bool) -> Table:
+    """The matrix's columns ``cols`` (and the affinity ``columns``) as one table; labels abbreviated if ``short``."""
+    name = _short if short else str
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("", no_wrap=True)
-    for label in doc.labels:
-        table.add_column(label, justify="center", no_wrap=True)
+    for j in cols:
+        # min_width: a link code is never cut, whatever the terminal's width (labels are abbreviated instead).
+        table.add_column(name(doc.labels[j]), justify="center", no_wrap=True)
     for title, _, _ in columns:
         table.add_column(title, no_wrap=True)
     for label, row in zip(doc.labels, doc.matrix, strict=False):
-        table.add_row(Text(label, style="bold"), *[_code_text(c) for c in row], *_affinities(doc, label, columns))
+        codes = [_code_text(row[j]) if j < len(row) else Text("") for j in cols]
+        table.add_row(Text(name(label), style="bold"), *codes, *_affinities(doc, label, columns))
+    return table
 
+
+class _Matrix:
+    """The matrix, whole at any terminal width: as `topo -m` prints it where that fits; else labels abbreviated
+    (GPU3 -> G3) and the affinities in a table of their own; else the columns in blocks, one under another.
+    A cell is never cut, so NV1 and NV2 stay apart at 80 columns."""
+
+    def __init__(self, doc: TopoDocument) -> None:
+        self.doc = doc
+
+    def _fits(self, table: Table, console: Console, options: ConsoleOptions) -> bool:
+        # Measured unbounded: a measurement within the terminal's width is clamped to it.
+        natural = Measurement.get(console, options.update_width(1 << 20), table).maximum
+        return natural <= options.max_width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        doc = self.doc
+        columns = _affinity_columns(doc)
+        every = range(len(doc.labels))
+        full = _grid(doc, every, columns, short=False)
+        if self._fits(full, console, options):
+            yield full
+            return
+        short = _grid(doc, every, [], short=True)
+        if self._fits(short, console, options):
+            yield short
+        else:
+            # Blocks of columns: each cell takes its widest code or label plus two spaces between columns.
+            width = max([len(_short(x)) for x in doc.labels] + [len(c) for row in doc.matrix for c in row] + [1])
+            head = max(len(_short(x)) for x in doc.labels) + 2
+            per = max(1, (options.max_width - head) // (width + 2))
+            for start in range(0, len(doc.labels), per):
+                yield _grid(doc, range(start, min(start + per, len(doc.labels))), [], short=True)
+        if columns:
+            aff = Table(box=None, pad_edge=False, header_style="bold")
+            aff.add_column("", no_wrap=True)
+            for title, _, _ in columns:
+                aff.add_column(title, overflow="fold")  # a CPU list folds onto a second line rather than lose digits
+            for g in doc.gpus:
+                label = f"GPU{g.index}"
+                aff.add_row(Text(_short(label), style="bold"), *_affinities(doc, label, columns))
+            yield aff
+
+
+def summarised(doc: TopoDocument) -> bool:
+    """Whether the reports summarise this topology (more than SUMMARY_ABOVE GPUs, and no --matrix)."""
+    return len(doc.gpus) > SUMMARY_ABOVE and not _FULL_MATRIX.get()
+
+
+def _ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 3, 8, 9]`` -> "GPU0-3, GPU8-9" (at most _NAMED runs, then "and N more")."""
+    runs: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    names = [f"GPU{a}" if a == b else f"GPU{a}-{b}" for a, b in runs]
+    more = f" and {len(names) - _NAMED} more runs" if len(names) > _NAMED else ""
+    return ", ".join(names[:_NAMED]) + more
+
+
+def _groups(doc: TopoDocument) -> dict[int, str]:
+    """GPU index -> its group's name: its NUMA node where the nodes are known and few, else one group."""
+    nodes = {g.index: (g.numa_affinity or "").strip() for g in doc.gpus}
+    distinct = set(nodes.values())
+    if all(v.isdigit() for v in distinct) and 1 < len(distinct) <= _MAX_GROUPS:
+        return {i: f"NUMA node {v}" for i, v in nodes.items()}
+    return dict.fromkeys(nodes, "all GPUs")
+
+
+@dataclass(frozen=True)
+class Block:
+    """The pairs within a group or between two groups: how many per code, the usual code, the others."""
+
+    name: str  # "NUMA node 0", "NUMA node 0 ↔ NUMA node 1"
+    counts: list[tuple[str, int]]  # code -> pairs, most first
+    odd: Sequence[PairLink]  # the pairs whose code is not the block's usual one
+
+
+def topology_blocks(
+    doc: TopoDocument, pairs: Sequence[PairLink] | None = None
+) -> tuple[dict[str, list[int]], list[Block]]:
+    """The summary of a large topology, in one pass over the pairs (``pairs``, default the document's): the GPU
+    groups (name -> GPU indices) and a block per group pair."""
+    group_of = _groups(doc)
+    members: dict[str, list[int]] = {}
+    for i, name in sorted(group_of.items()):
+        members.setdefault(name, []).append(i)
+    order = {name: k for k, name in enumerate(members)}
+    by_block: dict[tuple[str, str], list[PairLink]] = {}
+    for p in doc.pairs if pairs is None else pairs:
+        ga, gb = group_of.get(p.a, "all GPUs"), group_of.get(p.b, "all GPUs")
+        key = (ga, gb) if order.get(ga, 0) <= order.get(gb, 0) else (gb, ga)
+        by_block.setdefault(key, []).append(p)
+    blocks = []
+    for (ga, gb), block in sorted(by_block.items(), key=lambda kv: (order.get(kv[0][0], 0), order.get(kv[0][1], 0))):
+        counts = Counter(p.link or UNKNOWN_LINK for p in block)
+        usual = counts.most_common(1)[0][0]
+        odd = [p for p in block if (p.link or UNKNOWN_LINK) != usual]
+        name = f"within {ga}" if ga == gb else f"{ga} ↔ {gb}"
+        blocks.append(Block(name, counts.most_common(), odd))
+    return members, blocks
+
+
+def _summary_lines(doc: TopoDocument, pairs: Sequence[PairLink]) -> list[str]:
+    members, blocks = topology_blocks(doc, pairs)
+    out = ["GPU groups: " + "; ".join(f"{name}: {_ranges(ix)} ({len(ix)} GPUs)" for name, ix in members.items())]
+    for b in blocks:
+        counts = ", ".join(f"{code} × {n}" for code, n in b.counts)
+        out.append(f"  {b.name}: {counts} pair{'s' if sum(n for _, n in b.counts) != 1 else ''}")
+    odd = [p for b in blocks for p in b.odd]
+    if odd:
+        names = [f"GPU{p.a}–GPU{p.b} {p.link or UNKNOWN_LINK}" for p in sorted_pairs(odd)[::-1][:_NAMED]]
+        more = f" and {len(odd) - _NAMED} more" if len(odd) > _NAMED else ""
+        out.append(f"odd pairs (not their group's usual link), slowest first: {', '.join(names)}{more}")
+    return out
+
+
+def _unpack(
+    topo: TopoDocument | TopoSummaryInput,
+) -> tuple[TopoDocument, Sequence[PairLink], list[tuple[str, Sequence[PairLink], str]]]:
+    """(the document, its pairs, the link groups): from the document's own pairs, or from a summary input's."""
+    if isinstance(topo, TopoSummaryInput):
+        return topo.doc, topo.pairs, [(c, m, s) for c, m, s in _link_groups(topo.pairs, topo.explanation)]
+    return topo, topo.pairs, [(c, m, s) for c, m, s in link_groups(topo)]
+
+
+def topology_renderable(topo: TopoDocument | TopoSummaryInput) -> RenderableType:
+    """The matrix coloured by link kind (a summary above SUMMARY_ABOVE GPUs), affinities, the NIC legend, each
+    kind of link explained, a summary."""
+    doc, pairs, groups = _unpack(topo)
     if not has_links(doc):
         return Group(Text("GPU topology", style="bold"), Text(doc.summary, style="bold"))
-    parts: list[RenderableType] = [Text("GPU topology (nvidia-smi topo -m)", style="bold"), table]
+    parts: list[RenderableType]
+    if summarised(doc):
+        parts = [
+            Text(f"GPU topology: {len(doc.gpus)} GPUs, summarised (--matrix shows the full matrix)", style="bold"),
+            *(Text(line) for line in _summary_lines(doc, pairs)),
+        ]
+    else:
+        parts = [Text("GPU topology (nvidia-smi topo -m)", style="bold"), _Matrix(doc)]
     if doc.nics:
         parts.append(Text(f"NICs: {_nics_text(doc)}"))
-    for code, members, sentence in link_groups(doc):
+    for code, members, sentence in groups:
         line = _code_text(code)
         line.append(f"  {_pairs_text(members)}: {sentence}")
         parts.append(line)
@@ -166,16 +358,45 @@ def _link_cell(code: str, title: str) -> str:
     )
 
 
-def topology_section_html(doc: TopoDocument) -> str:
-    """The matrix as a grid coloured by link kind, with affinities, a legend, each link explained, a summary."""
+def _summary_table_html(doc: TopoDocument, pairs: Sequence[PairLink]) -> list[str]:
+    """The summary of a large topology as HTML: the GPU groups, a row per block of pairs (how many per link
+    code), the odd pairs named."""
+    from rigcheck.report.html import esc
+
+    members, blocks = topology_blocks(doc, pairs)
+    out = [
+        f"<p>{len(doc.gpus)} GPUs, summarised; the full matrix is below.</p>",
+        '<ul class="groups">',
+        *(f"<li>{esc(name)}: {esc(_ranges(ix))} ({len(ix)} GPUs)</li>" for name, ix in members.items()),
+        '</ul><table class="topo-summary"><thead><tr><th scope="col">GPU pairs</th><th scope="col">links</th>'
+        '<th scope="col">odd pairs (not the usual link)</th></tr></thead><tbody>',
+    ]
+    for b in blocks:
+        counts = ", ".join(f"{code} × {n}" for code, n in b.counts)
+        names = [f"GPU{p.a}–GPU{p.b} {p.link or UNKNOWN_LINK}" for p in sorted_pairs(list(b.odd))[::-1][:_NAMED]]
+        more = f" and {len(b.odd) - _NAMED} more" if len(b.odd) > _NAMED else ""
+        odd = ", ".join(names) + more if names else "none"
+        out.append(f'<tr><th scope="row">{esc(b.name)}</th><td>{esc(counts)}</td><td>{esc(odd)}</td></tr>')
+    out.append("</tbody></table>")
+    return out
+
+
+def topology_section_html(topo: TopoDocument | TopoSummaryInput) -> str:
+    """The matrix as a grid coloured by link kind, with affinities, a legend, each link explained, a summary.
+    Above SUMMARY_ABOVE GPUs a summary table comes first and the grid folds into a <details>."""
     from rigcheck.facts.legend import KIND_MEANING, LINK_CODES
     from rigcheck.report.html import KIND_COLOURS, esc
 
+    doc, pairs, groups = _unpack(topo)
     columns = _affinity_columns(doc)
     out = ['<section id="topology"><h2>GPU topology</h2>']
     if not has_links(doc):
         out.append(f'<p class="summary-line">{esc(doc.summary)}</p></section>')
         return "".join(out)
+    folded = summarised(doc)
+    if folded:
+        out += _summary_table_html(doc, pairs)
+        out.append(f"<details><summary>Full matrix ({len(doc.labels)} × {len(doc.labels)})</summary>")
     out.append('<table class="topo"><thead><tr><th></th>')
     out += [f'<th scope="col">{esc(label)}</th>' for label in doc.labels]
     out += [f"<th>{esc(t)}</th>" for _, t, _ in columns]
@@ -188,6 +409,8 @@ def topology_section_html(doc: TopoDocument) -> str:
         out += [f'<td class="mono">{esc(value)}</td>' for value in _affinities(doc, label, columns)]
         out.append("</tr>")
     out.append("</tbody></table>")
+    if folded:
+        out.append("</details>")
     present = {kind_of(c) for row in doc.matrix for c in row}
     out.append('<ul class="legend" aria-label="link kinds">')
     for kind, (bg, _fg) in KIND_COLOURS.items():
@@ -200,7 +423,6 @@ def topology_section_html(doc: TopoDocument) -> str:
     out.append("</ul>")
     if doc.nics:
         out.append(f"<p>NICs: {esc(_nics_text(doc))}</p>")
-    groups = link_groups(doc)
     if groups:
         out.append('<ul class="pairs">')
         for code, members, sentence in groups:

@@ -26,9 +26,10 @@ from rigcheck.probe.nvml.constants import (
     ERR_LIBRARY_NOT_FOUND,
     ERR_NO_PERMISSION,
     ERR_NOT_SUPPORTED,
+    FABRIC_INFO_V3,
     PYNVML_ATTR,
 )
-from rigcheck.probe.nvml.library import NvmlLibrary
+from rigcheck.probe.nvml.library import FabricInfo, NvmlLibrary
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,18 @@ def real_library() -> NvmlLibrary:
     """nvidia-ml-py's ``pynvml`` module (it loads libnvidia-ml.so only in nvmlInit)."""
     lib: NvmlLibrary = pynvml
     return lib
+
+
+def fabric_info_struct(version: int | None) -> FabricInfo:
+    """A pynvml struct for nvmlDeviceGetGpuFabricInfoV to fill: ``version`` FABRIC_INFO_V3 or _V2 (the struct
+    carries its version), or None for the deprecated nvmlDeviceGetGpuFabricInfo's unversioned struct."""
+    if version is None:
+        info: FabricInfo = pynvml.c_nvmlGpuFabricInfo_t()
+    elif version == FABRIC_INFO_V3:
+        info = pynvml.c_nvmlGpuFabricInfo_v3_t()
+    else:
+        info = pynvml.c_nvmlGpuFabricInfo_v2_t()
+    return info
 
 
 _INIT_STATES: dict[int, NvmlState] = {

@@ -19,7 +19,10 @@ ERR_ARGUMENT_VERSION_MISMATCH = 25  # the driver does not know this struct versi
 
 MEMORY_V2 = 0x02000028  # nvmlMemory_v2: sizeof(nvmlMemory_v2_t) | 2 << 24
 # Versioned C symbols that pynvml reaches through the unversioned function and a version argument.
-PYNVML_ATTR = {"nvmlDeviceGetMemoryInfo_v2": "nvmlDeviceGetMemoryInfo"}
+PYNVML_ATTR = {
+    "nvmlDeviceGetMemoryInfo_v2": "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetGpuFabricInfoV_v3": "nvmlDeviceGetGpuFabricInfoV",
+}
 
 TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
 FI_DEV_MEMORY_TEMP = 82  # nvmlFieldValue id: memory temperature (C)
@@ -77,3 +80,32 @@ COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclu
 CPU_WORDS = 64  # 64 x 64-bit words: up to 4096 CPUs
 NODE_WORDS = 4  # up to 256 NUMA nodes
 BITS_PER_WORD = 64
+
+# --- driver-side health (nvml.h) ---------------------------------------------------------------------------
+ERR_CORRUPTED_INFOROM = 14  # nvmlDeviceValidateInforom: the InfoROM's checksum does not match
+# NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (R570 era on): nvmlDeviceGpuRecoveryAction_t, in the words nvidia-smi -q
+# prints for "GPU Recovery Action". 5-7 came with later drivers; nvidia-smi's words for them are not in our
+# corpus, so they carry nvml.h's names (the check fails any action but "None" all the same).
+FI_GPU_RECOVERY_ACTION = 230
+RECOVERY_ACTIONS = {
+    0: "None",
+    1: "Reset",
+    2: "Reboot",
+    3: "Drain P2P",
+    4: "Drain and Reset",
+    5: "Recover IMEX Domain",
+    6: "Bus Reset",
+    7: "System Reboot",
+}
+# nvmlGpuFabricState_t, as `nvidia-smi -q` prints the Fabric block's State.
+FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+FABRIC_STATE_COMPLETED = 3
+# NVML_GPU_FABRIC_HEALTH_SUMMARY_*, as `nvidia-smi -q` prints Fabric > Health > Summary.
+FABRIC_HEALTH_SUMMARIES = {0: "Not Supported", 1: "Healthy", 2: "Unhealthy", 3: "Limited Capacity"}
+# nvmlGpuFabricInfo_v3 (the struct with healthSummary); an older driver answers ArgumentVersionMismatch and
+# the probe falls back to v2 (health mask only) and then to the deprecated nvmlDeviceGetGpuFabricInfo.
+FABRIC_INFO_V3 = 0x03000028
+FABRIC_INFO_V2 = 0x02000024
+# nvmlNvLinkErrorCounter_t: `nvidia-smi nvlink -e` prints replay, recovery and CRC (flit + data summed).
+NVLINK_ERROR_DL_REPLAY, NVLINK_ERROR_DL_RECOVERY = 0, 1
+NVLINK_ERROR_DL_CRC_FLIT, NVLINK_ERROR_DL_CRC_DATA = 2, 3

@@ -47,6 +47,7 @@ from rigcheck.probe.nvml.constants import (
     THRESHOLD_SLOWDOWN,
     VOLATILE_ECC,
 )
+from rigcheck.probe.nvml.health import read_driver_health
 from rigcheck.probe.nvml.library import (
     FieldValue,
     NvmlLibrary,
@@ -219,6 +220,7 @@ def read_gpu(s: Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, obje
     _read_memory_health(r, lib, h)
     _read_affinity(r, lib, h, sysfs_root)
     read_nvlinks(r, lib, h)
+    read_driver_health(r, lib, h, sysfs_root)
 
     unreadable = _unreadable(gpu) if r.lost_detail is None else None
     if unreadable is not None:

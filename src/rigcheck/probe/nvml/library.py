@@ -41,6 +41,23 @@ class FieldValue(Protocol):
     def value(self) -> object: ...  # a union with dVal, uiVal, ulVal, ullVal, sllVal, siVal, usVal
 
 
+class FabricInfo(Protocol):
+    """nvmlGpuFabricInfo_t / _v2_t / _v3_t, filled in place (``version`` and ``healthSummary`` only where the
+    struct has them: read with getattr)."""
+
+    clusterUuid: Sequence[int]  # 16 bytes
+    status: int  # an nvmlReturn_t
+    cliqueId: int
+    state: int  # nvmlGpuFabricState_t
+
+
+class ProcessInfo(Protocol):
+    @property
+    def pid(self) -> int: ...
+    @property
+    def usedGpuMemory(self) -> int | None: ...  # bytes; None where the driver cannot tell (pynvml's mapping)
+
+
 # A field value to ask for: its id, or (id, scopeId) for a field of one link (pynvml takes both forms).
 FieldId = int | tuple[int, int]
 
@@ -103,6 +120,13 @@ class NvmlLibrary(Protocol):
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: object, link: int, /) -> int: ...
     def nvmlDeviceGetTopologyCommonAncestor(self, handle1: object, handle2: object, /) -> int: ...
     def nvmlDeviceGetP2PStatus(self, handle1: object, handle2: object, caps_index: int, /) -> int: ...
+    def nvmlErrorString(self, result: int, /) -> str | bytes: ...
+    def nvmlDeviceGetGpuFabricInfoV(self, handle: object, info: FabricInfo, /) -> int: ...
+    def nvmlDeviceGetGpuFabricInfo(self, handle: object, info: FabricInfo, /) -> int: ...
+    def nvmlDeviceGetNvLinkErrorCounter(self, handle: object, link: int, counter: int, /) -> int: ...
+    def nvmlDeviceValidateInforom(self, handle: object, /) -> None: ...
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: object, /) -> Sequence[ProcessInfo]: ...
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: object, /) -> Sequence[ProcessInfo]: ...
 
 
 # --- decoders (pure) -----------------------------------------------------------------------------

@@ -11,6 +11,10 @@ Speed: the per-link field ``NVML_FI_DEV_NVLINK_GET_SPEED`` (MB/s, scoped to the 
 else the older per-link fields ``NVML_FI_DEV_NVLINK_SPEED_MBPS_L0..L11``, else the common speed of the active
 links ``NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON``: nvml.h. nvidia-smi prints the same figure in GB/s (26562 MB/s
 -> "26.562 GB/s" on H100). An inactive link has no speed (not_supported).
+
+Error counters: ``nvmlDeviceGetNvLinkErrorCounter`` per described link, DL replay, DL recovery and DL CRC (flit
+and data, summed: `nvidia-smi nvlink -e` prints one CRC count), read on inactive links too, as nvidia-smi does.
+A CRC counter the part lacks (NotSupported) leaves the sum to the other; both absent, the CRC count is missing.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ from rigcheck.probe.nvml.constants import (
     FI_NVLINK_SPEED_COMMON,
     FI_NVLINK_SPEED_LEGACY,
     NVLINK_DEVICE_TYPES,
+    NVLINK_ERROR_DL_CRC_DATA,
+    NVLINK_ERROR_DL_CRC_FLIT,
+    NVLINK_ERROR_DL_RECOVERY,
+    NVLINK_ERROR_DL_REPLAY,
     NVLINK_MAX_LINKS,
 )
 from rigcheck.probe.nvml.library import FieldId, NvmlLibrary, as_text, late, value_of
@@ -82,7 +90,7 @@ def _link_count(r: GpuReader, lib: NvmlLibrary, h: object) -> int | None:
 
 def _unknown_link(link: int, reason: Missing) -> NvLink:
     entry = NvLink(link=link)
-    for field in ("active", "version", "remote_pci_bus_id", "remote_device_type", "speed_gbps"):
+    for field in ("active", "version", "remote_pci_bus_id", "remote_device_type", "speed_gbps", *_COUNTER_FIELDS):
         entry.mark_missing(field, reason)
     return entry
 
@@ -109,7 +117,47 @@ def _described_link(r: GpuReader, lib: NvmlLibrary, h: object, link: int, *, act
         partial(late, lib, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link),
     )
     entry.remote_device_type = NVLINK_DEVICE_TYPES.get(kind, "unknown") if kind is not None else None
+    _read_error_counters(r, lib, h, entry)
     return entry
+
+
+_COUNTERS = (
+    ("replay_errors", (NVLINK_ERROR_DL_REPLAY,)),
+    ("recovery_errors", (NVLINK_ERROR_DL_RECOVERY,)),
+    ("crc_errors", (NVLINK_ERROR_DL_CRC_FLIT, NVLINK_ERROR_DL_CRC_DATA)),
+)
+
+
+_COUNTER_FIELDS = tuple(name for name, _ in _COUNTERS)
+
+
+def _read_error_counters(r: GpuReader, lib: NvmlLibrary, h: object, entry: NvLink) -> None:
+    """The link's replay, recovery and CRC counters (CRC: flit + data, each where the part has it)."""
+    for field, counters in _COUNTERS:
+        counts: list[int] = []
+        reason: Missing | None = None
+        for counter in counters:
+            if r.lost_detail is not None:
+                reason = Missing.GPU_LOST
+                break
+            try:
+                value = r.s.call(
+                    "nvmlDeviceGetNvLinkErrorCounter",
+                    partial(late, lib, "nvmlDeviceGetNvLinkErrorCounter", h, entry.link, counter),
+                    gpu=r.gpu.index,
+                    quiet=_ABSENT,  # a counter this part or link does not keep
+                )
+            except NvmlFailure as failure:
+                if failure.reason is Missing.GPU_LOST:
+                    r.lost_detail = failure.detail
+                absent = failure.code in _ABSENT
+                reason = reason or (Missing.NOT_SUPPORTED if absent else failure.reason)
+                continue
+            counts.append(int(value))
+        if counts and r.lost_detail is None:
+            setattr(entry, field, sum(counts))
+        else:
+            entry.mark_missing(field, Missing.GPU_LOST if r.lost_detail is not None else reason or Missing.ERROR)
 
 
 def _link_read(r: GpuReader, entry: NvLink, field: str, name: str, fn: Callable[[], T]) -> T | None:

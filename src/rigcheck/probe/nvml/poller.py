@@ -25,6 +25,7 @@ from rigcheck.probe.nvml.constants import (
     CLOCK_MEM,
     CLOCK_SM,
     FI_DEV_MEMORY_TEMP,
+    FI_POWER_INSTANT,
     TEMPERATURE_GPU,
     THRESHOLD_GPU_MAX,
     THRESHOLD_SHUTDOWN,
@@ -37,8 +38,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # What one poll reads per GPU, in order: (field, NVML function). Static facts (name, thresholds, default
-# limit, max SM clock) are read once when the poller opens. The reasons read picks the newer function and
-# falls back to the pre-R535 "throttle" name when the driver lacks it.
+# limit, max SM clock, where the power reading comes from) are read once when the poller opens. Power is
+# the instant field (a field-values read) where the driver gives it: nvmlDeviceGetPowerUsage is a 1 s
+# average on Ampere (but GA100) and newer, which would smooth a 10 Hz trace (rigcheck.probe.nvml.constants).
+# The reasons read picks the newer function and falls back to the pre-R535 "throttle" name when the driver lacks it.
 _POLL_REASON_FUNCTIONS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
 _POLL_FIELDS = (
     ("power_w", "nvmlDeviceGetPowerUsage"),
@@ -61,7 +64,7 @@ class _GpuLost(Exception):
 class _PolledGpu:
     """One GPU being polled: its handle, what it cannot give (field -> reason), and whether it is gone."""
 
-    __slots__ = ("handle", "index", "info", "lost", "lost_detail", "max_sm_clock_mhz", "unavailable")
+    __slots__ = ("handle", "index", "info", "lost", "lost_detail", "max_sm_clock_mhz", "power_instant", "unavailable")
 
     def __init__(self, index: int, handle: object | None, info: TraceGpu) -> None:
         self.index = index
@@ -69,6 +72,7 @@ class _PolledGpu:
         self.info = info
         self.unavailable: dict[str, Missing] = {}
         self.max_sm_clock_mhz: float | None = None
+        self.power_instant = False  # power_w from NVML_FI_DEV_POWER_INSTANT, not nvmlDeviceGetPowerUsage
         self.lost = False  # a lost sample has been emitted; the GPU is not polled again
         self.lost_detail: str | None = None  # lost, but the lost sample is still to be emitted
 
@@ -174,9 +178,22 @@ class NvmlPoller:
                 g, "nvmlDeviceGetMaxClockInfo", partial(late, lib, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM)
             )
             g.max_sm_clock_mhz = float(top) if top is not None else None
+            self._choose_power_source(g)
         except _GpuLost as lost:
             g.lost_detail = str(lost)
         return g
+
+    def _choose_power_source(self, g: _PolledGpu) -> None:
+        """The instant field where one read of it gives a draw; else the averaged call. A driver that
+        predates the field answers NotSupported (or InvalidArgument) per field, or 0."""
+        lib, h = self._lib, g.handle
+        values = self._static(
+            g, "nvmlDeviceGetFieldValues", partial(late, lib, "nvmlDeviceGetFieldValues", h, [FI_POWER_INSTANT])
+        )
+        first = next(iter(values), None) if values is not None else None
+        mw = value_of(first) if first is not None and first.nvmlReturn == 0 else None
+        g.power_instant = mw is not None and mw > 0
+        g.info.power_source = "instant" if g.power_instant else "average"
 
     def _static(self, g: _PolledGpu, name: str, fn: Callable[[], T]) -> T | None:
         """A one-off read at open: any failure but a lost GPU is just None."""
@@ -246,7 +263,7 @@ class NvmlPoller:
 
     def _read(self, g: _PolledGpu, s: Sample) -> None:
         lib, h = self._lib, g.handle
-        power = self._call(g, "power_w", "nvmlDeviceGetPowerUsage", lambda: lib.nvmlDeviceGetPowerUsage(h))
+        power = self._power_mw(g)
         s.power_w = power / 1000.0 if power is not None else None
         limit = self._call(
             g, "power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", lambda: lib.nvmlDeviceGetEnforcedPowerLimit(h)
@@ -264,7 +281,7 @@ class NvmlPoller:
                 lambda: lib.nvmlDeviceGetFieldValues(h, [FI_DEV_MEMORY_TEMP]),
             )
             if values is not None:
-                s.temp_memory_c = self._field_value(g, "temp_memory_c", values)
+                s.temp_memory_c = self._field_value(g, "temp_memory_c", values, FI_DEV_MEMORY_TEMP)
         sm = self._call(g, "sm_clock_mhz", "nvmlDeviceGetClockInfo", lambda: lib.nvmlDeviceGetClockInfo(h, CLOCK_SM))
         s.sm_clock_mhz = float(sm) if sm is not None else None
         mem = self._call(g, "mem_clock_mhz", "nvmlDeviceGetClockInfo", lambda: lib.nvmlDeviceGetClockInfo(h, CLOCK_MEM))
@@ -297,14 +314,35 @@ class NvmlPoller:
         g.unavailable["reasons"] = Missing.DRIVER_TOO_OLD
         return None
 
-    def _field_value(self, g: _PolledGpu, field: str, values: Sequence[FieldValue]) -> float | None:
+    def _power_mw(self, g: _PolledGpu) -> float | None:
+        """This poll's draw in mW, from the source chosen at open."""
+        lib, h = self._lib, g.handle
+        if g.power_instant:
+            values = self._call(
+                g, "power_w", "nvmlDeviceGetFieldValues", lambda: lib.nvmlDeviceGetFieldValues(h, [FI_POWER_INSTANT])
+            )
+            mw = self._field_value(g, "power_w", values, FI_POWER_INSTANT) if values is not None else None
+            if "power_w" not in g.unavailable:
+                return mw
+            # The field went NotSupported / NoPermission after open: the averaged call from now on, and the
+            # GPU's facts say so (a trace header already written keeps what held at open).
+            log.debug(
+                "GPU %d: instant power field unavailable (%s), using nvmlDeviceGetPowerUsage",
+                g.index,
+                g.unavailable.pop("power_w").value,
+            )
+            g.power_instant = False
+            g.info.power_source = "average"
+        return self._call(g, "power_w", "nvmlDeviceGetPowerUsage", lambda: lib.nvmlDeviceGetPowerUsage(h))
+
+    def _field_value(self, g: _PolledGpu, field: str, values: Sequence[FieldValue], field_id: int) -> float | None:
         if not values:
             return None
         fv = values[0]
         if fv.nvmlReturn != 0:
             reason = reason_for(fv.nvmlReturn)
             if reason is Missing.GPU_LOST:
-                raise _GpuLost(f"nvmlDeviceGetFieldValues: field {FI_DEV_MEMORY_TEMP}: GpuIsLost")
+                raise _GpuLost(f"nvmlDeviceGetFieldValues: field {field_id}: GpuIsLost")
             if reason in _STATIC_FAILURES:
                 g.unavailable[field] = reason
             return None

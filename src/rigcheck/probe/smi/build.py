@@ -73,6 +73,15 @@ def _width(text: str) -> Parsed[int]:
     return parse_width(text, unit=True)
 
 
+def _fabric_status(text: str) -> Parsed[str]:
+    """The fabric's probe status is NVML's error string ("Insufficient Resources", "Unknown Error"): the
+    value itself, not a failed read; only "N/A" / "Not Supported" mean there is none."""
+    reason = na_reason(text)
+    if reason is Missing.REPORTED_NA or not text.strip():
+        return parse_str(text)
+    return Parsed(text.strip())
+
+
 _WHOLE_WITH_UNIT: frozenset[Callable[[str], object]] = frozenset(
     {_watts, _celsius, _mib, _percent, _mhz, _microseconds, _width}
 )
@@ -96,7 +105,8 @@ class GpuFields:
     temp_shutdown, temp_slowdown, temp_max_operating, temp_memory_max, temp_shutdown_offset,
     temp_slowdown_offset, temp_max_operating_offset, temp_memory_max_offset, remapped_correctable,
     remapped_uncorrectable, remapped_pending, remapped_failure, retired_sbe, retired_dbe,
-    retired_pending.
+    retired_pending, recovery_action, fabric_state, fabric_status, fabric_clique_id, fabric_cluster_uuid,
+    fabric_health.
     """
 
     values: dict[str, Raw] = field(default_factory=dict)
@@ -274,6 +284,10 @@ def build_gpu(index: int, fields: GpuFields, source: str, diagnostics: list[Diag
     _build_temperatures(b)
     _build_reasons(b)
     _build_memory_health(b)
+    for attr in ("recovery_action", "fabric_state", "fabric_cluster_uuid", "fabric_health"):
+        b.set(attr, b.parsed(attr, parse_str))
+    b.set("fabric_status", b.parsed("fabric_status", _fabric_status))
+    b.set("fabric_clique_id", b.parsed("fabric_clique_id", parse_int))
 
     if fields.nvlinks is not None:
         for link in fields.nvlinks:

@@ -228,6 +228,13 @@ _SCALARS: dict[str, tuple[tuple[str, ...], ...]] = {
     "remapped_failure": (("remapped rows", "remapping failure occurred"),),
     "retired_sbe": (("retired pages", "single bit ecc"),),
     "retired_dbe": (("retired pages", "double bit ecc"),),
+    # Driver-side health (R550+ drivers; older ones print a Fabric block with State/Status at most).
+    "recovery_action": (("gpu recovery action",),),
+    "fabric_state": (("fabric", "state"),),
+    "fabric_status": (("fabric", "status"),),
+    "fabric_clique_id": (("fabric", "cliqueid"),),
+    "fabric_cluster_uuid": (("fabric", "clusteruuid"),),
+    "fabric_health": (("fabric", "health", "summary"),),
     "retired_pending": (
         ("retired pages", "pending page blacklist"),
         ("retired pages", "pending page retirement"),

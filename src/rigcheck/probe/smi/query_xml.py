@@ -95,6 +95,12 @@ _SCALARS: dict[str, tuple[str, ...]] = {
     "retired_sbe": ("retired_pages/multiple_single_bit_retirement/retired_count",),
     "retired_dbe": ("retired_pages/double_bit_retirement/retired_count",),
     "retired_pending": ("retired_pages/pending_blacklist", "retired_pages/pending_retirement"),
+    "recovery_action": ("gpu_recovery_action",),
+    "fabric_state": ("fabric/state",),
+    "fabric_status": ("fabric/status",),
+    "fabric_clique_id": ("fabric/cliqueId", "fabric/clique_id"),
+    "fabric_cluster_uuid": ("fabric/clusterUuid", "fabric/cluster_uuid"),
+    "fabric_health": ("fabric/health/summary",),
 }
 
 _POWER_KEYS = {

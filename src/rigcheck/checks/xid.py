@@ -1,0 +1,259 @@
+"""Kernel-log events judged: Xid per GPU, SXid per NVSwitch, PCIe AER, the driver's other NVRM lines.
+
+Pure: it reads ``Snapshot.kernel_events`` (already filtered by --since in the probe) and ``kernel_log``. An
+event lands on the GPU whose bus id it names ("PCI:0000:03:00" and "00000000:03:00.0" are the same device);
+an event for a GPU the snapshot does not hold is reported under its bus id. Severity per event comes from
+facts/xid.py (the code and the line's own "Fatal"/"Nonfatal"); a GPU's finding takes its worst event.
+
+Finding ids (category xid): xid.hardware, xid.warning, xid.application, xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
+xid.aer-corrected, xid.driver-message, xid.log-unreadable, xid.none.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Literal
+
+from rigcheck.checks.common import host_finding
+from rigcheck.facts.xid import (
+    ACTION_WORDS,
+    CAUSED_BY,
+    NONFATAL,
+    SXID_CATALOG,
+    XID_CATALOG,
+    bus_key,
+    lookup,
+    severity_of,
+)
+from rigcheck.model import Finding, Severity, Snapshot, gpu_subject
+from rigcheck.model.kernel_log import KernelEvent
+
+FINDING_IDS: tuple[str, ...] = (
+    "xid.hardware",
+    "xid.warning",
+    "xid.application",
+    "xid.sxid-fatal",
+    "xid.sxid",
+    "xid.aer-uncorrected",
+    "xid.aer-corrected",
+    "xid.driver-message",
+    "xid.log-unreadable",
+    "xid.none",
+)
+
+AER_SOURCE = "PCI Express Base Specification, Advanced Error Reporting; Linux Documentation/PCI/pcieaer-howto"
+_RANK = {"info": 0, "warn": 1, "fail": 2}
+_SEVERITY = {"info": Severity.INFO, "warn": Severity.WARN, "fail": Severity.FAIL}
+
+
+def _where(snapshot: Snapshot, bus_id: str | None) -> tuple[str, int | None, str | None]:
+    """The finding's subject for a printed bus id: "GPU3" when the snapshot holds that GPU, else the bus id."""
+    key = bus_key(bus_id) if bus_id else None
+    for gpu in snapshot.gpus:
+        if key is not None and gpu.pci_bus_id is not None and bus_key(gpu.pci_bus_id) == key:
+            return gpu_subject(gpu.index), gpu.index, key
+    return (f"PCI {key or bus_id}" if (key or bus_id) else "host"), None, None
+
+
+def _xid_verdict(event: KernelEvent) -> Literal["fail", "warn", "info"]:
+    if event.kind == "nvrm" or event.code is None:  # "fallen off the bus" without its Xid line: Xid 79
+        return "fail"
+    verdict = severity_of("xid", event.code, event.message)
+    cause = CAUSED_BY.search(event.message)
+    if event.code == 45 and cause is not None:  # the cleanup after another Xid: judge by that one, at most a warn
+        earlier = lookup("xid", int(cause.group(1)))
+        if earlier is not None and earlier.cause == "hardware":
+            return "warn"
+    return verdict
+
+
+def _describe(codes: Counter[int], kind: Literal["xid", "sxid"]) -> str:
+    parts = []
+    for code, n in sorted(codes.items()):
+        entry = lookup(kind, code)
+        label = f"{'Xid' if kind == 'xid' else 'SXid'} {code}"
+        parts.append(f"{n} x {label}" + (f" ({entry.meaning})" if entry else " (not in rigcheck's table)"))
+    return "; ".join(parts)
+
+
+def _actions(events: list[KernelEvent], kind: Literal["xid", "sxid"]) -> str:
+    """The catalog's action per code; a line that says non-fatal, or a cleanup caused by another Xid, says so."""
+    seen: dict[int, str] = {}
+    for e in events:
+        code = e.code if e.code is not None else 79
+        if code in seen:
+            continue
+        entry = lookup(kind, code)
+        words = ACTION_WORDS[entry.action] if entry else "look the code up in NVIDIA's catalog"
+        if NONFATAL.search(e.message):
+            words = f"the line says non-fatal: no action now, watch for repeats (a fatal one: {words})"
+        cause = CAUSED_BY.search(e.message) if code == 45 else None
+        earlier = lookup("xid", int(cause.group(1))) if cause else None
+        if cause is not None:
+            words = f"caused by an earlier Xid {cause.group(1)}" + (
+                f" ({earlier.meaning}): find that line; its action: {ACTION_WORDS[earlier.action]}" if earlier else ""
+            )
+        seen[code] = f"{'Xid' if kind == 'xid' else 'SXid'} {code}: {words}"
+    return "; ".join(seen[c] for c in sorted(seen))
+
+
+def _span(events: list[KernelEvent]) -> str:
+    times = [e.time for e in events if e.time]
+    if not times:
+        return "no time printed"
+    return times[0] if times[0] == times[-1] else f"{times[0]} .. {times[-1]}"
+
+
+def _gpu_xids(snapshot: Snapshot) -> list[Finding]:
+    by_subject: dict[tuple[str, int | None, str | None], list[tuple[KernelEvent, str]]] = defaultdict(list)
+    # The driver prints Xid 79 and then "GPU at ... has fallen off the bus": one fault, counted once.
+    has_79 = {
+        bus_key(e.pci_bus_id) for e in snapshot.kernel_events if e.kind == "xid" and e.code == 79 and e.pci_bus_id
+    }
+    for e in snapshot.kernel_events:
+        off_bus = e.kind == "nvrm" and e.pci_bus_id is not None and "fallen off the bus" in e.message
+        if off_bus and bus_key(e.pci_bus_id or "") in has_79:
+            continue
+        if e.kind == "xid" or off_bus:
+            by_subject[_where(snapshot, e.pci_bus_id)].append((e, _xid_verdict(e)))
+    findings = []
+    for (subject, index, bus), judged in by_subject.items():
+        name = f"{subject} ({bus})" if bus else subject
+        for verdict in ("fail", "warn", "info"):
+            events = [e for e, v in judged if v == verdict]
+            if not events:
+                continue
+            codes = Counter(e.code if e.code is not None else 79 for e in events)
+            finding_id = {"fail": "xid.hardware", "warn": "xid.warning", "info": "xid.application"}[verdict]
+            what = {"fail": "GPU fault", "warn": "to watch", "info": "application fault (the GPU is fine)"}[verdict]
+            procs = sorted({e.process for e in events if e.process})
+            findings.append(
+                Finding(
+                    id=finding_id,
+                    severity=_SEVERITY[verdict],
+                    category="xid",
+                    subject=subject,
+                    gpu=index,
+                    message=f"{name}: kernel log, {what}: {_describe(codes, 'xid')}"
+                    + (f"; processes: {', '.join(procs)}" if procs else ""),
+                    measured=f"{len(events)} event(s), {_span(events)}",
+                    expected="no Xid" if verdict != "info" else "no application faults",
+                    advice=_actions(events, "xid"),
+                    source=XID_CATALOG,
+                )
+            )
+    return findings
+
+
+def _sxids(snapshot: Snapshot) -> list[Finding]:
+    by_switch: dict[str, list[KernelEvent]] = defaultdict(list)
+    for e in snapshot.kernel_events:
+        if e.kind == "sxid":
+            by_switch[f"{e.device + ' ' if e.device else ''}PCI {bus_key(e.pci_bus_id or '') or e.pci_bus_id}"].append(
+                e
+            )
+    findings = []
+    for switch, events in by_switch.items():
+        assert all(e.code is not None for e in events)
+        fatal = [e for e in events if severity_of("sxid", e.code or 0, e.message) == "fail"]
+        chosen = fatal or events
+        codes = Counter(e.code or 0 for e in chosen)
+        findings.append(
+            Finding(
+                id="xid.sxid-fatal" if fatal else "xid.sxid",
+                severity=Severity.FAIL if fatal else Severity.WARN,
+                category="xid",
+                subject=switch,
+                message=f"NVSwitch {switch}: {'fatal ' if fatal else 'non-fatal '}{_describe(codes, 'sxid')}",
+                measured=f"{len(chosen)} line(s), {_span(chosen)}",
+                expected="no SXid",
+                advice=_actions(chosen, "sxid")
+                + ("; a fatal SXid stops the traffic through the switch: restart the VMs/jobs on it" if fatal else ""),
+                source=SXID_CATALOG,
+            )
+        )
+    return findings
+
+
+def _aer(snapshot: Snapshot) -> list[Finding]:
+    by_device: dict[tuple[str, int | None, str | None], list[KernelEvent]] = defaultdict(list)
+    for e in snapshot.kernel_events:
+        if e.kind == "aer":
+            by_device[_where(snapshot, e.pci_bus_id)].append(e)
+    findings = []
+    for (subject, index, _), events in by_device.items():
+        uncorrected = [e for e in events if "severity=Uncorrected" in e.message or "severity=Fatal" in e.message]
+        fatal = any("Fatal" in e.message and "Non-Fatal" not in e.message for e in uncorrected)
+        chosen = uncorrected or events
+        findings.append(
+            Finding(
+                id="xid.aer-uncorrected" if uncorrected else "xid.aer-corrected",
+                severity=(Severity.FAIL if fatal else Severity.WARN) if uncorrected else Severity.INFO,
+                category="xid",
+                subject=subject,
+                gpu=index,
+                message=f"{subject}: {len(chosen)} PCIe AER {'uncorrected' if uncorrected else 'corrected'} "
+                f"error(s) in the kernel log: {chosen[0].message}",
+                measured=f"{len(chosen)} line(s), {_span(chosen)}",
+                expected="no PCIe errors",
+                advice=(
+                    "an uncorrected PCIe error can take the GPU off the bus: check seating, risers and the slot, and "
+                    "reboot if the GPU stopped answering"
+                    if uncorrected
+                    else "corrected errors cost bandwidth: watch the rate; many an hour point at a riser or slot"
+                ),
+                source=AER_SOURCE,
+            )
+        )
+    return findings
+
+
+def _driver_messages(snapshot: Snapshot) -> list[Finding]:
+    lines = [e for e in snapshot.kernel_events if e.kind == "nvrm" and "fallen off the bus" not in e.message]
+    if not lines:
+        return []
+    return [
+        host_finding(
+            "xid.driver-message",
+            Severity.WARN,
+            f"the NVIDIA driver logged: {lines[-1].message}"
+            + (f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""),
+            measured=f"{len(lines)} line(s), {_span(lines)}",
+            expected="no driver errors",
+            advice="API mismatch: reload the nvidia modules or reboot; "
+            "RmInitAdapter failed: the GPU did not start, "
+            "reset or reboot",
+            source="NVIDIA driver README, 'Common Problems' (NVRM messages)",
+        )
+    ]
+
+
+def check_xid(snapshot: Snapshot) -> list[Finding]:
+    read = snapshot.kernel_log
+    if read is not None and read.unreadable:
+        return [
+            host_finding(
+                "xid.log-unreadable",
+                Severity.UNKNOWN,
+                f"the kernel log could not be read, so Xid/SXid events are unknown: {read.unreadable}",
+                measured="kernel log not read",
+                expected="dmesg or journalctl -k readable",
+                advice="run as root (or `sudo sysctl kernel.dmesg_restrict=0`), or add the user to the "
+                "systemd-journal group; or save `sudo dmesg -T` and give it with --from",
+                source=XID_CATALOG,
+            )
+        ]
+    findings = _gpu_xids(snapshot) + _sxids(snapshot) + _aer(snapshot) + _driver_messages(snapshot)
+    if not findings and read is not None:
+        since = f" since {read.since}" if read.since else ""
+        older = f" ({read.before_since} older event(s) not counted)" if read.before_since else ""
+        findings.append(
+            host_finding(
+                "xid.none",
+                Severity.OK,
+                f"no Xid, SXid or PCIe AER event in the kernel log{since}{older}",
+                measured=f"read with {read.method}",
+                source=XID_CATALOG,
+            )
+        )
+    return findings

@@ -1,0 +1,210 @@
+"""What each Xid (GPU) and SXid (NVSwitch) code means, what it points at, and the action NVIDIA's catalog gives.
+
+The meanings and actions are our one-line summaries of NVIDIA's pages (never quotes); check the catalog for
+the driver branch in use, since NVIDIA revised actions between releases (Xid 64, the NVLink5 codes 144-150).
+``cause`` is where the catalog points: ``hardware`` (the GPU, its memory, links or board), ``driver`` (the
+driver or its firmware), ``application`` (a program's own fault: the GPU is fine). ``severity`` is rigcheck's
+verdict for one event of the code: ``fail`` for what takes the GPU out of service until reset/reboot/drain,
+``warn`` for what needs watching or a reset when convenient, ``info`` for application faults (counted, never a
+fail). A line that says "Nonfatal"/"Non-fatal" is never a fail, one that says "Fatal" always is (see
+:func:`severity_of`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from rigcheck.facts.pcie import normalize_bdf
+
+XID_CATALOG = (
+    "NVIDIA Xid Errors (docs.nvidia.com/deploy/xid-errors/): Xid catalog and resolution buckets, "
+    "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+)
+SXID_CATALOG = (
+    "NVIDIA Fabric Manager User Guide, NVSwitch SXid errors appendix, "
+    "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/"
+)
+
+Cause = Literal["hardware", "driver", "application"]
+Action = Literal["none", "restart_app", "reset_gpu", "reboot", "drain", "contact_support"]
+Verdict = Literal["fail", "warn", "info"]
+
+ACTION_WORDS: dict[Action, str] = {
+    "none": "no action for the GPU",
+    "restart_app": "restart the application",
+    "reset_gpu": "reset the GPU (`nvidia-smi -r` with no process on it), else reboot the node",
+    "reboot": "reboot the node",
+    "drain": "drain the node and reset the GPU",
+    "contact_support": "collect `nvidia-bug-report.sh` and contact NVIDIA support",
+}
+
+
+@dataclass(frozen=True)
+class Code:
+    code: int
+    meaning: str
+    cause: Cause
+    action: Action
+    severity: Verdict
+
+
+def _c(code: int, meaning: str, cause: Cause, action: Action, severity: Verdict | None = None) -> Code:
+    if severity is None:  # the default: an application fault is counted; the GPU's own faults need the action
+        severity = (
+            "info" if cause == "application" else ("fail" if action in ("reset_gpu", "reboot", "drain") else "warn")
+        )
+    return Code(code, meaning, cause, action, severity)
+
+
+_VIDEO = "video/display engine exception (NVDEC/NVENC/NVJPG/OFA/display)"
+_PUSHBUF = "invalid or corrupted push buffer stream (driver or application)"
+
+XIDS: dict[int, Code] = {
+    c.code: c
+    for c in (
+        *(_c(n, _PUSHBUF, "application", "restart_app") for n in (1, 2, 3, 4, 6, 7, 11, 25)),
+        _c(8, "GPU stopped processing (channel idle timeout)", "application", "restart_app"),
+        _c(9, "driver error programming the GPU", "driver", "restart_app"),
+        _c(12, "driver error handling a GPU exception", "driver", "restart_app"),
+        _c(
+            13,
+            "graphics/compute engine exception (illegal instruction or address, warp error)",
+            "application",
+            "restart_app",
+        ),
+        _c(16, "display engine hung", "driver", "reset_gpu", "warn"),
+        _c(18, "bus mastering disabled in PCI config space", "driver", "reboot"),
+        _c(19, "display engine error", "driver", "restart_app"),
+        *(_c(n, _VIDEO, "application", "restart_app") for n in (20, 21, 22, 27, 28, 29, 34, 35, 36, 42, 47, 60, 65)),
+        _c(24, "GPU semaphore timeout", "application", "restart_app"),
+        _c(26, "framebuffer timeout", "driver", "restart_app", "warn"),
+        _c(30, "GPU semaphore access error", "application", "restart_app"),
+        _c(31, "GPU memory-management (MMU) fault: a context touched an invalid address", "application", "restart_app"),
+        _c(32, "invalid or corrupted push buffer stream; persistent: the PCIe path", "application", "restart_app"),
+        _c(33, "internal micro-controller error", "driver", "restart_app", "warn"),
+        _c(37, "driver firmware error", "driver", "reset_gpu"),
+        _c(38, "driver firmware error", "driver", "reset_gpu"),
+        _c(
+            43,
+            "GPU stopped processing a channel (the application's fault, e.g. a killed kernel)",
+            "application",
+            "none",
+        ),
+        _c(44, "graphics engine fault during a context switch", "driver", "reset_gpu"),
+        _c(45, "preemptive cleanup of a channel after an earlier error or a user kill", "application", "none"),
+        _c(46, "GPU stopped processing", "hardware", "reset_gpu"),
+        _c(48, "uncorrectable double-bit ECC error in GPU memory", "hardware", "reset_gpu"),
+        _c(54, "auxiliary power is not connected to the board", "hardware", "reboot"),
+        _c(56, "display engine error", "driver", "restart_app", "warn"),
+        _c(57, "error programming the video memory interface", "hardware", "reset_gpu"),
+        _c(58, "unstable video memory interface detected", "hardware", "reset_gpu"),
+        _c(59, "internal micro-controller error (older drivers)", "driver", "reset_gpu"),
+        _c(61, "internal micro-controller breakpoint/warning", "driver", "reset_gpu"),
+        _c(62, "internal micro-controller halt", "hardware", "reset_gpu"),
+        _c(63, "ECC page retirement or row remapping recorded (pending until reset)", "hardware", "reset_gpu", "warn"),
+        _c(64, "ECC page retirement or row remapping failed to record", "hardware", "reset_gpu"),
+        _c(66, "illegal access by the driver", "driver", "restart_app", "warn"),
+        _c(67, "illegal access by the driver", "driver", "restart_app", "warn"),
+        _c(68, "NVDEC0 exception", "application", "restart_app"),
+        _c(69, "graphics engine class error", "application", "restart_app"),
+        *(_c(n, "copy engine (CE) error", "driver", "restart_app", "warn") for n in (70, 71, 72, 75, 76, 77, 85)),
+        _c(73, "NVENC2 error", "application", "restart_app"),
+        _c(74, "NVLink error (link down, training or uncorrectable link fault)", "hardware", "reset_gpu"),
+        _c(78, "vGPU start error", "driver", "restart_app", "warn"),
+        _c(79, "GPU has fallen off the bus (no longer reachable over PCIe)", "hardware", "reboot"),
+        _c(80, "corrupted data sent to the GPU", "hardware", "reset_gpu"),
+        _c(81, "VGA subsystem error", "hardware", "reset_gpu"),
+        *(_c(n, _VIDEO, "application", "restart_app") for n in (82, 83, 84, 86, 88, 89, 96, 97, 98, 99, 100, 101)),
+        *(_c(n, _VIDEO, "application", "restart_app") for n in (102, 103, 104, 105)),
+        _c(92, "high single-bit ECC error rate", "hardware", "none", "warn"),
+        _c(93, "non-fatal violation of the provisioned InfoROM wear limit", "hardware", "none", "warn"),
+        _c(94, "contained ECC error: only the affected applications were stopped", "hardware", "restart_app", "fail"),
+        _c(95, "uncontained ECC error: every application on the GPU is affected", "hardware", "reset_gpu"),
+        _c(106, "SMBPBI test message", "driver", "none", "info"),
+        _c(107, "SMBPBI test message (silent)", "driver", "none", "info"),
+        _c(109, "context switch timeout", "application", "restart_app", "warn"),
+        _c(110, "security fault", "hardware", "reset_gpu"),
+        *(_c(n, "display pipeline error", "driver", "restart_app", "warn") for n in range(111, 119)),
+        _c(119, "timeout waiting for a GSP firmware RPC", "hardware", "reset_gpu"),
+        _c(120, "error reported by the GSP firmware", "hardware", "reset_gpu"),
+        _c(121, "C2C (chip-to-chip) link error", "hardware", "reset_gpu"),
+        _c(122, "SPI PMU RPC read failure", "hardware", "reset_gpu"),
+        _c(123, "SPI PMU RPC write failure", "hardware", "reset_gpu"),
+        _c(124, "SPI PMU RPC erase failure", "hardware", "reset_gpu"),
+        _c(125, "InfoROM file-system failure", "hardware", "reset_gpu"),
+        _c(140, "unrecovered ECC error", "hardware", "reset_gpu"),
+        _c(143, "GPU initialization failure", "hardware", "reboot"),
+        _c(144, "NVLink SAW/MVB error (sub-code in the payload)", "hardware", "reset_gpu"),
+        _c(145, "NVLink RLW (link-layer) error", "hardware", "reset_gpu"),
+        _c(146, "NVLink TLW (transaction layer) error", "hardware", "reset_gpu"),
+        _c(147, "NVLink TREX error", "hardware", "reset_gpu"),
+        _c(148, "NVLink NVLPW control error", "hardware", "reset_gpu"),
+        _c(149, "NVLink NETIR (fabric/network interface) error", "hardware", "reset_gpu"),
+        _c(150, "NVLink MSE (management) error", "hardware", "reset_gpu"),
+        _c(
+            154, "the GPU's recovery action changed (the driver's own verdict: reset, reboot, drain)", "driver", "drain"
+        ),
+    )
+}
+
+SXIDS: dict[int, Code] = {
+    c.code: c
+    for c in (
+        _c(
+            11004,
+            "NVSwitch ingress invalid ACL: traffic to a GPU outside the allowed partition",
+            "driver",
+            "none",
+            "warn",
+        ),
+        _c(
+            11012,
+            "NVSwitch ingress uncorrectable error (single-bit ECC corrected where non-fatal)",
+            "hardware",
+            "none",
+            "warn",
+        ),
+        _c(12028, "NVSwitch egress non-posted PRIV error", "hardware", "reset_gpu"),
+        _c(15008, "NVSwitch route table uncorrectable ECC error", "hardware", "reboot"),
+        _c(19084, "NVSwitch uncorrectable link error (AN1 heartbeat timeout)", "hardware", "reboot"),
+        _c(20009, "NVSwitch link fatal error", "hardware", "reboot"),
+        _c(22013, "NVSwitch minion link DL fatal error", "hardware", "reboot"),
+        _c(24007, "NVSwitch SOE (security engine) halt", "hardware", "reboot"),
+    )
+}
+
+# Lines that override the code's default: NVIDIA prints the event's own fatality on NVLink and SXid lines.
+NONFATAL = re.compile(r"\bnon-?fatal\b", re.IGNORECASE)
+_FATAL = re.compile(r"(?<![-\w])fatal\b", re.IGNORECASE)
+# Xid 45 names its cause: "caused by previous Xid 149".
+CAUSED_BY = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
+
+
+def lookup(kind: Literal["xid", "sxid"], code: int) -> Code | None:
+    return (XIDS if kind == "xid" else SXIDS).get(code)
+
+
+def severity_of(kind: Literal["xid", "sxid"], code: int, message: str) -> Verdict:
+    """One event's verdict from its code and its line: "Nonfatal" is never a fail, "Fatal" always is.
+
+    A code rigcheck's table does not hold is a ``warn`` (look it up), an SXid the same unless its line says fatal.
+    """
+    if NONFATAL.search(message):
+        return "warn"
+    if _FATAL.search(message):
+        return "fail"
+    entry = lookup(kind, code)
+    return entry.severity if entry is not None else "warn"
+
+
+def bus_key(bus_id: str) -> str | None:
+    """A printed bus id in sysfs' spelling: "PCI:0000:03:00" and "00000000:03:00.0" both give "0000:03:00.0"."""
+    text = bus_id.strip().removeprefix("PCI:")
+    if re.fullmatch(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}", text):
+        text += ".0"  # the driver prints the device without its function: function 0 is the GPU
+    try:
+        return normalize_bdf(text)
+    except ValueError:
+        return None

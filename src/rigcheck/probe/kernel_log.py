@@ -1,0 +1,225 @@
+"""The kernel log's GPU events: Xid, SXid (NVSwitch), "fallen off the bus", API mismatch, RmInitAdapter, PCIe AER.
+
+Reads any framing of the same kernel lines: `dmesg` ("[ 4564.303884] "), `dmesg -T` ("[Sun Feb 23 16:24:18
+2025] "), `dmesg --time-format iso`, `journalctl -k` ("Jun 30 11:07:05 host kernel: ", or "kernel: " alone),
+syslog (its time, then the kernel's "[uptime]"), and bare kmsg lines. Xid lines come in two formats: the old
+one (`NVRM: Xid (0000:03:00): 13, ...`, later `(PCI:0000:03:00)`) and the new one with `pid=..., name=...,`
+(pid may print as `'<unknown>'`). Every matching line is one event, as printed; nothing is merged, so counts are
+counts of lines (the catalog's multi-line events, e.g. an SXid's (First)/Severity/Data lines, count each line).
+
+Live, `dmesg` is read first; where the kernel restricts it (dmesg_restrict) `journalctl -k -b`; where neither can
+be read, ``KernelLogRead.unreadable`` says why (the check makes it an ``unknown``, never a pass).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from rigcheck.errors import UsageError
+from rigcheck.facts.xid import bus_key
+from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
+from rigcheck.model.snapshot import Gpu, Missing, Snapshot, Source
+
+_BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
+_XID = re.compile(r"NVRM: Xid \(((?:PCI:)?" + _BDF + r")\): (\d+),? ?(.*)$")
+_NEW_FORMAT = re.compile(r"pid=('?<unknown>'?|\d+), name=([^,]*), ?(.*)$")
+_SXID = re.compile(r"(?:(nvidia-nvswitch\d+): )?SXid \(((?:PCI:)?" + _BDF + r")\): (\d+),? ?(.*)$")
+_OFF_BUS = re.compile(r"NVRM: (GPU (?:at )?((?:PCI:)?" + _BDF + r"):? (?:GPU )?has fallen off the bus.*)$")
+_NVRM_OTHER = re.compile(r"NVRM: ((?:API mismatch|RmInitAdapter failed|GPU (?:at )?(?:PCI:)?\S+ RmInitAdapter).*)$")
+# The device's driver name is bounded: an unbounded \S+ is quadratic on a long run without spaces.
+_AER = re.compile(r"(\S{1,64} (" + _BDF + r")): (PCIe Bus Error: severity=.*)$")
+_GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(" + _BDF + r"): (GPU-[0-9a-fA-F-]+)")
+
+# Timestamps before the kernel text, tried in this order on the prefix.
+_CTIME = re.compile(r"\[((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]")
+_ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)")
+_SYSLOG = re.compile(r"^((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d\d:\d\d:\d\d)")
+_UPTIME = re.compile(r"\[ *(\d+\.\d+)\]")
+
+
+def _time(prefix: str) -> str | None:
+    for pattern in (_CTIME, _ISO, _SYSLOG, _UPTIME):
+        m = pattern.search(prefix)
+        if m is not None:
+            return m.group(1)
+    return None
+
+
+def _event_of(line: str) -> KernelEvent | None:
+    m = _XID.search(line)
+    if m is not None:
+        bus, code, rest = m.group(1), int(m.group(2)), m.group(3).rstrip()
+        pid: int | None = None
+        process: str | None = None
+        new = _NEW_FORMAT.match(rest)
+        if new is not None:
+            pid = int(new.group(1)) if new.group(1).isdigit() else None
+            process = None if "<unknown>" in new.group(2) else new.group(2).strip()
+            rest = new.group(3).rstrip()
+        return KernelEvent(
+            kind="xid",
+            code=code,
+            pci_bus_id=bus,
+            time=_time(line[: m.start()]),
+            pid=pid,
+            process=process,
+            message=rest,
+        )
+    m = _SXID.search(line)
+    if m is not None:
+        return KernelEvent(
+            kind="sxid",
+            code=int(m.group(3)),
+            pci_bus_id=m.group(2),
+            time=_time(line[: m.start()]),
+            message=m.group(4).rstrip(),
+            device=m.group(1),
+        )
+    m = _OFF_BUS.search(line)
+    if m is not None:
+        return KernelEvent(kind="nvrm", pci_bus_id=m.group(2), time=_time(line[: m.start()]), message=m.group(1))
+    m = _NVRM_OTHER.search(line)
+    if m is not None:  # syslog writes a multi-line message as one line with "#012" for each newline
+        message = re.sub(r"#012(?:NVRM: )?", " ", m.group(1)).rstrip()
+        return KernelEvent(kind="nvrm", time=_time(line[: m.start()]), message=message)
+    m = _AER.search(line) if "PCIe Bus Error" in line else None
+    if m is not None:
+        return KernelEvent(
+            kind="aer",
+            pci_bus_id=m.group(2),
+            time=_time(line[: m.start()]),
+            message=m.group(3).rstrip(),
+            device=m.group(1),
+        )
+    return None
+
+
+def parse_kernel_events(text: str) -> list[KernelEvent]:
+    """Every GPU-related event of a kernel log, in log order."""
+    return [e for line in text.splitlines() if (e := _event_of(line)) is not None]
+
+
+def looks_like_kernel_log(text: str) -> bool:
+    """Whether the text holds at least one line this module reads (the detector of `--from`)."""
+    return any(_event_of(line) is not None for line in text.splitlines())
+
+
+def snapshot_from_kernel_log(text: str, path: str | None) -> Snapshot:
+    """A snapshot of what the log shows: its events, and one GPU per bus id an Xid or "GPU at" line names
+    (numbered in bus order, as nvidia-smi numbers them; every reading not in the source), so that the events
+    have a GPU to land on and a log alone is not "no GPU"."""
+    events = parse_kernel_events(text)
+    uuids: dict[str, str] = {}
+    for m in _GPU_AT.finditer(text):
+        key = bus_key(m.group(1))
+        if key is not None:
+            uuids.setdefault(key, m.group(2))
+    keys = set(uuids)
+    for e in events:
+        if e.kind in ("xid", "nvrm") and e.pci_bus_id and (key := bus_key(e.pci_bus_id)) is not None:
+            keys.add(key)
+    gpus: list[Gpu] = []
+    for index, key in enumerate(sorted(keys)):
+        gpu = Gpu(index=index, pci_bus_id=key, uuid=uuids.get(key))
+        gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
+        gpus.append(gpu)
+    return Snapshot(
+        source=Source(kind="kernel-log", path=path),
+        gpus=gpus,
+        kernel_events=events,
+        kernel_log=KernelLogRead(method="file"),
+        gpu_absent_reason=None if gpus else "the kernel log names no GPU",
+    )
+
+
+# --- live -------------------------------------------------------------------------------------------------------
+
+Runner = Callable[[list[str]], tuple[int, str, str]]
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False, errors="replace")
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: not found"
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{argv[0]}: timed out after 20 s"
+    except PermissionError:
+        return 126, "", f"{argv[0]}: permission denied"
+    return done.returncode, done.stdout, done.stderr
+
+
+# ISO times parse for --since; dmesg's default (seconds since boot) would not.
+DMESG = ["dmesg", "--time-format", "iso"]
+JOURNAL = ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"]
+
+
+def read_live(run: Runner = _run) -> tuple[list[KernelEvent], KernelLogRead]:
+    """This boot's events from dmesg, else the kernel journal; where neither reads, no events and the reason."""
+    code, out, err = run(DMESG)
+    if code == 0:
+        return parse_kernel_events(out), KernelLogRead(method="dmesg")
+    dmesg_why = (err.strip().splitlines() or [f"exit status {code}"])[-1]
+    code, out, err = run(JOURNAL)
+    refused = "insufficient permissions" in (out + err) or "No journal files" in (out + err)
+    if code == 0 and not refused:
+        return parse_kernel_events(out), KernelLogRead(method="journalctl -k")
+    journal_why = (err.strip().splitlines() or out.strip().splitlines() or [f"exit status {code}"])[0]
+    return [], KernelLogRead(method="dmesg", unreadable=f"dmesg: {dmesg_why}; journalctl -k: {journal_why}")
+
+
+# --- --since ----------------------------------------------------------------------------------------------------
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_since(text: str, now: datetime) -> datetime | None:
+    """--since as a local time: "boot" (None: everything), "2h"/"30m"/"1d" before ``now``, or an ISO time."""
+    value = text.strip()
+    if value.lower() in ("", "boot"):
+        return None
+    m = _RELATIVE.match(value)
+    if m is not None:
+        return now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    try:
+        return _naive_local(datetime.fromisoformat(value))
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r}: expected 'boot', a duration (30m, 2h, 1d) or a time (2025-02-23 16:00)"
+        ) from None
+
+
+def _naive_local(when: datetime) -> datetime:
+    return when.astimezone().replace(tzinfo=None) if when.tzinfo is not None else when
+
+
+def event_time(printed: str | None) -> datetime | None:
+    """A printed time as a local time; None where it cannot say when (uptime seconds, syslog without a year)."""
+    if printed is None:
+        return None
+    m = _CTIME.fullmatch(f"[{printed}]")
+    if m is not None:
+        return datetime.strptime(" ".join(printed.split()), "%a %b %d %H:%M:%S %Y")
+    if _ISO.fullmatch(printed):
+        try:
+            return _naive_local(datetime.fromisoformat(printed.replace(",", ".")))
+        except ValueError:
+            return None
+    return None
+
+
+def apply_since(snapshot: Snapshot, since: datetime | None, given: str | None) -> None:
+    """Drop the events older than ``since`` (counted in ``kernel_log.before_since``); an event without a usable
+    time is kept, so a fault is never hidden by a time rigcheck cannot read."""
+    if since is None or (snapshot.kernel_log is None and not snapshot.kernel_events):
+        return
+    read = snapshot.kernel_log or KernelLogRead(method="file")
+    kept = [e for e in snapshot.kernel_events if (t := event_time(e.time)) is None or t >= since]
+    read.before_since += len(snapshot.kernel_events) - len(kept)
+    read.since = given
+    snapshot.kernel_events = kept
+    snapshot.kernel_log = read

@@ -1,0 +1,253 @@
+"""Kernel-log events: the reader (every framing, old and new Xid formats), --since, the live read, the check."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from rigcheck.checks.xid import check_xid
+from rigcheck.errors import UsageError
+from rigcheck.facts.xid import XIDS, bus_key, severity_of
+from rigcheck.model import Severity, Snapshot
+from rigcheck.probe.from_file import detect_kind, load_files, read_text
+from rigcheck.probe.kernel_log import apply_since, parse_kernel_events, parse_since, read_live
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+LOGS = CORPUS / "kernel-log"
+MANIFEST = [e for e in json.loads((CORPUS / "manifest.json").read_text()) if e["kind"] == "kernel-log"]
+
+
+def _load(name: str) -> Snapshot:
+    return load_files([str(next(LOGS.glob(name + "*")))])
+
+
+@pytest.mark.parametrize("entry", MANIFEST, ids=[e["file"] for e in MANIFEST])
+def test_every_xid_line_is_read_per_gpu(entry: dict[str, object]) -> None:
+    """The manifest's hand-checked count of Xid lines per GPU, and its codes, are what the reader finds."""
+    snap = load_files([str(CORPUS / str(entry["file"]))])
+    facts = entry["facts"]
+    assert isinstance(facts, dict)
+    xids = [e for e in snap.kernel_events if e.kind == "xid"]
+    per_gpu: dict[str, int] = {}
+    for e in xids:
+        assert e.pci_bus_id is not None
+        per_gpu[e.pci_bus_id] = per_gpu.get(e.pci_bus_id, 0) + 1
+    assert per_gpu == facts["xid_events_per_gpu"]
+    want = [(x["pci_bus_id"], x["xid"], x["timestamp"] or None, x["message"]) for x in facts["xid_events"]]
+    got = [(e.pci_bus_id, e.code, e.time, e.message) for e in xids]
+    assert [(b, c, m) for b, c, _, m in got] == [(b, c, m) for b, c, _, m in want]
+    # the printed time is the manifest's timestamp without its brackets (syslog: the syslog time first)
+    assert all(
+        t is None or (w or "").strip("[] ").endswith(t.strip()) or t in (w or "")
+        for (_, _, t, _), (_, _, w, _) in zip(got, want, strict=True)
+    )
+    # every event lands on a GPU the snapshot holds
+    keys = {g.pci_bus_id for g in snap.gpus}
+    assert all(bus_key(e.pci_bus_id or "") in keys for e in snap.kernel_events if e.kind == "xid")
+
+
+def test_new_format_fields_and_unknown_pid() -> None:
+    snap = _load("202")
+    first, last = snap.kernel_events[0], snap.kernel_events[-1]
+    assert (first.code, first.pid, first.process, first.time) == (
+        43,
+        1045242,
+        "pt_main_thread",
+        "Wed Jul 31 23:14:18 2024",
+    )
+    assert first.pci_bus_id == "PCI:0000:00:05"
+    assert (last.code, last.pid, last.process) == (94, None, None)
+    assert last.message.startswith("Contained: SM")
+    assert next(g.uuid for g in snap.gpus) == "GPU-efbdfde9-5798-a6e7-4c46-12518fa15375"
+
+
+def test_old_format_uptime_and_syslog_and_journal_framings() -> None:
+    old = _load("203").kernel_events
+    assert [e.code for e in old] == [31, 13, 13, 13, 13, 32]
+    assert old[0].time == "31543.449443"
+    assert old[0].pid is None
+    syslog = _load("204").kernel_events
+    assert [(e.kind, e.code) for e in syslog] == [("xid", 79), ("nvrm", None)]
+    assert syslog[0].time == "Jun  5 22:36:51"
+    journal = _load("207").kernel_events
+    assert len(journal) == 7
+    assert all(e.time is None and e.process == "python3" for e in journal)
+
+
+def test_sxid_lines_name_the_switch() -> None:
+    events = _load("205").kernel_events
+    assert len(events) == 19
+    assert {e.kind for e in events} == {"sxid"}
+    assert events[0].device == "nvidia-nvswitch1"
+    assert events[0].code == 11004
+    assert "Non-fatal" in events[0].message
+
+
+def test_aer_and_iso_lines() -> None:
+    text = (
+        "2025-03-01T10:00:00,123456+00:00 pcieport 0000:00:01.0: PCIe Bus Error: severity=Corrected, "
+        "type=Physical Layer, (Receiver ID)\n"
+        "2025-03-01T10:00:01,000000+00:00 nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Transaction Layer, (Requester ID)\n"
+        "2025-03-01T10:00:01,000000+00:00 nvidia 0000:3b:00.0:   device [10de:2330] error status/mask=00004000\n"
+    )
+    events = parse_kernel_events(text)
+    assert [(e.kind, e.pci_bus_id) for e in events] == [("aer", "0000:00:01.0"), ("aer", "0000:3b:00.0")]
+    assert events[0].time == "2025-03-01T10:00:00,123456+00:00"
+    findings = {f.id: f for f in check_xid(Snapshot(kernel_events=events))}
+    assert findings["xid.aer-uncorrected"].severity is Severity.FAIL
+
+
+def test_bus_ids_in_every_spelling() -> None:
+    assert bus_key("PCI:0000:9b:00") == bus_key("00000000:9B:00.0") == bus_key("0000:9b:00.0") == "0000:9b:00.0"
+    assert bus_key("not a bus") is None
+
+
+def test_hardware_xid_fails_naming_gpu_and_action() -> None:
+    findings = check_xid(_load("201"))
+    fail = next(f for f in findings if f.severity is Severity.FAIL)
+    assert fail.id == "xid.hardware"
+    assert fail.gpu == 0
+    assert "0000:9b:00.0" in fail.message
+    assert "5 x Xid 119" in fail.message
+    assert "reset the GPU" in (fail.advice or "")
+
+
+def test_fallen_off_bus_is_one_fault_reboot() -> None:
+    fail = [f for f in check_xid(_load("204")) if f.severity is Severity.FAIL]
+    assert len(fail) == 1
+    assert "1 x Xid 79" in fail[0].message
+    assert "reboot the node" in (fail[0].advice or "")
+
+
+def test_fallen_off_bus_without_xid_line_fails() -> None:
+    events = parse_kernel_events("[ 5.1] NVRM: GPU 0000:2b:00.0: GPU has fallen off the bus.\n")
+    assert [f.id for f in check_xid(Snapshot(kernel_events=events))] == ["xid.hardware"]
+
+
+@pytest.mark.parametrize("name", ["203", "206"])
+def test_application_xids_never_fail(name: str) -> None:
+    findings = check_xid(_load(name))
+    assert findings
+    assert all(f.severity is not Severity.FAIL for f in findings)
+    assert any(f.id == "xid.application" and f.severity is Severity.INFO for f in findings)
+
+
+def test_nonfatal_line_is_not_fatal_and_fatal_is() -> None:
+    by_gpu = {f.subject: f for f in check_xid(_load("208"))}
+    assert by_gpu["GPU1"].severity is Severity.WARN
+    assert "non-fatal" in (by_gpu["GPU1"].advice or "")
+    assert by_gpu["GPU0"].severity is Severity.FAIL
+    assert severity_of("xid", 144, "SAW_MVB Nonfatal XC0") == "warn"
+    assert severity_of("sxid", 11004, "Non-fatal, Link 36") == "warn"
+    assert severity_of("sxid", 99999, "Fatal, Link 1") == "fail"
+
+
+def test_cleanup_names_its_cause() -> None:
+    findings = check_xid(_load("207"))
+    assert {f.severity for f in findings} == {Severity.WARN}
+    assert any("Xid 149" in (f.advice or "") for f in findings)
+
+
+def test_sxid_nonfatal_warns_per_switch() -> None:
+    findings = check_xid(_load("205"))
+    assert {f.id for f in findings} == {"xid.sxid"}
+    assert len(findings) == 4
+
+
+def test_catalog_covers_the_issue_codes() -> None:
+    for code in (13, 31, 43, 45, 48, 63, 74, 79, 94, 95, 119, 120, 144, 149, 154):
+        assert code in XIDS
+    for code in (48, 74, 79, 94, 95, 119, 120):
+        assert XIDS[code].severity == "fail"
+        assert XIDS[code].cause == "hardware"
+    for code in (13, 31, 43):
+        assert XIDS[code].severity == "info"
+
+
+def test_detection_keeps_driver_errors_and_reads_kernel_logs() -> None:
+    assert (
+        detect_kind(
+            read_text(
+                str(
+                    CORPUS
+                    / "driver-errors"
+                    / next(p.name for p in (CORPUS / "driver-errors").iterdir() if p.name.startswith("201"))
+                )
+            )
+        )
+        == "nvidia-smi-error"
+    )
+    assert detect_kind("kernel: NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception\n") == "kernel-log"
+    assert detect_kind("[ 1.0] usb 1-1: new device\n") is None
+
+
+def test_since_drops_older_events_but_keeps_untimed() -> None:
+    snap = _load("201")
+    apply_since(snap, datetime(2025, 2, 23, 16, 27), "2025-02-23 16:27")
+    assert [e.time for e in snap.kernel_events] == ["Sun Feb 23 16:27:12 2025", "Sun Feb 23 16:30:13 2025"]
+    assert snap.kernel_log is not None
+    assert snap.kernel_log.before_since == 3
+    untimed = _load("207")
+    apply_since(untimed, datetime(2030, 1, 1), "2030-01-01")
+    assert len(untimed.kernel_events) == 7  # no usable time: counted, never hidden
+    apply_since(snap, datetime(2030, 1, 1), "2030-01-01")
+    assert [f.id for f in check_xid(snap)] == ["xid.none"]
+
+
+def test_parse_since() -> None:
+    now = datetime(2025, 1, 2, 12, 0)
+    assert parse_since("boot", now) is None
+    assert parse_since("2h", now) == datetime(2025, 1, 2, 10, 0)
+    assert parse_since("2025-01-01 08:00", now) == datetime(2025, 1, 1, 8, 0)
+    with pytest.raises(UsageError):
+        parse_since("yesterday-ish", now)
+
+
+def test_live_read_falls_back_and_reports_no_permission() -> None:
+    calls: list[list[str]] = []
+
+    def denied(argv: list[str]) -> tuple[int, str, str]:
+        calls.append(argv)
+        if argv[0] == "dmesg":
+            return 1, "", "dmesg: read kernel buffer failed: Operation not permitted\n"
+        return 0, "No journal files were opened due to insufficient permissions.\n", ""
+
+    events, read = read_live(denied)
+    assert events == []
+    assert read.unreadable is not None
+    assert "Operation not permitted" in read.unreadable
+    assert [c[0] for c in calls] == ["dmesg", "journalctl"]
+    (finding,) = check_xid(Snapshot(kernel_log=read))
+    assert finding.id == "xid.log-unreadable"
+    assert finding.severity is Severity.UNKNOWN
+
+    def journal(argv: list[str]) -> tuple[int, str, str]:
+        if argv[0] == "dmesg":
+            return 1, "", "dmesg: read kernel buffer failed: Operation not permitted\n"
+        return (
+            0,
+            "2025-02-23T16:24:18+0000 host kernel: NVRM: Xid (PCI:0000:9b:00): 79, GPU has fallen off the bus.\n",
+            "",
+        )
+
+    events, read = read_live(journal)
+    assert read.method == "journalctl -k"
+    assert [e.code for e in events] == [79]
+
+
+def test_events_merge_with_other_files_deduplicated(tmp_path: Path) -> None:
+    log = next(LOGS.glob("202*"))
+    copy = tmp_path / "again.txt"
+    copy.write_text(log.read_text())
+    snap = load_files([str(log), str(copy)])
+    assert len(snap.kernel_events) == 4  # the same lines twice: read once
+    assert snap.source.kind == "combined"
+
+
+def test_snapshot_json_unchanged_without_events() -> None:
+    assert "kernel_events" not in Snapshot().model_dump(by_alias=True)
+    assert "kernel_log" not in Snapshot().model_dump(by_alias=True)
