@@ -159,3 +159,21 @@ def test_doctor_folds_pair_findings_above_sixteen_gpus(tmp_path: Path) -> None:
         assert nvlink[0]["message"].startswith(f"{pairs - 1} GPU pairs on NV18 (18 NVLinks): ")
         assert sys_pairs[0]["message"].startswith("1 GPU pair on SYS: ")
         assert sys_pairs[0]["measured"].endswith("on GPU3-GPU12")
+
+
+def test_gpu_table_of_a_big_machine_lists_every_gpu_in_aligned_columns() -> None:
+    """Above 16 GPUs the doctor's GPU table is laid out as plain lines (rich's Table measures every cell):
+    every GPU is still listed, the columns line up, and an unreadable GPU says so."""
+    from rigcheck.model.snapshot import Missing
+    from rigcheck.report.doctor import gpu_table
+    from tests.snapshots import make_gpu, make_snapshot
+
+    gpus = [make_gpu(i) for i in range(20)]
+    gpus[7] = make_gpu(7, read_error=Missing.GPU_LOST)
+    text = _text(gpu_table(make_snapshot(gpus)), 200)
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["GPU", "name"]
+    assert [line.split()[0] for line in lines[1:]] == [str(i) for i in range(20)]
+    assert "unreadable (GPU lost)" in lines[8]
+    column = lines[0].index("power draw")
+    assert all(line[column - 2 : column] == "  " for line in lines[1:] if "unreadable" not in line)
