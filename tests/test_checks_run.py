@@ -46,6 +46,7 @@ def test_registry_names_match_categories() -> None:
         "health",
         "software",
         "xid",
+        "gpudirect",
     }
     assert set(FINDING_IDS) == set(CHECKS)
     for category, ids in FINDING_IDS.items():

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from rigcheck.checks import fabric, gpus, health, nvlink, p2p, pcie, power, software, thermal, topology, xid
+from rigcheck.checks import fabric, gpudirect, gpus, health, nvlink, p2p, pcie, power, software, thermal, topology, xid
 from rigcheck.checks.fabric import check_fabric
+from rigcheck.checks.gpudirect import check_gpudirect
 from rigcheck.checks.gpus import check_gpus
 from rigcheck.checks.health import check_health
 from rigcheck.checks.nvlink import check_nvlink
@@ -22,6 +23,7 @@ from rigcheck.checks.thermal import check_thermal
 from rigcheck.checks.topology import check_topology
 from rigcheck.checks.xid import check_xid
 from rigcheck.model import Finding, Snapshot
+from rigcheck.model.site_config import SiteConfig
 
 Check = Callable[[Snapshot], list[Finding]]
 
@@ -37,6 +39,7 @@ CHECKS: dict[str, Check] = {
     "p2p": check_p2p,
     "software": check_software,
     "xid": check_xid,
+    "gpudirect": check_gpudirect,
 }
 
 # Every finding id a check can emit, by check name: the stable contract scripts key on.
@@ -52,6 +55,7 @@ FINDING_IDS: dict[str, tuple[str, ...]] = {
     "p2p": p2p.FINDING_IDS,
     "software": software.FINDING_IDS,
     "xid": xid.FINDING_IDS,
+    "gpudirect": gpudirect.FINDING_IDS,
 }
 
 _NUM = re.compile(r"(\d+)")
@@ -67,11 +71,17 @@ def sort_key(finding: Finding) -> tuple[int, str, tuple[object, ...], str]:
     return (-finding.severity.rank, finding.category, _natural(host_first), finding.id)
 
 
-def run_checks(snapshot: Snapshot) -> list[Finding]:
-    """Every check over the snapshot, worst first; never raises on a valid Snapshot."""
+def run_checks(snapshot: Snapshot, config: SiteConfig | None = None) -> list[Finding]:
+    """Every check over the snapshot, worst first; never raises on a valid Snapshot.
+
+    ``config``: a site file (`doctor --config`, model/site_config.py), data the xid check applies; None (the
+    default) is rigcheck's own verdicts."""
     findings: list[Finding] = []
-    for check in CHECKS.values():
-        findings += check(snapshot)
+    for name, check in CHECKS.items():
+        if name == "xid" and config is not None:
+            findings += check_xid(snapshot, config.xid, config.origin)
+        else:
+            findings += check(snapshot)
     return sorted(findings, key=sort_key)
 
 
@@ -80,6 +90,7 @@ __all__ = [
     "FINDING_IDS",
     "Check",
     "check_fabric",
+    "check_gpudirect",
     "check_gpus",
     "check_health",
     "check_nvlink",

@@ -5,13 +5,18 @@ event lands on the GPU whose bus id it names ("PCI:0000:03:00" and "00000000:03:
 an event for a GPU the snapshot does not hold is reported under its bus id. Severity per event comes from
 facts/xid.py (the code and the line's own "Fatal"/"Nonfatal"); a GPU's finding takes its worst event.
 
-Finding ids (category xid): xid.hardware, xid.warning, xid.application, xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
+A site file (``doctor --config``, model/site_config.py) may set a code's severity (ok/info/warn/fail, whatever the
+catalog and the line say) and fail a GPU's application code past a count within a window.
+
+Finding ids (category xid): xid.hardware, xid.warning, xid.application, xid.application-limit, xid.accepted,
+xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
 xid.aer-corrected, xid.driver-message, xid.log-unreadable, xid.none.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from datetime import datetime
 from typing import Literal
 
 from rigcheck.checks.common import host_finding
@@ -27,11 +32,14 @@ from rigcheck.facts.xid import (
 )
 from rigcheck.model import Finding, Severity, Snapshot, gpu_subject
 from rigcheck.model.kernel_log import KernelEvent
+from rigcheck.model.site_config import XidLimit, XidSite
 
 FINDING_IDS: tuple[str, ...] = (
     "xid.hardware",
     "xid.warning",
     "xid.application",
+    "xid.application-limit",
+    "xid.accepted",
     "xid.sxid-fatal",
     "xid.sxid",
     "xid.aer-uncorrected",
@@ -104,42 +112,134 @@ def _span(events: list[KernelEvent]) -> str:
     return times[0] if times[0] == times[-1] else f"{times[0]} .. {times[-1]}"
 
 
-def _gpu_xids(snapshot: Snapshot) -> list[Finding]:
-    by_subject: dict[tuple[str, int | None, str | None], list[tuple[KernelEvent, str]]] = defaultdict(list)
+_Verdict = Literal["limit", "fail", "warn", "info", "ok"]
+_BUCKETS: dict[_Verdict, tuple[str, Severity, str, str]] = {  # id, severity, what, expected
+    "limit": ("xid.application-limit", Severity.FAIL, "application faults over the site's limit", "within the limit"),
+    "fail": ("xid.hardware", Severity.FAIL, "GPU fault", "no Xid"),
+    "warn": ("xid.warning", Severity.WARN, "to watch", "no Xid"),
+    "info": ("xid.application", Severity.INFO, "application fault (the GPU is fine)", "no application faults"),
+    "ok": ("xid.accepted", Severity.OK, "accepted by the site file", "codes the site accepts"),
+}
+
+
+def _wall(printed: str | None) -> float | None:
+    """A printed wall-clock time ("Fri Aug 30 11:43:09 2024", ISO 8601) as epoch seconds; None for any other."""
+    if printed is None:
+        return None
+    text = " ".join(printed.split())
+    try:
+        return datetime.strptime(text, "%a %b %d %H:%M:%S %Y").timestamp()
+    except ValueError:
+        pass
+    try:
+        return (
+            datetime.fromisoformat(text.replace(",", ".")).timestamp() if text[:1].isdigit() and "-" in text else None
+        )
+    except ValueError:
+        return None
+
+
+def _uptime(printed: str | None) -> float | None:
+    """Seconds since boot as dmesg prints them ("31543.449440"); None for any other time."""
+    if printed is None:
+        return None
+    try:
+        return float(printed) if printed.strip().replace(".", "", 1).isdigit() else None
+    except ValueError:
+        return None
+
+
+def _most_within(times: list[float], window: float) -> int:
+    """The most events any `window` seconds hold (a sliding window over sorted times)."""
+    times = sorted(times)
+    best, start = 0, 0
+    for end, t in enumerate(times):
+        while t - times[start] > window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def _over_limit(events: list[KernelEvent], code: int, limit: XidLimit) -> tuple[bool, str]:
+    """Whether a GPU's events of `code` pass the site's count-in-window limit, and the counting in words.
+
+    Wall-clock times and seconds since boot are counted each in a sliding window of their own; events with no
+    usable time (a syslog time without a year, none printed) cannot be placed, so they are counted all together.
+    """
+    wall: list[float] = []
+    boot: list[float] = []
+    untimed = 0
+    for e in events:
+        when = _wall(e.time)
+        if when is not None:
+            wall.append(when)
+        elif (seconds := _uptime(e.time)) is not None:
+            boot.append(seconds)
+        else:
+            untimed += 1
+    most = max(_most_within(wall, limit.seconds), _most_within(boot, limit.seconds))
+    parts = [f"at most {most} within {limit.window}"] if wall or boot else []
+    if untimed:
+        parts.append(f"{untimed} without a usable time, counted all together")
+    over = most > limit.count or untimed > limit.count
+    words = f"Xid {code}: {', '.join(parts)} (site limit: more than {limit.count} in {limit.window} fails)"
+    return over, words
+
+
+def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Finding]:
+    by_subject: dict[tuple[str, int | None, str | None], list[tuple[KernelEvent, _Verdict]]] = defaultdict(list)
     # The driver prints Xid 79 and then "GPU at ... has fallen off the bus": one fault, counted once.
     has_79 = {
         bus_key(e.pci_bus_id) for e in snapshot.kernel_events if e.kind == "xid" and e.code == 79 and e.pci_bus_id
     }
+    overridden: dict[int, str] = {}  # code -> "info -> fail", for the findings to say what the site file changed
     for e in snapshot.kernel_events:
         off_bus = e.kind == "nvrm" and e.pci_bus_id is not None and "fallen off the bus" in e.message
         if off_bus and bus_key(e.pci_bus_id or "") in has_79:
             continue
         if e.kind == "xid" or off_bus:
-            by_subject[_where(snapshot, e.pci_bus_id)].append((e, _xid_verdict(e)))
+            verdict: _Verdict = _xid_verdict(e)
+            code = e.code if e.code is not None else 79
+            if site is not None and code in site.severity:
+                overridden[code] = f"Xid {code} {verdict} -> {site.severity[code]}"
+                verdict = site.severity[code]
+            by_subject[_where(snapshot, e.pci_bus_id)].append((e, verdict))
     findings = []
-    for (subject, index, bus), judged in by_subject.items():
+    for (subject, index, bus), as_judged in by_subject.items():
         name = f"{subject} ({bus})" if bus else subject
-        for verdict in ("fail", "warn", "info"):
+        judged = as_judged
+        counted: dict[int, str] = {}  # code -> how its limit was counted on this GPU
+        for code, limit in (site.limits if site is not None else {}).items():
+            of_code = [e for e, _ in judged if e.code == code]
+            if not of_code:
+                continue
+            over, counted[code] = _over_limit(of_code, code, limit)
+            if over:
+                judged = [(e, "limit" if e.code == code else v) for e, v in judged]
+        for verdict, (finding_id, severity, what, expected) in _BUCKETS.items():
             events = [e for e, v in judged if v == verdict]
             if not events:
                 continue
             codes = Counter(e.code if e.code is not None else 79 for e in events)
-            finding_id = {"fail": "xid.hardware", "warn": "xid.warning", "info": "xid.application"}[verdict]
-            what = {"fail": "GPU fault", "warn": "to watch", "info": "application fault (the GPU is fine)"}[verdict]
             procs = sorted({e.process for e in events if e.process})
+            changed = [overridden[c] for c in sorted(codes) if c in overridden]
+            limits = [counted[c] for c in sorted(codes) if c in counted]
             findings.append(
                 Finding(
                     id=finding_id,
-                    severity=_SEVERITY[verdict],
+                    severity=severity,
                     category="xid",
                     subject=subject,
                     gpu=index,
                     message=f"{name}: kernel log, {what}: {_describe(codes, 'xid')}"
-                    + (f"; processes: {', '.join(procs)}" if procs else ""),
-                    measured=f"{len(events)} event(s), {_span(events)}",
-                    expected="no Xid" if verdict != "info" else "no application faults",
+                    + (f"; processes: {', '.join(procs)}" if procs else "")
+                    + (f" (severity set by the site file: {', '.join(changed)})" if changed else ""),
+                    measured="; ".join([f"{len(events)} event(s), {_span(events)}", *limits]),
+                    expected=expected,
                     advice=_actions(events, "xid"),
-                    source=XID_CATALOG,
+                    source=(f"site file {origin}: {', '.join(changed)}; " if changed else "")
+                    + (f"site file {origin}: xid.limits; " if limits else "")
+                    + XID_CATALOG,
                 )
             )
     return findings
@@ -228,7 +328,9 @@ def _driver_messages(snapshot: Snapshot) -> list[Finding]:
     ]
 
 
-def check_xid(snapshot: Snapshot) -> list[Finding]:
+def check_xid(snapshot: Snapshot, site: XidSite | None = None, origin: str = "site file") -> list[Finding]:
+    """The kernel log judged; ``site`` (a site file's [xid] table, from `doctor --config`) overrides a code's
+    severity and sets count-in-window limits on application codes; ``origin`` names that file in the findings."""
     read = snapshot.kernel_log
     if read is not None and read.unreadable:
         return [
@@ -243,7 +345,7 @@ def check_xid(snapshot: Snapshot) -> list[Finding]:
                 source=XID_CATALOG,
             )
         ]
-    findings = _gpu_xids(snapshot) + _sxids(snapshot) + _aer(snapshot) + _driver_messages(snapshot)
+    findings = _gpu_xids(snapshot, site, origin) + _sxids(snapshot) + _aer(snapshot) + _driver_messages(snapshot)
     if not findings and read is not None:
         since = f" since {read.since}" if read.since else ""
         older = f" ({read.before_since} older event(s) not counted)" if read.before_since else ""

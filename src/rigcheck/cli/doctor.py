@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +20,21 @@ from rigcheck.cli.common import (
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model.doctor import doctor_document
 from rigcheck.report.render import Format
+
+if TYPE_CHECKING:
+    from rigcheck.model.site_config import SiteConfig
+
+
+def _site_config(path: Path) -> SiteConfig:
+    """The --config file read and parsed; a file that cannot be read or understood is one InputError line."""
+    from rigcheck.errors import InputError
+    from rigcheck.model.site_config import parse_site_config
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the site file: {exc.strerror or exc}", path=str(path)) from None
+    return parse_site_config(data, str(path))
 
 
 def doctor(
@@ -41,6 +57,14 @@ def doctor(
             "of it), a duration back from now (30m, 2h, 1d) or a local time (2025-02-23 16:00).",
         ),
     ] = "boot",
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="A site file (TOML on Python 3.11+, or JSON) that sets Xid codes' severity ([xid.severity]) and "
+            "count-in-window limits for application codes ([xid.limits]); see docs/commands.md.",
+        ),
+    ] = None,
 ) -> None:
     """Inspect the rig — power, cooling, topology, PCIe, P2P, health, software — and say what is wrong.
 
@@ -51,9 +75,10 @@ def doctor(
     from rigcheck.probe.kernel_log import apply_since, parse_since
 
     cutoff = parse_since(since, datetime.now())  # a bad --since is exit 2 before anything is read
+    site = _site_config(config) if config is not None else None  # so is a bad site file
     snap = load_snapshot(source)
     apply_since(snap, cutoff, since)
-    findings = run_checks(snap)
+    findings = run_checks(snap, config=site)
     doc = doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
     if html_file is not None:
         write_rendering(html_file, doc, Format.HTML)

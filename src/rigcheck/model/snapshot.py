@@ -293,12 +293,29 @@ class PcieHop(Record):
     acs_enabled: bool | None = None  # ACS redirect on a bridge forces P2P through the root complex
 
 
+class IbPort(Record):
+    """One port of an RDMA NIC (InfiniBand or RoCE), from /sys/class/infiniband/<device>/ports/<port>/."""
+
+    device: str  # "mlx5_0"
+    port: int
+    state: str | None = None  # the name after "N: " in ``state``: "ACTIVE", "DOWN", "INIT", "ARMED"
+    phys_state: str | None = None  # likewise from ``phys_state``: "LinkUp", "Polling", "Disabled"
+    rate_gbps: float | None = None  # ``rate``: "200 Gb/sec (4X HDR)" -> 200.0
+    link_layer: str | None = None  # "InfiniBand" or "Ethernet" (RoCE)
+
+
 class System(Record):
     """Facts about the host's PCIe fabric, read from sysfs."""
 
     iommu: Literal["on", "off", "unknown"] = "unknown"
     iommu_detail: str | None = None
     pcie_paths: dict[str, list[PcieHop]] = Field(default_factory=dict)  # GPU bus id -> path
+    # RDMA NIC ports and the GPUDirect RDMA kernel module, read live only (None: not looked, or no
+    # /sys/class/infiniband): left out of the JSON then, so a snapshot from files is written as before.
+    ib_ports: list[IbPort] | None = Field(default=None, exclude_if=lambda value: value is None)
+    # Whether nvidia_peermem (or the older nv_peer_mem) is loaded; peermem_module names the one found.
+    peermem_loaded: bool | None = Field(default=None, exclude_if=lambda value: value is None)
+    peermem_module: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 # How NVML's start went: "ok", or why it could not start (nvml.h nvmlReturn_t of nvmlInit).

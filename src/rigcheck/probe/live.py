@@ -19,7 +19,7 @@ from rigcheck.probe.fabric_manager import read_fabric_manager_live
 from rigcheck.probe.host import probe_host
 from rigcheck.probe.nvml import NvmlLibrary, probe_nvml
 from rigcheck.probe.nvml.calls import NoGpuError
-from rigcheck.probe.sysfs import probe_sysfs
+from rigcheck.probe.sysfs import probe_rdma, probe_sysfs
 from rigcheck.probe.versions import probe_versions
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ def probe_machine(
 
     bus_ids = [g.pci_bus_id for g in snap.gpus if g.pci_bus_id is not None]
     snap.system = probe_sysfs(bus_ids, sysfs_root)
+    probe_rdma(snap.system, sysfs_root)
     # Fabric Manager only where the host shows NVSwitches (None elsewhere: nothing for it to manage).
     snap.fabric_manager = read_fabric_manager_live(sysfs_root / "proc/driver/nvidia-nvswitch/devices")
     if kernel_log if kernel_log is not None else nvml is None:

@@ -21,7 +21,7 @@ from typing import Literal
 
 from rigcheck.facts.pcie import BDF_RE as _BDF_RE
 from rigcheck.facts.pcie import normalize_bdf
-from rigcheck.model.snapshot import Missing, PcieHop, PciGpu, System
+from rigcheck.model.snapshot import IbPort, Missing, PcieHop, PciGpu, System
 from rigcheck.probe.files import read_bytes, read_text
 
 log = logging.getLogger(__name__)
@@ -221,3 +221,92 @@ def pci_nvidia_gpus(root: Path = Path("/")) -> tuple[list[PciGpu] | None, Missin
             )
         )
     return found, None
+
+
+# RDMA NICs (InfiniBand and RoCE): the Linux InfiniBand sysfs ABI (Documentation/ABI/stable/sysfs-class-infiniband:
+# ports/<N>/state "4: ACTIVE", phys_state "5: LinkUp", rate "200 Gb/sec (4X HDR)", link_layer "InfiniBand" or
+# "Ethernet"). GPUDirect RDMA needs the peer-memory module: nvidia_peermem (shipped with the driver since R470) or
+# the older Mellanox nv_peer_mem (NVIDIA GPUDirect RDMA documentation; NCCL docs, "GPUDirect RDMA").
+PEERMEM_MODULES = ("nvidia_peermem", "nv_peer_mem")
+_RATE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*Gb/sec")
+
+
+def _after_colon(text: str) -> str | None:
+    """``"4: ACTIVE"`` -> ``"ACTIVE"``; a bare word is kept; empty -> None."""
+    value = text.split(":", 1)[1] if ":" in text else text
+    return value.strip() or None
+
+
+def parse_ib_rate(text: str) -> float | None:
+    """``"200 Gb/sec (4X HDR)"`` -> 200.0; ``"2.5 Gb/sec (1X SDR)"`` -> 2.5; anything else None."""
+    m = _RATE_RE.match(text)
+    return float(m.group(1)) if m else None
+
+
+def _read_ib_port(device: str, port_dir: Path) -> IbPort:
+    port = IbPort(device=device, port=int(port_dir.name))
+    for field, fname, parse in (
+        ("state", "state", _after_colon),
+        ("phys_state", "phys_state", _after_colon),
+        ("rate_gbps", "rate", parse_ib_rate),
+        ("link_layer", "link_layer", lambda t: t or None),
+    ):
+        text, reason = _read_text(port_dir / fname)
+        value = parse(text) if text is not None else None
+        if value is None:
+            port.mark_missing(field, reason or Missing.ERROR)
+        else:
+            setattr(port, field, value)
+    return port
+
+
+def ib_ports(root: Path = Path("/")) -> tuple[list[IbPort] | None, Missing | None]:
+    """Every port of every RDMA device in /sys/class/infiniband, sorted; (None, why) when there is no such class
+    (no RDMA driver loaded, or not Linux) or it cannot be listed."""
+    base = root / "sys/class/infiniband"
+    try:
+        devices = sorted(base.iterdir(), key=lambda p: p.name)
+    except PermissionError:
+        return None, Missing.NO_PERMISSION
+    except OSError:
+        return None, Missing.NOT_SUPPORTED
+    found: list[IbPort] = []
+    for dev in devices:
+        try:
+            ports = sorted((p for p in (dev / "ports").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+        except OSError:
+            log.debug("cannot list ports of %s", dev)
+            continue
+        found.extend(_read_ib_port(dev.name, p) for p in ports)
+    return found, None
+
+
+def peermem_module(root: Path = Path("/")) -> tuple[bool | None, str | None]:
+    """(loaded, module name) for the GPUDirect RDMA peer-memory module: /sys/module/<name>, then /proc/modules.
+    (None, None) when neither can be read, so "not loaded" is said only where we could look."""
+    for name in PEERMEM_MODULES:
+        if (root / "sys/module" / name).is_dir():
+            return True, name
+    modules, _ = _read_text(root / "proc/modules")
+    if modules is not None:
+        loaded = {line.split()[0] for line in modules.splitlines() if line.split()}
+        for name in PEERMEM_MODULES:
+            if name in loaded:
+                return True, name
+        return False, None
+    if (root / "sys/module").is_dir():  # no /proc/modules, but sysfs lists the modules and neither is there
+        return False, None
+    return None, None
+
+
+def probe_rdma(system: System, root: Path = Path("/")) -> None:
+    """Fill ``system.ib_ports`` and the peer-memory module fields; left None where there is no RDMA class."""
+    ports, reason = ib_ports(root)
+    if ports is None:
+        if reason is Missing.NO_PERMISSION:
+            system.mark_missing("ib_ports", reason)
+        return
+    system.ib_ports = ports
+    system.peermem_loaded, system.peermem_module = peermem_module(root)
+    if system.peermem_loaded is None:
+        system.mark_missing("peermem_loaded", Missing.NOT_SUPPORTED)
