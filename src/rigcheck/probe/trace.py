@@ -37,7 +37,7 @@ from rigcheck.errors import InputError, ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
 from rigcheck.model.trace import CSV_COMMENT, PendingBadLine, read_rigcheck_csv, read_rigcheck_jsonl, split_csv_line
-from rigcheck.probe.files import STREAM_MAX_BYTES, STREAM_MAX_LINE
+from rigcheck.probe.files import STREAM_MAX_BYTES, STREAM_MAX_LINE, input_limits
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.values import (
     _BAD_CONTROL,
@@ -78,6 +78,11 @@ class TraceStream:
         self.header = Trace(source="nvidia-smi-csv", path=path)
 
     def __iter__(self) -> Iterator[Sample]:
+        # A CSV field over 128 KiB, JSON nested past the stack, a 5,000-digit number: a damaged file, one line.
+        with input_limits(self.path):
+            yield from self._samples()
+
+    def _samples(self) -> Iterator[Sample]:
         lines = numbered_lines(self.path, EXPECTED)
         first_no, first = next(lines)
         lines = itertools.chain([(first_no, first)], lines)
