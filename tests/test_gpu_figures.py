@@ -1,7 +1,7 @@
 """On a real GPU: the figures themselves, held against shared/gpu-evidence (tests/gpu_bands.py).
 
 On the evidence's card (an H100 SXM5) each figure must reach its band; on any other card it must be a positive,
-finite figure in the right unit. Expected time on an H100, all of them: ~1 min 45 s (each test says its own),
+finite figure in the right unit. Expected time on an H100, all of them: ~2 min 10 s (each test says its own),
 within the ~6 min of `benchmarks/gpu_validation.sh tests`.
 """
 
@@ -158,3 +158,25 @@ def test_gpu_monitor_summarises_power_and_temperature_of_every_gpu() -> None:
         positive_finite(summary.power_w_max, f"GPU {gpu.index} max power (W)")
         temp = positive_finite(summary.temp_c_max, f"GPU {gpu.index} max temperature (C)")
         assert temp < 120, f"GPU {gpu.index}: {temp} C is not a GPU's temperature in Celsius"
+
+
+def test_gpu_gpt2_200_steps_within_three_percent_of_the_plain_loop() -> None:
+    """~25 s: the guide's gpt2 (124M, random init, batch 4 x 1024, fp32) on one GPU, 200 steps, DDP world 1,
+    against the plain torch loop of the evidence (gpt2-ddp-1gpu.jsonl, amp false): rigcheck's harness must not
+    cost more than 3%, nor be faster than the same work can be (a shorter run means it skipped work)."""
+    pytest.importorskip("transformers")
+    from rigcheck.bench.train import run_train
+    from tests.gpu_bands import GPT2_200_STEPS_S, GPT2_SOURCE, GPT2_TOLERANCE
+
+    doc, _ = run_train(cpu=False, world_size=1, steps=200, snapshot=None)
+    data = doc.to_json_dict()
+    assert (data["partial"], data["error"]) == (False, None)
+    (row,) = data["results"]
+    assert row["steps"] == 200
+    runtime = positive_finite(row["train_runtime_s"], "gpt2 200 steps runtime")
+    if on_reference_card(0):
+        low, high = GPT2_200_STEPS_S * (1 - GPT2_TOLERANCE), GPT2_200_STEPS_S * (1 + GPT2_TOLERANCE)
+        assert low <= runtime <= high, (
+            f"gpt2 200 steps on {card_name(0)}: {runtime:.2f} s, outside {low:.2f}-{high:.2f} s "
+            f"(the plain loop's {GPT2_200_STEPS_S:.2f} s within {GPT2_TOLERANCE:.0%}, {GPT2_SOURCE})"
+        )
