@@ -7,7 +7,11 @@ Ctrl-C (or ``--duration``) ends it cleanly: the sampler stops, the file is flush
 shut down; exit 0. SIGTERM ends it the same way, and exits 143. ``--json``: no view, the
 ``rigcheck.monitor/1`` summary at the end.
 
-Test seams: ``make_poller`` (module-level, monkeypatched by tests to poll a fake NVML) and ``_pause``.
+With ``--prometheus`` the endpoint also serves the slow counters (each NVLink's error counters, Xid events in
+the kernel log since the start), read on scrape at most every few seconds: ``make_counters`` builds them.
+
+Test seams: ``make_poller`` (module-level, monkeypatched by tests to poll a fake NVML), ``make_counters``
+and ``_pause``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from rigcheck.report.render import Format
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from rigcheck.monitor.prometheus import Counters
     from rigcheck.monitor.sampler import Sampler, TraceFormat
     from rigcheck.monitor.session import History
     from rigcheck.probe.nvml import NvmlPoller
@@ -39,6 +44,19 @@ def make_poller(gpus: list[int] | None = None) -> NvmlPoller:
     from rigcheck.probe.nvml import NvmlPoller
 
     return NvmlPoller(gpus=gpus)
+
+
+def make_counters(poller: NvmlPoller) -> Counters:
+    """The Prometheus endpoint's slow counters for ``poller``'s GPUs, each cached (read at most every few
+    seconds). The kernel log is read once now: the Xid lines already there are not counted."""
+    from rigcheck.monitor.prometheus import CachedCounter, Counters
+    from rigcheck.probe.kernel_log import XidCounter
+    from rigcheck.probe.nvml.counters import NvlinkErrorReader
+
+    nvlinks = NvlinkErrorReader.for_poller(poller)
+    xids = XidCounter(nvlinks.bus_ids)
+    xids.start()
+    return Counters(nvlink_errors=CachedCounter(nvlinks), xid_events=CachedCounter(xids))
 
 
 def _pause(seconds: float) -> None:
@@ -120,6 +138,7 @@ def monitor(
             prometheus=(prometheus, bind) if prometheus is not None else None,
             watch=lambda sampler, history: _watch(sampler, poller, history, duration, live=not as_json),
             say=note,
+            counters=make_counters(poller) if prometheus is not None else None,
         )
     finally:
         poller.close()

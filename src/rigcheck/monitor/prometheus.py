@@ -4,13 +4,21 @@
 the standard library's http.server, bound to loopback unless told otherwise. Every GPU gauge carries the
 labels ``gpu`` (the NVML index) and ``name``; a reading the GPU does not give is left out (Prometheus'
 convention for "no value"), never written as 0.
+
+Slow counters (``Counters``: each NVLink's error counters, Xid events since the monitor started) come from
+callables the caller builds (the CLI, from the probe: monitor/ does not import it). Each returns rows of
+(labels, value); ``CachedCounter`` reads one at most every ``ttl_s`` seconds, on scrape, never at the sampler's
+rate. A reader that raises gives no rows (its series is left out) until a later read works; the endpoint
+goes on serving everything else.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from rigcheck.errors import UsageError
@@ -45,6 +53,64 @@ _THRESHOLDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+CounterRows = Sequence[tuple[Mapping[str, str], float]]
+COUNTER_TTL_S = 5.0  # the slow counters are read again at most this often, however often Prometheus scrapes
+
+
+class CachedCounter:
+    """``read()`` at most every ``ttl_s`` seconds (thread-safe: the server answers scrapes in threads). A read
+    that raises is logged (debug) and gives no rows until the next try, ``ttl_s`` later."""
+
+    def __init__(
+        self, read: Callable[[], CounterRows], ttl_s: float = COUNTER_TTL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._read = read
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._at: float | None = None
+        self._rows: CounterRows = ()
+        self.failures = 0
+
+    def __call__(self) -> CounterRows:
+        with self._lock:
+            now = self._clock()
+            if self._at is None or now - self._at >= self.ttl_s:
+                self._at = now
+                try:
+                    self._rows = list(self._read())
+                except Exception as exc:  # noqa: BLE001 - a counter that cannot be read never stops the endpoint
+                    self.failures += 1
+                    log.debug("prometheus: counter read failed: %s", exc)
+                    self._rows = ()
+            return self._rows
+
+
+@dataclass
+class Counters:
+    """The slow counters: NVLink errors (labels gpu, uuid, pci_bus_id, link, type) and Xid events since the
+    monitor started (labels gpu, pci_bus_id, code). None: not exported."""
+
+    nvlink_errors: Callable[[], CounterRows] | None = None
+    xid_events: Callable[[], CounterRows] | None = None
+
+
+_COUNTER_FAMILIES = (
+    (
+        "nvlink_errors",
+        "rigcheck_gpu_nvlink_errors_total",
+        "NVLink error counter of the link as the driver keeps it (type: replay, recovery, crc = flit + data).",
+        ("gpu", "uuid", "pci_bus_id", "link", "type"),
+    ),
+    (
+        "xid_events",
+        "rigcheck_gpu_xid_events_total",
+        "Xid lines in the kernel log since the monitor started, per GPU and Xid code.",
+        ("gpu", "pci_bus_id", "code"),
+    ),
+)
+
+
 def _escape(value: str) -> str:
     """A label value as the exposition format wants it: backslash, double quote and newline escaped."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -58,8 +124,13 @@ def _labels(**labels: str) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
 
 
-def exposition(latest: Mapping[int, Sample], gpus: Mapping[int, TraceGpu], stats: SamplerStats | None = None) -> str:
-    """The metrics page for the newest sample of each GPU."""
+def exposition(
+    latest: Mapping[int, Sample],
+    gpus: Mapping[int, TraceGpu],
+    stats: SamplerStats | None = None,
+    counters: Counters | None = None,
+) -> str:
+    """The metrics page for the newest sample of each GPU (and the slow ``counters``, where given)."""
     lines: list[str] = []
     indices = sorted(set(latest) | set(gpus))
 
@@ -111,6 +182,13 @@ def exposition(latest: Mapping[int, Sample], gpus: Mapping[int, TraceGpu], stats
         "gauge",
         [(_labels(**gpu_labels(i)), 1.0 if (s := latest.get(i)) is not None and s.lost else 0.0) for i in indices],
     )
+    if counters is not None:
+        for attr, name, help_text, keys in _COUNTER_FAMILIES:
+            read = getattr(counters, attr)
+            rows = []
+            for labels, value in _counter_rows(read):
+                rows.append((_labels(**{k: str(labels.get(k, "")) for k in keys}), value))
+            family(name, help_text, "counter", rows)
     if stats is not None:
         family("rigcheck_sampler_polls_total", "Polls made by the sampler.", "counter", [("", float(stats.polls))])
         family(
@@ -120,6 +198,16 @@ def exposition(latest: Mapping[int, Sample], gpus: Mapping[int, TraceGpu], stats
             [("", float(stats.missed_deadlines))],
         )
     return "\n".join(lines) + "\n"
+
+
+def _counter_rows(read: Callable[[], CounterRows] | None) -> CounterRows:
+    if read is None:
+        return ()
+    try:
+        return read()
+    except Exception as exc:  # noqa: BLE001 - an uncached reader that fails: no rows, the page still renders
+        log.debug("prometheus: counter read failed: %s", exc)
+        return ()
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -19,7 +19,7 @@ from rigcheck.monitor.sampler import Poller, Sampler, TraceFile, TraceFormat
 from rigcheck.monitor.summary import GpuRunning, RunSummary
 
 if TYPE_CHECKING:
-    from rigcheck.monitor.prometheus import MetricsServer
+    from rigcheck.monitor.prometheus import Counters, MetricsServer
 
 HISTORY = 40  # samples kept per GPU for the live view's sparklines
 # Polls the sampler's ring buffer keeps: the summary is aggregated as the samples arrive (monitor/summary.py) and
@@ -59,9 +59,11 @@ def run_monitor(
     prometheus: tuple[int, str] | None,
     watch: Callable[[Sampler, History], bool],
     say: Callable[[str], None],
+    counters: Counters | None = None,
 ) -> MonitorResult:
     """Sample ``poller`` until ``watch(sampler, history)`` returns (True: it was interrupted); the file is
-    flushed and closed and the endpoint shut down whatever happens. ``prometheus``: (port, bind address)."""
+    flushed and closed and the endpoint shut down whatever happens. ``prometheus``: (port, bind address);
+    ``counters``: the slow counters the endpoint also serves (read on scrape, cached)."""
     interrupted = False
     server: MetricsServer | None = None
     sink: TraceFile | None = None
@@ -78,7 +80,9 @@ def run_monitor(
         if prometheus is not None:
             from rigcheck.monitor.prometheus import MetricsServer, exposition
 
-            server = MetricsServer(lambda: exposition(sampler.latest(), poller.gpus, sampler.stats), *prometheus)
+            server = MetricsServer(
+                lambda: exposition(sampler.latest(), poller.gpus, sampler.stats, counters), *prometheus
+            )
             server.start()
             say(f"Prometheus metrics at {server.url}")
         if sink is not None:

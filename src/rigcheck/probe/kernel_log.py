@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from rigcheck.errors import UsageError
+from rigcheck.errors import ProbeError, UsageError
 from rigcheck.facts.xid import bus_key
 from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
 from rigcheck.model.snapshot import Gpu, Missing, Snapshot, Source
@@ -223,3 +223,65 @@ def apply_since(snapshot: Snapshot, since: datetime | None, given: str | None) -
     read.since = given
     snapshot.kernel_events = kept
     snapshot.kernel_log = read
+
+
+# --- monitor: Xid events since it started --------------------------------------------------------------------
+
+
+class XidCounter:
+    """Counts the Xid lines that appear in the kernel log after ``start()``, per (GPU, code), for `monitor`'s
+    Prometheus endpoint. Each call reads the log again (dmesg, else the kernel journal: ``read_live``) and counts
+    the lines it has not seen: a line is known by its time, bus id, code and text (dmesg's ISO times carry
+    microseconds), and a line printed twice alike counts twice. Lines that scroll out of the ring buffer are
+    simply not seen again, so the counts never go down. ``gpus`` maps a bus id as NVML prints it to the GPU's
+    index, and the ``pci_bus_id`` label is then NVML's spelling (as on the NVLink series); an Xid on another bus
+    id is counted under that bus id alone (``gpu`` empty).
+
+    A log that cannot be read raises ProbeError (the exporter then leaves the series out)."""
+
+    def __init__(self, gpus: dict[int, str], run: Runner = _run) -> None:
+        self._run = run
+        self._gpus = dict(gpus)
+        self._gpu_of = {key: index for index, bus in gpus.items() if (key := bus_key(bus)) is not None}
+        self._seen: dict[tuple[str | None, str | None, int | None, str], int] = {}
+        self._counts: dict[tuple[str, str, int], int] = {}  # (gpu, bus id, code) -> Xid lines since start
+        self._started = False
+
+    def _read(self) -> dict[tuple[str | None, str | None, int | None, str], int]:
+        events, how = read_live(self._run)
+        if how.unreadable is not None:
+            raise ProbeError(f"kernel log unreadable: {how.unreadable}")
+        now: dict[tuple[str | None, str | None, int | None, str], int] = {}
+        for e in events:
+            if e.kind == "xid":
+                key = (e.time, e.pci_bus_id, e.code, e.message)
+                now[key] = now.get(key, 0) + 1
+        return now
+
+    def start(self) -> None:
+        """What the log holds now: not counted. A log unreadable now is tried again on the next read."""
+        try:
+            self._seen = self._read()
+            self._started = True
+        except ProbeError:
+            self._started = False
+
+    def __call__(self) -> list[tuple[dict[str, str], float]]:
+        now = self._read()
+        if not self._started:  # the log could not be read at start: count from this first good read
+            self._seen, self._started = now, True
+        for key, n in now.items():
+            new = n - self._seen.get(key, 0)
+            if new <= 0:
+                continue
+            self._seen[key] = n
+            _, bus, code, _ = key
+            norm = bus_key(bus) if bus else None
+            index = self._gpu_of.get(norm) if norm is not None else None
+            printed = self._gpus[index] if index is not None else (norm or bus or "")
+            label = (str(index) if index is not None else "", printed, code if code is not None else -1)
+            self._counts[label] = self._counts.get(label, 0) + new
+        return [
+            ({"gpu": gpu, "pci_bus_id": bus, "code": str(code)}, float(n))
+            for (gpu, bus, code), n in sorted(self._counts.items())
+        ]
