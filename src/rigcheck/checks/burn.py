@@ -31,7 +31,7 @@ unless a source is named:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rigcheck.checks.common import fmt
 from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, BRAKE_HISTORY_WARN_US, LIMIT_TOLERANCE
@@ -272,7 +272,7 @@ class _GpuState:
         self.clock_first: Counter[float] = Counter()
         self.clock_rest: Counter[float] = Counter()
         self.with_reasons = 0
-        self.reason_counts: Counter[str] = Counter()
+        self.reason_sets: Counter[tuple[str, ...]] = Counter()  # loaded samples per distinct set of reasons
         self.thermal = 0
         self.power_capped = 0
         self.temps = _Rle()
@@ -364,10 +364,8 @@ class _GpuState:
             facts = self.reason_facts.get(key)
             if facts is None:
                 facts = self.reason_facts[key] = _reason_facts(reasons)
-            names, thermal, near, capped, sw_cap = facts
-            counts = self.reason_counts
-            for name in names:
-                counts[name] += 1
+            _, thermal, near, capped, sw_cap = facts
+            self.reason_sets[key] += 1  # one count per row; per name only at the end (reason_counts)
             if thermal or (near and temp is not None and _thermal_sample(s, gpu.temp_slowdown_c)):
                 self.thermal += 1
             if capped:
@@ -388,6 +386,15 @@ class _GpuState:
             if at_cap or sw_cap:
                 self.time_to_cap = round(t - start, 3)
         return in_order
+
+    @property
+    def reason_counts(self) -> Counter[str]:
+        """Loaded samples per reason name."""
+        counts: Counter[str] = Counter()
+        for key, n in self.reason_sets.items():
+            for name in self.reason_facts[key][0]:
+                counts[name] += n
+        return counts
 
     def exact(self, gpu: TraceGpu) -> bool:
         """Whether one pass saw what the whole trace would have told: the clock ceiling and the default limit
@@ -433,18 +440,34 @@ class BurnAggregator:
         self.in_order = True
 
     def add(self, sample: Sample) -> None:
-        state = self.states.get(sample.gpu)
-        if state is None:
-            index = sample.gpu
-            gpu = self.gpus.get(index) or TraceGpu(index=index)
-            preset = self.clock_max is not None and index in self.clock_max
-            ceiling = self.clock_max[index] if self.clock_max is not None and preset else None
-            state = self.states[index] = _GpuState(index, gpu, ceiling, preset)
+        state = self.states.get(sample.gpu) or self._state(sample.gpu)
         if not self.seen or sample.t_s > self.end:
             self.end = sample.t_s
             self.seen = True
         if not state.add(sample):
             self.in_order = False
+
+    def feed(self, samples: Iterable[Sample]) -> None:
+        """:meth:`add` of each sample in turn, in one loop on locals: a long trace is hundreds of thousands of
+        rows, and a call of add per row is a fair share of the time."""
+        states, end, seen, in_order = self.states, self.end, self.seen, self.in_order
+        try:
+            for sample in samples:
+                state = states.get(sample.gpu) or self._state(sample.gpu)
+                t = sample.t_s
+                if not seen or t > end:
+                    end, seen = t, True
+                if not state.add(sample):
+                    in_order = False
+        finally:  # a reader's error ends the loop: what was taken stays as add would have left it
+            self.end, self.seen, self.in_order = end, seen, in_order
+
+    def _state(self, index: int) -> _GpuState:
+        gpu = self.gpus.get(index) or TraceGpu(index=index)
+        preset = self.clock_max is not None and index in self.clock_max
+        ceiling = self.clock_max[index] if self.clock_max is not None and preset else None
+        state = self.states[index] = _GpuState(index, gpu, ceiling, preset)
+        return state
 
     def finish(self, interval_s: float | None) -> list[GpuBurnAnalysis] | None:
         """One analysis per GPU (those with samples, and those the header names), in index order."""
@@ -499,7 +522,8 @@ def _analysis(st: _GpuState, gpu: TraceGpu, trace_end: float, interval: float | 
         return result
 
     if st.with_reasons:
-        result.reasons_time_fraction = {name: st.reason_counts[name] / st.with_reasons for name in CLOCK_EVENT_REASONS}
+        counts = st.reason_counts
+        result.reasons_time_fraction = {name: counts[name] / st.with_reasons for name in CLOCK_EVENT_REASONS}
     if st.temp_peak is not None and st.temp_first is not None:
         result.temp_rise_c = st.temp_peak - st.temp_first
         result.temp_plateau_c = st.temps.plateau()

@@ -45,9 +45,7 @@ def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
                 add(sample)
                 keep(sample)
         else:
-            add = agg.add
-            for sample in stream:
-                add(sample)
+            agg.feed(stream)
         analyses = agg.finish(stream.header.interval_s)
         if analyses is not None:
             if plot:

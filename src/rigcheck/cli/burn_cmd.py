@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli import monitor_cmd
 from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, write_rendering
 from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.errors import BenchError
@@ -74,7 +73,9 @@ def burn(
 
         burn_analyze(analyze, as_json, html_file)
         return
+    # Here, not at the top: `--analyze` needs none of the live poller's machinery (start-up time, issue #13).
     from rigcheck.bench.burn import DTYPES, run_burn
+    from rigcheck.cli import monitor_cmd
     from rigcheck.monitor.sampler import TraceFile
 
     if dtype not in DTYPES:
