@@ -294,3 +294,19 @@ def test_empty_and_binary_files_are_refused(tmp_path: Path, data: bytes, words: 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         read_trace(str(tmp_path / "absent.csv"))
+
+
+def test_a_unicode_digit_as_gpu_index_is_a_bad_row_not_a_crash(tmp_path: Path) -> None:
+    """"¹".isdigit() is True but int("¹") fails: found by the fuzz suite in a mutated nvidia-smi trace."""
+    from rigcheck.probe.trace import read_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "timestamp, index, power.draw [W]\n"
+        "2024/01/01 00:00:00.000, 0, 100.00 W\n"
+        "2024/01/01 00:00:00.100, ¹, 101.00 W\n"
+        "2024/01/01 00:00:00.200, 0, 102.00 W\n"
+    )
+    # A bad row inside the trace (not a cut last line) is the reader's own one-line error, naming the line.
+    with pytest.raises(ParseError, match=r":3: bad row: index '¹' is not a GPU index"):
+        read_trace(str(path))

@@ -40,7 +40,7 @@ def window_seconds(text: str) -> int:
 
 def _code(key: object) -> int:
     text = str(key).strip()
-    if not text.isdigit() or int(text) == 0:
+    if not (text.isascii() and text.isdigit()) or int(text) == 0:
         raise ValueError(f"{key!r} is not an Xid code (a positive whole number)")
     return int(text)
 

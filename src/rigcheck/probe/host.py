@@ -48,7 +48,7 @@ def parse_meminfo_total_gib(text: str) -> float | None:
     for line in text.splitlines():
         if line.startswith("MemTotal:"):
             parts = line.split()
-            if len(parts) >= 2 and parts[1].isdigit():
+            if len(parts) >= 2 and parts[1].isascii() and parts[1].isdigit():
                 return int(parts[1]) * 1024 / 2**30
     return None
 

@@ -460,7 +460,7 @@ class _RowParser:
         identity: str | None = None
         if cols.index is not None:
             identity = cells[cols.index].strip()
-            if not identity.isdigit():
+            if not (identity.isascii() and identity.isdigit()):  # "¹".isdigit() is True, int("¹") fails
                 raise _RowError(f"index {identity!r} is not a GPU index")
         elif cols.identity is not None:
             identity = cells[cols.identity].strip()

@@ -96,7 +96,7 @@ def _put(link: NvLink, field: str, value: str, *, line: int, gpu: int, diagnosti
         if getattr(link, field) is None:
             link.mark_missing(field, reason)
         return
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         message = f"link {link.link} {field.replace('_', ' ')}: {value!r} is not a count (line {line})"
         diagnostics.append(Diagnostic(source=SOURCE, message=message, gpu=gpu))
         link.mark_missing(field, Missing.ERROR)

@@ -31,9 +31,10 @@ import re
 from dataclasses import dataclass, field
 
 from rigcheck.errors import ParseError
-from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, Missing, Snapshot, Source
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, GpuProcess, Missing, Snapshot, Source
 from rigcheck.probe.smi.ansi import strip_ansi
 from rigcheck.probe.smi.build import COUNTERS, ECC, REASONS, GpuFields, build_gpu
+from rigcheck.probe.smi.processes import from_text_entries, mark_corrupt_inforoms, set_processes
 from rigcheck.probe.smi.unreadable import add_handle_errors, handle_errors, mark_unreadable, placeholder
 from rigcheck.probe.smi.values import (
     COUNTER_BY_LABEL,
@@ -420,6 +421,7 @@ def parse_query_text(text: str, path: str | None = None) -> Snapshot:
         fields = _collect(head)
         if fields:
             snapshot.gpus.append(build_gpu(0, fields, SOURCE, diagnostics))
+            set_processes(snapshot.gpus[-1], _processes(head))
             diagnostics.append(
                 Diagnostic(source=SOURCE, message="no GPU header: read as a fragment of one GPU (index 0)")
             )
@@ -442,6 +444,7 @@ def parse_query_text(text: str, path: str | None = None) -> Snapshot:
     for index, section in enumerate(sections):
         if _has_gpu_field(section):
             snapshot.gpus.append(build_gpu(index, _collect(section), SOURCE, diagnostics))
+            set_processes(snapshot.gpus[-1], _processes(section))
             continue
         empty = Gpu(index=index, pci_bus_id=section.bus_id)
         reason = Missing.TRUNCATED if section.cut else Missing.ERROR
@@ -464,10 +467,15 @@ def parse_query_text(text: str, path: str | None = None) -> Snapshot:
     return snapshot
 
 
+def _processes(section: _Section) -> list[GpuProcess] | None:
+    return from_text_entries([(e.path, e.value, e.cut) for e in section.entries])
+
+
 def _finish(snapshot: Snapshot, text: str, where: dict[int, str], cut: _Section | None) -> None:
     """Placeholders for the GPUs nvidia-smi could not read, and the note that the input ends early."""
     mark_unreadable(snapshot.gpus, SOURCE, snapshot.diagnostics, where)
     add_handle_errors(text, snapshot.gpus, SOURCE, snapshot.diagnostics)
+    mark_corrupt_inforoms(text, snapshot.gpus)
     truncated = [
         g for g in snapshot.gpus if g.read_error is Missing.TRUNCATED or Missing.TRUNCATED in g.missing.values()
     ]

@@ -32,6 +32,7 @@ from typing import cast
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, Missing, Snapshot, Source
 from rigcheck.probe.smi.build import COUNTERS, ECC, ECC_SUMS, REASONS, GpuFields, build_gpu
+from rigcheck.probe.smi.processes import corrupt_inforoms, from_xml, mark_corrupt_inforoms, set_processes
 from rigcheck.probe.smi.unreadable import add_handle_errors, handle_errors, mark_unreadable, placeholder
 from rigcheck.probe.smi.values import (
     COUNTER_BY_LABEL,
@@ -291,8 +292,10 @@ def parse_query_xml(text: str, path: str | None = None) -> Snapshot:
         if absent is not None:
             snapshot.gpu_absent_reason = absent
             return snapshot
-    # nvidia-smi prints "Unable to determine the device handle ..." above the XML for a GPU it cannot open.
-    prefix = text[:start] if start > 0 and handle_errors(text[:start]) else ""
+    # nvidia-smi prints "Unable to determine the device handle ..." above the XML for a GPU it cannot open, and
+    # "WARNING: infoROM is corrupted at gpu ..." for a GPU whose InfoROM fails its checksum.
+    head = text[:start] if start > 0 else ""
+    prefix = head if handle_errors(head) or corrupt_inforoms(head) else ""
     tree = _read_tree(text[len(prefix) :], path)
     root = tree.root
     software = snapshot.software
@@ -318,6 +321,8 @@ def parse_query_xml(text: str, path: str | None = None) -> Snapshot:
             snapshot.gpus.append(placeholder(Gpu(index=index, pci_bus_id=element.get("id")), Missing.TRUNCATED, detail))
             continue
         snapshot.gpus.append(build_gpu(index, fields, SOURCE, snapshot.diagnostics))
+        node = element.find("processes")
+        set_processes(snapshot.gpus[-1], from_xml(element, node is not None and tree.is_open(node)))
     attached = tree.get(root, "attached_gpus")
     count = parse_int(attached.text).value if attached is not None and not attached.cut else None
     if not gpus:
@@ -333,6 +338,7 @@ def parse_query_xml(text: str, path: str | None = None) -> Snapshot:
         )
     mark_unreadable(snapshot.gpus, SOURCE, snapshot.diagnostics, {})
     add_handle_errors(prefix, snapshot.gpus, SOURCE, snapshot.diagnostics)
+    mark_corrupt_inforoms(prefix, snapshot.gpus)
     if cut:
         inside = [g for g in gpus if tree.is_open(g)]
         where = f'inside <gpu id="{inside[0].get("id", "")}">' if inside else "after the last <gpu>"

@@ -27,6 +27,7 @@ from typing import TypeVar
 from rigcheck.errors import ParseError
 from rigcheck.facts.plausible import out_of_bounds
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, Missing, Snapshot, Source
+from rigcheck.probe.smi.processes import from_table, mark_corrupt_inforoms, set_processes
 from rigcheck.probe.smi.unreadable import add_handle_errors, handle_errors, mark_unreadable
 from rigcheck.probe.smi.values import (
     Parsed,
@@ -284,6 +285,10 @@ def parse_table(text: str, path: str | None = None) -> Snapshot:
         snapshot.diagnostics.append(Diagnostic(source=SOURCE, message=message))
     mark_unreadable(snapshot.gpus, SOURCE, snapshot.diagnostics, where)
     add_handle_errors(text, snapshot.gpus, SOURCE, snapshot.diagnostics)
+    box = from_table(lines)
+    for gpu in snapshot.gpus:
+        set_processes(gpu, None if box is None else box.get(gpu.index, []))
+    mark_corrupt_inforoms(text, snapshot.gpus)
     return snapshot
 
 
