@@ -7,7 +7,6 @@ sample through the CLI entry point); `python benchmarks/fuzz.py --n 20000` runs 
 
 from __future__ import annotations
 
-import io
 import random
 import signal
 from pathlib import Path
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 
 from rigcheck.cli.app import main
 from rigcheck.errors import InputError
-from rigcheck.probe.files import input_limits, iter_capped_lines, read_capped
+from rigcheck.probe.files import input_limits, line_blocks, read_capped
 from tests.fuzzing import CLI_SNAPSHOT_COMMANDS, CORPUS, HANG, MUTATIONS, READERS, Hang, Reader, mutate, outcome
 from tests.fuzzing import time_limit as fuzz_time_limit
 
@@ -114,12 +113,20 @@ def test_read_capped_counts_bytes_read_not_the_size(tmp_path: Path) -> None:
     assert read_capped(str(small), 1000) == b"abc"
 
 
-def test_capped_lines_end_an_endless_stream() -> None:
-    with open("/dev/zero", "rb") as fh, pytest.raises(InputError, match="longer than"):
-        list(iter_capped_lines(fh, "/dev/zero", max_line=4096))
-    endless_newlines = io.BytesIO(b"\n" * 20_000)  # stands in for `yes ''`: short lines, no end
+def test_line_blocks_end_an_endless_stream() -> None:
+    """The splitter both streaming readers use: an endless line, an endless run of short lines and an endless
+    run of NUL bytes each end in one InputError."""
+
+    def endless(piece: bytes) -> list[tuple[bytes, bool]]:
+        return list(line_blocks(piece, lambda: piece, "-", line_of_rest=lambda _d, _c: 1, max_line=4096))
+
+    with pytest.raises(InputError, match="longer than"):
+        endless(b"x" * 1024)  # a binary file without newlines
+    with pytest.raises(InputError, match="NUL"):
+        endless(b"\x00" * 1024)  # /dev/zero
+    newlines = b"\n" * 1000  # stands in for `yes ''`: short lines, no end
     with pytest.raises(InputError, match="too large"):
-        list(iter_capped_lines(endless_newlines, "-", max_line=4096, max_total=10_000))
+        list(line_blocks(newlines, lambda: newlines, "-", line_of_rest=lambda _d, _c: 1, max_total=10_000))
 
 
 def _with_number(rel: str, old: str, new: str, tmp_path: Path) -> Path:

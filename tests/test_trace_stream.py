@@ -70,9 +70,7 @@ def test_an_endless_input_ends_in_one_error() -> None:
 
 
 def test_a_line_without_end_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rigcheck.probe.trace as trace_module
-
-    monkeypatch.setattr(trace_module, "STREAM_MAX_LINE", 1000)
+    monkeypatch.setattr("rigcheck.probe.files.STREAM_MAX_LINE", 1000)
     path = tmp_path / "long.csv"
     path.write_text("timestamp, index, power.draw [W]\n" + "x" * 5000)
     with pytest.raises(InputError, match="longer than"):

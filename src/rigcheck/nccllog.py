@@ -334,7 +334,7 @@ def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
     """The streamed twin of parse_nccl_log(read_text(path)): the same lines, numbers and document, and the same
     errors, except that a NUL byte or undecodable byte is reported where it is met (the whole-file read found
     every NUL before any decoding error) and that the limits are the streaming ones (rigcheck.probe.files)."""
-    from rigcheck.probe.files import STREAM_MAX_BYTES, STREAM_MAX_LINE
+    from rigcheck.probe.files import line_blocks
     from rigcheck.probe.from_file import MAX_INPUT_BYTES
     from rigcheck.probe.trace import read_chunk
 
@@ -358,55 +358,42 @@ def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
     scan = _LogScan()
     number = 0  # lines as the parser counts them (CR, LF and CRLF each end one)
     newlines = 0  # LF bytes so far: the line a decoding error names, as read_text counts it
-    total = chars = bad = 0
+    chars = bad = 0
     content = False
     first = True
-    rest = b""
-    while True:
-        total += len(chunk)
-        if total > STREAM_MAX_BYTES:
-            raise InputError(f"input is too large (over {STREAM_MAX_BYTES // 2**30} GiB)", path=path)
-        if b"\x00" in chunk:
-            raise InputError("binary data, not text (it holds NUL bytes)", path=path)
-        data = rest + chunk if rest else chunk
-        cut = data.rfind(b"\n") + 1 if chunk else len(data)
-        rest = data[cut:]
-        if len(rest) > STREAM_MAX_LINE:
-            raise InputError(
-                f"line is longer than {STREAM_MAX_LINE // 1024} KiB: not a text output of these tools",
-                path=path,
-                line=newlines + data.count(b"\n", 0, cut) + 1,
-            )
-        if cut:
-            block = data[:cut]
-            any_bytes = any_bytes or bool(block.strip())
-            try:
-                text = block.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                line = newlines + block[: exc.start].count(b"\n") + 1
-                raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
-            newlines += block.count(b"\n")
-            content = content or not text.isspace()
-            chars += len(text)
-            bad += len(_BAD_CONTROL.findall(text))
-            # _normalise, a block at a time: no escape sequence spans a line end, and the BOMs strip at the start.
-            # (Each copy only when needed: a block is 1 MiB, and most logs have neither escapes nor CRs.)
-            clean = _ANSI.sub("", text) if "\x1b" in text else text
-            if first:
-                clean = clean.lstrip("\ufeff")
-                first = False
-            if "\r" in clean:
-                clean = clean.replace("\r\n", "\n").replace("\r", "\n")
-            pieces = clean.split("\n")
-            del text, clean, block  # the pieces are all that is needed of this block
-            if chunk:
-                pieces.pop()  # the block ends with its line end: what follows it is the next block's
-            for piece in pieces:
-                number += 1
-                scan.feed(piece, number)
-        if not chunk:
-            break
-        chunk = read_chunk(fh, path)
+    blocks = line_blocks(
+        chunk,
+        lambda: read_chunk(fh, path),
+        path,
+        line_of_rest=lambda data, cut: newlines + data.count(b"\n", 0, cut) + 1,
+    )
+    del chunk  # line_blocks has it: a second reference would keep the first 1 MiB alive to the end
+    for block, last in blocks:
+        any_bytes = any_bytes or bool(block.strip())
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = newlines + block[: exc.start].count(b"\n") + 1
+            raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
+        newlines += block.count(b"\n")
+        content = content or not text.isspace()
+        chars += len(text)
+        bad += len(_BAD_CONTROL.findall(text))
+        # _normalise, a block at a time: no escape sequence spans a line end, and the BOMs strip at the start.
+        # (Each copy only when needed: a block is 1 MiB, and most logs have neither escapes nor CRs.)
+        clean = _ANSI.sub("", text) if "\x1b" in text else text
+        if first:
+            clean = clean.lstrip("\ufeff")
+            first = False
+        if "\r" in clean:
+            clean = clean.replace("\r\n", "\n").replace("\r", "\n")
+        pieces = clean.split("\n")
+        del text, clean, block  # the pieces are all that is needed of this block
+        if not last:
+            pieces.pop()  # the block ends with its line end: what follows it is the next block's
+        for piece in pieces:
+            number += 1
+            scan.feed(piece, number)
     # The whole-file checks, in read_text's and _check_input's order, now that the counts are complete.
     if not any_bytes:
         raise InputError(f"empty file: expected {_EXPECTED}", path=path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -69,33 +69,51 @@ def _read_upto(fh: BinaryIO, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def iter_capped_lines(
-    fh: BinaryIO,
+def line_blocks(
+    first: bytes,
+    read: Callable[[], bytes],
     path: str,
     *,
-    max_total: int = STREAM_MAX_BYTES,
-    max_line: int = STREAM_MAX_LINE,
-) -> Iterator[bytes]:
-    """The lines of ``fh`` (newline kept), raising InputError at a line over ``max_line`` bytes or after
-    ``max_total`` bytes: for streaming readers, so that /dev/zero or an endless pipe ends in one line of error.
+    line_of_rest: Callable[[bytes, int], int],
+    max_total: int | None = None,
+    max_line: int | None = None,
+) -> Iterator[tuple[bytes, bool]]:
+    """The stream that starts with ``first`` and goes on with ``read()`` (b"" at its end), as blocks of whole
+    lines: (bytes up to and including a block's last newline, whether this is the last block, whose tail may
+    lack one). The streaming readers (traces, NCCL logs) share it, so /dev/zero, an endless pipe or a binary
+    file ends in one line of InputError: a NUL byte, a line over ``max_line`` bytes (``line_of_rest(data,
+    cut)`` numbers it, in the caller's own count of the lines it has read), more than ``max_total`` in all.
+    The limits default to STREAM_MAX_BYTES and STREAM_MAX_LINE, read when the stream starts.
     """
     from rigcheck.errors import InputError  # here: errors is light, but files.py is imported by every probe
 
+    max_total = STREAM_MAX_BYTES if max_total is None else max_total
+    max_line = STREAM_MAX_LINE if max_line is None else max_line
+
     total = 0
-    lineno = 0
+    rest = b""
+    chunk = first
+    del first  # hold each block once: the first stays alive otherwise, for the whole stream
     while True:
-        line = fh.readline(max_line + 1)
-        if not line:
-            return
-        lineno += 1
-        total += len(line)
-        if len(line) > max_line:
-            raise InputError(
-                f"line is longer than {max_line // 1024} KiB: not a text output of these tools", path=path, line=lineno
-            )
+        total += len(chunk)
         if total > max_total:
-            raise InputError(f"input is too large (over {max_total // 2**30} GiB)", path=path, line=lineno)
-        yield line
+            raise InputError(f"input is too large (over {max_total // 2**30} GiB)", path=path)
+        if b"\x00" in chunk:
+            raise InputError("binary data, not text (it holds NUL bytes)", path=path)
+        data = rest + chunk if rest else chunk
+        cut = data.rfind(b"\n") + 1 if chunk else len(data)
+        rest = data[cut:]
+        if len(rest) > max_line:
+            raise InputError(
+                f"line is longer than {max_line // 1024} KiB: not a text output of these tools",
+                path=path,
+                line=line_of_rest(data, cut),
+            )
+        if cut:
+            yield data[:cut], not chunk
+        if not chunk:
+            return
+        chunk = read()
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from rigcheck.errors import InputError, ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
 from rigcheck.model.trace import CSV_COMMENT, PendingBadLine, read_rigcheck_csv, read_rigcheck_jsonl, split_csv_line
-from rigcheck.probe.files import STREAM_MAX_BYTES, STREAM_MAX_LINE, input_limits
+from rigcheck.probe.files import input_limits, line_blocks
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.values import (
     _BAD_CONTROL,
@@ -163,47 +163,27 @@ def _chunked_lines(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int
         check_text(text, path)
         yield from ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
         return
-    first = first.removeprefix(b"\xef\xbb\xbf")
     number = 0  # lines seen so far
-    total = 0
-    rest = b""
     any_text = False
-    chunk = first
-    while True:
-        total += len(chunk)
-        if total > STREAM_MAX_BYTES:
-            raise InputError(f"input is too large (over {STREAM_MAX_BYTES // 2**30} GiB)", path=path)
-        if b"\x00" in chunk:
-            raise InputError("binary data, not text (it holds NUL bytes)", path=path)
-        data = rest + chunk if rest else chunk
-        cut = data.rfind(b"\n") + 1 if chunk else len(data)
-        rest = data[cut:]
-        if len(rest) > STREAM_MAX_LINE:
-            raise InputError(
-                f"line is longer than {STREAM_MAX_LINE // 1024} KiB: not a text output of these tools",
-                path=path,
-                line=number + 1,
-            )
-        if cut:
-            try:
-                text = data[:cut].decode("utf-8")
-            except UnicodeDecodeError as exc:
-                line = number + data[: exc.start].count(b"\n") + 1
-                raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
-            bad = _BAD_CONTROL.search(text)
-            if bad is not None:
-                line = number + text.count("\n", 0, bad.start()) + 1
-                raise ParseError(
-                    f"binary data (character {bad.group()!r}), not nvidia-smi output", path=path, line=line
-                )
-            for line_text in text.splitlines():
-                number += 1
-                if line_text.strip():
-                    any_text = True
-                    yield number, line_text
-        if not chunk:
-            break
-        chunk = _read(fh, path)
+    blocks = line_blocks(
+        first.removeprefix(b"\xef\xbb\xbf"), lambda: _read(fh, path), path, line_of_rest=lambda _d, _c: number + 1
+    )
+    del first  # line_blocks has it: a second reference would keep the first 1 MiB alive to the end
+    for block, _ in blocks:
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = number + block[: exc.start].count(b"\n") + 1
+            raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
+        bad = _BAD_CONTROL.search(text)
+        if bad is not None:
+            line = number + text.count("\n", 0, bad.start()) + 1
+            raise ParseError(f"binary data (character {bad.group()!r}), not nvidia-smi output", path=path, line=line)
+        for line_text in text.splitlines():
+            number += 1
+            if line_text.strip():
+                any_text = True
+                yield number, line_text
     if not any_text:
         raise InputError(f"empty file: expected {expected}", path=path)
 
