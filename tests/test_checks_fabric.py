@@ -219,3 +219,21 @@ def test_limited_capacity_is_degraded() -> None:
     fabric = "        State : Completed\n        Status : Success\n        CliqueId : 4\n        Health\n"
     fabric += "            Summary : Limited Capacity\n"
     assert _ids(parse_query_text(_q(fabric))) == {"fabric.degraded": Severity.WARN}
+
+
+def test_nvlink_e_count_on_a_cut_last_line_is_truncated_never_smaller() -> None:
+    """ "CRC Errors: 1" with no line end may be the start of 12: null with its reason and a note, as -q does."""
+    from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Missing
+    from rigcheck.probe.smi.nvlink_errors import parse_nvlink_errors
+
+    head = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababababab)\n"
+    body = "         Link 0: Replay Errors: 12\n         Link 0: CRC Errors: 1"
+    cut = parse_nvlink_errors(head + body)
+    (link,) = cut.gpus[0].nvlinks or []
+    assert link.replay_errors == 12
+    assert link.crc_errors is None
+    assert link.missing["crc_errors"] is Missing.TRUNCATED
+    assert any(d.message.startswith(INPUT_ENDS_EARLY) for d in cut.diagnostics)
+    whole = parse_nvlink_errors(head + body + "\n")
+    assert (whole.gpus[0].nvlinks or [])[0].crc_errors == 1
+    assert not whole.diagnostics

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 
 from rigcheck.errors import ParseError
-from rigcheck.model.snapshot import Diagnostic, Gpu, Missing, NvLink, Snapshot, Source
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Diagnostic, Gpu, Missing, NvLink, Snapshot, Source
+from rigcheck.probe.smi.ansi import strip_ansi
 from rigcheck.probe.smi.values import absent_reason, check_text, finish_missing, na_reason, text_lines
 
 SOURCE = "nvlink-errors"
@@ -59,6 +60,9 @@ def parse_nvlink_errors(text: str, path: str | None = None) -> Snapshot:
         raise ParseError(
             "not `nvidia-smi nvlink -e` output (expected a line like 'GPU 0: NAME (UUID: ...)')", path=path, line=first
         )
+    # A count on a last line without its line end may be cut ("Replay Errors: 1" of 12): it is truncated, never
+    # read as a smaller number (the rule of the -q and table readers, rigcheck.probe.smi.query_text).
+    cut_line = len(lines) if lines and not strip_ansi(text).endswith(("\n", "\r")) else None
     gpu: Gpu | None = None
     links: dict[int, NvLink] = {}
     for number, line in enumerate(lines, start=1):
@@ -84,6 +88,12 @@ def parse_nvlink_errors(text: str, path: str | None = None) -> Snapshot:
             snapshot.diagnostics.append(Diagnostic(source=SOURCE, message=note, gpu=index))
             continue
         link = links.setdefault(int(counter.group("link")), NvLink(link=int(counter.group("link"))))
+        if number == cut_line:
+            setattr(link, field, None)
+            link.mark_missing(field, Missing.TRUNCATED)
+            note = f"{INPUT_ENDS_EARLY}: the text stops inside line {number} (link {link.link} {field})"
+            snapshot.diagnostics.append(Diagnostic(source=SOURCE, message=note, gpu=gpu.index))
+            continue
         _put(link, field, counter.group("value"), line=number, gpu=gpu.index, diagnostics=snapshot.diagnostics)
     if gpu is not None:
         snapshot.gpus.append(_finish(gpu, links))
