@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks that need a real GPU, for docs/gpu-validation.md, one PART at a time. Usage:
-#   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn tests
+#   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn verify tests
 # Each part fits in 6 minutes (the lent GPU machine allows 10 per command) and every step has its own
 # timeout; a step that runs over ends with exit 124 and the next step still runs. Everything a part writes
 # goes under OUTDIR/PART/ (OUTDIR default gpu-run), with summary.txt: each step's exit code and seconds.
@@ -10,7 +10,7 @@
 # benchmarks/fetch_wheels.sh, found in $WHEELS (default .whl) and unpacked into /tmp/rigcheck-site.
 # Nothing here changes the card's settings.
 set -uo pipefail
-part=${1:?usage: gpu_validation.sh PART [OUTDIR]   (PART: probe matmul memory collectives train burn tests)}
+part=${1:?usage: gpu_validation.sh PART [OUTDIR]   (PART: probe matmul memory collectives train burn verify tests)}
 case $part in probe | matmul | memory | collectives | train | burn | tests) ;; *)
     echo "unknown part '$part': probe matmul memory collectives train burn tests" >&2; exit 2 ;;
 esac
@@ -72,6 +72,10 @@ case $part in
     burn)  # ~3 min: one minute of load with the 10 Hz poller, then the trace read back
         step burn       150 "${rc[@]}" burn --minutes 1 --csv "$out/burn.csv" --json --html "$out/burn.html"
         step analyze     60 "${rc[@]}" burn --analyze "$out/burn.csv" --json
+        ;;
+    verify)  # ~4 min: the verdict at level quick (its own budget: 180 s), then the bands it was judged against
+        step verify     240 "${rc[@]}" verify --level quick --json --html "$out/verify.html"
+        step explain     30 "${rc[@]}" verify --explain --gpu "NVIDIA H100 80GB HBM3"
         ;;
     tests)  # ~5 min: every gpu-marked test (figures asserted against shared/gpu-evidence on an H100)
         step pytest-gpu 330 python3 -m pytest -q -m gpu -p no:cacheprovider -rs

@@ -46,7 +46,19 @@ def test_help_lists_the_table_in_order(capsys: pytest.CaptureFixture[str]) -> No
     names = [entry.name for entry in RigcheckGroup.table]
     listed = [m.group(1) for m in re.finditer(r"^│ (\S+) {2,}", out.split("Commands")[1], re.MULTILINE)]
     assert listed == names
-    assert names == ["doctor", "topo", "snapshot", "plan", "nccl-log", "monitor", "burn", "thermal", "power", "bench"]
+    assert names == [
+        "doctor",
+        "verify",
+        "topo",
+        "snapshot",
+        "plan",
+        "nccl-log",
+        "monitor",
+        "burn",
+        "thermal",
+        "power",
+        "bench",
+    ]
 
 
 def test_resolving_a_command_swaps_in_the_real_one() -> None:

@@ -133,6 +133,32 @@ def bench_sample() -> Document:
     )
 
 
+def verify_sample() -> Document:
+    """`rigcheck verify --from` the saved documents of an 8×H100 node whose GPU 3 is slow."""
+    import time
+
+    from rigcheck.checks.verify_saved import verify_saved
+    from rigcheck.probe.saved import load_saved
+
+    inputs = load_saved(SNAPSHOTS.parent / "verify" / "h100x8-gpu3-slow")
+    return verify_saved(
+        inputs,
+        site=None,
+        baseline=None,
+        gpus=None,
+        baseline_name=None,
+        site_name=None,
+        clock=time.monotonic,
+        started=time.monotonic(),
+    )
+
+
+def verify_bands_sample() -> Document:
+    from rigcheck.checks.verify_bands import explain_bands
+
+    return explain_bands(["H100 SXM5", "GeForce RTX 4090"], None, None)
+
+
 # schema id -> a function that builds a real document of that kind.
 SAMPLES: dict[str, Callable[[], Document]] = {
     "rigcheck.bench/1": bench_sample,
@@ -145,6 +171,8 @@ SAMPLES: dict[str, Callable[[], Document]] = {
     "rigcheck.thermal/1": thermal_sample,
     "rigcheck.burn/1": burn_sample,
     "rigcheck.monitor/1": monitor_sample,
+    "rigcheck.verify/1": verify_sample,
+    "rigcheck.verify-bands/1": verify_bands_sample,
 }
 
 

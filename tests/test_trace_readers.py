@@ -297,7 +297,7 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
 
 
 def test_a_unicode_digit_as_gpu_index_is_a_bad_row_not_a_crash(tmp_path: Path) -> None:
-    """"¹".isdigit() is True but int("¹") fails: found by the fuzz suite in a mutated nvidia-smi trace."""
+    """ "¹".isdigit() is True but int("¹") fails: found by the fuzz suite in a mutated nvidia-smi trace."""
     from rigcheck.probe.trace import read_trace
 
     path = tmp_path / "t.csv"

@@ -45,6 +45,12 @@ class RigcheckGroup(LazyGroup):
             "doctor",
         ),
         LazyCommand(
+            "verify",
+            "Judge every GPU and the node — pass, fail or incomplete — against what each GPU should reach.",
+            "rigcheck.cli.verify",
+            "verify",
+        ),
+        LazyCommand(
             "topo",
             "Show how the GPUs are connected (NVLink, PCIe switch, host bridge, NUMA) and what it means.",
             "rigcheck.cli.topo",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from rigcheck.model import Snapshot
     from rigcheck.model.document import Document
+    from rigcheck.model.site_config import SiteConfig
     from rigcheck.report.render import Format
 
 FromOption = Annotated[
@@ -93,6 +94,18 @@ def load_snapshot(source: list[Path] | None, *, announce_absent: bool = True) ->
 
         announce(snap, SHOWING)
     return snap
+
+
+def read_site_config(path: Path) -> SiteConfig:
+    """The --config site file read and parsed; one that cannot be read or understood is one InputError line."""
+    from rigcheck.errors import InputError
+    from rigcheck.model.site_config import parse_site_config
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the site file: {exc.strerror or exc}", path=str(path)) from None
+    return parse_site_config(data, str(path))
 
 
 def print_json(data: Any) -> None:

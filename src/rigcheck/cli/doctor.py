@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -15,26 +15,12 @@ from rigcheck.cli.common import (
     MarkdownFileOption,
     emit,
     load_snapshot,
+    read_site_config,
     write_rendering,
 )
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model.doctor import doctor_document
 from rigcheck.report.render import Format
-
-if TYPE_CHECKING:
-    from rigcheck.model.site_config import SiteConfig
-
-
-def _site_config(path: Path) -> SiteConfig:
-    """The --config file read and parsed; a file that cannot be read or understood is one InputError line."""
-    from rigcheck.errors import InputError
-    from rigcheck.model.site_config import parse_site_config
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the site file: {exc.strerror or exc}", path=str(path)) from None
-    return parse_site_config(data, str(path))
 
 
 def doctor(
@@ -75,7 +61,7 @@ def doctor(
     from rigcheck.probe.kernel_log import apply_since, parse_since
 
     cutoff = parse_since(since, datetime.now())  # a bad --since is exit 2 before anything is read
-    site = _site_config(config) if config is not None else None  # so is a bad site file
+    site = read_site_config(config) if config is not None else None  # so is a bad site file
     snap = load_snapshot(source)
     apply_since(snap, cutoff, since)
     findings = run_checks(snap, config=site)

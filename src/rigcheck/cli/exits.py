@@ -25,3 +25,8 @@ def exit_code_for(findings: Iterable[Finding], *, strict: bool = False) -> int:
     if Severity.FAIL in worst or (strict and Severity.WARN in worst):
         return EXIT_PROBLEMS
     return EXIT_OK
+
+
+def exit_code_for_verdict(verdict: str) -> int:
+    """`rigcheck verify`: 0 on pass; 1 on fail and on incomplete (a node that could not be verified is not passed)."""
+    return EXIT_OK if verdict == "pass" else EXIT_PROBLEMS

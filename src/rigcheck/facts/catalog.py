@@ -197,8 +197,9 @@ GPUS: tuple[GpuSpec, ...] = (
        (("12VHPWR", 1),), _NO_NVL, 16, 716.8, (97.5, 97.5, 48.7), ADA_WP + "; " + GEFORCE_40,
        "16 GB model; Founders Edition ships a 3x 8-pin adapter"),
     _g("GeForce RTX 5090", ("NVIDIA GeForce RTX 5090",), "Blackwell", "GB202", "consumer", _PCIE, 575,
-       (("12V-2x6", 1),), _NO_NVL, 32, 1792, _NONE, GEFORCE_50 + "; " + RTX_BLACKWELL_WP,
-       "Founders Edition adapter 4x 8-pin; NVIDIA's pages give FP4 'AI TOPS' only, dense BF16/FP16/TF32 not checked"),
+       (("12V-2x6", 1),), _NO_NVL, 32, 1792, (209.5, 209.5, 104.8), GEFORCE_50 + "; " + RTX_BLACKWELL_WP,
+       "Founders Edition adapter 4x 8-pin; tensor figures: the whitepaper's dense FP16/BF16 with FP32 accumulate "
+       "(half its 419 TFLOPS FP16-accumulate figure, as on every GeForce part) and dense TF32"),
     _g("GeForce RTX 5080", ("NVIDIA GeForce RTX 5080",), "Blackwell", "GB203", "consumer", _PCIE, 360,
        (("12V-2x6", 1),), _NO_NVL, 16, 960, _NONE, GEFORCE_50 + "; " + RTX_BLACKWELL_WP,
        "dense BF16/FP16/TF32 not checked"),

@@ -46,6 +46,12 @@ GENERATED: dict[str, tuple[str, str, str]] = {
         "rigcheck burn --json / rigcheck burn --analyze FILE --json",
     ),
     "rigcheck.monitor/1": ("monitor-1.schema.json", "rigcheck.model.monitor:MonitorResult", "rigcheck monitor --json"),
+    "rigcheck.verify/1": ("verify-1.schema.json", "rigcheck.model.verify:VerifyDocument", "rigcheck verify --json"),
+    "rigcheck.verify-bands/1": (
+        "verify-bands-1.schema.json",
+        "rigcheck.model.verify:VerifyBandsDocument",
+        "rigcheck verify --explain --json",
+    ),
     "rigcheck.trace/1": (
         "trace-1.schema.json",
         "rigcheck.model.trace:TraceHeader",

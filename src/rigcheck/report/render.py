@@ -67,6 +67,8 @@ REPORT_MODULES: dict[str, str] = {
     "rigcheck.nccl-log/1": "rigcheck.report.nccl_log",
     "rigcheck.burn/1": "rigcheck.report.burn",
     "rigcheck.monitor/1": "rigcheck.report.monitor",
+    "rigcheck.verify/1": "rigcheck.report.verify",
+    "rigcheck.verify-bands/1": "rigcheck.report.verify_bands",
 }
 
 

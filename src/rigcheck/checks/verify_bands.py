@@ -1,0 +1,144 @@
+"""The bands `rigcheck verify` judges against: the catalogue's (facts/bands.py) with a site file's floors laid
+over them, and `verify --explain`'s document of them. Pure: no I/O.
+
+A site floor replaces the catalogue's floor and keeps its peak; its source names the site file's key first and
+the catalogue's source after it, so a verdict always says whose number it was held to. A site floor also
+applies to a GPU the catalogue does not know (peak None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rigcheck.errors import UsageError
+from rigcheck.facts import catalog
+from rigcheck.facts.bands import CHECKS, BandFact, allreduce_band, band_for, spec_p2p_band
+from rigcheck.facts.catalog import GpuSpec
+from rigcheck.model.site_config import SiteConfig
+from rigcheck.model.verify import Band, GpuBands, VerifyBandsDocument
+
+UNITS: dict[str, str] = {
+    "matmul_bf16": "TFLOPS",
+    "matmul_fp16": "TFLOPS",
+    "matmul_tf32": "TFLOPS",
+    "membw": "GB/s",
+    "hostlink_h2d": "GB/s",
+    "hostlink_d2h": "GB/s",
+    "p2p": "GB/s",
+    "allreduce": "GB/s",
+}
+# The node size the allreduce band of --explain is shown for: the only one public figures exist for.
+EXPLAIN_ALLREDUCE_GPUS = 8
+
+
+def _band(fact: BandFact) -> Band:
+    return Band(
+        check=fact.check,
+        unit=fact.unit,
+        expected_min=fact.expected_min,
+        peak=fact.peak,
+        source=fact.source,
+        basis=fact.basis,
+    )
+
+
+def with_site_floor(fact: BandFact | None, check: str, site: SiteConfig | None, *, gpu_name: str) -> Band | None:
+    """A catalogue band (or none) with the site's floor for ``check`` on ``gpu_name`` laid over it: for the
+    bands that depend on how GPUs are joined (a pair's p2p, the node's all-reduce), which the caller builds."""
+    floor = site.band_floor(gpu_name, check) if site is not None else None
+    if floor is None:
+        return _band(fact) if fact is not None else None
+    value, text = floor
+    if fact is None:
+        return Band(
+            check=check,
+            unit=UNITS.get(check, ""),
+            expected_min=value,
+            peak=None,
+            source=text,
+            basis="site floor (no catalogue band for this GPU and check)",
+        )
+    return Band(
+        check=check,
+        unit=fact.unit,
+        expected_min=value,
+        peak=fact.peak,
+        source=f"{text}; catalogue band {fact.expected_min:g} {fact.unit}: {fact.source}",
+        basis=fact.basis,
+    )
+
+
+def effective_band(spec: GpuSpec | None, check: str, site: SiteConfig | None, *, gpu_name: str) -> Band | None:
+    """The band a GPU's ``check`` is judged against: the SKU's (facts/bands.py), its floor replaced by the site
+    file's where set; a site floor alone where the SKU is unknown or has no band. ``p2p`` is the SKU's pair as
+    built (its NVLinks, else its PCIe link); ``allreduce`` has no per-GPU catalogue band (it depends on the
+    node: use :func:`with_site_floor` with ``facts.bands.allreduce_band``)."""
+    fact: BandFact | None = None
+    if spec is not None:
+        if check == "p2p":
+            fact = spec_p2p_band(spec)
+        elif check != "allreduce":
+            fact = band_for(spec, check)
+    return with_site_floor(fact, check, site, gpu_name=gpu_name)
+
+
+def _gpu_bands(spec: GpuSpec, site: SiteConfig | None) -> list[Band]:
+    bands: list[Band] = []
+    for check in CHECKS:
+        if check == "allreduce":
+            fact = allreduce_band(spec, gpus=EXPLAIN_ALLREDUCE_GPUS, nvswitch=spec.form_factor == "sxm")
+            band = with_site_floor(fact, check, site, gpu_name=spec.name)
+        else:
+            band = effective_band(spec, check, site, gpu_name=spec.name)
+        if band is not None:
+            bands.append(band)
+    return bands
+
+
+def _resolve(name: str) -> GpuSpec:
+    spec = catalog.lookup(name)
+    if spec is None:
+        near = catalog.candidates(name)
+        hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+        raise UsageError(f"--gpu {name!r}: not a GPU rigcheck knows{hint}")
+    return spec
+
+
+NOTES = (
+    "matmul: verify measures matmul_bf16 where the SKU has BF16, else matmul_fp16; each floor is a cited fraction "
+    "of the catalogue's dense tensor peak (GeForce figures are FP32-accumulate, which torch reaches in full). "
+    "The floors hold for a burst of seconds: under a sustained load a card at its power cap settles lower (an "
+    "H100 SXM5 at 700 W: 663 of 989 TFLOPS after 60 s), which the burn step judges.",
+    "membw: a device-to-device copy counted read + write (2 x bytes copied / time), against the memory spec.",
+    "hostlink_h2d / hostlink_d2h: pinned copies each way against the SKU's own PCIe link (generation and width "
+    "as built); a card trained to a lower generation or fewer lanes falls under the floor.",
+    "p2p: one direction between each pair of GPUs, judged on the link the pair has (its NVLinks, else PCIe); "
+    "the band listed is two GPUs of the SKU joined as built.",
+    "allreduce: NCCL bus bandwidth across the node; a band only where a public figure exists (8 GPUs on NVSwitch: "
+    "H100/H200, A100), listed for 8 GPUs.",
+    "Each figure is also held against the best of its identical peers in the box (more than 10% below fails) "
+    "and, with --baseline, against an earlier run of the node.",
+)
+
+
+def explain_bands(names: Sequence[str] | None, site: SiteConfig | None, site_name: str | None) -> VerifyBandsDocument:
+    """`verify --explain`: every catalogue SKU with a band (``names`` None), or the named GPUs (an unknown name
+    is a UsageError naming close candidates), each with its bands in CHECKS order."""
+    specs = [s for s in catalog.GPUS if _gpu_bands(s, None)] if names is None else [_resolve(n) for n in names]
+    seen: set[str] = set()
+    gpus: list[GpuBands] = []
+    notes = list(NOTES)
+    for spec in specs:
+        if spec.name in seen:
+            continue
+        seen.add(spec.name)
+        bands = _gpu_bands(spec, site)
+        if not bands:
+            notes.append(f"{spec.name}: the catalogue has no peak for any check (no band): {spec.notes or spec.source}")
+        gpus.append(GpuBands(name=spec.name, bands=bands))
+    if site is not None:
+        notes.append(
+            f"site file {site_name or site.origin}: its [bands] floors replace the catalogue's where set "
+            "(source names the key)."
+        )
+    return VerifyBandsDocument(gpus=gpus, site_config=site_name, notes=notes)

@@ -1,0 +1,363 @@
+"""The figures `rigcheck verify` judges, read out of the measurement documents, and the rules that judge one
+figure (pure).
+
+One :class:`Figure` per check: the number, the unit, the spread of the repeats behind it (the noise a
+baseline comparison allows for), what went wrong with its results, and one line saying what was measured.
+Which row gives the figure:
+
+- matmul: the ``best`` row (highest median among correct products) of the judged dtype of each GPU;
+- membw: the largest buffer's ``read_write_gbps`` (the read and the write the memory sees);
+- hostlink: the fastest pinned row per GPU and direction, over sizes and NUMA bindings;
+- p2p: the fastest peer-mode row per ordered pair (``unidirectional_gbps``);
+- allreduce: the bus bandwidth at the largest buffer;
+- burn: the sustained TFLOPS of the load where it ran, else the median power reached under load.
+
+A figure is keyed by GPU index; on a CPU run (rows with ``gpu`` null) by rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from rigcheck.checks.burn import brake_seconds
+from rigcheck.checks.power import BRAKE_HISTORY_WARN_US
+from rigcheck.model.bench import (
+    BenchRow,
+    CollectiveDocument,
+    HostlinkDocument,
+    HostlinkRow,
+    MatmulDocument,
+    MatmulRow,
+    MembwDocument,
+    MembwRow,
+    P2PDocument,
+    P2PRow,
+)
+from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.verify import Band, Judgement, Verdict
+
+# Without the SKU's own (bf16 where it has it), the dtype judged is the first of these that ran.
+MATMUL_PREFERENCE = ("bf16", "fp16", "tf32", "fp32")
+PEER_MARGIN: Final = 0.10  # gpu-fryer: a GPU more than 10% below the best of its box fails
+BASELINE_TOLERANCE: Final = 0.05  # the least regression a baseline comparison forgives
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured figure of one check."""
+
+    check_id: str
+    step: str  # the verify step that measured it: matmul, membw, hostlink, p2p, allreduce, burn
+    key: int | None  # GPU index (CPU rank on a CPU run); None for a node figure
+    value: float | None
+    unit: str
+    spread: float  # (max - min) / median of the repeats behind it; 0 when unknown
+    problems: tuple[str, ...]  # wrong results, a lost GPU...: the "result" rule fails on any
+    measured: str  # one phrase: what was measured and how
+    device_name: str | None = None
+    pair: tuple[int, int] | None = None  # p2p: (src, dst)
+    link: str | None = None  # p2p: the pair's topo code (NV18, PIX, SYS...)
+    nvlinks: int | None = None  # p2p: NVLinks between the pair
+    ranks: int | None = None  # allreduce: how many ranks took part
+
+
+def row_key(gpu: int | None, rank: int) -> int:
+    """A row's GPU index; its rank on a CPU run (no GPU)."""
+    return rank if gpu is None else gpu
+
+
+def size_text(size_bytes: int) -> str:
+    """1 << 30 -> "1 GiB"."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size_bytes >= scale and size_bytes % scale == 0:
+            return f"{size_bytes // scale} {unit}"
+    return f"{size_bytes} B"
+
+
+def spread_of(row: BenchRow) -> float:
+    """The relative spread of a row's repeats, (max - min) / median."""
+    return (row.max - row.min) / row.median if row.median > 0 else 0.0
+
+
+def _wrong(rows: Sequence[BenchRow], what: str) -> tuple[str, ...]:
+    bad = [r for r in rows if not getattr(r, "correct", True)]
+    if not bad:
+        return ()
+    return (f"wrong results in {len(bad)} of {len(rows)} {what}",)
+
+
+def matmul_check_id(dtype: str) -> str:
+    return f"matmul_{dtype}"
+
+
+def matmul_figures(doc: MatmulDocument, judged: Mapping[int, str | None]) -> list[Figure]:
+    """One figure per GPU (rank on CPU): the best row of ``judged[key]`` ("matmul_bf16"...) where that dtype
+    ran, else of the first dtype of MATMUL_PREFERENCE that ran."""
+    by_key: dict[int, list[MatmulRow]] = {}
+    for r in doc.results:
+        by_key.setdefault(row_key(r.gpu, r.rank), []).append(r)
+    figures: list[Figure] = []
+    for key, rows in sorted(by_key.items()):
+        ran = {r.dtype for r in rows}
+        wanted = judged.get(key)
+        dtype = next(
+            (d for d in MATMUL_PREFERENCE if wanted == matmul_check_id(d) and d in ran),
+            next(d for d in MATMUL_PREFERENCE if d in ran),
+        )
+        of_dtype = [r for r in rows if r.dtype == dtype]
+        best = next((r for r in of_dtype if r.best), None)
+        shown = best if best is not None else max(of_dtype, key=lambda r: r.tflops_median)
+        problems = _wrong(of_dtype, f"{dtype} products (against a float64 reference)")
+        if best is None and not problems:
+            problems = (f"no {dtype} row is marked best",)
+        shapes = f"best of {len(of_dtype)} shapes" if len(of_dtype) > 1 else "one shape"
+        figures.append(
+            Figure(
+                check_id=matmul_check_id(dtype),
+                step="matmul",
+                key=key,
+                value=shown.tflops_median,
+                unit="TFLOPS",
+                spread=spread_of(shown),
+                problems=problems,
+                measured=f"{dtype} matmul {shown.m}x{shown.n}x{shown.k} ({shapes}), median of {shown.repeats}",
+                device_name=shown.device_name,
+            )
+        )
+    return figures
+
+
+def membw_figures(doc: MembwDocument) -> list[Figure]:
+    """One figure per GPU (rank on CPU): the largest buffer's read + write bandwidth."""
+    by_key: dict[int, list[MembwRow]] = {}
+    for r in doc.results:
+        by_key.setdefault(row_key(r.gpu, r.rank), []).append(r)
+    figures: list[Figure] = []
+    for key, rows in sorted(by_key.items()):
+        largest = max(rows, key=lambda r: r.size_bytes)
+        figures.append(
+            Figure(
+                check_id="membw",
+                step="membw",
+                key=key,
+                value=largest.read_write_gbps,
+                unit="GB/s",
+                spread=spread_of(largest),
+                problems=_wrong(rows, "copies (the copied data differed)"),
+                measured=f"device-local copy of {size_text(largest.size_bytes)}, read + write, "
+                f"median of {largest.repeats}",
+                device_name=largest.device_name,
+            )
+        )
+    return figures
+
+
+def hostlink_figures(doc: HostlinkDocument) -> list[Figure]:
+    """Per GPU, "hostlink_h2d" and "hostlink_d2h": the fastest pinned row over sizes and NUMA bindings."""
+    by_key: dict[tuple[int, str], list[HostlinkRow]] = {}
+    for r in doc.results:
+        if r.memory == "pinned":
+            by_key.setdefault((r.gpu, r.direction), []).append(r)
+    figures: list[Figure] = []
+    for (gpu, direction), rows in sorted(by_key.items(), key=lambda item: (item[0][0], item[0][1] != "h2d")):
+        best = max(rows, key=lambda r: r.gbps)
+        bound = ", NUMA-bound" if best.numa_bound else ""
+        figures.append(
+            Figure(
+                check_id=f"hostlink_{direction}",
+                step="hostlink",
+                key=gpu,
+                value=best.gbps,
+                unit="GB/s",
+                spread=spread_of(best),
+                problems=_wrong(rows, f"pinned {direction} copies (the copied data differed)"),
+                measured=f"pinned {direction} copy of {size_text(best.size_bytes)}{bound} "
+                f"(best of {len(rows)}), median of {best.repeats}",
+                device_name=best.device_name,
+            )
+        )
+    return figures
+
+
+def p2p_figures(doc: P2PDocument) -> list[Figure]:
+    """One node figure per ordered pair: the fastest peer-mode copy, one direction."""
+    by_pair: dict[tuple[int, int], list[P2PRow]] = {}
+    for r in doc.results:
+        if r.mode == "peer":
+            by_pair.setdefault((r.src, r.dst), []).append(r)
+    figures: list[Figure] = []
+    for (src, dst), rows in sorted(by_pair.items()):
+        best = max(rows, key=lambda r: r.unidirectional_gbps)
+        over = f" over {best.link}" if best.link else ""
+        figures.append(
+            Figure(
+                check_id=f"p2p_{src}_{dst}",
+                step="p2p",
+                key=None,
+                value=best.unidirectional_gbps,
+                unit="GB/s",
+                spread=spread_of(best),
+                problems=_wrong(rows, "peer copies (the copied data differed)"),
+                measured=f"peer copy GPU{src}->GPU{dst} of {size_text(best.size_bytes)}{over}, "
+                f"median of {best.repeats}",
+                pair=(src, dst),
+                link=best.link,
+                nvlinks=best.nvlinks,
+            )
+        )
+    return figures
+
+
+def allreduce_figure(doc: CollectiveDocument) -> Figure | None:
+    """The bus bandwidth at the largest buffer; None when the document has no row."""
+    if not doc.results:
+        return None
+    largest = max(doc.results, key=lambda r: r.size_bytes)
+    return Figure(
+        check_id="allreduce",
+        step="allreduce",
+        key=None,
+        value=largest.busbw_gbps,
+        unit="GB/s",
+        spread=spread_of(largest),
+        problems=_wrong(doc.results, "buffer sizes (the reduced data differed)"),
+        measured=f"all-reduce of {size_text(largest.size_bytes)} across {doc.world_size} ranks ({doc.backend}), "
+        f"bus bandwidth, median of {largest.repeats}",
+        ranks=doc.world_size,
+    )
+
+
+def _burn_problems(analysis: GpuBurnAnalysis, load: GpuLoadSummary | None) -> tuple[str, ...]:
+    problems: list[str] = []
+    errors = max(analysis.errors or 0, load.errors if load is not None else 0)
+    if errors:
+        problems.append(f"{errors} wrong results under load")
+    if load is not None and load.error is not None:
+        problems.append(f"the load failed: {load.error}")
+    if analysis.lost_at_s is not None:
+        problems.append(f"GPU lost at {analysis.lost_at_s:.0f} s")
+    if analysis.limiter == "thermal":
+        problems.append("thermal slowdown limited the clocks")
+    brake = brake_seconds(analysis)
+    if brake * 1e6 >= BRAKE_HISTORY_WARN_US:
+        problems.append(f"hardware power brake for {brake:.0f} s")
+    return tuple(problems)
+
+
+def burn_figures(burn: BurnResult) -> list[Figure]:
+    """One figure per GPU of the burn: sustained TFLOPS where the load measured them, else power reached
+    (the limiter a power cap names is healthy: a datacenter card under full load sits at its cap)."""
+    loads = {g.index: g for g in burn.workload.gpus} if burn.workload is not None else {}
+    figures: list[Figure] = []
+    for analysis in burn.gpus:
+        load = loads.get(analysis.index)
+        tflops = analysis.tflops_sustained
+        if tflops is None and load is not None:
+            tflops = load.tflops_sustained
+        value, unit = (tflops, "TFLOPS") if tflops is not None else (analysis.power_w_median_loaded, "W")
+        parts = [analysis.verdict]
+        if analysis.power_w_median_loaded is not None:
+            limit = f" of {analysis.power_limit_w:.0f} W" if analysis.power_limit_w is not None else ""
+            parts.append(f"{analysis.power_w_median_loaded:.0f} W{limit}")
+        if analysis.temp_c_max is not None:
+            parts.append(f"max {analysis.temp_c_max:.0f} C")
+        if analysis.sm_clock_mhz_median_loaded is not None:
+            parts.append(f"SM {analysis.sm_clock_mhz_median_loaded:.0f} MHz")
+        figures.append(
+            Figure(
+                check_id="burn",
+                step="burn",
+                key=analysis.index,
+                value=value,
+                unit=unit,
+                spread=0.0,
+                problems=_burn_problems(analysis, load),
+                measured=f"burn for {analysis.loaded_s:.0f} s under load: {', '.join(parts)}",
+            )
+        )
+    return figures
+
+
+def keys_of(figures: Iterable[Figure]) -> set[int]:
+    return {f.key for f in figures if f.key is not None}
+
+
+# --- numbers in words -------------------------------------------------------------------------------------
+
+
+def num(value: float) -> str:
+    """A figure as a line shows it: 771, 55.1, 2.35."""
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.1f}%"
+
+
+# --- the four rules ---------------------------------------------------------------------------------------
+
+
+def band_judgement(value: float, unit: str, band: Band | None, why: str) -> Judgement:
+    """The SKU band: at or over ``expected_min`` passes."""
+    if band is None:
+        return Judgement(rule="band", verdict="not_judged", text=why)
+    of_peak = f", {band.expected_min / band.peak:.0%} of the {num(band.peak)} peak" if band.peak else ""
+    if value >= band.expected_min:
+        return Judgement(
+            rule="band", verdict="pass", text=f"{num(value)} {unit} >= floor {num(band.expected_min)}{of_peak}"
+        )
+    under = 1 - value / band.expected_min
+    return Judgement(
+        rule="band",
+        verdict="fail",
+        text=f"{num(value)} {unit} < floor {num(band.expected_min)} ({_pct(under)} under{of_peak})",
+    )
+
+
+def peer_judgement(value: float, unit: str, others: Sequence[float], what: str) -> tuple[Judgement, float | None]:
+    """gpu-fryer's rule: more than PEER_MARGIN under the best of ``others`` (the identical peers) fails."""
+    if not others:
+        return Judgement(rule="peers", verdict="not_judged", text=f"no {what} measured beside it"), None
+    best = max(others)
+    n = f"{len(others)} {what}"
+    if value >= best:
+        return Judgement(
+            rule="peers", verdict="pass", text=f"{num(value)} {unit}: the best, {n} at most {num(best)}"
+        ), best
+    under = 1 - value / best
+    if value < best * (1 - PEER_MARGIN):
+        text = f"{num(value)} {unit} is {_pct(under)} under the best of {n} ({num(best)}): more than 10%"
+        return Judgement(rule="peers", verdict="fail", text=text), best
+    text = f"{num(value)} {unit} is {_pct(under)} under the best of {n} ({num(best)}): within 10%"
+    return Judgement(rule="peers", verdict="pass", text=text), best
+
+
+def baseline_judgement(value: float, unit: str, base: float | None, spread: float) -> Judgement:
+    """A regression beyond the noise fails: under ``base`` x (1 - max(5%, the measured spread))."""
+    if base is None:
+        return Judgement(rule="baseline", verdict="not_judged", text="not in the baseline")
+    tolerance = max(BASELINE_TOLERANCE, spread)
+    change = value / base - 1 if base else 0.0
+    words = f"{num(value)} {unit} vs baseline {num(base)} ({change * 100:+.1f}%"
+    if value < base * (1 - tolerance):
+        return Judgement(rule="baseline", verdict="fail", text=f"{words}, beyond the {_pct(tolerance)} noise)")
+    return Judgement(rule="baseline", verdict="pass", text=f"{words}, within the {_pct(tolerance)} noise)")
+
+
+def result_judgement(problems: Sequence[str]) -> Judgement:
+    if problems:
+        return Judgement(rule="result", verdict="fail", text="; ".join(problems))
+    return Judgement(rule="result", verdict="pass", text="every result checked correct")
+
+
+def check_verdict(value: float | None, judgements: Iterable[Judgement]) -> Verdict:
+    """fail when any judgement fails, incomplete without a figure, pass otherwise."""
+    if any(j.verdict == "fail" for j in judgements):
+        return "fail"
+    return "incomplete" if value is None else "pass"

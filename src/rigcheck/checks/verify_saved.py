@@ -1,0 +1,61 @@
+"""`rigcheck verify --from DIR`: the verdict on documents saved earlier (a snapshot, bench and burn results), with
+nothing run. The doctor checks run on the saved snapshot; each measurement found is a step "done", each one
+absent a step "skipped" with the file it would have come from. The clock is the caller's (checks read none)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rigcheck.checks import run_checks
+from rigcheck.checks.verify import judge, verify_document
+from rigcheck.model.site_config import SiteConfig
+from rigcheck.model.verify import VerifyDocument, VerifyInputs, VerifyStep
+
+# Step name -> what `rigcheck` command saves it, for the "skipped" line.
+SAVED_BY: dict[str, str] = {
+    "matmul": "rigcheck bench matmul --json",
+    "membw": "rigcheck bench membw --json",
+    "hostlink": "rigcheck bench hostlink --json",
+    "p2p": "rigcheck bench p2p --json",
+    "allreduce": "rigcheck bench allreduce --json",
+    "burn": "rigcheck burn --json",
+}
+
+
+def saved_steps(inputs: VerifyInputs) -> list[VerifyStep]:
+    """One step per measurement: done when its document was read, skipped (with how to save one) when not."""
+    steps = [VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=None, reason=None)]
+    for name, saved_by in SAVED_BY.items():
+        present = getattr(inputs, name) is not None
+        reason = None if present else f"no {name} document in the directory (save one with `{saved_by} > FILE`)"
+        steps.append(
+            VerifyStep(name=name, status="done" if present else "skipped", elapsed_s=0.0, budget_s=None, reason=reason)
+        )
+    return steps
+
+
+def verify_saved(
+    inputs: VerifyInputs,
+    *,
+    site: SiteConfig | None,
+    baseline: VerifyDocument | None,
+    gpus: Sequence[int] | None,
+    baseline_name: str | None,
+    site_name: str | None,
+    clock: Callable[[], float],
+    started: float,
+) -> VerifyDocument:
+    """Judge what ``inputs`` holds (the doctor checks run here on its snapshot) into a ``source: files`` document."""
+    inputs.findings = run_checks(inputs.snapshot, config=site)
+    judged = judge(inputs, site=site, baseline=baseline, gpus=gpus)
+    return verify_document(
+        judged,
+        level=None,
+        source="files",
+        elapsed_s=round(clock() - started, 3),
+        budget_s=None,
+        steps=saved_steps(inputs),
+        host=inputs.snapshot.host.hostname,
+        baseline_name=baseline_name,
+        site_name=site_name,
+    )

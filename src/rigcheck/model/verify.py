@@ -1,0 +1,161 @@
+"""``rigcheck.verify/1`` and ``rigcheck.verify-bands/1``: the verdict of `rigcheck verify` and the bands it
+judges against (`verify --explain`).
+
+A check holds one figure (``value`` in ``unit``) and the judgements made of it, each shown: against the SKU's
+achievable band (``expected_min``, ``expected_source``), against the best of the GPU's identical peers in the
+box (``peer_best``), against an earlier run of this node (``baseline``). Its verdict is ``fail`` when any
+judgement fails, ``incomplete`` when the figure could not be measured (cut short by the budget, the step
+failed, a file is missing), ``pass`` otherwise. A GPU's verdict is the worst of its checks, the node's the
+worst of its GPUs and its node checks (fail > incomplete > pass).
+
+Built by ``rigcheck.checks.verify`` (the judge, pure) from :class:`VerifyInputs` — measured by
+``rigcheck.bench.verify`` or read from saved documents by ``rigcheck.probe.saved`` — and drawn by
+``rigcheck.report.verify``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from pydantic import Field
+
+from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
+from rigcheck.model.burn import BurnResult
+from rigcheck.model.document import Document, Plain
+from rigcheck.model.finding import Finding
+from rigcheck.model.snapshot import Snapshot
+
+VERIFY_SCHEMA: Final = "rigcheck.verify/1"
+VERIFY_BANDS_SCHEMA: Final = "rigcheck.verify-bands/1"
+
+Verdict = Literal["pass", "fail", "incomplete"]
+Level = Literal["quick", "full"]
+Rule = Literal["band", "peers", "baseline", "result", "findings"]
+RuleVerdict = Literal["pass", "fail", "not_judged"]
+StepStatus = Literal["done", "cut_short", "failed", "skipped"]
+
+_ORDER: Final[dict[str, int]] = {"pass": 0, "incomplete": 1, "fail": 2}
+
+
+def worst(verdicts: Iterable[Verdict]) -> Verdict:
+    """fail > incomplete > pass; ``pass`` for nothing at all."""
+    found: Verdict = "pass"
+    for v in verdicts:
+        if _ORDER[v] > _ORDER[found]:
+            found = v
+    return found
+
+
+class Judgement(Plain):
+    """One rule applied to a figure: what it was held against and what came of it, in one line."""
+
+    rule: Rule
+    verdict: RuleVerdict
+    text: str
+
+
+class VerifyCheck(Plain):
+    """One figure of a GPU (or of the node) and its verdict."""
+
+    id: str = Field(description='"matmul_bf16", "membw", "hostlink_h2d", "p2p_0_1", "allreduce", "burn", ...')
+    verdict: Verdict
+    value: float | None = Field(description="the figure judged; null when it could not be measured")
+    unit: str | None
+    expected_min: float | None = Field(description="the floor of the SKU's achievable band; null: no band")
+    expected_source: str | None = Field(description="where the band comes from, or why there is none")
+    peak: float | None = Field(description="the theoretical figure the band is a fraction of")
+    peer_best: float | None = Field(description="the best figure of this GPU's identical peers in the box")
+    baseline: float | None = Field(description="this check's figure in the --baseline document")
+    judgements: list[Judgement]
+    detail: str = Field(description="one line: what was measured and how it was judged")
+    remeasured: list[float] = Field(description="earlier figures of a re-measured check, first first")
+
+
+class VerifyGpu(Plain):
+    """One GPU's verdict."""
+
+    index: int
+    name: str
+    uuid: str | None
+    pci_bus_id: str | None
+    verdict: Verdict
+    checks: list[VerifyCheck]
+
+
+class VerifyStep(Plain):
+    """One step of the run, in the order it ran (or was read, with --from)."""
+
+    name: str = Field(description="doctor, matmul, membw, hostlink, p2p, allreduce, burn")
+    status: StepStatus
+    elapsed_s: float
+    budget_s: float | None = Field(description="the share of the budget it was given; null with --from")
+    reason: str | None = Field(description="why it was cut short, failed or skipped; null when done")
+
+
+class VerifyDocument(Document):
+    """`rigcheck verify --json`."""
+
+    schema_: Literal["rigcheck.verify/1"] = Field(VERIFY_SCHEMA, alias="schema")
+    verdict: Verdict
+    level: Level | None = Field(description="null when judging saved documents (--from)")
+    source: Literal["live", "cpu", "files"]
+    elapsed_s: float
+    budget_s: float | None = Field(description="the time budget; null with --from")
+    host: str | None
+    gpus: list[VerifyGpu]
+    node: list[VerifyCheck] = Field(description="checks of the node as a whole: doctor, p2p pairs, all-reduce")
+    steps: list[VerifyStep]
+    baseline: str | None = Field(description="the --baseline file judged against, as given")
+    site_config: str | None = Field(description="the --config file whose bands replaced the catalogue's")
+    drain_reason: str | None = Field(description="one line for `scontrol update … reason=`; null on pass")
+    notes: list[str]
+
+
+class Band(Plain):
+    """What a healthy card reaches on one check, and the theoretical figure it is a fraction of."""
+
+    check: str
+    unit: str
+    expected_min: float
+    peak: float | None
+    source: str
+    basis: str = Field(description="what the peak is: 'BF16 dense', 'HBM3 spec', 'PCIe Gen5 x16 encoded', ...")
+
+
+class GpuBands(Plain):
+    name: str
+    bands: list[Band]
+
+
+class VerifyBandsDocument(Document):
+    """`rigcheck verify --explain --json`."""
+
+    schema_: Literal["rigcheck.verify-bands/1"] = Field(VERIFY_BANDS_SCHEMA, alias="schema")
+    gpus: list[GpuBands]
+    site_config: str | None
+    notes: list[str]
+
+
+@dataclass
+class VerifyInputs:
+    """Everything the judge needs: the machine, its findings and whichever measurements were made or read.
+
+    A measurement that is None was not made (a step skipped or not in the directory); ``failed`` maps a step
+    name to the one line that says why it produced nothing, ``cut_short`` names steps the budget ended early.
+    """
+
+    snapshot: Snapshot
+    findings: list[Finding]
+    cpu: bool = False
+    matmul: MatmulDocument | None = None
+    membw: MembwDocument | None = None
+    hostlink: HostlinkDocument | None = None
+    p2p: P2PDocument | None = None
+    allreduce: CollectiveDocument | None = None
+    burn: BurnResult | None = None
+    failed: dict[str, str] = field(default_factory=dict)
+    cut_short: set[str] = field(default_factory=set)
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what reading them noticed (a file skipped, ...)

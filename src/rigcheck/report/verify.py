@@ -1,0 +1,175 @@
+"""Every rendering of ``rigcheck.verify/1`` (:class:`rigcheck.model.verify.VerifyDocument`): terminal, JSON,
+Markdown, HTML. Each leads with the verdict, then what failed, then every figure beside what it was held against.
+Renderers return text or a renderable; the CLI prints and sets the exit code."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from rigcheck.model.verify import VerifyCheck, VerifyDocument, VerifyGpu
+from rigcheck.report.common import md_cell
+from rigcheck.report.html import esc, footer, page
+from rigcheck.report.render import Renderers, json_text
+
+HEADERS = ("GPU", "check", "verdict", "figure", "floor", "peer best", "baseline", "src")
+VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta"}
+VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE"}
+
+
+def _fig(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _figure(check: VerifyCheck) -> str:
+    if check.value is None:
+        return "not measured"
+    return f"{_fig(check.value)} {check.unit or ''}".rstrip()
+
+
+def subject(gpu: VerifyGpu | None, *, cpu: bool = False) -> str:
+    if gpu is None:
+        return "node"
+    return f"rank{gpu.index}" if cpu else f"GPU{gpu.index}"
+
+
+def rows(doc: VerifyDocument) -> list[tuple[VerifyGpu | None, VerifyCheck]]:
+    """Every check, failed ones first (then incomplete), the node's before the GPUs' within a verdict."""
+    every: list[tuple[VerifyGpu | None, VerifyCheck]] = [(None, c) for c in doc.node]
+    every += [(g, c) for g in doc.gpus for c in g.checks]
+    order = {"fail": 0, "incomplete": 1, "pass": 2}
+    return sorted(every, key=lambda item: order[item[1].verdict])
+
+
+def source_refs(doc: VerifyDocument) -> dict[str, int]:
+    """Each distinct source of a floor, numbered in the order the rows show them (long, and shared by many rows:
+    the table carries the number, the list below the text)."""
+    refs: dict[str, int] = {}
+    for _, check in rows(doc):
+        if check.expected_source:
+            refs.setdefault(check.expected_source, len(refs) + 1)
+    return refs
+
+
+def cells(gpu: VerifyGpu | None, check: VerifyCheck, refs: dict[str, int], *, cpu: bool = False) -> tuple[str, ...]:
+    ref = refs.get(check.expected_source or "")
+    return (
+        subject(gpu, cpu=cpu),
+        check.id,
+        check.verdict,
+        _figure(check),
+        _fig(check.expected_min),
+        _fig(check.peer_best),
+        _fig(check.baseline),
+        f"[{ref}]" if ref else "",
+    )
+
+
+def headline(doc: VerifyDocument) -> str:
+    """The verdict line: what was judged, how long it took against its budget."""
+    judged = f"{len(doc.gpus)} GPU{'s' if len(doc.gpus) != 1 else ''}" if doc.source != "cpu" else "CPU ranks"
+    failed = [g for g in doc.gpus if g.verdict == "fail"]
+    tail = f": {', '.join(f'GPU{g.index}' for g in failed)} failed" if failed else ""
+    budget = f" of {doc.budget_s:.0f} s" if doc.budget_s is not None else ""
+    how = {"live": f"level {doc.level}", "cpu": "CPU run (gloo), not judged against GPU bands", "files": "saved files"}
+    return f"{VERDICT_WORD[doc.verdict]} — {judged}{tail} ({how[doc.source]}, {doc.elapsed_s:.1f} s{budget})"
+
+
+def problem_lines(doc: VerifyDocument) -> list[str]:
+    """One line per failed or incomplete check, with the judgement that decided it."""
+    out: list[str] = []
+    for gpu, check in rows(doc):
+        if check.verdict == "pass":
+            continue
+        failing = [j.text for j in check.judgements if j.verdict == "fail"]
+        who = subject(gpu, cpu=doc.source == "cpu")
+        out.append(f"{who} {check.id} {check.verdict}: {'; '.join(failing) or check.detail}")
+    return out
+
+
+def step_lines(doc: VerifyDocument) -> list[str]:
+    out = []
+    for s in doc.steps:
+        reason = f" — {s.reason}" if s.reason else ""
+        if s.status == "skipped" or (doc.source == "files" and s.elapsed_s == 0):
+            out.append(f"{s.name}: {'read' if s.status == 'done' else s.status.replace('_', ' ')}{reason}")
+            continue
+        budget = f" of {s.budget_s:.0f} s" if s.budget_s else ""
+        out.append(f"{s.name}: {s.status.replace('_', ' ')} in {s.elapsed_s:.1f} s{budget}{reason}")
+    return out
+
+
+# --- terminal ----------------------------------------------------------------------------------------------------
+
+
+def terminal(doc: VerifyDocument) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text("rigcheck verify", style="bold"),
+        Text(headline(doc), style=VERDICT_STYLE[doc.verdict]),
+    ]
+    parts += [Text(f"✗ {line}", style="red") for line in problem_lines(doc)]
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in HEADERS:
+        table.add_column(col, overflow="fold")
+    refs = source_refs(doc)
+    for gpu, check in rows(doc):
+        row = cells(gpu, check, refs, cpu=doc.source == "cpu")
+        table.add_row(*row[:2], Text(row[2], style=VERDICT_STYLE[check.verdict]), *row[3:])
+    parts += [Text(""), table, Text("")]
+    parts += [Text(f"[{ref}] {source}", style="dim") for source, ref in refs.items()]
+    parts += [Text(line, style="dim") for line in step_lines(doc)]
+    parts += [Text(f"• {line}", style="dim") for line in doc.notes]
+    if doc.drain_reason:
+        parts.append(Text(f"drain reason: {doc.drain_reason}"))
+    return Group(*parts)
+
+
+# --- Markdown ----------------------------------------------------------------------------------------------------
+
+
+def markdown(doc: VerifyDocument) -> str:
+    out = ["# rigcheck verify", "", f"**{md_cell(headline(doc))}**", ""]
+    out += [f"- {md_cell(line)}" for line in problem_lines(doc)]
+    out += ["", "| " + " | ".join(HEADERS) + " |", "| " + " | ".join("---" for _ in HEADERS) + " |"]
+    cpu, refs = doc.source == "cpu", source_refs(doc)
+    out += ["| " + " | ".join(md_cell(c) for c in cells(g, c, refs, cpu=cpu)) + " |" for g, c in rows(doc)]
+    out += ["", *(f"{ref}. {md_cell(source)}" for source, ref in refs.items())]
+    out += ["", "## Steps", "", *(f"- {md_cell(line)}" for line in step_lines(doc))]
+    if doc.notes:
+        out += ["", "## Notes", "", *(f"- {md_cell(line)}" for line in doc.notes)]
+    if doc.drain_reason:
+        reason = doc.drain_reason.replace("`", "'")
+        out += ["", f"Drain reason: `{reason}`"]
+    return "\n".join(out) + "\n"
+
+
+# --- HTML --------------------------------------------------------------------------------------------------------
+
+
+def html(doc: VerifyDocument) -> str:
+    good = {"pass": "good", "fail": "bad", "incomplete": "warn"}
+    body = [
+        "<h1>rigcheck verify</h1>",
+        f'<p class="result {good[doc.verdict]}">{esc(headline(doc))}</p>',
+        "<ul>",
+        *(f"<li>{esc(line)}</li>" for line in problem_lines(doc)),
+        "</ul>",
+        "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in HEADERS) + "</tr>",
+    ]
+    refs = source_refs(doc)
+    for gpu, check in rows(doc):
+        tds = "".join(f"<td>{esc(c)}</td>" for c in cells(gpu, check, refs, cpu=doc.source == "cpu"))
+        body.append(f'<tr class="{good[check.verdict]}">{tds}</tr>')
+    body += ["</table>", '<ol class="muted">', *(f"<li>{esc(source)}</li>" for source in refs), "</ol>"]
+    body += ["<h2>Steps</h2>", "<ul>", *(f"<li>{esc(line)}</li>" for line in step_lines(doc)), "</ul>"]
+    if doc.notes:
+        body += ["<h2>Notes</h2>", "<ul>", *(f"<li>{esc(line)}</li>" for line in doc.notes), "</ul>"]
+    if doc.drain_reason:
+        body.append(f'<p class="muted">Drain reason: <code>{esc(doc.drain_reason)}</code></p>')
+    return page("rigcheck verify", "\n".join([*body, footer()]))
+
+
+RENDERERS: Renderers[VerifyDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)

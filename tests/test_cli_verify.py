@@ -1,0 +1,229 @@
+"""`rigcheck verify` end to end: saved documents judged, the bands explained, bad input as one line, the CPU
+pipeline run for real in a child process within its budget and with nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rigcheck.facts import catalog
+from tests.test_cli import run
+from tests.test_schemas import assert_valid
+
+VERIFY = Path(__file__).parent / "fixtures" / "verify"
+PASS_DIR = VERIFY / "h100x8-pass"
+SLOW_DIR = VERIFY / "h100x8-gpu3-slow"
+
+# The SKUs issue #14 names: every one must have a band.
+ISSUE_SKUS = (
+    "H100 SXM5",
+    "H100 PCIe",
+    "H100 NVL",
+    "H200 SXM",
+    "B200",
+    "A100 SXM4 40GB",
+    "A100 SXM4 80GB",
+    "L40S",
+    "L4",
+    "A10",
+    "GeForce RTX 3090",
+    "GeForce RTX 4090",
+    "GeForce RTX 5090",
+    "TITAN RTX",
+    "RTX A6000",
+    "RTX 6000 Ada Generation",
+    "Tesla V100 SXM2 32GB",
+)
+
+
+def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
+    code, out, err = run([*argv, "--json"], capsys)
+    assert code in (0, 1), err
+    data = json.loads(out)
+    assert_valid(data)
+    return code, data
+
+
+def _verdicts(data: dict[str, object]) -> dict[int, str]:
+    gpus = data["gpus"]
+    assert isinstance(gpus, list)
+    return {g["index"]: g["verdict"] for g in gpus}
+
+
+def test_saved_node_with_every_gpu_in_band_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = _json(["verify", "--from", str(PASS_DIR)], capsys)
+    assert code == 0
+    assert data["verdict"] == "pass"
+    assert data["source"] == "files"
+    assert data["level"] is None
+    assert _verdicts(data) == dict.fromkeys(range(8), "pass")
+    assert data["drain_reason"] is None
+
+
+def test_one_gpu_20_percent_under_its_peers_fails_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = _json(["verify", "--from", str(SLOW_DIR)], capsys)
+    assert code == 1
+    assert data["verdict"] == "fail"
+    verdicts = _verdicts(data)
+    assert verdicts.pop(3) == "fail"
+    assert set(verdicts.values()) == {"pass"}
+    gpu3 = next(g for g in data["gpus"] if g["index"] == 3)  # type: ignore[attr-defined]
+    matmul = next(c for c in gpu3["checks"] if c["id"] == "matmul_bf16")
+    assert matmul["verdict"] == "fail"
+    assert matmul["peer_best"] > matmul["value"] * 1.2
+    peers = next(j for j in matmul["judgements"] if j["rule"] == "peers")
+    assert peers["verdict"] == "fail"
+    assert "gpu3" in str(data["drain_reason"])
+
+
+def test_slurm_prints_only_the_drain_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["verify", "--from", str(SLOW_DIR), "--slurm"], capsys)
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("rigcheck verify: fail gpu3 matmul_bf16")
+    assert lines[0].isascii()
+    assert '"' not in lines[0]
+    assert len(lines[0]) <= 200
+    code, out, _ = run(["verify", "--from", str(PASS_DIR), "--slurm"], capsys)
+    assert (code, out) == (0, "")
+
+
+def test_a_baseline_of_the_healthy_run_fails_the_regressed_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, before = _json(["verify", "--from", str(PASS_DIR)], capsys)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(before))
+    _, after = _json(["verify", "--from", str(SLOW_DIR), "--baseline", str(baseline)], capsys)
+    assert after["baseline"] == str(baseline)
+    gpu3 = next(g for g in after["gpus"] if g["index"] == 3)  # type: ignore[attr-defined]
+    matmul = next(c for c in gpu3["checks"] if c["id"] == "matmul_bf16")
+    rule = next(j for j in matmul["judgements"] if j["rule"] == "baseline")
+    assert rule["verdict"] == "fail"
+    assert matmul["baseline"] == pytest.approx(
+        next(c for g in before["gpus"] if g["index"] == 3 for c in g["checks"] if c["id"] == "matmul_bf16")["value"]  # type: ignore[attr-defined]
+    )
+    gpu0 = next(g for g in after["gpus"] if g["index"] == 0)  # type: ignore[attr-defined]
+    assert gpu0["verdict"] == "pass"
+
+
+def test_site_floor_above_the_figures_fails_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site.toml"
+    site.write_text('[bands."H100 SXM5"]\nmembw = { expected_min = 3100, source = "our acceptance test" }\n')
+    code, data = _json(["verify", "--from", str(PASS_DIR), "--config", str(site)], capsys)
+    assert code == 1
+    assert set(_verdicts(data).values()) == {"fail"}
+    membw = next(c for c in data["gpus"][0]["checks"] if c["id"] == "membw")  # type: ignore[index]
+    assert membw["expected_min"] == 3100
+    assert "our acceptance test" in membw["expected_source"]
+    assert data["site_config"] == str(site)
+
+
+def test_explain_lists_every_issue_sku_below_its_peak_with_a_source(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["verify", "--explain", "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert_valid(data)
+    assert data["schema"] == "rigcheck.verify-bands/1"
+    by_name = {g["name"]: g["bands"] for g in data["gpus"]}
+    for name in ISSUE_SKUS:
+        spec = catalog.lookup(name)
+        assert spec is not None, name
+        bands = by_name[spec.name]
+        checks = {b["check"] for b in bands}
+        assert {"membw", "hostlink_h2d"} <= checks, name
+        assert checks & {"matmul_bf16", "matmul_fp16"}, name
+        for band in bands:
+            assert band["source"], (name, band["check"])
+            assert band["peak"] is None or 0 < band["expected_min"] < band["peak"], (name, band)
+
+
+def test_explain_one_gpu_by_its_nvml_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["verify", "--explain", "--gpu", "NVIDIA H100 80GB HBM3"], capsys)
+    assert code == 0
+    assert "H100 SXM5" in out
+    assert "matmul_bf16" in out
+    assert "712 TFLOPS" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--explain", "--gpu", "RTX 9999 Imaginary"], "not a GPU rigcheck knows"),
+        (["--from", "/nonexistent/dir"], "/nonexistent/dir"),
+        (["--level", "slow"], "--level is quick or full"),
+        (["--gpu", "H100 SXM5"], "--gpu NAME goes with --explain"),
+        (["--from", str(PASS_DIR), "--cpu"], "takes no --cpu"),
+        (["--from", str(PASS_DIR), "--baseline", str(PASS_DIR / "matmul.json")], "--baseline takes"),
+        (["--from", str(PASS_DIR), "--gpus", "0,x"], "--gpus takes GPU indices"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["verify", *argv], capsys)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert words in err
+
+
+def test_html_and_markdown_lead_with_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page, md = tmp_path / "v.html", tmp_path / "v.md"
+    code, _, _ = run(["verify", "--from", str(SLOW_DIR), "--html", str(page), "--markdown", str(md)], capsys)
+    assert code == 1
+    html = page.read_text()
+    assert html.index("FAIL") < html.index("<table")
+    assert md.read_text().splitlines()[2].startswith("**FAIL")
+
+
+def test_cpu_run_finishes_within_its_budget_and_leaves_no_process(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rigcheck", "verify", "--cpu", "--budget", "40", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    out, err = proc.communicate(timeout=120)
+    wall = time.monotonic() - started
+    assert proc.returncode == 0, err
+    data = json.loads(out)
+    assert_valid(data)
+    assert data["source"] == "cpu"
+    assert data["budget_s"] == 40
+    assert data["elapsed_s"] <= 40
+    assert wall < 60
+    done = {s["name"] for s in data["steps"] if s["status"] == "done"}
+    assert {"matmul", "membw", "allreduce"} <= done
+    checks = [c for g in data["gpus"] for c in g["checks"]] + data["node"]
+    assert all(c["expected_min"] is None for c in checks)
+    assert "verify: allreduce" in err  # progress on stderr, JSON alone on stdout
+    # No process of the run's session lives on: no worker outlived the command. (multiprocessing's resource
+    # tracker ends with its parent and is a zombie until init reaps it: a zombie runs nothing.)
+    deadline = time.monotonic() + 5
+    while _alive_in_session(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive_in_session(proc.pid) == []
+
+
+def _alive_in_session(sid: int) -> list[str]:
+    """The command lines of the live (not zombie) processes whose session id is ``sid``."""
+    out: list[str] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            out.append(cmdline)
+    return out
