@@ -227,3 +227,36 @@ def _alive_in_session(sid: int) -> list[str]:
         if int(fields[3]) == sid and fields[0] != "Z":
             out.append(cmdline)
     return out
+
+
+def test_ctrl_c_keeps_the_document_and_exits_130() -> None:
+    """SIGINT mid-run: the step running is cut short, the rest skipped, the document still printed (exit 130),
+    and no worker outlives the command."""
+    pytest.importorskip("torch")
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rigcheck", "verify", "--cpu", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # wait until the matmul step has started its workers
+        if "verify: matmul started" in line:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    data = json.loads(out)
+    assert_valid(data)
+    assert data["verdict"] != "pass"
+    statuses = {s["name"]: s["status"] for s in data["steps"]}
+    assert statuses["matmul"] == "cut_short"
+    assert statuses["allreduce"] in {"skipped", "cut_short"}
+    deadline = time.monotonic() + 5
+    while _alive_in_session(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive_in_session(proc.pid) == []

@@ -120,7 +120,7 @@ def test_a_cpu_run_measures_matmul_membw_allreduce_and_skips_the_gpu_steps(
 def test_a_cpu_run_keeps_its_budget_and_leaves_no_process(cpu_run: tuple[VerifyDocument, list[str], float]) -> None:
     doc, _lines, took = cpu_run
     assert doc.budget_s == CPU_BUDGET_S
-    assert 0 < doc.elapsed_s <= took
+    assert 0 < doc.elapsed_s <= took + 0.001  # elapsed_s is rounded to the millisecond
     assert doc.elapsed_s < 30.0, f"{doc.elapsed_s:.1f} s: the CPU run must take well under its {CPU_BUDGET_S} s"
     for step in doc.steps:
         assert step.budget_s is not None

@@ -167,9 +167,12 @@ class _Runner:
         label = f"{name} re-measure" if again else name
         share_s = self.plan.shares[name] * self.budget_s
         if skip is not None or self.interrupted is not None:
-            outcome = Outcome("skipped", skip or self.interrupted)
+            # Not applicable here (no GPU, one GPU): skipped. Not run because Ctrl-C ended the run: cut short,
+            # so the node is not passed on the steps that did run.
+            status: StepStatus = "skipped" if skip is not None else "cut_short"
+            outcome = Outcome(status, skip or self.interrupted)
             self._record(label, outcome, 0.0, 0.0, first=not again)
-            self.say(f"verify: {label} skipped: {outcome.reason}")
+            self.say(f"verify: {label} {status.replace('_', ' ')}: {outcome.reason}")
             return outcome
         left = self.left()
         # A step that cannot be stopped midway (in this process), and a re-measure (optional: it must not

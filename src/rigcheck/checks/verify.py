@@ -634,18 +634,45 @@ def verify_document(
     """The ``rigcheck.verify/1`` document of a judged run (a step listed as skipped says its own reason: the
     judge's "no <step> measurement" note is left out for it)."""
     said = {f"no {s.name} measurement" for s in steps if s.status == "skipped"}
+    node, verdict, drain = list(judged.node), judged.verdict, judged.drain_reason
+    unfinished = [s for s in steps if s.status in ("cut_short", "failed")]
+    if unfinished:
+        # A run that did not finish (budget, Ctrl-C, a step that failed) is not a pass on what it did measure.
+        text = "; ".join(f"{s.name} {s.status.replace('_', ' ')}: {s.reason or 'no reason given'}" for s in unfinished)
+        node.append(_unfinished_check(text))
+        if verdict == "pass":
+            verdict = "incomplete"
+            drain = drain_reason(verdict, [f"{s.name} {s.status.replace('_', ' ')}" for s in unfinished])
     return VerifyDocument(
-        verdict=judged.verdict,
+        verdict=verdict,
         level=level,
         source=source,
         elapsed_s=elapsed_s,
         budget_s=budget_s,
         host=host,
         gpus=judged.gpus,
-        node=judged.node,
+        node=node,
         steps=steps,
         baseline=baseline_name,
         site_config=site_name,
-        drain_reason=judged.drain_reason,
+        drain_reason=drain,
         notes=[n for n in judged.notes if n not in said],
+    )
+
+
+def _unfinished_check(text: str) -> VerifyCheck:
+    """The node check that says which steps did not run to their end (its verdict: incomplete)."""
+    return VerifyCheck(
+        id="run",
+        verdict="incomplete",
+        value=None,
+        unit=None,
+        expected_min=None,
+        expected_source=None,
+        peak=None,
+        peer_best=None,
+        baseline=None,
+        judgements=[],
+        detail=f"steps that did not run to their end: {text}",
+        remeasured=[],
     )
