@@ -162,6 +162,7 @@ def test_explain_one_gpu_by_its_nvml_name(capsys: pytest.CaptureFixture[str]) ->
         (["--from", str(PASS_DIR), "--cpu"], "takes no --cpu"),
         (["--from", str(PASS_DIR), "--baseline", str(PASS_DIR / "matmul.json")], "--baseline takes"),
         (["--from", str(PASS_DIR), "--gpus", "0,x"], "--gpus takes GPU indices"),
+        (["--from", str(PASS_DIR), "--gpus", "3,9"], "--gpus 9: the saved snapshot has GPUs 0, 1, 2"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -260,3 +261,13 @@ def test_ctrl_c_keeps_the_document_and_exits_130() -> None:
     while _alive_in_session(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _alive_in_session(proc.pid) == []
+
+
+def test_a_directory_with_no_measurement_is_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "snapshot.json").write_bytes((PASS_DIR / "snapshot.json").read_bytes())
+    code, data = _json(["verify", "--from", str(tmp_path)], capsys)
+    assert code == 1
+    assert data["verdict"] == "incomplete"
+    run_check = next(c for c in data["node"] if c["id"] == "run")  # type: ignore[attr-defined]
+    assert "no measurement" in run_check["detail"]
+    assert {s["status"] for s in data["steps"] if s["name"] != "doctor"} == {"skipped"}  # type: ignore[attr-defined]

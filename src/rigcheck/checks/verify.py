@@ -639,7 +639,7 @@ def verify_document(
     if unfinished:
         # A run that did not finish (budget, Ctrl-C, a step that failed) is not a pass on what it did measure.
         text = "; ".join(f"{s.name} {s.status.replace('_', ' ')}: {s.reason or 'no reason given'}" for s in unfinished)
-        node.append(_unfinished_check(text))
+        node.append(unfinished_check(f"steps that did not run to their end: {text}"))
         if verdict == "pass":
             verdict = "incomplete"
             drain = drain_reason(verdict, [f"{s.name} {s.status.replace('_', ' ')}" for s in unfinished])
@@ -660,8 +660,8 @@ def verify_document(
     )
 
 
-def _unfinished_check(text: str) -> VerifyCheck:
-    """The node check that says which steps did not run to their end (its verdict: incomplete)."""
+def unfinished_check(text: str) -> VerifyCheck:
+    """The node check (id "run", verdict incomplete) that says what of the run did not happen."""
     return VerifyCheck(
         id="run",
         verdict="incomplete",
@@ -673,6 +673,6 @@ def _unfinished_check(text: str) -> VerifyCheck:
         peer_best=None,
         baseline=None,
         judgements=[],
-        detail=f"steps that did not run to their end: {text}",
+        detail=text,
         remeasured=[],
     )

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rigcheck.checks import run_checks
-from rigcheck.checks.verify import judge, verify_document
+from rigcheck.checks.verify import drain_reason, judge, unfinished_check, verify_document
+from rigcheck.errors import UsageError
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.verify import VerifyDocument, VerifyInputs, VerifyStep
 
@@ -45,9 +46,23 @@ def verify_saved(
     clock: Callable[[], float],
     started: float,
 ) -> VerifyDocument:
-    """Judge what ``inputs`` holds (the doctor checks run here on its snapshot) into a ``source: files`` document."""
+    """Judge what ``inputs`` holds (the doctor checks run here on its snapshot) into a ``source: files`` document.
+
+    ``gpus`` naming a GPU the snapshot does not have is a UsageError: judging nothing must not read as a pass."""
+    if gpus and not inputs.cpu:
+        known = {g.index for g in inputs.snapshot.gpus}
+        unknown = sorted(set(gpus) - known)
+        if unknown:
+            have = ", ".join(str(i) for i in sorted(known)) or "none"
+            raise UsageError(f"--gpus {','.join(map(str, unknown))}: the saved snapshot has GPUs {have}")
     inputs.findings = run_checks(inputs.snapshot, config=site)
     judged = judge(inputs, site=site, baseline=baseline, gpus=gpus)
+    if all(getattr(inputs, name) is None for name in SAVED_BY):
+        # Only the doctor checks ran: a verdict on measurements cannot pass with none of them.
+        judged.node.append(unfinished_check("no measurement in the directory: only the doctor checks were judged"))
+        if judged.verdict == "pass":
+            judged.verdict = "incomplete"
+            judged.drain_reason = drain_reason("incomplete", ["no measurement saved"])
     return verify_document(
         judged,
         level=None,
