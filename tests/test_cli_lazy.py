@@ -49,6 +49,7 @@ def test_help_lists_the_table_in_order(capsys: pytest.CaptureFixture[str]) -> No
     assert names == [
         "doctor",
         "verify",
+        "fleet",
         "topo",
         "snapshot",
         "plan",

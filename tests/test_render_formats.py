@@ -159,6 +159,16 @@ def verify_bands_sample() -> Document:
     return explain_bands(["H100 SXM5", "GeForce RTX 4090"], None, None)
 
 
+def fleet_sample() -> Document:
+    """`rigcheck fleet --from` four saved 8×H100 snapshots: one node's driver differs, one GPU runs at x8."""
+    from rigcheck.checks.fleet import fleet_document
+    from rigcheck.probe.fleet_saved import load_fleet_dir
+
+    nodes = load_fleet_dir(SNAPSHOTS.parent / "fleet" / "4-nodes")
+    nodes = [n.model_copy(update={"findings": run_checks(n.snapshot)}) if n.snapshot else n for n in nodes]
+    return fleet_document(nodes=nodes, source="files", launcher=None, backend=None, world_size=None, elapsed_s=0.01)
+
+
 # schema id -> a function that builds a real document of that kind.
 SAMPLES: dict[str, Callable[[], Document]] = {
     "rigcheck.bench/1": bench_sample,
@@ -173,6 +183,7 @@ SAMPLES: dict[str, Callable[[], Document]] = {
     "rigcheck.monitor/1": monitor_sample,
     "rigcheck.verify/1": verify_sample,
     "rigcheck.verify-bands/1": verify_bands_sample,
+    "rigcheck.fleet/1": fleet_sample,
 }
 
 

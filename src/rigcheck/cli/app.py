@@ -51,6 +51,13 @@ class RigcheckGroup(LazyGroup):
             "verify",
         ),
         LazyCommand(
+            "fleet",
+            "Compare many nodes — consistency, outliers, inter-node bandwidth, the slow node — under torchrun or srun; "
+            "`--from DIR` compares saved per-node documents.",
+            "rigcheck.cli.fleet",
+            "fleet",
+        ),
+        LazyCommand(
             "topo",
             "Show how the GPUs are connected (NVLink, PCIe switch, host bridge, NUMA) and what it means.",
             "rigcheck.cli.topo",

@@ -52,6 +52,7 @@ GENERATED: dict[str, tuple[str, str, str]] = {
         "rigcheck.model.verify:VerifyBandsDocument",
         "rigcheck verify --explain --json",
     ),
+    "rigcheck.fleet/1": ("fleet-1.schema.json", "rigcheck.model.fleet:FleetDocument", "rigcheck fleet --json"),
     "rigcheck.trace/1": (
         "trace-1.schema.json",
         "rigcheck.model.trace:TraceHeader",

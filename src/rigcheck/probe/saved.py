@@ -58,7 +58,7 @@ class _Found:
     notes: list[str] = field(default_factory=list)
 
 
-def _read_json(path: Path) -> object:
+def read_json_document(path: Path) -> object:
     """The decoded JSON of one file; InputError naming it when it cannot be read or is not JSON."""
     where = str(path)
     try:
@@ -89,7 +89,7 @@ def _invalid(exc: ValidationError, schema: str, path: Path) -> InputError:
     return InputError(f"not a valid {schema} document: {at}: {first['msg']}{more}", path=str(path))
 
 
-def _validate(model: type[BaseModel], data: object, schema: str, path: Path) -> Any:
+def validate_document(model: type[BaseModel], data: object, schema: str, path: Path) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -113,11 +113,11 @@ def _take(found: _Found, path: Path, data: object) -> None:
         _once(found.snapshot, "snapshot", path)
         found.snapshot = (snapshot, name)
     elif schema == DOCTOR_SCHEMA:
-        doctor: DoctorDocument = _validate(DoctorDocument, data, schema, path)
+        doctor: DoctorDocument = validate_document(DoctorDocument, data, schema, path)
         _once(found.doctor, "doctor", path)
         found.doctor = (doctor.snapshot, name)
     elif schema == BURN_SCHEMA:
-        burn: BurnResult = _validate(BurnResult, data, schema, path)
+        burn: BurnResult = validate_document(BurnResult, data, schema, path)
         _once(found.burn, "burn", path)
         found.burn = (burn, name)
     elif schema == BENCH_SCHEMA:
@@ -191,7 +191,7 @@ def load_saved(directory: Path) -> VerifyInputs:
         raise InputError(f"cannot list: {exc.strerror or exc}", path=where) from None
     found = _Found()
     for path in paths:
-        _take(found, path, _read_json(path))
+        _take(found, path, read_json_document(path))
     snapshot = _snapshot(found, directory, len(paths))
     return VerifyInputs(
         snapshot=snapshot,
@@ -210,12 +210,12 @@ def load_saved(directory: Path) -> VerifyInputs:
 
 def load_baseline(path: Path) -> VerifyDocument:
     """An earlier `verify --json` (``--baseline FILE``); anything else is one InputError line naming the file."""
-    data = _read_json(path)
+    data = read_json_document(path)
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema != VERIFY_SCHEMA:
         what = f"a {schema} document" if isinstance(schema, str) else "not a rigcheck document"
         raise InputError(
             f"{what}; --baseline takes a `rigcheck verify --json` output ({VERIFY_SCHEMA})", path=str(path)
         )
-    doc: VerifyDocument = _validate(VerifyDocument, data, VERIFY_SCHEMA, path)
+    doc: VerifyDocument = validate_document(VerifyDocument, data, VERIFY_SCHEMA, path)
     return doc

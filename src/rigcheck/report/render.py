@@ -69,6 +69,7 @@ REPORT_MODULES: dict[str, str] = {
     "rigcheck.monitor/1": "rigcheck.report.monitor",
     "rigcheck.verify/1": "rigcheck.report.verify",
     "rigcheck.verify-bands/1": "rigcheck.report.verify_bands",
+    "rigcheck.fleet/1": "rigcheck.report.fleet",
 }
 
 

@@ -1,0 +1,629 @@
+"""The runtime of `rigcheck fleet`: one process per GPU under torchrun or srun, each node inspecting itself, rank 0
+comparing them, on torch.distributed (no transport of rigcheck's own).
+
+Phases, each recorded as a FleetPhase on rank 0, each with a deadline (``deadline_s``) so nothing hangs:
+
+- **rendezvous**: the job's c10d store (rigcheck.bench.fleet_store), every rank checks in (``rank/<r>``: host,
+  node rank, local rank, pid); rank 0 waits for all of them, then everyone joins a gloo process group (control:
+  barriers, the reduction of times). Ranks missing at the deadline are named; nothing else runs.
+- **inspect**: local rank 0 of each node calls ``inspect()`` (the CLI's: probe, doctor checks, optional verify)
+  while the node's other ranks wait idle: no rank has touched a GPU yet (the NCCL group and ``set_device`` come
+  after), so a verify on the node has its GPUs to itself. Bounded by ``inspect_s``, not by ``deadline_s``. A
+  node whose inspection raises a RigcheckError is left out of the nodes and fails the phase (its reason).
+- **gather**: each node's local rank 0 writes its NodeReport (``node/<node rank>``), every rank says it arrived;
+  rank 0 polls the store until every rank did or ``deadline_s`` after its own inspect (the other nodes inspect
+  at the same time). A rank that never arrived is a MissingRank: its host and the last phase it wrote
+  (``phase/<r>``). Rank 0 then writes the layout (nodes, their names and ranks) and whether to measure: only when
+  every rank arrived. A node's name is its hostname, with ``#<node rank>`` where two nodes share one.
+- **collectives**: all-reduce over the whole world across ``sizes`` (rigcheck.bench.fleet_rounds) on gloo
+  (``cpu``) or a NCCL group (each rank on GPU ``local_rank``), the time being the slowest rank's.
+- **pairs** (two nodes or more): rounds planned by rank 0 with checks.fleet.plan_round, sent through the store
+  (``round/<n>``); all the pairs of a round measured at once, each on its own group; stops when plan_round plans
+  nothing, judge_pairs wants no more, or the deadline would be overrun.
+- **report**: rank 0 builds the document (checks.fleet.fleet_document) and sends the fleet's verdict to every
+  rank (``end``), so each rank can exit as rank 0 does.
+
+A failing or timed-out measurement marks its phase and the report still comes out. The process groups are
+always destroyed. Ctrl-C / SIGTERM (KeyboardInterrupt) ends the rank at once (torchrun stops the others). Under
+a launcher, a rank whose launcher died (its parent changed) exits: no rank outlives a killed torchrun.
+
+Test hooks, read from the environment and inert unless set (the tests use them; never set them otherwise):
+``RIGCHECK_FLEET_TEST_SLOW_NODE=<node rank>`` makes that node's ranks late by ``SLOW_EXTRA_S`` in each timed
+all-reduce (rigcheck.bench.fleet_rounds): the node is slow for real. ``RIGCHECK_FLEET_TEST_HANG_RANK=<rank>``
+makes that rank stop before the gather phase and sleep until it is killed, so the deadline must name it.
+
+torch is imported lazily (through the modules this one calls).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Final
+
+from rigcheck.bench.env import require_torch
+from rigcheck.bench.fleet_env import FleetEnv
+from rigcheck.bench.fleet_rounds import (
+    CPU_PAIR_BYTES,
+    GPU_PAIR_BYTES,
+    PairFigure,
+    Rig,
+    default_sizes,
+    measure_pairs,
+    measure_world,
+    one_line,
+    pair_busbw,
+    status_of,
+)
+from rigcheck.bench.fleet_store import Control, open_store, prefixed
+from rigcheck.checks.fleet import fleet_document, judge_pairs, pair_verdict, plan_round, reference_busbw
+from rigcheck.errors import BenchError, RigcheckError, UsageError
+from rigcheck.model.fleet import (
+    FleetCollective,
+    FleetDocument,
+    FleetPair,
+    FleetPhase,
+    MissingRank,
+    NodeReport,
+    PhaseStatus,
+)
+from rigcheck.model.verify import Verdict
+
+SLOW_NODE_VAR: Final = "RIGCHECK_FLEET_TEST_SLOW_NODE"
+HANG_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_HANG_RANK"
+SLOW_EXTRA_S: Final = 0.05  # the slow node's lateness per all-reduce: 2-3x a 32 MiB pair's time on gloo
+BYE_S: Final = 10.0  # rank 0 keeps the store up this long at most for the others' last reads
+ORPHAN_POLL_S: Final = 1.0
+BITS_PER_BYTE: Final = 8
+
+
+@dataclass
+class _Layout:
+    """The fleet as rank 0 saw it at the gather: node names (node-rank order) and each node's ranks."""
+
+    names: dict[int, str]
+    ranks: dict[int, list[int]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"nodes": [[nr, self.names[nr], self.ranks[nr]] for nr in sorted(self.names)]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> _Layout:
+        return cls(
+            names={int(nr): str(name) for nr, name, _ in data["nodes"]},
+            ranks={int(nr): [int(r) for r in ranks] for nr, _, ranks in data["nodes"]},
+        )
+
+    def ranks_of(self, name: str) -> list[int]:
+        return next(self.ranks[nr] for nr, n in self.names.items() if n == name)
+
+
+def node_names(hosts: Mapping[int, str]) -> dict[int, str]:
+    """Node rank -> name: the hostname, with "#<node rank>" where two nodes share one (two torchrun launches on
+    one host are two nodes)."""
+    counts: dict[str, int] = {}
+    for host in hosts.values():
+        counts[host] = counts.get(host, 0) + 1
+    return {nr: host if counts[host] == 1 else f"{host}#{nr}" for nr, host in hosts.items()}
+
+
+def nic_busbw(nodes: Sequence[NodeReport]) -> tuple[float | None, str | None]:
+    """What the nodes' NICs can carry as all-reduce bus bandwidth: the slowest node's active RDMA ports, summed
+    (NCCL spreads an inter-node all-reduce over every NIC, one ring each, so the bus bandwidth it reaches is
+    bounded by the node's aggregate NIC rate). None when a node's ports are unknown or none is active."""
+    totals: list[tuple[float, str, int]] = []
+    for node in nodes:
+        ports = node.snapshot.system.ib_ports if node.snapshot is not None else None
+        active = [p.rate_gbps for p in ports or [] if p.state == "ACTIVE" and p.rate_gbps]
+        if not active:
+            return None, None
+        totals.append((sum(active) / BITS_PER_BYTE, node.name, len(active)))
+    if not totals:
+        return None, None
+    gbps, name, count = min(totals)
+    return gbps, f"{name}: {count} active RDMA port(s), {gbps * BITS_PER_BYTE:g} Gb/s in all (the fleet's least)"
+
+
+def _watch_parent() -> None:
+    """Exit when the launcher that started this rank is gone (killed outright: it cannot stop us itself)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(ORPHAN_POLL_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="rigcheck-fleet-orphan-watch", daemon=True).start()
+
+
+def _need_gpu(env: FleetEnv, cpu: bool) -> None:
+    """Without ``cpu``, each rank measures on GPU ``local_rank``: say so at once when it has none (before the
+    rendezvous, so the job stops with this line rather than at a deadline)."""
+    torch: Any = require_torch()
+    if cpu:
+        return
+    count = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    if count <= env.local_rank:
+        raise UsageError(
+            f"rank {env.rank} runs on GPU {env.local_rank} (its local rank), but torch sees {count} GPU(s) here; "
+            "run one process per GPU, or add --cpu to measure CPU processes with gloo"
+        )
+
+
+def _hook_int(environ: Mapping[str, str], name: str) -> int | None:
+    text = environ.get(name, "").strip()
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
+@dataclass
+class _Run:
+    """One rank's run: its place, its clocks, the phases recorded, what rank 0 collects."""
+
+    env: FleetEnv
+    cpu: bool
+    deadline_s: float
+    inspect_s: float
+    say: Callable[[str], None]
+    clock: Callable[[], float]
+    environ: Mapping[str, str]
+    host: str = field(default_factory=socket.gethostname)
+    started: float = 0.0
+    ctl: Control | None = None
+    phases: list[FleetPhase] = field(default_factory=list)
+    missing: list[MissingRank] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    nodes: list[NodeReport] = field(default_factory=list)
+    collectives: list[FleetCollective] = field(default_factory=list)
+    pairs: list[FleetPair] = field(default_factory=list)
+    groups: list[Any] = field(default_factory=list)  # measurement groups to destroy
+    backend: str = "gloo"
+    inspected_s: float = 0.0  # how long this node's inspection took (rank 0 records it for the fleet)
+
+    @property
+    def lead(self) -> bool:
+        return self.env.rank == 0
+
+    @property
+    def control(self) -> Control:
+        assert self.ctl is not None, "the store is open from the rendezvous on"
+        return self.ctl
+
+    def record(self, name: str, status: PhaseStatus, since: float, deadline: float | None, reason: str | None) -> None:
+        self.phases.append(
+            FleetPhase(name=name, status=status, elapsed_s=self.clock() - since, deadline_s=deadline, reason=reason)
+        )
+
+    def skip(self, name: str, reason: str) -> None:
+        self.phases.append(FleetPhase(name=name, status="skipped", elapsed_s=0.0, deadline_s=None, reason=reason))
+
+    def mark(self, phase: str) -> None:
+        """Where this rank is, for rank 0 to name if it goes quiet."""
+        self.control.put(f"phase/{self.env.rank}", {"phase": phase, "host": self.host})
+
+    def await_lead(self, key: str, what: str, allowance: float) -> Any:
+        """A non-zero rank waits for rank 0's word; BenchError when it does not come within ``allowance``."""
+        value = self.control.await_key(key, self.clock() + allowance)
+        if value is None:
+            raise BenchError(f"rank {self.env.rank}: no word from rank 0 within {allowance:g} s ({what})")
+        return value
+
+
+# --- the phases ----------------------------------------------------------------------------------------
+
+
+def _rendezvous(run: _Run) -> bool:
+    """Open the store, check in, wait for every rank (rank 0 decides), join the gloo control group."""
+    env = run.env
+    since = run.clock()
+    store = open_store(env, run.deadline_s)
+    base = prefixed(store, f"rigcheck.fleet/{env.attempt}/")
+    run.ctl = Control(prefixed(base, "ctl"), clock=run.clock)
+    ctl = run.control
+    ctl.put(
+        f"rank/{env.rank}",
+        {"host": run.host, "node_rank": env.node_rank, "local_rank": env.local_rank, "pid": os.getpid()},
+    )
+    run.mark("rendezvous")
+    ctl.bump("checked_in")
+    if run.lead:
+        complete = ctl.await_count("checked_in", env.world_size, since + run.deadline_s)
+        if not complete:
+            absent = ctl.absent([f"rank/{r}" for r in range(env.world_size)])
+            for key in absent:
+                rank = int(key.split("/")[1])
+                run.missing.append(
+                    MissingRank(
+                        rank=rank,
+                        host=None,
+                        phase=None,
+                        reason=f"never reached the job's store within {run.deadline_s:g} s",
+                    )
+                )
+        ctl.put("go/rendezvous", complete)
+    else:
+        complete = bool(run.await_lead("go/rendezvous", "the rendezvous", 2 * run.deadline_s))
+    if not complete:
+        run.record(
+            "rendezvous",
+            "timed_out",
+            since,
+            run.deadline_s,
+            f"{len(run.missing)} rank(s) never checked in" if run.lead else None,
+        )
+        return False
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo",
+        store=prefixed(base, "pg"),
+        rank=env.rank,
+        world_size=env.world_size,
+        timeout=timedelta(seconds=run.deadline_s),
+    )
+    run.record("rendezvous", "done", since, run.deadline_s, None)
+    where = "in this process" if env.master_port == 0 else f"at {env.master_addr}:{env.master_port}"
+    run.say(f"fleet: {env.world_size} rank(s) met {where} ({env.launcher})")
+    return True
+
+
+def _inspect(run: _Run, inspect: Callable[[], NodeReport]) -> dict[str, Any] | None:
+    """Local rank 0 inspects its node: the report as JSON data, or the error it raised."""
+    run.mark("inspect")
+    if run.env.local_rank != 0:
+        return None
+    since = run.clock()
+    try:
+        report = inspect()
+    except RigcheckError as exc:  # a node that cannot be inspected is reported, not fatal to the fleet
+        payload: dict[str, Any] = {"error": " ".join(str(exc).split())}
+    else:
+        payload = {"report": report.model_dump(mode="json", by_alias=True)}
+    run.inspected_s = run.clock() - since
+    return payload
+
+
+def _hang_here(run: _Run) -> None:
+    """The test hook: this rank stops before the gather and sleeps until it is killed."""
+    if _hook_int(run.environ, HANG_RANK_VAR) == run.env.rank:
+        while True:
+            time.sleep(60)
+
+
+def _gather(run: _Run, payload: dict[str, Any] | None) -> _Layout | None:
+    """Reports to rank 0; rank 0 names who never arrived and sends the layout (None: do not measure)."""
+    env, ctl = run.env, run.control
+    run.mark("gather")
+    if payload is not None:
+        ctl.put(f"node/{env.node_rank}", payload)
+    ctl.put(f"arrived/{env.rank}", True)
+    ctl.bump("arrived")
+    if not run.lead:
+        allowance = run.inspect_s + 2 * run.deadline_s
+        decision = run.await_lead("layout", "the gather", allowance)
+        return _Layout.from_json(decision) if decision.get("go") else None
+    since = run.clock()
+    ctl.await_count("arrived", env.world_size, since + run.deadline_s)
+    records = {r: ctl.read(f"rank/{r}") for r in range(env.world_size)}
+    absent = {int(k.split("/")[1]) for k in ctl.absent([f"arrived/{r}" for r in range(env.world_size)])}
+    for rank in sorted(absent):
+        last = ctl.read_if(f"phase/{rank}") or {}
+        run.missing.append(
+            MissingRank(
+                rank=rank,
+                host=last.get("host") or records[rank]["host"],
+                phase=last.get("phase"),
+                reason=f"did not reach the gather within {run.deadline_s:g} s",
+            )
+        )
+    hosts = {int(rec["node_rank"]): str(rec["host"]) for rec in records.values()}
+    layout = _Layout(names=node_names(hosts), ranks={nr: [] for nr in hosts})
+    for rank, rec in sorted(records.items()):
+        layout.ranks[int(rec["node_rank"])].append(rank)
+    failures = _collect_reports(run, layout)
+    run.phases.append(
+        FleetPhase(
+            name="inspect",
+            status="failed" if failures else "done",
+            elapsed_s=run.inspected_s,  # rank 0's node's; the others inspect at the same time
+            deadline_s=None,
+            reason="; ".join(failures) or None,
+        )
+    )
+    go = not absent
+    run.record(
+        "gather",
+        "done" if go else "timed_out",
+        since,
+        run.deadline_s,
+        None if go else f"{len(absent)} rank(s) missing at the deadline",
+    )
+    ctl.put("layout", {"go": go, **layout.to_json()})
+    return layout if go else None
+
+
+def _collect_reports(run: _Run, layout: _Layout) -> list[str]:
+    """Rank 0: every node's report that arrived, named and given its ranks; the inspections that failed."""
+    failures = []
+    for nr, name in sorted(layout.names.items()):
+        payload = run.control.read_if(f"node/{nr}")
+        if payload is None:
+            continue  # its local rank 0 is missing: named there
+        if "error" in payload:
+            failures.append(f"{name}: {payload['error']}")
+            continue
+        report = NodeReport.model_validate(payload["report"])
+        run.nodes.append(report.model_copy(update={"name": name, "node_rank": nr, "ranks": layout.ranks[nr]}))
+    return failures
+
+
+def _measurement_rig(run: _Run) -> tuple[Rig, Any]:
+    """The rig and the group over the whole world for the measurements: gloo's default group with ``cpu``, else
+    a NCCL group with this rank on GPU ``local_rank``."""
+    torch: Any = require_torch()
+    import torch.distributed as dist
+
+    slow = _hook_int(run.environ, SLOW_NODE_VAR) == run.env.node_rank
+    if run.cpu:
+        return Rig("gloo", torch.device("cpu"), SLOW_EXTRA_S if slow else 0.0), None
+    # Without this, torchrun's default (1: tear down) kills the process when a NCCL operation times out, and
+    # rank 0 could not report; 2 (clean up only) aborts the communicator and lets the operation raise.
+    os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "2"
+    torch.cuda.set_device(run.env.local_rank)
+    group = dist.new_group(backend="nccl", timeout=timedelta(seconds=run.deadline_s))
+    run.groups.append(group)
+    run.backend = "nccl"
+    return Rig("nccl", torch.device("cuda", run.env.local_rank), SLOW_EXTRA_S if slow else 0.0), group
+
+
+def _collectives(run: _Run, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
+    """The whole world's all-reduce; whether every rank came through (rank 0 decides, through the store)."""
+    env, ctl = run.env, run.control
+    run.mark("collectives")
+    since = run.clock()
+    ok = True
+    reason: str | None = None
+    status: PhaseStatus = "done"
+    try:
+        result = measure_world(
+            rig, group, sizes, world_size=env.world_size, until=since + run.deadline_s, clock=run.clock, say=run.say
+        )
+        run.collectives, status, reason = result.rows, result.status, result.reason
+        ok = status != "failed"
+    except RuntimeError as exc:  # the barrier or the reduction failed: this rank cannot go on measuring
+        status, reason, ok = status_of(exc), f"rank {env.rank}: {one_line(exc)}", False
+    ctl.put(f"done/collectives/{env.rank}", {"ok": ok, "reason": reason})
+    ctl.bump("done/collectives")
+    if not run.lead:
+        return bool(run.await_lead("go/pairs", "after the collectives", 2 * run.deadline_s))
+    came = ctl.await_count("done/collectives", env.world_size, run.clock() + run.deadline_s)
+    reports = [ctl.read_if(f"done/collectives/{r}") for r in range(env.world_size)]
+    failed = [(r, rep) for r, rep in enumerate(reports) if rep is not None and not rep["ok"]]
+    if failed and status == "done":
+        status, reason = "failed", str(failed[0][1]["reason"])
+    if not came:
+        status, reason = "timed_out", "a rank did not finish the collectives by the deadline"
+    expected, source = nic_busbw(run.nodes) if rig.cuda and len(run.nodes) > 1 else (None, None)
+    run.collectives = [
+        c.model_copy(update={"expected_gbps": expected, "expected_source": source}) for c in run.collectives
+    ]
+    run.record("collectives", status, since, run.deadline_s, reason)
+    go = came and not failed
+    ctl.put("go/pairs", go)
+    return go
+
+
+def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
+    """Rounds of pairs planned by rank 0; every rank measures its pair (or waits, the odd node out) and says how
+    it went, so rank 0 plans the next round only when every rank came through the last one."""
+    env, ctl = run.env, run.control
+    run.mark("pairs")
+    since = run.clock()
+    until = since + run.deadline_s
+    size = GPU_PAIR_BYTES if rig.cuda else CPU_PAIR_BYTES
+    names = [layout.names[nr] for nr in sorted(layout.names)]
+    round_no = 1
+    status: PhaseStatus = "done"
+    reason: str | None = None
+    last_round_s = 0.0
+    while True:
+        if run.lead:
+            plan = plan_round(names, round_no, run.pairs) if status == "done" and _more(run, names, round_no) else []
+            if plan and run.clock() + last_round_s > until:
+                status, reason, plan = "timed_out", f"round {round_no} would overrun the deadline", []
+            ctl.put(f"round/{round_no}", [list(p) for p in plan])
+        else:
+            wait = f"pairs round {round_no}"
+            plan = [(str(a), str(b)) for a, b in run.await_lead(f"round/{round_no}", wait, 2 * run.deadline_s)]
+        if not plan:
+            break
+        round_started = run.clock()
+        ranks = [sorted(layout.ranks_of(a) + layout.ranks_of(b)) for a, b in plan]
+        error: str | None = None
+        failed_as: PhaseStatus = "failed"
+        figures: list[PairFigure] = []
+        try:
+            figures = measure_pairs(rig, ranks, rank=env.rank, size_bytes=size, timeout_s=until - run.clock())
+        except RuntimeError as exc:  # a group, the barrier or the reduction failed: reported, the rounds stop
+            error, failed_as = f"round {round_no}, rank {env.rank}: {one_line(exc)}", status_of(exc)
+        ctl.put(f"round/{round_no}/done/{env.rank}", error)
+        ctl.bump(f"round/{round_no}/done")
+        last_round_s = run.clock() - round_started
+        if run.lead:
+            came = ctl.await_count(f"round/{round_no}/done", env.world_size, run.clock() + run.deadline_s)
+            errors = [e for r in range(env.world_size) if (e := ctl.read_if(f"round/{round_no}/done/{r}"))]
+            if error is not None:
+                status, reason = failed_as, error
+            elif errors:
+                status, reason = "failed", str(errors[0])
+            elif not came:
+                status, reason = "timed_out", f"a rank did not finish round {round_no} by the deadline"
+            else:
+                _add_round(run, round_no=round_no, plan=plan, ranks=ranks, figures=figures, size=size)
+        round_no += 1
+    if run.lead:
+        run.record("pairs", status, since, run.deadline_s, reason)
+
+
+def _more(run: _Run, names: Sequence[str], round_no: int) -> bool:
+    """Round 1 always runs; later ones while judge_pairs wants another."""
+    return round_no == 1 or judge_pairs(run.pairs, nodes=names)[2]
+
+
+def _add_round(
+    run: _Run,
+    *,
+    round_no: int,
+    plan: Sequence[tuple[str, str]],
+    ranks: Sequence[Sequence[int]],
+    figures: Sequence[PairFigure],
+    size: int,
+) -> None:
+    """Rank 0: the round's pairs added, and every pair's verdict judged again against the reference so far."""
+    for (a, b), members, figure in zip(plan, ranks, figures, strict=True):
+        busbw = pair_busbw(figure.time_s, size, len(members)) if figure.time_s else None
+        run.pairs.append(
+            FleetPair(
+                round=round_no,
+                a=a,
+                b=b,
+                busbw_gbps=busbw,
+                time_us=figure.time_s * 1e6 if figure.time_s else None,
+                verdict="ok",
+            )
+        )
+        if figure.error:
+            run.notes.append(f"pairs round {round_no}: {a} with {b}: {figure.error}")
+    reference = reference_busbw(run.pairs)
+    run.pairs = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference)}) for p in run.pairs]
+    shown = ", ".join(f"{p.a}+{p.b} {p.busbw_gbps or 0:.2f} GB/s" for p in run.pairs if p.round == round_no)
+    run.say(f"fleet: pairs round {round_no}: {shown}")
+
+
+def _farewell(run: _Run, doc: FleetDocument | None) -> Verdict:
+    """Rank 0 sends the fleet's verdict and keeps the store up (it may serve it) until every rank still here has
+    read it; the others wait for it. The fleet's verdict on every rank: each rank can exit as rank 0 does, so
+    every torchrun agent sees the same outcome (agents whose workers all succeeded wait at torchrun's exit
+    barrier, 300 s by default, for an agent whose worker failed, and that one never comes)."""
+    ctl = run.control
+    if run.lead:
+        assert doc is not None
+        ctl.put("end", doc.verdict)
+        others = run.env.world_size - len(run.missing) - 1
+        ctl.await_count("bye", others, run.clock() + min(BYE_S, run.deadline_s))
+        return doc.verdict
+    verdict: Verdict = run.await_lead("end", "the report", 2 * run.deadline_s)
+    ctl.bump("bye")
+    return verdict
+
+
+def _teardown(run: _Run) -> None:
+    import torch.distributed as dist
+
+    for group in run.groups:
+        with contextlib.suppress(RuntimeError, ValueError):  # already gone with an aborted communicator
+            dist.destroy_process_group(group)
+    run.groups.clear()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _document(run: _Run) -> FleetDocument:
+    """Rank 0: the document, with the report phase (its own building) added."""
+    since = run.clock()
+    env = run.env
+    doc = fleet_document(
+        nodes=run.nodes,
+        collectives=run.collectives,
+        pairs=run.pairs,
+        missing=run.missing,
+        phases=run.phases,
+        source="live",
+        launcher=env.launcher,
+        backend=run.backend,
+        world_size=env.world_size,
+        elapsed_s=run.clock() - run.started,
+        notes=run.notes,
+    )
+    run.record("report", "done", since, None, None)
+    return doc.model_copy(update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started})
+
+
+def run_fleet(
+    *,
+    env: FleetEnv,
+    inspect: Callable[[], NodeReport],
+    cpu: bool,
+    sizes: Sequence[int] | None = None,
+    deadline_s: float = 120.0,
+    inspect_s: float | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    on_verdict: Callable[[Verdict], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    environ: Mapping[str, str] | None = None,
+) -> FleetDocument | None:
+    """Run this rank's part of the fleet (see the module docstring): the document on rank 0, None elsewhere.
+
+    ``inspect``: the node's own inspection, called on each node's local rank 0. ``deadline_s``: each phase's
+    deadline; ``inspect_s``: how long an inspection may take (default ``deadline_s``): the other ranks wait that
+    much longer for rank 0. ``on_verdict``: told the fleet's verdict on every rank (rank 0 sends it to the
+    others at the end), so that every rank can exit as rank 0 does. ``environ``: where the test hooks are read
+    (default ``os.environ``).
+    Raises BenchError when this rank cannot reach the store, or rank 0 goes quiet (a non-zero rank).
+    """
+    if deadline_s <= 0:
+        raise BenchError(f"the deadline must be positive, not {deadline_s:g} s")
+    run = _Run(
+        env=env,
+        cpu=cpu,
+        deadline_s=deadline_s,
+        inspect_s=deadline_s if inspect_s is None else inspect_s,
+        say=on_progress or (lambda _line: None),
+        clock=clock,
+        environ=os.environ if environ is None else environ,
+    )
+    run.started = clock()
+    _need_gpu(env, cpu)
+    if env.launcher != "single":
+        _watch_parent()
+    try:
+        if _rendezvous(run):
+            _measure(run, inspect, sizes)
+        elif run.lead:
+            for phase in ("inspect", "gather", "collectives", "pairs"):
+                run.skip(phase, "not every rank reached the job's store")
+        doc = _document(run) if run.lead else None
+        verdict = _farewell(run, doc)
+        if on_verdict is not None:
+            on_verdict(verdict)
+        return doc
+    finally:
+        _teardown(run)
+
+
+def _measure(run: _Run, inspect: Callable[[], NodeReport], sizes: Sequence[int] | None) -> None:
+    payload = _inspect(run, inspect)
+    _hang_here(run)
+    layout = _gather(run, payload)
+    if layout is None:
+        if run.lead:
+            run.skip("collectives", "not every rank arrived")
+            run.skip("pairs", "not every rank arrived")
+        return
+    if run.env.world_size == 1:
+        run.skip("collectives", "one rank: an all-reduce moves nothing between ranks")
+        run.skip("pairs", "one node")
+        return
+    run.say(f"fleet: {len(layout.names)} node(s), {run.env.world_size} rank(s): measuring")
+    rig, group = _measurement_rig(run)
+    chosen = list(sizes) if sizes is not None else default_sizes(run.cpu)
+    if _collectives(run, rig, group, chosen) and len(layout.names) > 1:
+        _pairs(run, rig, layout)
+    elif run.lead:
+        run.skip("pairs", "one node" if len(layout.names) < 2 else "the collectives did not come through")

@@ -1,0 +1,197 @@
+"""`rigcheck fleet`: the same verdict over many nodes, one process per GPU under torchrun or srun
+(rigcheck.bench.fleet), or from saved per-node documents with ``--from DIR`` (nothing runs).
+
+Live, every rank runs this command: the launcher's variables say where it stands (rigcheck.bench.fleet_env),
+each node's local rank 0 inspects its node (probe, doctor checks, and with ``--verify`` the `verify`
+measurements), rank 0 prints the document; the other ranks print nothing on stdout. Exit code, the same on
+every rank (rank 0 sends the fleet's verdict to the others): 0 pass, 1 fail or incomplete, 2 bad usage or input,
+130/143 interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rigcheck.cli.common import HtmlFileOption, JsonOption, MarkdownFileOption, emit, note, write_rendering
+from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_verdict
+from rigcheck.report.render import Format
+
+if TYPE_CHECKING:
+    from rigcheck.model.finding import Finding
+    from rigcheck.model.fleet import FleetDocument, NodeReport
+    from rigcheck.model.snapshot import Snapshot
+    from rigcheck.model.verify import Verdict, VerifyDocument
+
+VERIFY_LEVELS = ("none", "quick", "full")
+# The launcher's variables, hidden from `verify` run inside a rank: its benchmarks would otherwise take this
+# process for one rank of their own job (bench/launcher.py runs inline then) instead of starting their workers.
+JOB_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
+INSPECT_MARGIN_S = 60.0  # probing and the doctor checks, beside verify's own budget
+
+
+def fleet(
+    cpu: Annotated[
+        bool, typer.Option("--cpu", help="Measure on CPU processes with gloo (a node without GPU is fine).")
+    ] = False,
+    verify: Annotated[
+        str, typer.Option("--verify", help="Each node also runs `verify` at this level: quick, full or none.")
+    ] = "none",
+    deadline: Annotated[
+        float, typer.Option("--deadline", min=1.0, help="Seconds each phase may take before a rank is named.")
+    ] = 120.0,
+    source: Annotated[
+        Path | None,
+        typer.Option("--from", help="Compare the per-node documents saved in this directory; run nothing."),
+    ] = None,
+    as_json: JsonOption = False,
+    html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
+) -> None:
+    """Compare many nodes — consistency, outliers, inter-node bandwidth, the slow node — under torchrun or srun; `--from DIR` compares saved per-node documents.
+
+    Run one process per GPU: `torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT
+    -m rigcheck fleet`, or `srun --ntasks-per-node G rigcheck fleet`. Exit code: 0 pass, 1 fail or incomplete,
+    2 bad usage or input, 130/143 interrupted.
+    """  # noqa: E501 - the first line is the command's one-line summary, as the command table shows it
+    from rigcheck.errors import UsageError
+
+    if verify not in VERIFY_LEVELS:
+        raise UsageError(f"--verify is quick, full or none, not {verify!r}")
+    if source is not None:
+        if cpu or verify != "none":
+            raise UsageError("--from compares saved documents and runs nothing: it takes no --cpu or --verify")
+        _finish(_from_files(source), as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        return
+    verdicts: list[str] = []
+    doc = _live(cpu=cpu, level=verify, deadline_s=deadline, on_verdict=verdicts.append)
+    if doc is None:  # not rank 0: rank 0 prints for the fleet; every rank exits with the fleet's code
+        raise typer.Exit(exit_code_for_verdict(verdicts[0]) if verdicts else EXIT_PROBLEMS)
+    _finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+
+
+def _from_files(directory: Path) -> FleetDocument:
+    from rigcheck.checks import run_checks
+    from rigcheck.checks.fleet import fleet_document
+    from rigcheck.probe.fleet_saved import load_fleet_dir
+
+    started = time.monotonic()
+    nodes = [
+        node.model_copy(update={"findings": run_checks(node.snapshot)}) if node.snapshot is not None else node
+        for node in load_fleet_dir(directory)
+    ]
+    return fleet_document(
+        nodes=nodes,
+        source="files",
+        launcher=None,
+        backend=None,
+        world_size=None,
+        elapsed_s=time.monotonic() - started,
+    )
+
+
+@contextlib.contextmanager
+def _outside_the_job() -> Iterator[None]:
+    """Hide the launcher's variables while `verify` runs (see JOB_VARIABLES), and put them back."""
+    saved = {name: os.environ.pop(name) for name in JOB_VARIABLES if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def _inspector(*, cpu: bool, level: str, host: str) -> Callable[[], NodeReport]:
+    """What each node's local rank 0 runs: this node probed, checked, and verified when asked."""
+
+    def inspect() -> NodeReport:
+        from rigcheck.bench.env import software_versions
+        from rigcheck.checks import run_checks
+        from rigcheck.cli.common import load_snapshot
+        from rigcheck.model.fleet import NodeReport
+
+        note(f"fleet: inspecting {host}")
+        snap = load_snapshot(None, announce_absent=False)
+        findings = run_checks(snap)
+        if cpu:  # --cpu measures CPU processes: a node without GPU is what it is asked to be
+            findings = [f for f in findings if f.id != "health.no-gpu"]
+        verified = None
+        if level != "none":
+            verified = _verify(snap, findings, cpu=cpu, level=level, host=host)
+        versions = software_versions()
+        return NodeReport(
+            name=host,
+            node_rank=None,
+            ranks=[],
+            snapshot=snap,
+            findings=findings,
+            verify=verified,
+            versions={"torch": versions.torch, "nccl": versions.nccl, "python": versions.python},
+            source="live",
+        )
+
+    return inspect
+
+
+def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, host: str) -> VerifyDocument:
+    from rigcheck.bench.verify import run_verify
+
+    poller = None
+    if not cpu:
+        from rigcheck.cli.monitor_cmd import open_poller
+
+        poller = open_poller(None)
+    try:
+        with _outside_the_job():
+            return run_verify(
+                snapshot=snap,
+                findings=findings,
+                level="full" if level == "full" else "quick",
+                cpu=cpu,
+                host=host,
+                burn_poller=poller,
+                on_progress=note,
+            )
+    finally:
+        if poller is not None:
+            poller.close()
+
+
+def _live(*, cpu: bool, level: str, deadline_s: float, on_verdict: Callable[[Verdict], None]) -> FleetDocument | None:
+    from rigcheck.bench.fleet import run_fleet
+    from rigcheck.bench.fleet_env import parse_fleet_env
+    from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S
+
+    env = parse_fleet_env(os.environ)
+    budget = 0.0 if level == "none" else CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level]
+    return run_fleet(
+        env=env,
+        inspect=_inspector(cpu=cpu, level=level, host=socket.gethostname()),
+        cpu=cpu,
+        deadline_s=deadline_s,
+        inspect_s=budget + INSPECT_MARGIN_S,
+        on_progress=note if env.rank == 0 else None,
+        on_verdict=on_verdict,
+    )
+
+
+def _finish(doc: FleetDocument, *, as_json: bool, html_file: Path | None, markdown_file: Path | None) -> None:
+    if html_file is not None:
+        write_rendering(html_file, doc, Format.HTML)
+    if markdown_file is not None:
+        write_rendering(markdown_file, doc, Format.MARKDOWN)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(exit_code_for_verdict(doc.verdict))
+
+
+if __name__ == "__main__":  # `python -m rigcheck.cli.fleet ...`: this command alone, as `rigcheck fleet ...`
+    from rigcheck.cli.app import main
+
+    main(["fleet", *sys.argv[1:]])

@@ -1,0 +1,122 @@
+"""``rigcheck.fleet/1``: the same verdict over many nodes (`rigcheck fleet`), and what each node sends to rank 0.
+
+A :class:`NodeReport` is one node's own inspection (its snapshot, its doctor findings, optionally its
+`verify` document), made by the node and gathered by rank 0 — or read from a saved file with ``--from DIR``.
+Rank 0 compares them (``rigcheck.checks.fleet``: consistency across nodes, outliers by median/MAD, the slow
+node named from pairwise rounds) into a :class:`FleetDocument`, drawn by ``rigcheck.report.fleet``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field
+
+from rigcheck.model.document import Document, Plain
+from rigcheck.model.finding import Finding, Severity
+from rigcheck.model.snapshot import Snapshot
+from rigcheck.model.verify import Verdict, VerifyDocument
+
+FLEET_SCHEMA: Final = "rigcheck.fleet/1"
+
+PhaseStatus = Literal["done", "timed_out", "failed", "skipped"]
+PairVerdict = Literal["ok", "slow", "failed"]
+
+
+class NodeReport(Plain):
+    """One node's inspection as it reaches rank 0 (over the c10d store) or as read from a saved file."""
+
+    name: str = Field(description="the node's name: its hostname, made unique with its node rank where shared")
+    node_rank: int | None = Field(description="torchrun's GROUP_RANK / Slurm's SLURM_NODEID; null from files")
+    ranks: list[int] = Field(description="the global ranks that ran on this node")
+    snapshot: Snapshot | None = Field(description="null when the saved file was a verify document alone")
+    findings: list[Finding] = Field(description="the doctor's findings on this node (empty without a snapshot)")
+    verify: VerifyDocument | None = Field(description="`verify` of this node (--verify quick, or a saved one)")
+    versions: dict[str, str | None] = Field(description="software as the node's ranks import it: torch, nccl, python")
+    source: str = Field(description="'live', or the file it was read from")
+
+
+class FleetNode(Plain):
+    """One node in the fleet's report."""
+
+    name: str
+    ranks: list[int]
+    verdict: Verdict = Field(description="fail: a fleet finding or one of its own fails; incomplete: missing ranks")
+    gpus: int | None = Field(description="GPUs the node reported; null when unknown")
+    findings: list[Finding] = Field(description="the node's own doctor findings that are not ok")
+    verify_verdict: Verdict | None = Field(description="its `verify` verdict; null when verify did not run")
+
+
+class FleetFinding(Plain):
+    """A finding about the fleet: a node (or a GPU of it) unlike the others, slow, or missing."""
+
+    id: str = Field(description='"fleet.driver", "fleet.gpu-count", "fleet.pcie-width", "fleet.outlier", ...')
+    severity: Severity
+    node: str | None
+    gpu: int | None
+    message: str
+    measured: str | float | None = Field(description="this node's (or GPU's) value")
+    expected: str | float | None = Field(description="the fleet's: the majority value, or the median")
+
+
+class FleetCollective(Plain):
+    """One size of a collective over the whole fleet (nccl-tests' formulas)."""
+
+    op: str
+    size_bytes: int
+    time_us: float
+    algbw_gbps: float
+    busbw_gbps: float
+    world_size: int
+    backend: str
+    expected_gbps: float | None = Field(description="what the nodes' NICs can carry, as bus bandwidth")
+    expected_source: str | None
+
+
+class FleetPair(Plain):
+    """One pair of nodes in one round of the slow-node search: an all-reduce over the two nodes' ranks."""
+
+    round: int
+    a: str
+    b: str
+    busbw_gbps: float | None = Field(description="null when the pair's measurement failed")
+    time_us: float | None
+    verdict: PairVerdict
+
+
+class MissingRank(Plain):
+    """A rank that did not arrive by a phase's deadline."""
+
+    rank: int
+    host: str | None = Field(description="where it ran, when it said so before going quiet")
+    phase: str | None = Field(description="the last phase it reached; null when it never checked in")
+    reason: str
+
+
+class FleetPhase(Plain):
+    name: str = Field(description="rendezvous, inspect, gather, collectives, pairs, report")
+    status: PhaseStatus
+    elapsed_s: float
+    deadline_s: float | None
+    reason: str | None
+
+
+class FleetDocument(Document):
+    """`rigcheck fleet --json`, printed by rank 0 (or by `fleet --from DIR`)."""
+
+    schema_: Literal["rigcheck.fleet/1"] = Field(FLEET_SCHEMA, alias="schema")
+    verdict: Verdict
+    source: Literal["live", "files"]
+    launcher: str | None = Field(description="torchrun, slurm, or null with --from")
+    backend: str | None = Field(description="the measurements' backend: nccl, or gloo with --cpu")
+    world_size: int | None
+    elapsed_s: float
+    nodes: list[FleetNode]
+    findings: list[FleetFinding]
+    collectives: list[FleetCollective]
+    pairs: list[FleetPair]
+    slow_nodes: list[str]
+    missing_ranks: list[MissingRank]
+    partial: bool = Field(description="a rank went missing or a phase timed out: the rest is still reported")
+    phases: list[FleetPhase]
+    notes: list[str]

@@ -1,0 +1,116 @@
+"""`rigcheck fleet --from DIR`: one saved document per node, collected by any means, read back as node reports.
+
+Every ``*.json`` directly in the directory (not below it) is read, in name order, and is one node:
+
+- ``rigcheck.snapshot/1`` (`rigcheck snapshot --json`), or the snapshot a ``rigcheck.doctor/1`` document
+  carries: the node's machine. No check runs here (the probe layer is below the checks): ``findings`` is left
+  empty, and the caller runs the checks on each snapshot;
+- ``rigcheck.verify/1`` (`rigcheck verify --json`): the node's figures.
+
+The node's name is the snapshot's hostname, else the verify document's ``host``, else the file's stem. A
+snapshot and a verify document of one node make one node (its machine and its figures); two of the same kind
+for one node are an error naming both files. What cannot be used stops the read with one InputError line
+naming the file: not a directory, no ``*.json`` in it, a file that is not JSON or is too large (the caps of
+probe/saved.py), a document that fails validation, JSON of no rigcheck schema or of another one (a fleet
+directory holds node documents only: a stray file is refused, never silently left out of the fleet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rigcheck.errors import InputError
+from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
+from rigcheck.model.fleet import NodeReport
+from rigcheck.model.io import snapshot_from_dict
+from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
+from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument
+from rigcheck.probe.saved import read_json_document, validate_document
+
+ACCEPTED = f"{SNAPSHOT_SCHEMA}, {DOCTOR_SCHEMA} or {VERIFY_SCHEMA}"
+
+
+@dataclass
+class _Node:
+    """One node's documents so far, each with the file it came from."""
+
+    snapshot: tuple[Snapshot, Path] | None = None
+    verify: tuple[VerifyDocument, Path] | None = None
+
+
+def _name(snapshot: Snapshot | None, verify: VerifyDocument | None, path: Path) -> str:
+    hostname = snapshot.host.hostname if snapshot is not None else None
+    if hostname is not None and hostname.strip():
+        return hostname.strip()
+    if verify is not None and verify.host is not None and verify.host.strip():
+        return verify.host.strip()
+    return path.stem
+
+
+def _read(path: Path) -> tuple[Snapshot | None, VerifyDocument | None]:
+    """The file's snapshot or verify document; InputError naming it for anything else."""
+    data = read_json_document(path)
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema == SNAPSHOT_SCHEMA:
+        return snapshot_from_dict(data, path=str(path)), None
+    if schema == DOCTOR_SCHEMA:
+        doctor: DoctorDocument = validate_document(DoctorDocument, data, DOCTOR_SCHEMA, path)
+        return doctor.snapshot, None
+    if schema == VERIFY_SCHEMA:
+        verify: VerifyDocument = validate_document(VerifyDocument, data, VERIFY_SCHEMA, path)
+        return None, verify
+    what = f"a {schema} document" if isinstance(schema, str) else "not a rigcheck document"
+    raise InputError(f"{what}; a fleet directory holds one {ACCEPTED} per node", path=str(path))
+
+
+def _twice(kind: str, name: str, first: Path, second: Path, directory: Path) -> InputError:
+    return InputError(
+        f"two {kind} documents for node {name}: {first.name} and {second.name}; keep one per node",
+        path=str(directory),
+    )
+
+
+def load_fleet_dir(directory: Path) -> list[NodeReport]:
+    """The nodes saved in ``directory``, in the order of their first file's name (``findings`` empty: the caller
+    runs the checks on each snapshot)."""
+    where = str(directory)
+    if not directory.exists():
+        raise InputError("no such directory", path=where)
+    if not directory.is_dir():
+        raise InputError("not a directory (--from takes the directory holding one document per node)", path=where)
+    try:
+        paths = sorted(p for p in directory.glob("*.json") if p.is_file())
+    except OSError as exc:
+        raise InputError(f"cannot list: {exc.strerror or exc}", path=where) from None
+    if not paths:
+        raise InputError(f"no *.json file here: save one {ACCEPTED} per node in it", path=where)
+    nodes: dict[str, _Node] = {}
+    for path in paths:
+        snapshot, verify = _read(path)
+        name = _name(snapshot, verify, path)
+        node = nodes.setdefault(name, _Node())
+        if snapshot is not None:
+            if node.snapshot is not None:
+                raise _twice("snapshot", name, node.snapshot[1], path, directory)
+            node.snapshot = (snapshot, path)
+        if verify is not None:
+            if node.verify is not None:
+                raise _twice("verify", name, node.verify[1], path, directory)
+            node.verify = (verify, path)
+    reports: list[NodeReport] = []
+    for name, node in nodes.items():
+        files = [held[1].name for held in (node.snapshot, node.verify) if held is not None]
+        reports.append(
+            NodeReport(
+                name=name,
+                node_rank=None,
+                ranks=[],
+                snapshot=node.snapshot[0] if node.snapshot is not None else None,
+                findings=[],
+                verify=node.verify[0] if node.verify is not None else None,
+                versions={},
+                source=" + ".join(str(directory / f) for f in files),
+            )
+        )
+    return reports
