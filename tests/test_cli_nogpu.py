@@ -60,6 +60,9 @@ LIVE_COMMANDS = [
     ["bench", "hostlink"],
     ["bench", "p2p"],
     ["bench", "train", "--tiny"],
+    ["verify"],
+    ["verify", "--json"],
+    ["fleet"],
 ]
 
 

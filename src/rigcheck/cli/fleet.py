@@ -170,6 +170,10 @@ def _live(*, cpu: bool, level: str, deadline_s: float, on_verdict: Callable[[Ver
     from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S
 
     env = parse_fleet_env(os.environ)
+    if not cpu:
+        from rigcheck.cli.bench_common import machine
+
+        machine(cpu=False)  # no usable GPU here: the no-GPU rule's one line and exit 1, before any rendezvous
     budget = 0.0 if level == "none" else CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level]
     return run_fleet(
         env=env,

@@ -2,8 +2,9 @@
 or a driver that does not work): one line on stderr saying so and what the command still does, and exit 1.
 
 doctor, power, thermal and snapshot still print what they could read (their findings carry the reason, so
-their own exit code is 1 too); topo, monitor, burn and the GPU benchmarks have nothing to show. ``--from`` files,
-``bench ... --cpu`` and ``burn --analyze`` do not read the live GPUs and are not affected.
+their own exit code is 1 too); topo, monitor, burn, the GPU benchmarks, verify and fleet have nothing to show.
+``--from`` files, ``bench ... --cpu``, ``verify --cpu``, ``fleet --cpu`` and ``burn --analyze`` do not read the live
+GPUs and are not affected.
 """
 
 from __future__ import annotations
