@@ -268,3 +268,20 @@ def test_bench_report_renders_its_chart_offline(tmp_path: Path) -> None:
     assert seen.dom.count("<circle") == len(allreduce_doc().results)
     image = read_png(seen.screenshot)
     assert image.count(rgb("#2563eb"), step=1) > 200  # the busbw line and its points
+
+
+def test_verify_and_fleet_pages_lead_with_their_verdict_offline(tmp_path: Path) -> None:
+    """The verdict is the first thing on each page (above every table), painted in its colour, and nothing is
+    fetched."""
+    from rigcheck.report.fleet import html as fleet_html
+    from rigcheck.report.verify import html as verify_html
+    from tests.test_render_formats import fleet_sample, verify_sample
+
+    for name, page in (("verify", verify_html(verify_sample())), ("fleet", fleet_html(fleet_sample()))):  # type: ignore[arg-type]
+        seen = render(page, tmp_path, name)
+        assert seen.page_requests == []
+        verdict = seen.dom.index('class="result bad"')
+        assert verdict < seen.dom.index("<table"), name
+        assert "FAIL" in seen.dom[verdict : verdict + 200]
+        image = read_png(seen.screenshot)
+        assert image.count(rgb("#fee2e2"), step=1) > 500, name  # the red verdict banner was painted
