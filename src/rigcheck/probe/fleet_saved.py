@@ -17,6 +17,7 @@ directory holds node documents only: a stray file is refused, never silently lef
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +40,18 @@ class _Node:
     verify: tuple[VerifyDocument, Path] | None = None
 
 
-def _name(snapshot: Snapshot | None, verify: VerifyDocument | None, path: Path) -> str:
+def _host(snapshot: Snapshot | None, verify: VerifyDocument | None) -> str | None:
+    """The host name the document carries, if any."""
     hostname = snapshot.host.hostname if snapshot is not None else None
     if hostname is not None and hostname.strip():
         return hostname.strip()
     if verify is not None and verify.host is not None and verify.host.strip():
         return verify.host.strip()
-    return path.stem
+    return None
+
+
+def _name(snapshot: Snapshot | None, verify: VerifyDocument | None, path: Path) -> str:
+    return _host(snapshot, verify) or path.stem
 
 
 def _read(path: Path) -> tuple[Snapshot | None, VerifyDocument | None]:
@@ -71,6 +77,17 @@ def _twice(kind: str, name: str, first: Path, second: Path, directory: Path) -> 
     )
 
 
+def _shared_names(read: list[tuple[Path, Snapshot | None, VerifyDocument | None]]) -> set[str]:
+    """Host names held by more than one document of the same kind."""
+    snapshots: Counter[str] = Counter()
+    verifies: Counter[str] = Counter()
+    for _, snapshot, verify in read:
+        host = _host(snapshot, verify)
+        if host is not None:  # a document without one is named by its file already
+            (snapshots if snapshot is not None else verifies)[host] += 1
+    return {name for counts in (snapshots, verifies) for name, n in counts.items() if n > 1}
+
+
 def load_fleet_dir(directory: Path) -> list[NodeReport]:
     """The nodes saved in ``directory``, in the order of their first file's name (``findings`` empty: the caller
     runs the checks on each snapshot)."""
@@ -85,10 +102,15 @@ def load_fleet_dir(directory: Path) -> list[NodeReport]:
         raise InputError(f"cannot list: {exc.strerror or exc}", path=where) from None
     if not paths:
         raise InputError(f"no *.json file here: save one {ACCEPTED} per node in it", path=where)
+    read = [(path, *_read(path)) for path in paths]
+    # A host name that several snapshots (or several verify documents) carry cannot tell their nodes apart — copies
+    # of one image, or a name the files were made with: those nodes are named by their files instead.
+    shared = _shared_names(read)
     nodes: dict[str, _Node] = {}
-    for path in paths:
-        snapshot, verify = _read(path)
+    for path, snapshot, verify in read:
         name = _name(snapshot, verify, path)
+        if name in shared:
+            name = path.stem
         node = nodes.setdefault(name, _Node())
         if snapshot is not None:
             if node.snapshot is not None:
