@@ -47,6 +47,7 @@ def test_registry_names_match_categories() -> None:
         "software",
         "xid",
         "gpudirect",
+        "storage",
     }
     assert set(FINDING_IDS) == set(CHECKS)
     for category, ids in FINDING_IDS.items():

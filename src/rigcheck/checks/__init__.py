@@ -9,7 +9,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from rigcheck.checks import fabric, gpudirect, gpus, health, nvlink, p2p, pcie, power, software, thermal, topology, xid
+from rigcheck.checks import (
+    fabric,
+    gpudirect,
+    gpus,
+    health,
+    nvlink,
+    p2p,
+    pcie,
+    power,
+    software,
+    storage,
+    thermal,
+    topology,
+    xid,
+)
 from rigcheck.checks.fabric import check_fabric
 from rigcheck.checks.gpudirect import check_gpudirect
 from rigcheck.checks.gpus import check_gpus
@@ -19,6 +33,7 @@ from rigcheck.checks.p2p import check_p2p
 from rigcheck.checks.pcie import check_pcie
 from rigcheck.checks.power import check_power
 from rigcheck.checks.software import check_software
+from rigcheck.checks.storage import check_storage
 from rigcheck.checks.thermal import check_thermal
 from rigcheck.checks.topology import check_topology
 from rigcheck.checks.xid import check_xid
@@ -40,6 +55,7 @@ CHECKS: dict[str, Check] = {
     "software": check_software,
     "xid": check_xid,
     "gpudirect": check_gpudirect,
+    "storage": check_storage,
 }
 
 # Every finding id a check can emit, by check name: the stable contract scripts key on.
@@ -56,6 +72,7 @@ FINDING_IDS: dict[str, tuple[str, ...]] = {
     "software": software.FINDING_IDS,
     "xid": xid.FINDING_IDS,
     "gpudirect": gpudirect.FINDING_IDS,
+    "storage": storage.FINDING_IDS,
 }
 
 _NUM = re.compile(r"(\d+)")
@@ -98,6 +115,7 @@ __all__ = [
     "check_pcie",
     "check_power",
     "check_software",
+    "check_storage",
     "check_thermal",
     "check_topology",
     "check_xid",

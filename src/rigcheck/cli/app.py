@@ -112,7 +112,8 @@ class RigcheckGroup(LazyGroup):
         ),
         LazyCommand(
             "bench",
-            "Measure: collectives, matmul, memory and host-link bandwidth, P2P, and the guide's gpt2 training run.",
+            "Measure: collectives, matmul, memory and host-link bandwidth, P2P, NVMe, and the guide's gpt2 training "
+            "run.",
             "rigcheck.cli.bench_cmd",
             "bench_app",
             "typer",

@@ -1,11 +1,13 @@
-"""`rigcheck bench matmul | membw | hostlink | p2p`: one device's compute and memory, its host link, GPU pairs.
+"""`rigcheck bench matmul | membw | hostlink | p2p | nvme`: one device's compute and memory, its host link, GPU
+pairs, and the storage an offload streams through.
 
-``register(app)`` adds the four commands to the `bench` typer app. torch is imported only when a command runs
-(through rigcheck.bench.device), never by `rigcheck --help`.
+``register(app)`` adds the five commands to the `bench` typer app. torch is imported only when a command runs
+(through rigcheck.bench.device), never by `rigcheck --help`; `nvme` never imports it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -154,9 +156,59 @@ def p2p(
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
+PathOption = Annotated[
+    Path,
+    typer.Option("--path", "-p", help="Directory to measure: a file of --size is written there, then removed."),
+]
+QueueDepthOption = Annotated[
+    int, typer.Option("--queue-depth", "-q", min=1, max=256, help="Direct requests in flight (one thread each).")
+]
+BlockSizeOption = Annotated[
+    list[str] | None,
+    typer.Option("--block-size", help="Direct request size (a multiple of 4K; default 128K, 1M, 4M); repeatable."),
+]
+
+
+NvmeSizeOption = Annotated[
+    str | None, typer.Option("--size", "-s", help="The file written and read: bytes, or K, M, G (default 4G).")
+]
+
+
+def nvme(
+    path: PathOption = Path("."),
+    size: NvmeSizeOption = None,
+    block_size: BlockSizeOption = None,
+    queue_depth: QueueDepthOption = 4,
+    repeats: RepeatsOpt = None,
+    as_json: JsonOut = False,
+    html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
+) -> None:
+    """Sequential write and read of the filesystem under --path (default 4G): direct I/O over a block-size
+    sweep, and buffered; the drive and its PCIe link named. For ZeRO-Infinity's NVMe offload."""
+    import os
+
+    from rigcheck.bench.nvme import DEFAULT_BLOCK_SIZES, DEFAULT_REPEATS, DEFAULT_SIZE, check_directory, run_nvme
+    from rigcheck.probe.storage_path import storage_of
+
+    size_bytes = parse_size(size, "--size") if size else DEFAULT_SIZE
+    check_directory(path, size_bytes)  # refused in one line before anything is probed or written
+    doc = run_nvme(
+        path,
+        storage=storage_of(path, st_dev=os.stat(path).st_dev),
+        size_bytes=size_bytes,
+        block_sizes=[parse_size(b, "--block-size") for b in block_size] if block_size else DEFAULT_BLOCK_SIZES,
+        queue_depth=queue_depth,
+        repeats=repeats if repeats is not None else DEFAULT_REPEATS,
+        on_progress=note,
+    )
+    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+
+
 def register(app: typer.Typer) -> None:
-    """Add matmul, membw, hostlink and p2p to the `bench` app."""
+    """Add matmul, membw, hostlink, p2p and nvme to the `bench` app."""
     app.command()(interruptible(matmul))
     app.command()(interruptible(membw))
     app.command()(interruptible(hostlink))
     app.command()(interruptible(p2p))
+    app.command()(interruptible(nvme))

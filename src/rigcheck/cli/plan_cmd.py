@@ -19,8 +19,12 @@ def plan(
     dtype: Annotated[str, typer.Option("--dtype", help="Gradient / parameter dtype: fp32, bf16, fp16.")] = "fp32",
     busbw: Annotated[float | None, typer.Option("--busbw", help="Bus bandwidth in GB/s (measured).")] = None,
     source: Annotated[
-        Path | None,
-        typer.Option("--from", help="A `rigcheck bench allreduce --json` result, or a snapshot / topo -m file."),
+        list[Path] | None,
+        typer.Option(
+            "--from",
+            help="A `rigcheck bench allreduce --json` result, or a snapshot / topo -m file; with --offload also "
+            "`bench hostlink --json` and `bench nvme --json` results (repeat --from).",
+        ),
     ] = None,
     link: Annotated[str | None, typer.Option("--link", help="A link to assume: NV2 (with --gpu), PCIe3x16.")] = None,
     gpu: Annotated[
@@ -34,6 +38,19 @@ def plan(
     explain_guide: Annotated[
         bool, typer.Option("--explain-guide", help="Also explain the guide's 101.9 s vs 131.4 s NVLink result.")
     ] = False,
+    offload: Annotated[
+        str | None,
+        typer.Option("--offload", help="cpu or nvme: DeepSpeed ZeRO offload; bytes per tier, fit, traffic."),
+    ] = None,
+    nodes: Annotated[
+        int, typer.Option("--nodes", help="Nodes the --gpus are spread over (with --offload).", min=1)
+    ] = 1,
+    largest_layer: Annotated[
+        str | None, typer.Option("--largest-layer", help="Parameters of the largest layer (ZeRO-3 --offload).")
+    ] = None,
+    nvme_path: Annotated[
+        Path | None, typer.Option("--nvme-path", help="Where DeepSpeed's nvme_path will point: its free space.")
+    ] = None,
 ) -> None:
     """Predict bytes and time on the wire per GPU per step, beside compute, and say which strategy suits.
 
@@ -42,10 +59,36 @@ def plan(
     from rigcheck.plan.build import build_comm_plan
 
     doc = build_comm_plan(
-        params, gpus, strategy, dtype, busbw, source, link, gpu, tokens, tflops, explain_guide=explain_guide
+        params,
+        gpus,
+        strategy,
+        dtype,
+        busbw,
+        source,
+        link,
+        gpu,
+        tokens,
+        tflops,
+        explain_guide=explain_guide,
+        offload=offload,
+        nodes=nodes,
+        largest_layer=largest_layer,
+        nvme_free=_free_space(nvme_path) if nvme_path is not None else None,
     )
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(EXIT_OK)
+
+
+def _free_space(path: Path) -> tuple[float, str]:
+    """Bytes free under --nvme-path, for the NVMe fit; a missing or unreadable path is a one-line error."""
+    import shutil
+
+    from rigcheck.errors import UsageError
+
+    try:
+        return float(shutil.disk_usage(path).free), str(path)
+    except OSError as exc:
+        raise UsageError(f"--nvme-path {path}: {exc.strerror or exc}") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -23,7 +23,8 @@ from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, reason
 
 BENCH_SCHEMA: Final = "rigcheck.bench/1"
 
-Backend = Literal["gloo", "nccl", "cuda"]
+# "posix": no device backend, plain file I/O through the OS (bench nvme).
+Backend = Literal["gloo", "nccl", "cuda", "posix"]
 Timer = Literal["perf_counter", "cuda_events"]
 CollectiveOp = Literal["allreduce", "allgather", "reducescatter", "broadcast"]
 YesNo = Literal["Y", "N"]
@@ -314,6 +315,52 @@ class TrainRow(BenchRow):
     correct: bool
 
 
+class NvmeRow(BenchRow):
+    """One direction, I/O mode and block size of `bench nvme`; ``nvme_read`` / ``nvme_write`` repeat the best
+    direct row of the sweep under the names a plan reads (``summary``)."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"pcie_link"})
+
+    direction: Literal["read", "write"]
+    mode: Literal["direct", "buffered"] = Field(description="direct: O_DIRECT, the page cache bypassed")
+    summary: bool = Field(description="nvme_read / nvme_write: the best direct figure of the sweep, repeated")
+    block_size_bytes: Count = Field(description="bytes per request")
+    queue_depth: int = Field(ge=1, description="requests in flight (one thread each)")
+    file_bytes: Count = Field(description="bytes written or read per timed pass")
+    time_s_median: float
+    gbps: float = Field(description="1e9 bytes per second, the median of the passes")
+    pcie_link: str | None = Field(description='"Gen4 x4": the NVMe drive\'s link the ceiling is of')
+    pcie_theoretical_gbps: float | None
+    fraction_of_pcie: float | None
+    note: str | None = absent_unless_set("why this row's figure needs a caveat")
+    missing: dict[str, Reason] = absent_unless_set("field -> why it is null", empty={})
+
+
+class StorageDevice(Plain):
+    """The filesystem and block device under a directory (rigcheck.probe.storage_path), null with a reason in
+    ``missing`` where something could not be read or does not apply (a PCIe link on a disk that is not NVMe)."""
+
+    model_config = ConfigDict(json_schema_extra=_row_rules)
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset()
+
+    path: str = Field(description="the directory, symbolic links resolved")
+    mount_point: str | None
+    fs_type: str | None = Field(description="as /proc/mounts names it: ext4, xfs, tmpfs, ...")
+    mount_source: str | None = Field(description="the mounted device as /proc/mounts names it")
+    device: str | None = Field(description="the block device: nvme0n1p2")
+    disk: str | None = Field(description="the whole disk the device is on: nvme0n1")
+    model: str | None
+    rotational: bool | None
+    nvme_controller: str | None = Field(description="nvme0; null when the disk is not an NVMe drive")
+    pci_bus_id: str | None
+    pcie_link: str | None = Field(description='the link as trained: "Gen4 x4"')
+    pcie_link_max: str | None = Field(description="the best link the drive and its slot can train to")
+    pcie_theoretical_gbps: float | None = Field(description="the trained link's rate per direction")
+    pcie_source: str | None
+    missing: dict[str, Reason] = absent_unless_set("field -> why it is null", empty={})
+
+
 class MatmulBest(Plain):
     """The best shape of one rank and dtype (a copy of its row's keys)."""
 
@@ -432,6 +479,19 @@ class TrainDocument(BenchDocumentBase):
     benchmark: Literal["train"] = "train"
     results: Sequence[TrainRow]
     notes: list[str]
+    wall_s: float
+
+
+class NvmeDocument(BenchDocumentBase):
+    """`bench nvme`: sequential read and write of one file under a directory, direct (a block-size sweep)
+    and buffered; the device and filesystem under it."""
+
+    benchmark: Literal["nvme"] = "nvme"
+    results: Sequence[NvmeRow]
+    notes: list[str]
+    storage: StorageDevice
+    size_bytes: Count = Field(description="the file written and read")
+    direct_io_error: str | None = Field(description="why the direct rows are absent (O_DIRECT refused); null")
     wall_s: float
 
 
@@ -572,7 +632,9 @@ class TrainCompareDocument(CompareDocumentBase):
     comparison: TrainComparison
 
 
-SingleDocument = CollectiveDocument | MatmulDocument | MembwDocument | HostlinkDocument | P2PDocument | TrainDocument
+SingleDocument = (
+    CollectiveDocument | MatmulDocument | MembwDocument | HostlinkDocument | P2PDocument | TrainDocument | NvmeDocument
+)
 CompareDocument = CollectiveCompareDocument | TrainCompareDocument
 BenchDocument = Annotated[SingleDocument | CompareDocument, Field(discriminator="benchmark")]
 

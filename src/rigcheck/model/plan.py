@@ -2,7 +2,8 @@
 
 Built by :func:`rigcheck.plan.comm.plan_comm` (the command: :func:`rigcheck.plan.build.build_comm_plan`), drawn
 by :mod:`rigcheck.report.plan`. ``guide`` is there only with --explain-guide
-(:func:`rigcheck.plan.guide.guide_rig_explanation`).
+(:func:`rigcheck.plan.guide.guide_rig_explanation`). ``offload`` is there only with --offload
+(:func:`rigcheck.plan.offload.plan_offload`): the bytes each tier holds, the fit against the machine, the traffic.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from pydantic import Field, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from rigcheck.model.bench import absent_unless_set
 from rigcheck.model.document import Document, Plain, ReasonedRecord
 
 Strategy = Literal["ddp", "zero1", "zero2", "zero3", "fsdp"]
 Dtype = Literal["fp32", "bf16", "fp16"]
 CollectiveOp = Literal["all_reduce", "reduce_scatter", "all_gather"]
+OffloadTier = Literal["cpu", "nvme"]
 Reason = Annotated[str, Field(min_length=1)]
 # Where a figure comes out an int or a float depending on the inputs (params x 16 B, a catalog's 24 GiB):
 # kept as computed, so the JSON prints what it always printed.
@@ -102,6 +105,85 @@ class PlanGuide(Plain):
     not_explained: list[str]
 
 
+class OffloadBreakdown(Plain):
+    """What one tier holds: per GPU for the GPU tier, per node for CPU RAM and NVMe; model states only, then
+    the buffers the estimator adds (its additional_buffer_factor, DeepSpeed's swap buffers)."""
+
+    tier: Literal["gpu", "cpu", "nvme"]
+    per: Literal["gpu", "node"]
+    params_bytes: Number
+    grads_bytes: Number
+    optimizer_bytes: Number
+    buffers_bytes: Number = Field(description="what the estimator adds beyond the model states")
+    total_bytes: Number
+    formula: str
+    source: str
+
+
+class OffloadFit(ReasonedRecord):
+    """One tier against the machine: CPU RAM against host.memory_total_gib, NVMe against free space."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"available_source"})
+
+    tier: OffloadTier
+    needed_bytes: Number
+    available_bytes: Number | None
+    available_source: str | None
+    fits: bool | None
+    verdict: str
+    missing: dict[str, Reason] = Field(description="field -> why it is null")
+
+
+class OffloadTraffic(Plain):
+    """Bytes one step moves over one link: the host link (per GPU, each GPU on its own link) or the NVMe
+    drive (per node)."""
+
+    what: str
+    link: Literal["host", "nvme"]
+    direction: Literal["h2d", "d2h", "read", "write"]
+    per: Literal["gpu", "node"]
+    bytes: Number
+    time_s: float
+    gbps: float
+
+
+class PlanOffload(ReasonedRecord):
+    """--offload: the bytes each tier must hold (DeepSpeed's estimators), the fit against the machine, and the
+    offload traffic per step and its time beside compute."""
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"nvme_source"})
+
+    tier: OffloadTier
+    strategy: Strategy
+    nodes: int = Field(ge=1)
+    gpus_per_node: int = Field(ge=1)
+    largest_layer_params: int = Field(ge=0)
+    largest_layer_source: str
+    buffer_factor: float
+    gpu_bytes: Number = Field(description="per GPU")
+    cpu_bytes: Number = Field(description="per node")
+    nvme_bytes: Number = Field(description="per node")
+    source: str
+    breakdown: list[OffloadBreakdown]
+    fit: list[OffloadFit]
+    traffic: list[OffloadTraffic]
+    host_h2d_gbps: float
+    host_d2h_gbps: float
+    host_source: str
+    nvme_read_gbps: float | None
+    nvme_write_gbps: float | None
+    nvme_source: str | None
+    host_time_s: float = Field(description="per step, each GPU on its own host link, no overlap")
+    nvme_time_s: float | None = Field(description="per step per node; null with --offload cpu")
+    offload_time_s: float = Field(description="host + NVMe, no overlap with each other or with compute")
+    compute_time_s: float | None
+    offload_to_compute: float | None = Field(description="offload_time_s / compute_time_s")
+    notes: list[str]
+    assumptions: list[str]
+    sources: list[str]
+    missing: dict[str, Reason] = Field(description="field -> why it is null")
+
+
 # A null figure with a sibling `<figure>_reason` (older than `missing`, kept, same text): the sibling is a string.
 REASON_SIBLINGS = {"comm_time_s": "comm_time_reason", "compute_time_s": "compute_time_reason"}
 
@@ -141,7 +223,7 @@ class CommPlan(Document, ReasonedRecord):
 
     # Text beside a number, an echoed option: not readings, so no reason of their own in `missing`.
     NOT_A_READING: ClassVar[frozenset[str]] = frozenset(
-        {"busbw_source", "comm_time_reason", "tflops_source", "compute_time_reason", "guide"}
+        {"busbw_source", "comm_time_reason", "tflops_source", "compute_time_reason", "guide", "offload"}
     )
 
     schema_: Literal["rigcheck.plan/1"] = Field("rigcheck.plan/1", alias="schema")
@@ -177,6 +259,7 @@ class CommPlan(Document, ReasonedRecord):
     guide: PlanGuide | None = Field(
         None, exclude_if=_absent, description="--explain-guide: the guide's NVLink result explained; only with it"
     )
+    offload: PlanOffload | None = absent_unless_set("--offload: tiers, fit and traffic; only with it")
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:

@@ -269,6 +269,11 @@ class Host(Record):
     cpu_count: int | None = None
     numa_nodes: int | None = None
     memory_total_gib: float | None = None
+    # /proc/meminfo MemAvailable, SwapTotal, SwapFree (probe/storage.py), read live only: left out of the JSON when
+    # unread, so a snapshot from files is written as before.
+    memory_available_gib: float | None = Field(default=None, exclude_if=lambda value: value is None)
+    swap_total_gib: float | None = Field(default=None, exclude_if=lambda value: value is None)
+    swap_free_gib: float | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class Software(Record):
@@ -304,6 +309,61 @@ class IbPort(Record):
     link_layer: str | None = None  # "InfiniBand" or "Ethernet" (RoCE)
 
 
+class Mount(Record):
+    """A filesystem mounted from a drive (/proc/mounts), with its space (statvfs) where it could be asked."""
+
+    device: str  # as /proc/mounts names it: "/dev/nvme0n1p2", "/dev/mapper/vg0-scratch", "/dev/md0"
+    mount_point: str
+    fstype: str | None = None  # "ext4", "xfs"
+    size_bytes: int | None = None  # f_blocks * f_frsize
+    free_bytes: int | None = None  # f_bavail * f_frsize: what an unprivileged user can still write
+
+
+class NvmeNamespace(Record):
+    """One namespace of an NVMe controller: a block device, /sys/block/nvmeXnY."""
+
+    name: str  # "nvme0n1" (the block device; with native multipath the shared one, not nvme0c0n1)
+    size_bytes: int | None = None  # /sys/block/<name>/size (512-byte sectors, whatever the LBA size) * 512
+    # Filesystems on it, its partitions, or a device-mapper / md device built on them (sorted by mount point).
+    mounts: list[Mount] = Field(default_factory=list)
+
+
+class NvmeDrive(Record):
+    """One NVMe controller, /sys/class/nvme/nvmeX (the serial number is not read: it identifies the unit)."""
+
+    name: str  # "nvme0"
+    model: str | None = None
+    transport: str | None = None  # "pcie", or a fabric ("tcp", "rdma", "fc", "loop"): no PCIe link then
+    pci_bus_id: str | None = None  # "0000:01:00.0", the controller's PCI function
+    # The PCIe link as sysfs gives it (GT/s turned into the generation): current, the drive's own max, and the
+    # max of the port above it (the slot), which caps what the link can train at.
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    pcie_gen_port_max: int | None = None
+    pcie_width_port_max: int | None = None
+    numa_node: int | None = None  # device/numa_node; -1 (no affinity known) is None
+    namespaces: list[NvmeNamespace] = Field(default_factory=list)
+
+
+class SwapArea(Record):
+    """One line of /proc/swaps."""
+
+    path: str  # "/dev/nvme0n1p3", "/swap.img"
+    kind: str | None = None  # "partition" or "file"
+    size_bytes: int | None = None
+    used_bytes: int | None = None
+    drive: str | None = None  # the NVMe controller it lives on ("nvme0"), where it is on one
+
+
+class StorageFacts(Record):
+    """The drives offload would write to: the NVMe controllers and the swap areas, read live (probe/storage.py)."""
+
+    nvme: list[NvmeDrive] | None = None  # []: no NVMe controller; None: /sys/class could not be read
+    swaps: list[SwapArea] | None = None  # None: /proc/swaps could not be read
+
+
 class System(Record):
     """Facts about the host's PCIe fabric, read from sysfs."""
 
@@ -316,6 +376,8 @@ class System(Record):
     # Whether nvidia_peermem (or the older nv_peer_mem) is loaded; peermem_module names the one found.
     peermem_loaded: bool | None = Field(default=None, exclude_if=lambda value: value is None)
     peermem_module: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    # NVMe drives and swap (offload targets), read live only: left out of the JSON when unread.
+    storage: StorageFacts | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 # How NVML's start went: "ok", or why it could not start (nvml.h nvmlReturn_t of nvmlInit).

@@ -19,6 +19,7 @@ from rigcheck.probe.fabric_manager import read_fabric_manager_live
 from rigcheck.probe.host import probe_host
 from rigcheck.probe.nvml import NvmlLibrary, probe_nvml
 from rigcheck.probe.nvml.calls import NoGpuError
+from rigcheck.probe.storage import probe_memory, probe_storage
 from rigcheck.probe.sysfs import probe_rdma, probe_sysfs
 from rigcheck.probe.versions import probe_versions
 
@@ -53,6 +54,7 @@ def probe_machine(
     snap.source = Source(kind="nvml")
     snap.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     snap.host = probe_host(sysfs_root)
+    probe_memory(snap.host, sysfs_root)
 
     software = probe_versions()
     for field in _NVML_SOFTWARE:
@@ -64,6 +66,7 @@ def probe_machine(
     bus_ids = [g.pci_bus_id for g in snap.gpus if g.pci_bus_id is not None]
     snap.system = probe_sysfs(bus_ids, sysfs_root)
     probe_rdma(snap.system, sysfs_root)
+    snap.system.storage = probe_storage(sysfs_root)
     # Fabric Manager only where the host shows NVSwitches (None elsewhere: nothing for it to manage).
     snap.fabric_manager = read_fabric_manager_live(sysfs_root / "proc/driver/nvidia-nvswitch/devices")
     if kernel_log if kernel_log is not None else nvml is None:

@@ -23,6 +23,7 @@ from rigcheck.model.bench import (
     HostlinkDocument,
     MatmulDocument,
     MembwDocument,
+    NvmeDocument,
     P2PDocument,
     PairsComparison,
     SingleDocument,
@@ -170,6 +171,16 @@ P2P_COLUMNS = (
     Column("fraction_of_theoretical", "uni of theor.", _pct),
     Column("correct", "correct", num(0)),
 )
+NVME_COLUMNS = (
+    Column("name", "row", _text),
+    Column("block_size_bytes", "block", size_text),
+    Column("queue_depth", "QD"),
+    Column("gbps", "GB/s (median)", rate),
+    Column("min", "min", rate),
+    Column("max", "max", rate),
+    Column("pcie_theoretical_gbps", "PCIe theor. (GB/s)", num(2)),
+    Column("fraction_of_pcie", "of PCIe", _pct),
+)
 TRAIN_COLUMNS = (
     Column("train_runtime_s", "runtime (s)", num(2)),
     Column("samples_per_s", "samples/s", num(1)),
@@ -201,6 +212,8 @@ def columns(doc: SingleDocument) -> tuple[Column, ...]:
         return HOSTLINK_COLUMNS
     if isinstance(doc, P2PDocument):
         return P2P_COLUMNS
+    if isinstance(doc, NvmeDocument):
+        return NVME_COLUMNS
     return TRAIN_COLUMNS
 
 
@@ -216,6 +229,10 @@ def title(doc: SingleDocument) -> str:
         return "hostlink: host<->GPU copies (GB/s, bytes copied once)"
     if isinstance(doc, P2PDocument):
         return "p2p: GPU-to-GPU copies, per ordered pair (GB/s, bytes once)"
+    if isinstance(doc, NvmeDocument):
+        return (
+            f"nvme: sequential write and read of {size_text(doc.size_bytes)} under {doc.storage.path} (GB/s, 1e9 B/s)"
+        )
     if not doc.results:
         return f"train: DDP on {doc.world_size} × {doc.backend}: no result"
     r = doc.results[0]
@@ -231,6 +248,26 @@ def method_line(doc: BenchDoc) -> str:
         f"{doc.backend}, world size {doc.world_size}; {m.warmup} warm-up, {m.repeats} timed, "
         f"{m.statistic} ({m.timer}); method {m.method_version}"
     )
+
+
+def storage_line(doc: NvmeDocument) -> str:
+    """What holds the directory: "ext4 on nvme0n1p2 (disk nvme0n1, Samsung ..., PCIe Gen4 x4 of Gen4 x4:
+    7.88 GB/s)"; an unknown part named as such."""
+    s = doc.storage
+    disk = ", ".join(
+        x
+        for x in (
+            f"disk {s.disk}" if s.disk and s.disk != s.device else "",
+            s.model or "",
+            "rotational" if s.rotational else "",
+            f"PCIe {s.pcie_link} (max {s.pcie_link_max or '?'}): {s.pcie_theoretical_gbps:.2f} GB/s"
+            if s.pcie_link and s.pcie_theoretical_gbps is not None
+            else "",
+        )
+        if x
+    )
+    where = f"{s.fs_type or 'unknown filesystem'} on {s.device or s.mount_source or 'an unknown device'}"
+    return f"storage: {where}" + (f" ({disk})" if disk else "") + f", mounted at {s.mount_point or '?'}"
 
 
 def cells(row: BenchRow, cols: Sequence[Column]) -> list[str]:
@@ -337,7 +374,12 @@ def terminal(doc: BenchDoc) -> RenderableType:
     parts: list[RenderableType] = []
     if isinstance(doc, P2PDocument) and doc.comparison is not None:
         parts += _pair_comparison(doc.comparison)
-    parts += [Text(title(doc), style="bold"), _dim(method_line(doc)), result_table(doc.results, columns(doc))]
+    parts += [Text(title(doc), style="bold"), _dim(method_line(doc))]
+    if isinstance(doc, NvmeDocument):
+        parts.append(Text(storage_line(doc)))
+        if doc.direct_io_error:
+            parts.append(Text(f"! {doc.direct_io_error}", style="bold yellow"))
+    parts.append(result_table(doc.results, columns(doc)))
     parts += [_dim(f"• {line}") for line in doc.notes]
     return Group(*parts)
 
@@ -387,6 +429,9 @@ def markdown(doc: BenchDoc) -> str:
             out += _md_results(run)
         return "\n".join(out).rstrip() + "\n"
     out += [f"{title(doc)}", "", f"*{method_line(doc)}*", ""]
+    if isinstance(doc, NvmeDocument):
+        out += [_md(storage_line(doc)), ""]
+        out += [f"> **direct I/O**: {_md(doc.direct_io_error)}", ""] if doc.direct_io_error else []
     if isinstance(doc, P2PDocument) and doc.comparison is not None:
         out += [f"## {PAIR_TITLE}", ""]
         out += md_table(PAIR_HEADERS, _pair_rows(doc.comparison), left=(0, 1, 5))

@@ -290,6 +290,9 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
         out.append(f'<p class="banner warn-banner">warning: {esc(warning)}</p>')
     for note in doc.get("notes") or []:
         out.append(f'<p class="note">• {esc(note)}</p>')
+    storage = doc.get("storage")  # bench nvme: the filesystem and drive under the directory
+    if isinstance(storage, dict):
+        out.append(f'<{h} class="storage">Storage</{h}>{_generic(storage)}')
     comparison = doc.get("comparison")
     if comparison:
         out.append(f'<{h} class="comparison">Comparison</{h}>{_generic(comparison)}')

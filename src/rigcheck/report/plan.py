@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model.plan import CommPlan, PlanGuide, StrategyRow
+from rigcheck.model.plan import CommPlan, OffloadBreakdown, PlanGuide, PlanOffload, StrategyRow
 from rigcheck.report.common import md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
@@ -15,6 +15,39 @@ from rigcheck.report.render import Renderers, json_text
 STRATEGY_HEADERS = ("strategy", "MB/GPU/step", "wire time", "model states/GPU")
 GUIDE_TITLE = "The guide's NVLink result, explained (gpt2, 2x TITAN RTX, fp32 DDP)"
 NOT_EXPLAINED = "Not explained by the bytes:"
+OFFLOAD_HEADERS = ("tier", "per", "params", "grads", "optimizer", "buffers", "total")
+
+
+def _offload_title(off: PlanOffload) -> str:
+    return (
+        f"Offload to {off.tier.upper()} ({off.strategy}, {off.nodes} node(s) x {off.gpus_per_node} GPUs): "
+        f"GPU {_gbytes(off.gpu_bytes)} per GPU, CPU RAM {_gbytes(off.cpu_bytes)} and NVMe {_gbytes(off.nvme_bytes)} "
+        "per node"
+    )
+
+
+def _gbytes(value: float) -> str:
+    return f"{value / 1e9:,.1f} GB"
+
+
+def _offload_cells(row: OffloadBreakdown) -> tuple[str, ...]:
+    numbers = (row.params_bytes, row.grads_bytes, row.optimizer_bytes, row.buffers_bytes, row.total_bytes)
+    return (row.tier, row.per, *(_gbytes(n) for n in numbers))
+
+
+def _offload_lines(off: PlanOffload) -> list[str]:
+    """Under the table: the fit, the traffic, the bandwidths and the sources."""
+    lines = [*off.notes]
+    lines += [
+        f"{t.what}: {_gbytes(t.bytes)} per {t.per} {t.direction} over the {t.link} link, "
+        f"{t.time_s * 1e3:,.0f} ms at {t.gbps:.1f} GB/s"
+        for t in off.traffic
+    ]
+    lines.append(f"Host link: {off.host_source}")
+    if off.nvme_source is not None:
+        lines.append(f"NVMe: {off.nvme_source}")
+    lines.append(f"Source: {off.source}")
+    return lines
 
 
 def _mb(value: float) -> str:
@@ -69,6 +102,18 @@ def _terminal_guide(guide: PlanGuide) -> list[RenderableType]:
     return parts
 
 
+def _terminal_offload(off: PlanOffload) -> list[RenderableType]:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col in OFFLOAD_HEADERS:
+        table.add_column(col, justify="left" if col in {"tier", "per"} else "right")
+    for row in off.breakdown:
+        table.add_row(*_offload_cells(row))
+    parts: list[RenderableType] = [Text(_offload_title(off), style="bold"), table]
+    parts += [Text(f"• {line}") for line in _offload_lines(off)]
+    parts += [Text(f"assumption: {line}", style="dim") for line in off.assumptions]
+    return parts
+
+
 def terminal(doc: CommPlan) -> RenderableType:
     parts: list[RenderableType] = [
         Text(f"rigcheck plan: {_title(doc)}", style="bold"),
@@ -86,6 +131,8 @@ def terminal(doc: CommPlan) -> RenderableType:
     parts += [Text(f"assumption: {line}", style="dim") for line in doc.assumptions]
     if doc.guide is not None:
         parts += _terminal_guide(doc.guide)
+    if doc.offload is not None:
+        parts += _terminal_offload(doc.offload)
     return Group(*parts)
 
 
@@ -114,6 +161,14 @@ def markdown(doc: CommPlan) -> str:
     if doc.guide is not None:
         out += ["", f"## {GUIDE_TITLE}", "", *_md_list(doc.guide.explanation), "", f"**{NOT_EXPLAINED}**", ""]
         out += _md_list(doc.guide.not_explained)
+    if doc.offload is not None:
+        off = doc.offload
+        out += ["", "## Offload", "", f"**{_md(_offload_title(off))}**", ""]
+        out += ["| " + " | ".join(OFFLOAD_HEADERS) + " |", "| --- | --- |" + " ---: |" * 5]
+        out += ["| " + " | ".join(_md(c) for c in _offload_cells(row)) + " |" for row in off.breakdown]
+        out += ["", *_md_list(_offload_lines(off))]
+        if off.assumptions:
+            out += ["", *_md_list([f"assumption: {line}" for line in off.assumptions])]
     return "\n".join(out) + "\n"
 
 
@@ -152,6 +207,17 @@ def html(doc: CommPlan) -> str:
     if doc.guide is not None:
         body += [f"<h2>{esc(GUIDE_TITLE)}</h2>", _ul(doc.guide.explanation)]
         body += [f"<h3>{esc(NOT_EXPLAINED)}</h3>", _ul(doc.guide.not_explained)]
+    if doc.offload is not None:
+        off = doc.offload
+        body += ["<h2>Offload</h2>", f"<p><strong>{esc(_offload_title(off))}</strong></p>"]
+        body.append("<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in OFFLOAD_HEADERS) + "</tr>")
+        for row in off.breakdown:
+            name, per, *numbers = _offload_cells(row)
+            cells = "".join(f'<td class="num">{esc(n)}</td>' for n in numbers)
+            body.append(f"<tr><td>{esc(name)}</td><td>{esc(per)}</td>{cells}</tr>")
+        body += ["</table>", _ul(_offload_lines(off))]
+        if off.assumptions:
+            body.append(_ul(off.assumptions, "muted"))
     return page("rigcheck plan", "\n".join([*body, footer()]))
 
 
