@@ -523,3 +523,14 @@ def test_internode_bandwidth_judged_at_the_largest_size_only() -> None:
 if __name__ == "__main__":
     for written in write_fixtures():
         sys.stdout.write(f"wrote {written}\n")
+
+
+def test_cpu_pairs_are_judged_more_loosely_than_a_fabric() -> None:
+    """On gloo over shared cores a healthy pair moves by 25-30% between rounds: 0.7 of the reference is slow
+    on NCCL, not on CPU; a quarter of it is slow on both."""
+    from rigcheck.checks.fleet import CPU_SLOW_FRACTION, SLOW_FRACTION, pair_verdict, slow_fraction
+
+    assert slow_fraction("gloo") == CPU_SLOW_FRACTION < SLOW_FRACTION == slow_fraction("nccl") == slow_fraction(None)
+    assert pair_verdict(0.7, 1.0, slow_fraction("nccl")) == "slow"
+    assert pair_verdict(0.7, 1.0, slow_fraction("gloo")) == "ok"
+    assert pair_verdict(0.25, 1.0, slow_fraction("gloo")) == "slow"

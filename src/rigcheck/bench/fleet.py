@@ -62,7 +62,14 @@ from rigcheck.bench.fleet_rounds import (
     status_of,
 )
 from rigcheck.bench.fleet_store import Control, open_store, prefixed
-from rigcheck.checks.fleet import fleet_document, judge_pairs, pair_verdict, plan_round, reference_busbw
+from rigcheck.checks.fleet import (
+    fleet_document,
+    judge_pairs,
+    pair_verdict,
+    plan_round,
+    reference_busbw,
+    slow_fraction,
+)
 from rigcheck.errors import BenchError, RigcheckError, UsageError
 from rigcheck.model.fleet import (
     FleetCollective,
@@ -434,7 +441,9 @@ def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
     last_round_s = 0.0
     while True:
         if run.lead:
-            plan = plan_round(names, round_no, run.pairs) if status == "done" and _more(run, names, round_no) else []
+            fraction = slow_fraction(run.backend)
+            more = status == "done" and _more(run, names, round_no)
+            plan = plan_round(names, round_no, run.pairs, fraction=fraction) if more else []
             if plan and run.clock() + last_round_s > until:
                 status, reason, plan = "timed_out", f"round {round_no} would overrun the deadline", []
             ctl.put(f"round/{round_no}", [list(p) for p in plan])
@@ -473,7 +482,7 @@ def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
 
 def _more(run: _Run, names: Sequence[str], round_no: int) -> bool:
     """Round 1 always runs; later ones while judge_pairs wants another."""
-    return round_no == 1 or judge_pairs(run.pairs, nodes=names)[2]
+    return round_no == 1 or judge_pairs(run.pairs, nodes=names, fraction=slow_fraction(run.backend))[2]
 
 
 def _add_round(
@@ -501,7 +510,8 @@ def _add_round(
         if figure.error:
             run.notes.append(f"pairs round {round_no}: {a} with {b}: {figure.error}")
     reference = reference_busbw(run.pairs)
-    run.pairs = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference)}) for p in run.pairs]
+    fraction = slow_fraction(run.backend)
+    run.pairs = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference, fraction)}) for p in run.pairs]
     shown = ", ".join(f"{p.a}+{p.b} {p.busbw_gbps or 0:.2f} GB/s" for p in run.pairs if p.round == round_no)
     run.say(f"fleet: pairs round {round_no}: {shown}")
 

@@ -21,15 +21,16 @@ from typing import Final, Literal
 
 from rigcheck.checks.common import list_names, num, readable_gpus
 from rigcheck.checks.fleet_pairs import (
-    FINDING_IDS as PAIR_IDS,
-)
-from rigcheck.checks.fleet_pairs import (
+    CPU_SLOW_FRACTION,
     MAX_ROUNDS,
     SLOW_FRACTION,
     judge_pairs,
     pair_verdict,
     plan_round,
     reference_busbw,
+)
+from rigcheck.checks.fleet_pairs import (
+    FINDING_IDS as PAIR_IDS,
 )
 from rigcheck.checks.verify_figures import num as figure
 from rigcheck.model.finding import Severity
@@ -47,6 +48,7 @@ from rigcheck.model.snapshot import Snapshot
 from rigcheck.model.verify import Verdict, VerifyCheck
 
 __all__ = [
+    "CPU_SLOW_FRACTION",
     "FINDING_IDS",
     "MAX_ROUNDS",
     "SLOW_FRACTION",
@@ -56,6 +58,7 @@ __all__ = [
     "pair_verdict",
     "plan_round",
     "reference_busbw",
+    "slow_fraction",
 ]
 
 FINDING_IDS: tuple[str, ...] = (
@@ -458,6 +461,11 @@ def _node(report: NodeReport, findings: Sequence[FleetFinding], lost: set[str]) 
     )
 
 
+def slow_fraction(backend: str | None) -> float:
+    """The slow-pair fraction for the measurements' backend: CPU processes on gloo are judged more loosely."""
+    return CPU_SLOW_FRACTION if backend == "gloo" else SLOW_FRACTION
+
+
 def fleet_document(
     *,
     nodes: Sequence[NodeReport],
@@ -480,9 +488,10 @@ def fleet_document(
     node is incomplete; else it passes. Each pair's verdict is restated against the final reference (a pair of
     round 1 was measured before there was one)."""
     names = [n.name for n in nodes]
-    slow, pair_findings, _ = judge_pairs(pairs, nodes=names)
+    fraction = slow_fraction(backend)
+    slow, pair_findings, _ = judge_pairs(pairs, nodes=names, fraction=fraction)
     reference = reference_busbw(pairs)
-    settled = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference)}) for p in pairs]
+    settled = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference, fraction)}) for p in pairs]
     findings = [
         *compare_nodes(nodes),
         *pair_findings,

@@ -41,6 +41,10 @@ from rigcheck.model.fleet import FleetFinding, FleetPair, PairVerdict
 # or its traffic crossing the CPU sockets loses 25-50%. 0.8 (20% under) sits between: it will not name a node
 # for noise, and it does not see a single NIC of eight down (12.5%).
 SLOW_FRACTION: Final = 0.8
+# On CPU processes (gloo over loopback, `fleet --cpu`) the pairs share a few cores with every other rank: a healthy
+# pair's figure moves by 25-30% between rounds (measured on a 2-core machine), so a pair is slow there only under
+# half the reference. `--cpu` checks that the fleet machinery works, not a fabric's bandwidth.
+CPU_SLOW_FRACTION: Final = 0.5
 
 # Round 1 pairs every node once; round 2 re-pairs each suspect (both nodes of every slow pair, and the odd node
 # out) with a distinct good node, which names a slow node; round 3 is for a node round 2 had no free good node
@@ -79,13 +83,13 @@ def reference_busbw(pairs: Sequence[FleetPair]) -> float | None:
     return values[len(values) // 2]
 
 
-def pair_verdict(busbw: float | None, reference: float | None) -> PairVerdict:
-    """failed: no figure; slow: under ``SLOW_FRACTION`` of the reference; ok otherwise, and always ok without a
+def pair_verdict(busbw: float | None, reference: float | None, fraction: float = SLOW_FRACTION) -> PairVerdict:
+    """failed: no figure; slow: under ``fraction`` of the reference; ok otherwise, and always ok without a
     reference (nothing to be slow against)."""
     value = num(busbw)
     if value is None:
         return "failed"
-    if reference is not None and value < SLOW_FRACTION * reference:
+    if reference is not None and value < fraction * reference:
         return "slow"
     return "ok"
 
@@ -96,20 +100,21 @@ class _State:
 
     reference: float | None
     judged: list[tuple[FleetPair, PairVerdict | None]]  # None: measured, but no reference to judge it by
+    fraction: float = SLOW_FRACTION
     good: set[str] = field(default_factory=set)
     slow: set[str] = field(default_factory=set)
     suspects: set[str] = field(default_factory=set)
     tried: set[frozenset[str]] = field(default_factory=set)
 
 
-def _classify(pairs: Sequence[FleetPair]) -> _State:
+def _classify(pairs: Sequence[FleetPair], fraction: float = SLOW_FRACTION) -> _State:
     reference = reference_busbw(pairs)
     judged: list[tuple[FleetPair, PairVerdict | None]] = []
     for p in pairs:
         value = _busbw(p)
-        verdict = None if value is not None and reference is None else pair_verdict(value, reference)
+        verdict = None if value is not None and reference is None else pair_verdict(value, reference, fraction)
         judged.append((p, verdict))
-    state = _State(reference=reference, judged=judged, tried={_key(p.a, p.b) for p in pairs})
+    state = _State(reference=reference, judged=judged, fraction=fraction, tried={_key(p.a, p.b) for p in pairs})
     state.good = {n for p, v in judged if v == "ok" for n in (p.a, p.b)}
     bad = [p for p, v in judged if v in ("slow", "failed")]
     for p in bad:
@@ -128,7 +133,9 @@ def _classify(pairs: Sequence[FleetPair]) -> _State:
     return state
 
 
-def plan_round(nodes: Sequence[str], round_no: int, pairs_so_far: Sequence[FleetPair]) -> list[tuple[str, str]]:
+def plan_round(
+    nodes: Sequence[str], round_no: int, pairs_so_far: Sequence[FleetPair], *, fraction: float = SLOW_FRACTION
+) -> list[tuple[str, str]]:
     """The pairs to measure at once in round ``round_no`` (1-based), each ``(a, b)`` in name order; [] when the
     search is over (nothing left to learn, or past ``MAX_ROUNDS``). No node is in two pairs of a round."""
     names = sorted(set(nodes))
@@ -136,7 +143,7 @@ def plan_round(nodes: Sequence[str], round_no: int, pairs_so_far: Sequence[Fleet
         return []
     if round_no == 1:
         return [(names[i], names[i + 1]) for i in range(0, len(names) - 1, 2)]
-    state = _classify(pairs_so_far)
+    state = _classify(pairs_so_far, fraction)
     untested = [n for n in names if n not in state.good | state.slow | state.suspects]
     to_test = [n for n in names if n in state.suspects] + untested
     good = [n for n in names if n in state.good]
@@ -181,7 +188,7 @@ def _slow_node(node: str, state: _State) -> FleetFinding:
         reached = _gbps(worst) if len(figures) == 1 else f"{_gbps(max(figures))} at best, {_gbps(worst)} at worst"
         message = (
             f"{node} is the slow node: its all-reduce with good node(s) {list_names(with_good)} reached {reached} "
-            f"bus bandwidth, under {SLOW_FRACTION:.0%} of the fleet's reference {ref} (the median of each node's "
+            f"bus bandwidth, under {state.fraction:.0%} of the fleet's reference {ref} (the median of each node's "
             "best pair)"
         )
     return FleetFinding(
@@ -227,7 +234,9 @@ def _pair_finding(pair: FleetPair, verdict: PairVerdict, state: _State) -> Fleet
     )
 
 
-def judge_pairs(pairs: Sequence[FleetPair], *, nodes: Sequence[str] = ()) -> tuple[list[str], list[FleetFinding], bool]:
+def judge_pairs(
+    pairs: Sequence[FleetPair], *, nodes: Sequence[str] = (), fraction: float = SLOW_FRACTION
+) -> tuple[list[str], list[FleetFinding], bool]:
     """(the slow nodes, the findings, whether another round is needed) from the pairs measured so far.
 
     Findings: ``fleet.slow-node`` (fail) per slow node, ``measured`` its worst pair figure and ``expected`` the
@@ -236,7 +245,7 @@ def judge_pairs(pairs: Sequence[FleetPair], *, nodes: Sequence[str] = ()) -> tup
     judged yet as a reason for another round (the odd node out of round 1). Another round is needed while a
     suspect or an unjudged node remains; the runtime stops anyway when :func:`plan_round` plans no pair.
     """
-    state = _classify(pairs)
+    state = _classify(pairs, fraction)
     findings = [_slow_node(n, state) for n in sorted(state.slow)]
     for pair, verdict in state.judged:
         if verdict in ("slow", "failed"):
