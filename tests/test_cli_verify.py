@@ -12,33 +12,14 @@ from pathlib import Path
 import pytest
 
 from rigcheck.facts import catalog
+from tests.procs import assert_none_left
+from tests.test_bands import COVERAGE
 from tests.test_cli import run
 from tests.test_schemas import assert_valid
 
 VERIFY = Path(__file__).parent / "fixtures" / "verify"
 PASS_DIR = VERIFY / "h100x8-pass"
 SLOW_DIR = VERIFY / "h100x8-gpu3-slow"
-
-# The SKUs issue #14 names: every one must have a band.
-ISSUE_SKUS = (
-    "H100 SXM5",
-    "H100 PCIe",
-    "H100 NVL",
-    "H200 SXM",
-    "B200",
-    "A100 SXM4 40GB",
-    "A100 SXM4 80GB",
-    "L40S",
-    "L4",
-    "A10",
-    "GeForce RTX 3090",
-    "GeForce RTX 4090",
-    "GeForce RTX 5090",
-    "TITAN RTX",
-    "RTX A6000",
-    "RTX 6000 Ada Generation",
-    "Tesla V100 SXM2 32GB",
-)
 
 
 def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
@@ -132,7 +113,7 @@ def test_explain_lists_every_issue_sku_below_its_peak_with_a_source(capsys: pyte
     assert_valid(data)
     assert data["schema"] == "rigcheck.verify-bands/1"
     by_name = {g["name"]: g["bands"] for g in data["gpus"]}
-    for name in ISSUE_SKUS:
+    for name in COVERAGE:  # every SKU issue #14 names, and their other variants
         spec = catalog.lookup(name)
         assert spec is not None, name
         bands = by_name[spec.name]
@@ -208,26 +189,7 @@ def test_cpu_run_finishes_within_its_budget_and_leaves_no_process(tmp_path: Path
     assert "verify: allreduce" in err  # progress on stderr, JSON alone on stdout
     # No process of the run's session lives on: no worker outlived the command. (multiprocessing's resource
     # tracker ends with its parent and is a zombie until init reaps it: a zombie runs nothing.)
-    deadline = time.monotonic() + 5
-    while _alive_in_session(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _alive_in_session(proc.pid) == []
-
-
-def _alive_in_session(sid: int) -> list[str]:
-    """The command lines of the live (not zombie) processes whose session id is ``sid``."""
-    out: list[str] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            out.append(cmdline)
-    return out
+    assert_none_left([proc.pid], within_s=5)
 
 
 def test_ctrl_c_keeps_the_document_and_exits_130() -> None:
@@ -257,10 +219,7 @@ def test_ctrl_c_keeps_the_document_and_exits_130() -> None:
     statuses = {s["name"]: s["status"] for s in data["steps"]}
     assert statuses["matmul"] == "cut_short"
     assert statuses["allreduce"] in {"skipped", "cut_short"}
-    deadline = time.monotonic() + 5
-    while _alive_in_session(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _alive_in_session(proc.pid) == []
+    assert_none_left([proc.pid], within_s=5)
 
 
 def test_a_directory_with_no_measurement_is_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,6 +31,7 @@ from rigcheck.bench.fleet_env import (
 from rigcheck.errors import UsageError
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort, Snapshot, System
+from tests.procs import assert_none_left
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (gloo)")
 
@@ -327,28 +328,9 @@ def _torchrun(args: Sequence[str], env: Mapping[str, str], *fleet_args: str) -> 
     )
 
 
-def _alive_in_session(sid: int) -> list[str]:
-    """The command lines of the live (not zombie) processes whose session id is ``sid``."""
-    out: list[str] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            out.append(cmdline)
-    return out
-
-
 def _none_left(procs: Sequence[subprocess.Popen[str]]) -> None:
     """No live process of the launches' sessions (a zombie runs nothing), within a few seconds."""
-    deadline = time.monotonic() + 10
-    while any(_alive_in_session(p.pid) for p in procs) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert [_alive_in_session(p.pid) for p in procs] == [[] for _ in procs]
+    assert_none_left((p.pid for p in procs), within_s=10)
 
 
 def _finish(procs: Sequence[subprocess.Popen[str]], timeout: float = 120) -> list[tuple[int, str, str]]:

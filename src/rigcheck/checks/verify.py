@@ -662,17 +662,4 @@ def verify_document(
 
 def unfinished_check(text: str) -> VerifyCheck:
     """The node check (id "run", verdict incomplete) that says what of the run did not happen."""
-    return VerifyCheck(
-        id="run",
-        verdict="incomplete",
-        value=None,
-        unit=None,
-        expected_min=None,
-        expected_source=None,
-        peak=None,
-        peer_best=None,
-        baseline=None,
-        judgements=[],
-        detail=text,
-        remeasured=[],
-    )
+    return _incomplete("run", None, text)

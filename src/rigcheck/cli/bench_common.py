@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from rigcheck.cli.common import emit, interrupted_by, load_snapshot, note, write_rendering
+from rigcheck.cli.common import emit, interrupted_by, load_snapshot, note, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.cli.nogpu import NO_GPU_BENCH, refuse
 from rigcheck.report.render import Format
@@ -59,10 +59,7 @@ def finish(
     ``"error": "interrupted (SIGINT)"``, and holds the rows measured before)."""
     from rigcheck.model.bench import CompareDocumentBase
 
-    if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
-    if markdown_file is not None:
-        write_rendering(markdown_file, doc, Format.MARKDOWN)
+    write_pages(doc, html_file, markdown_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     compared = isinstance(doc, CompareDocumentBase)
     if compared:

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from rigcheck.checks.burn import BurnAggregator, analyze_trace, is_problem
-from rigcheck.cli.common import emit, note, write_rendering
+from rigcheck.cli.common import emit, note, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
 from rigcheck.errors import InputError
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis
@@ -65,7 +65,6 @@ def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> No
     for line in trace.diagnostics:
         note(line)
     doc = BurnResult.of_analysis(trace, analyses, analysis_exit_code(analyses))
-    if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
+    write_pages(doc, html_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(doc.exit_code)

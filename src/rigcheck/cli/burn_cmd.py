@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, write_rendering
+from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, write_pages
 from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.errors import BenchError
 from rigcheck.report.render import Format
@@ -105,8 +105,7 @@ def burn(
     if sink is not None:
         note(f"{sink.rows} samples written to {sink.path}")
     doc = burn_document(run, burn_exit_code(run))
-    if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
+    write_pages(doc, html_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(doc.exit_code)
 

@@ -190,6 +190,16 @@ def write_rendering(path: Path, doc: Document, fmt: Format) -> None:
     write_report_file(path, rendered)
 
 
+def write_pages(doc: Document, html_file: Path | None, markdown_file: Path | None = None) -> None:
+    """The --html and --markdown files a command was asked for, each ``doc`` rendered whole."""
+    from rigcheck.report.render import Format
+
+    if html_file is not None:
+        write_rendering(html_file, doc, Format.HTML)
+    if markdown_file is not None:
+        write_rendering(markdown_file, doc, Format.MARKDOWN)
+
+
 def write_report_file(path: Path, text: str) -> None:
     """Write a report file in one step (a temporary file, then a rename); a bad path is a one-line error."""
     from rigcheck.report.html import write_html

@@ -16,7 +16,7 @@ from rigcheck.cli.common import (
     emit,
     load_snapshot,
     read_site_config,
-    write_rendering,
+    write_pages,
 )
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model.doctor import doctor_document
@@ -66,10 +66,7 @@ def doctor(
     apply_since(snap, cutoff, since)
     findings = run_checks(snap, config=site)
     doc = doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
-    if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
-    if markdown_file is not None:
-        write_rendering(markdown_file, doc, Format.MARKDOWN)
+    write_pages(doc, html_file, markdown_file)
     from rigcheck.report.topo import full_matrix
 
     with full_matrix(matrix):

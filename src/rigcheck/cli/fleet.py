@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import HtmlFileOption, JsonOption, MarkdownFileOption, emit, note, write_rendering
+from rigcheck.cli.common import HtmlFileOption, JsonOption, MarkdownFileOption, emit, note, write_pages
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_verdict
 from rigcheck.report.render import Format
 
@@ -187,10 +187,7 @@ def _live(*, cpu: bool, level: str, deadline_s: float, on_verdict: Callable[[Ver
 
 
 def _finish(doc: FleetDocument, *, as_json: bool, html_file: Path | None, markdown_file: Path | None) -> None:
-    if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
-    if markdown_file is not None:
-        write_rendering(markdown_file, doc, Format.MARKDOWN)
+    write_pages(doc, html_file, markdown_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(exit_code_for_verdict(doc.verdict))
 

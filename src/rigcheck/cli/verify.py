@@ -22,7 +22,7 @@ from rigcheck.cli.common import (
     interrupted_by,
     note,
     read_site_config,
-    write_rendering,
+    write_pages,
 )
 from rigcheck.cli.exits import exit_code_for_signal, exit_code_for_verdict
 from rigcheck.report.render import Format
@@ -177,10 +177,7 @@ def _live(
 def _finish(
     doc: VerifyDocument, *, as_json: bool, slurm: bool, html_file: Path | None, markdown_file: Path | None
 ) -> None:
-    if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
-    if markdown_file is not None:
-        write_rendering(markdown_file, doc, Format.MARKDOWN)
+    write_pages(doc, html_file, markdown_file)
     if slurm:
         if doc.drain_reason:
             typer.echo(doc.drain_reason)

@@ -27,7 +27,7 @@ from rigcheck.model.fleet import NodeReport
 from rigcheck.model.io import snapshot_from_dict
 from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument
-from rigcheck.probe.saved import read_json_document, validate_document
+from rigcheck.probe.saved import json_files, read_json_document, validate_document
 
 ACCEPTED = f"{SNAPSHOT_SCHEMA}, {DOCTOR_SCHEMA} or {VERIFY_SCHEMA}"
 
@@ -91,17 +91,9 @@ def _shared_names(read: list[tuple[Path, Snapshot | None, VerifyDocument | None]
 def load_fleet_dir(directory: Path) -> list[NodeReport]:
     """The nodes saved in ``directory``, in the order of their first file's name (``findings`` empty: the caller
     runs the checks on each snapshot)."""
-    where = str(directory)
-    if not directory.exists():
-        raise InputError("no such directory", path=where)
-    if not directory.is_dir():
-        raise InputError("not a directory (--from takes the directory holding one document per node)", path=where)
-    try:
-        paths = sorted(p for p in directory.glob("*.json") if p.is_file())
-    except OSError as exc:
-        raise InputError(f"cannot list: {exc.strerror or exc}", path=where) from None
+    paths = json_files(directory, "one document per node")
     if not paths:
-        raise InputError(f"no *.json file here: save one {ACCEPTED} per node in it", path=where)
+        raise InputError(f"no *.json file here: save one {ACCEPTED} per node in it", path=str(directory))
     read = [(path, *_read(path)) for path in paths]
     # A host name that several snapshots (or several verify documents) carry cannot tell their nodes apart — copies
     # of one image, or a name the files were made with: those nodes are named by their files instead.

@@ -177,18 +177,24 @@ def _bench(found: _Found, benchmark: str, kind: type[BenchDocumentBase]) -> Any:
     return held[0] if held is not None and isinstance(held[0], kind) else None
 
 
-def load_saved(directory: Path) -> VerifyInputs:
-    """The documents saved in ``directory`` as the judge's inputs (``findings`` left empty: the caller runs the
-    checks); ``files`` names the documents used, ``notes`` the files skipped or ignored."""
+def json_files(directory: Path, holding: str) -> list[Path]:
+    """The ``*.json`` files of a ``--from`` directory, sorted; InputError naming it when it is missing, is not a
+    directory or cannot be listed (``holding``: what the directory is for, said in the error)."""
     where = str(directory)
     if not directory.exists():
         raise InputError("no such directory", path=where)
     if not directory.is_dir():
-        raise InputError("not a directory (--from takes the directory holding the saved documents)", path=where)
+        raise InputError(f"not a directory (--from takes the directory holding {holding})", path=where)
     try:
-        paths = sorted(p for p in directory.glob("*.json") if p.is_file())
+        return sorted(p for p in directory.glob("*.json") if p.is_file())
     except OSError as exc:
         raise InputError(f"cannot list: {exc.strerror or exc}", path=where) from None
+
+
+def load_saved(directory: Path) -> VerifyInputs:
+    """The documents saved in ``directory`` as the judge's inputs (``findings`` left empty: the caller runs the
+    checks); ``files`` names the documents used, ``notes`` the files skipped or ignored."""
+    paths = json_files(directory, "the saved documents")
     found = _Found()
     for path in paths:
         _take(found, path, read_json_document(path))

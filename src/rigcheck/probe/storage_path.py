@@ -24,10 +24,9 @@ from rigcheck.facts.pcie import PCIE_SOURCE, PcieLink, pcie_bandwidth_gbps
 from rigcheck.model.bench import StorageDevice
 from rigcheck.model.snapshot import Missing
 from rigcheck.probe.files import read_text
+from rigcheck.probe.storage import gen_from_gts, unescape_mount_field
+from rigcheck.probe.sysfs import parse_link_speed
 
-# GT/s per lane of each PCIe generation (PCI-SIG Base Specification, as rigcheck.facts.pcie).
-_GEN_OF_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
-_SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s")
 _NVME_DISK_RE = re.compile(r"^nvme(\d+)(?:c\d+)?n\d+$")
 _NVME_CTRL_RE = re.compile(r"^nvme\d+$")
 
@@ -52,18 +51,13 @@ class _Found:
             self.missing.setdefault(key, reason)
 
 
-def _unescape(text: str) -> str:
-    """/proc/mounts writes space, tab, newline and backslash in octal (``\\040``)."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
-
-
 def parse_mounts(text: str) -> list[Mount]:
     """The entries of a /proc/mounts text; malformed lines are skipped."""
     out = []
     for line in text.splitlines():
         parts = line.split()
         if len(parts) >= 3:
-            out.append(Mount(_unescape(parts[0]), _unescape(parts[1]), parts[2]))
+            out.append(Mount(unescape_mount_field(parts[0]), unescape_mount_field(parts[1]), parts[2]))
     return out
 
 
@@ -92,8 +86,7 @@ def _read(path: Path) -> tuple[str | None, str]:
 
 def link_gen(text: str) -> int | None:
     """``"16.0 GT/s PCIe"`` -> 4; an unknown rate ("Unknown") -> None."""
-    m = _SPEED_RE.match(text)
-    return _GEN_OF_GTS.get(float(m.group(1))) if m else None
+    return gen_from_gts(parse_link_speed(text))
 
 
 def _link(dev: Path, which: str) -> tuple[PcieLink | None, str]:
