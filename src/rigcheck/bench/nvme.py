@@ -3,15 +3,18 @@
 buffered I/O — what DeepSpeed ZeRO-Infinity's NVMe offload streams its swap files through.
 
 Method: one file of ``size_bytes`` under the directory, created here and removed on every way out (an error,
-Ctrl-C, SIGTERM as the CLI turns it into KeyboardInterrupt). Direct passes: ``queue_depth`` threads, each with
-its own page-aligned buffer (an anonymous mmap) and issuing ``os.pwritev`` / ``os.preadv`` at the next free
-offset of the file (the calls release the GIL, so that many requests are in flight, as fio's ``iodepth`` or
-DeepSpeed's aio queue); a pass covers the whole file once. The first write pass lays the file out (allocates
-its blocks) and is not timed; the timed writes overwrite it, as fio does and as swap files are reused. Buffered
-passes: one thread, 1 MiB requests (the kernel's write-back and read-ahead bring the parallelism); a write pass
-ends with ``fsync`` inside the timing; each read pass is preceded by ``posix_fadvise(DONTNEED)`` over the file,
-which drops its clean cached pages, but what it keeps is read from memory. Each figure is the median of
-``repeats`` passes timed with ``time.perf_counter``; GB/s = 1e9 bytes per second.
+Ctrl-C, SIGTERM as the CLI turns it into KeyboardInterrupt). First the passes ``dd`` makes: 1 MiB requests one
+at a time with O_DIRECT, a write that fills a new file (truncated to zero before each pass, so the allocation of
+its blocks is inside the timing, as ``dd oflag=direct`` into a file) and a read of it (``dd iflag=direct``):
+``nvme_write`` / ``nvme_read``, the figures a plan reads and the ones to hold against dd. Then the sweep: for each
+block size, ``queue_depth`` threads, each with its own page-aligned buffer (an anonymous mmap) and issuing
+``os.pwritev`` / ``os.preadv`` at the next free offset of the file (the calls release the GIL, so that many
+requests are in flight, as fio's ``iodepth`` or DeepSpeed's aio queue); a pass covers the whole file once and
+the sweep's writes overwrite the laid-out file, as fio does and as swap files are reused. Buffered passes: one
+thread, 1 MiB requests (the kernel's write-back and read-ahead bring the parallelism); a write pass ends with
+``fsync`` inside the timing; each read pass is preceded by ``posix_fadvise(DONTNEED)`` over the file, which
+drops its clean cached pages, but what it keeps is read from memory. Each figure is the median of ``repeats``
+passes timed with ``time.perf_counter``; GB/s = 1e9 bytes per second.
 
 Where the filesystem refuses O_DIRECT (EINVAL: tmpfs before Linux 6.6, some FUSE and network filesystems),
 the direct rows are absent, ``direct_io_error`` says why, and the buffered rows are still measured.
@@ -56,6 +59,12 @@ BUFFERED_READ_NOTE = (
     "keep some (and tmpfs holds the file in memory): a figure above the drive's is the page cache"
 )
 BUFFERED_WRITE_NOTE = "buffered write: the fsync at the end is inside the timing"
+DD_BLOCK = MIB
+NEW_FILE_NOTE = (
+    "as dd oflag=direct bs=1M: one request at a time into a new file (truncated before each pass), block "
+    "allocation inside the timing"
+)
+DD_READ_NOTE = "as dd iflag=direct bs=1M: one request at a time"
 
 
 def block_label(nbytes: int) -> str:
@@ -100,6 +109,11 @@ class Pass:
     mode: str  # "direct" | "buffered"
     block_size: int
     queue_depth: int
+    dd: bool = False  # dd's pass: 1 MiB, one request; its write truncates first, so it allocates the blocks
+
+    @property
+    def new_file(self) -> bool:
+        return self.dd and self.direction == "write"
 
 
 def _new_buffer(nbytes: int) -> mmap.mmap:
@@ -178,6 +192,8 @@ def _row(
     p: Pass, times: list[float], *, size_bytes: int, storage: StorageDevice, method: Method, note: str | None
 ) -> NvmeRow:
     name = f"nvme_{p.direction}_{p.mode}" + (f"_{block_label(p.block_size)}" if p.mode == "direct" else "")
+    if p.dd:
+        name += "_dd"
     head = row_head(
         name=name,
         unit="GB/s",
@@ -209,13 +225,15 @@ def _row(
 
 
 def summary_rows(rows: Sequence[NvmeRow]) -> list[NvmeRow]:
-    """``nvme_read`` / ``nvme_write``: the best direct row of each direction, under the name a plan reads."""
+    """``nvme_read`` / ``nvme_write``: the dd-like row of each direction (1 MiB, one request at a time, the write
+    into a new file), under the name a plan reads; the best direct row where there is no dd-like one."""
     out = []
     for direction in ("read", "write"):
         direct = [r for r in rows if r.direction == direction and r.mode == "direct" and not r.summary]
-        if direct:
-            best = max(direct, key=lambda r: r.value)
-            out.append(best.model_copy(update={"name": f"nvme_{direction}", "summary": True}))
+        dd_like = [r for r in direct if r.name.endswith("_dd")]
+        if dd_like or direct:
+            pick = dd_like[0] if dd_like else max(direct, key=lambda r: r.value)
+            out.append(pick.model_copy(update={"name": f"nvme_{direction}", "summary": True}))
     return out
 
 
@@ -261,6 +279,8 @@ def run_nvme(
             progress(f"{p.mode} {p.direction} {block_label(p.block_size)} × QD {p.queue_depth}, pass {n + 1}/{repeats}")
             if before is not None:
                 before()
+            if p.new_file:
+                os.ftruncate(fd, 0)
             times.append(
                 io_pass(
                     fd, write=p.direction == "write", size_bytes=size_bytes, block_size=p.block_size, buffers=buffers
@@ -270,7 +290,7 @@ def run_nvme(
                 t0 = time.perf_counter()
                 os.fsync(fd)
                 times[-1] += time.perf_counter() - t0
-        note = None
+        note = (NEW_FILE_NOTE if p.new_file else DD_READ_NOTE) if p.dd else None
         if p.mode == "buffered":
             note = BUFFERED_READ_NOTE if p.direction == "read" else BUFFERED_WRITE_NOTE
         rows.append(_row(p, times, size_bytes=size_bytes, storage=storage, method=method, note=note))
@@ -286,15 +306,16 @@ def run_nvme(
         if direct_fd is not None:
             fds.append(direct_fd)
             buffers = [_new_buffer(max(sweep)) for _ in range(queue_depth)]
-            progress(f"laying out the {size_bytes / GIB:.2f} GiB file (direct write, not timed)")
             try:
-                io_pass(direct_fd, write=True, size_bytes=size_bytes, block_size=max(sweep), buffers=buffers)
+                # dd's passes first: the write fills a new file each pass, and the last one lays it out for the rest.
+                measure(Pass("write", "direct", DD_BLOCK, 1, dd=True), direct_fd, buffers[:1])
             except OSError as exc:
                 if exc.errno != errno.EINVAL:
                     raise
                 # Accepted at open, refused at the first request (some FUSE and network filesystems).
                 direct_error = f"O_DIRECT write refused ({exc.strerror or exc}): no direct I/O on this filesystem"
             if direct_error is None:
+                measure(Pass("read", "direct", DD_BLOCK, 1, dd=True), direct_fd, buffers[:1])
                 for bs in sweep:  # the buffers are of the largest size; a request uses its first bs bytes
                     measure(Pass("write", "direct", bs, queue_depth), direct_fd, buffers)
                     measure(Pass("read", "direct", bs, queue_depth), direct_fd, buffers)
@@ -353,12 +374,13 @@ def _method_notes(size_bytes: int, queue_depth: int, repeats: int, storage: Stor
     out = [
         f"one file of {size_bytes} bytes under {storage.path} ({where or 'device unknown'}), removed afterwards; "
         f"each figure the median of {repeats} passes over the whole file, GB/s = 1e9 bytes/s",
-        f"direct: O_DIRECT, {queue_depth} requests in flight (one thread each, the next free offset), page-aligned "
-        "buffers; the first write lays the file out and is not timed, the timed writes overwrite it",
+        "nvme_read / nvme_write: as dd iflag=direct / oflag=direct with 1 MiB blocks: one request at a time, the "
+        "write into a new file (truncated before each pass: block allocation inside the timing)",
+        f"direct sweep: O_DIRECT, {queue_depth} requests in flight (one thread each, the next free offset), "
+        "page-aligned buffers; its writes overwrite the laid-out file, as fio does and as swap files are reused",
         "buffered: one thread, 1 MiB requests through the page cache, the write's fsync inside the timing; "
         "a buffered read may be served from the page cache (posix_fadvise DONTNEED drops the file's pages "
         "first, but a kernel may keep some, and tmpfs holds the file in memory)",
-        "nvme_read / nvme_write: the best direct figure of the sweep (its block size in block_size_bytes)",
     ]
     if storage.pcie_theoretical_gbps is not None:
         out.append(

@@ -169,7 +169,7 @@ def nvme_from_bench(doc: dict[str, Any], path: str) -> tuple[float, float, str, 
             best[str(name)] = max(best.get(str(name), 0.0), bw)
     if "nvme_read" not in best or "nvme_write" not in best:
         raise UsageError("--from: no nvme_read and nvme_write rows with a positive value in GB/s in the document")
-    source = f"measured: bench nvme, direct I/O, best of the sweep: {path}"
+    source = f"measured: bench nvme, direct I/O, 1 MiB, one request at a time: {path}"
     return best["nvme_read"], best["nvme_write"], source, _free_bytes(doc)
 
 
