@@ -162,9 +162,9 @@ class FakeNvml(DriverHealthCalls):
         # pynvml calls the C symbol nvmlDeviceGetMemoryInfo_v2 when given a version; v1's `used` counts
         # the driver's reserved memory, v2's does not (nvml.h).
         g = self._gpu("nvmlDeviceGetMemoryInfo_v2" if version else "nvmlDeviceGetMemoryInfo", handle)
-        if version:
-            return MemoryInfo(total=g.memory_total, used=g.memory_used)
-        return MemoryInfo(total=g.memory_total, used=g.memory_used + g.memory_reserved)
+        free = g.memory_total - g.memory_used - g.memory_reserved  # the same in both versions
+        used = g.memory_used if version else g.memory_used + g.memory_reserved
+        return MemoryInfo(total=g.memory_total, used=used, free=free)
 
     def nvmlDeviceGetUtilizationRates(self, handle: object, /) -> Utilization:
         return Utilization(gpu=self._gpu("nvmlDeviceGetUtilizationRates", handle).util)

@@ -32,6 +32,7 @@ class PciInfo:
 class MemoryInfo:
     total: int
     used: int
+    free: int = 0
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,31 @@ def test_from_files_are_not_affected(monkeypatch: pytest.MonkeyPatch, capsys: py
     assert json.loads(out)["labels"][0] == "GPU0"
 
 
+@pytest.mark.parametrize("bench", ["membw", "hostlink"])
+def test_reference_tool_outputs_are_not_affected(
+    bench: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_machine(monkeypatch, "no_driver", "no-gpu")
+    nvbandwidth = FIXTURES / "reference-tools/nvbandwidth-1xh100-vm-v0.8.txt"
+    code, out, err = run(["bench", bench, "--from", str(nvbandwidth), "--json"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["source"]["tool"] == "nvbandwidth"
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allgather"])
+def test_nccl_tests_outputs_are_not_affected(
+    collective: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_machine(monkeypatch, "no_driver", "no-gpu")
+    output = {
+        "allreduce": FIXTURES / "corpus/nccl-tests/001-2x2080ti-allreduce-pcie-no-p2p.txt",
+        "allgather": FIXTURES / "nccl-tests-extra/old-allgather-8xa100-c0.log",
+    }[collective]
+    code, out, err = run(["bench", collective, "--from", str(output), "--json"], capsys)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["source"]["tool"] == "nccl-tests"
+
+
 def test_cpu_benchmarks_are_not_affected(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     fake_machine(monkeypatch, "no_driver", "no-gpu")
     snap = bench_common.machine(cpu=True)

@@ -200,6 +200,7 @@ HEAVY = (
     "pynvml",
     "torch",
     "http.server",
+    "prometheus_client",
     "rigcheck.report.html",
     "rigcheck.report.svg",
     "rigcheck.nccllog",

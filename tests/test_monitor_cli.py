@@ -1,4 +1,5 @@
-"""`rigcheck monitor`: the Prometheus exposition, a real HTTP GET, and the command with a fake NVML."""
+"""`rigcheck monitor`: the Prometheus exposition (dcgm-exporter's names), a real HTTP GET, and the command with a
+fake NVML."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import typer
 
 from rigcheck.cli import burn_cmd, monitor_cmd
 from rigcheck.cli.common import note
-from rigcheck.errors import RigcheckError
+from rigcheck.errors import RigcheckError, UsageError
 from rigcheck.model.telemetry import Sample, TraceGpu
-from rigcheck.monitor.prometheus import CONTENT_TYPE, MetricsServer, exposition
+from rigcheck.monitor.prometheus import ExporterSource, GpuIdentity, MetricsServer, exposition, registry_for
 from rigcheck.monitor.sampler import Sampler, SamplerStats
+from rigcheck.monitor.session import exporter_source
 from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.probe.trace import read_trace
 from tests.conftest import nvidia_gpu_present
@@ -76,29 +78,45 @@ LATEST = {
     ),
     1: Sample(t_s=1.0, gpu=1, lost=True),
 }
-LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\]|\\.)*",?)+\})? -?[0-9.e+]+$')
+LINE = re.compile(r'^[A-Za-z_]+(\{([A-Za-z_]+="([^"\\]|\\.)*",?)+\})? -?[0-9.e+]+$')
+GPU0 = (
+    'Hostname="h",UUID="GPU-0",device="nvidia0",gpu="0",modelName="NVIDIA H100 80GB HBM3",pci_bus_id="00000000:19:00.0"'
+)
 
 
 def test_exposition_text() -> None:
-    text = exposition(LATEST, GPUS, SamplerStats(polls=12, missed_deadlines=1))
+    source = ExporterSource(
+        latest=lambda: LATEST,
+        gpus=GPUS,
+        identities={0: GpuIdentity("GPU-0", "00000000:19:00.0")},
+        stats=SamplerStats(polls=12, missed_deadlines=1),
+        hostname="h",
+    )
+    text = exposition(source)
     lines = text.splitlines()
     assert text.endswith("\n")
     for line in lines:
         assert line.startswith("# HELP ") or line.startswith("# TYPE ") or LINE.match(line), line
-    assert 'rigcheck_gpu_power_watts{gpu="0",name="NVIDIA H100 80GB HBM3"} 698.5' in lines
-    assert 'rigcheck_gpu_temperature_celsius{gpu="0",name="NVIDIA H100 80GB HBM3"} 73' in lines
-    assert 'rigcheck_gpu_sm_clock_mhz{gpu="0",name="NVIDIA H100 80GB HBM3"} 1335' in lines
-    assert 'rigcheck_gpu_utilization_ratio{gpu="0",name="NVIDIA H100 80GB HBM3"} 1' in lines
-    assert 'rigcheck_gpu_clock_event_reason_active{gpu="0",reason="sw_power_cap"} 1' in lines
-    assert 'rigcheck_gpu_clock_event_reason_active{gpu="0",reason="hw_thermal_slowdown"} 0' in lines
-    assert 'rigcheck_gpu_temperature_slowdown_celsius{gpu="0",name="NVIDIA H100 80GB HBM3"} 89' in lines
-    assert 'rigcheck_gpu_lost{gpu="1",name="odd \\"name\\" \\\\ here"} 1' in lines
-    assert "# TYPE rigcheck_gpu_power_watts gauge" in lines
-    assert "rigcheck_sampler_polls_total 12" in lines
+    assert f"DCGM_FI_DEV_POWER_USAGE{{{GPU0}}} 698.5" in lines
+    assert f"DCGM_FI_DEV_GPU_TEMP{{{GPU0}}} 73.0" in lines
+    assert f"DCGM_FI_DEV_SM_CLOCK{{{GPU0}}} 1335.0" in lines
+    assert f"DCGM_FI_DEV_GPU_UTIL{{{GPU0}}} 100.0" in lines
+    assert f"DCGM_FI_DEV_CLOCKS_EVENT_REASONS{{{GPU0}}} 4.0" in lines  # sw_power_cap: bit 2
+    assert f'rigcheck_gpu_clock_event_reason_active{{{GPU0},reason="sw_power_cap"}} 1.0' in lines
+    assert f'rigcheck_gpu_clock_event_reason_active{{{GPU0},reason="hw_thermal_slowdown"}} 0.0' in lines
+    assert f"DCGM_FI_DEV_SLOWDOWN_TEMP{{{GPU0}}} 89.0" in lines
+    gpu1 = 'Hostname="h",UUID="",device="nvidia1",gpu="1",modelName="odd \\"name\\" \\\\ here",pci_bus_id=""'
+    assert f"rigcheck_gpu_lost{{{gpu1}}} 1.0" in lines
+    assert "# TYPE DCGM_FI_DEV_POWER_USAGE gauge" in lines
+    assert "rigcheck_sampler_polls_total 12.0" in lines
     assert "# TYPE rigcheck_sampler_polls_total counter" in lines
-    # A lost GPU and a missing reading have no sample line (never a made-up 0).
-    assert not any(line.startswith('rigcheck_gpu_power_watts{gpu="1"') for line in lines)
-    assert not any(line.startswith("rigcheck_gpu_memory_temperature_celsius") for line in lines)
+    # A lost GPU and a missing reading have no sample line (never a made-up 0), and a line that says why.
+    assert not any(line.startswith("DCGM_FI_DEV_POWER_USAGE{") and 'gpu="1"' in line for line in lines)
+    assert not any(line.startswith("DCGM_FI_DEV_MEMORY_TEMP{") for line in lines)
+    assert any(
+        line.startswith("rigcheck_reading_missing{") and 'field="DCGM_FI_DEV_MEMORY_TEMP"' in line and 'gpu="0"' in line
+        for line in lines
+    )
     # Every family is declared once, before its samples.
     types = [line.split()[2] for line in lines if line.startswith("# TYPE")]
     assert len(types) == len(set(types))
@@ -107,19 +125,26 @@ def test_exposition_text() -> None:
 def test_http_get_on_loopback_with_the_fake_poller() -> None:
     with NvmlPoller(burn_power_capped_h100(2)) as poller:
         sampler = Sampler(poller, interval_s=0.02)
-        with sampler, MetricsServer(lambda: exposition(sampler.latest(), poller.gpus, sampler.stats), 0) as server:
+        registry = registry_for(exporter_source(sampler, poller, None))
+        with sampler, MetricsServer(registry, 0) as server:
             while sampler.stats.polls < 3:
                 sampler._stop.wait(0.01)
             assert server.url.startswith("http://127.0.0.1:")
             with urllib.request.urlopen(server.url, timeout=5) as response:
                 body = response.read().decode()
                 assert response.status == 200
-                assert response.headers["Content-Type"] == CONTENT_TYPE
-            with pytest.raises(urllib.error.HTTPError) as not_found:
-                urllib.request.urlopen(server.url.replace("/metrics", "/other"), timeout=5)
-            not_found.value.close()
-    assert 'rigcheck_gpu_power_watts{gpu="1",name="NVIDIA H100 80GB HBM3"} 74' in body
-    assert 'rigcheck_gpu_clock_event_reason_active{gpu="0",reason="idle"} 1' in body
+                assert response.headers["Content-Type"].startswith("text/plain")
+        with pytest.raises(urllib.error.URLError):  # stopped: the port is closed
+            urllib.request.urlopen(server.url, timeout=5)
+    assert re.search(r'DCGM_FI_DEV_POWER_USAGE\{[^}]*gpu="1"[^}]*\} 74\.0', body)
+    assert re.search(r'rigcheck_gpu_clock_event_reason_active\{[^}]*gpu="0"[^}]*reason="idle"\} 1\.0', body)
+
+
+def test_a_port_in_use_is_a_usage_error() -> None:
+    with NvmlPoller(burn_power_capped_h100(1)) as poller:
+        registry = registry_for(exporter_source(Sampler(poller, interval_s=0.02), poller, None))
+        with MetricsServer(registry, 0) as first, pytest.raises(UsageError, match="cannot serve Prometheus metrics"):
+            MetricsServer(registry, first.port).start()
 
 
 # --- the command --------------------------------------------------------------------------------------
@@ -219,12 +244,14 @@ try:
     app(sys.argv[1:])
 except SystemExit:
     pass
-print(" ".join(m for m in ("http.server", "rigcheck.monitor.prometheus", "rigcheck.report.html") if m in sys.modules))
+heavy = ("http.server", "prometheus_client", "rigcheck.monitor.prometheus", "rigcheck.report.html")
+print(" ".join(m for m in heavy if m in sys.modules))
 """
 
 
 @pytest.mark.parametrize(
-    ("extra", "loaded"), [([], ""), (["--prometheus", "0"], "http.server rigcheck.monitor.prometheus")]
+    ("extra", "loaded"),
+    [([], ""), (["--prometheus", "0"], "http.server prometheus_client rigcheck.monitor.prometheus")],
 )
 def test_monitor_starts_http_server_only_for_prometheus(extra: list[str], loaded: str) -> None:
     import subprocess

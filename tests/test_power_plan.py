@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from re import escape as re_escape
 
 import pytest
 
@@ -198,3 +199,66 @@ def test_terminal_markdown_and_html_say_the_same_plan() -> None:
     assert isinstance(no_psu, str)
     assert "| 0 | none (powered by the baseboard or the slot) | 0 |" in no_psu
     assert "PSU is" not in no_psu  # no verdict without --psu-watts
+
+
+# --- --power-limit: cards run below their board power -----------------------------------------------------------
+
+
+def test_four_4090s_at_300_w_size_the_psu_for_the_limit_and_keep_the_cables() -> None:
+    limited = plan_power("RTX 4090", 4, psu_watts=1600, power_limit_w=300)
+    full = plan_power("RTX 4090", 4, psu_watts=1600)
+    d = limited.to_json_dict()
+    assert d["gpu"]["power_limit_w"] == 300
+    assert d["total_gpu_power_w"] == 1200
+    assert d["required_w"] == 1200 * TRANSIENT_FACTOR + 150 + 150
+    assert d["recommended_psu_w"] == 2100
+    assert d["psu_ok"] is False
+    assert full.recommended_psu_w > limited.recommended_psu_w
+    # the cables are the card's as built: the same sockets and count as at full board power
+    assert d["cables"] == full.to_json_dict()["cables"]
+    assert d["independent_cables_total"] == full.independent_cables_total == 4
+    limit_note = next(n for n in d["notes"] if "power limit" in n and "board power" in n)
+    assert "sized for its 450 W board power, not the limit" in limit_note
+    psu_note = next(n for n in d["notes"] if n.startswith("PSU:"))
+    assert "covers short GPU power excursions above the sustained power limit" in psu_note
+    assert "200% of its rating for 100 us" in psu_note
+
+
+def test_without_a_limit_the_plan_serializes_as_before() -> None:
+    d = plan_power("TITAN RTX", 2).to_json_dict()
+    assert "power_limit_w" not in d["gpu"]
+    psu_note = next(n for n in d["notes"] if n.startswith("PSU:"))
+    assert "above the sustained board power" in psu_note
+
+
+@pytest.mark.parametrize(
+    ("limit", "says"),
+    [
+        (451, "above the GeForce RTX 4090's 450 W board power"),
+        (100, "below 112.5 W, a quarter of the GeForce RTX 4090's 450 W board power"),
+        (math.nan, "--power-limit must be a finite number"),
+    ],
+)
+def test_a_limit_outside_the_cards_range_is_refused(limit: float, says: str) -> None:
+    with pytest.raises(UsageError, match=re_escape(says)):
+        plan_power("RTX 4090", 1, power_limit_w=limit)
+
+
+def test_the_limit_in_every_rendering_and_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from rigcheck.cli.app import main
+
+    plan = plan_power("RTX 4090", 4, power_limit_w=300)
+    for fmt in (Format.MARKDOWN, Format.HTML):
+        text = render(plan, fmt)
+        assert isinstance(text, str)
+        assert "run at a 300 W power limit" in text
+    with pytest.raises(SystemExit) as exit_info:
+        main(["power", "plan", "--gpu", "RTX 4090", "--count", "4", "--power-limit", "300", "--json"])
+    assert exit_info.value.code == 0
+    assert json.loads(capsys.readouterr().out)["gpu"]["power_limit_w"] == 300
+    with pytest.raises(SystemExit) as exit_info:
+        main(["power", "plan", "--gpu", "RTX 4090", "--power-limit", "600"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "above the GeForce RTX 4090's 450 W board power" in err

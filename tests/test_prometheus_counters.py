@@ -1,5 +1,5 @@
 """The slow counters of `rigcheck monitor --prometheus`: NVLink error counters and Xid events since the start,
-read on scrape (cached), and left out, never fatal, where they cannot be read."""
+read on scrape (cached), and left out with their reason, never fatal, where they cannot be read."""
 
 from __future__ import annotations
 
@@ -9,14 +9,45 @@ from dataclasses import replace
 import pytest
 
 from rigcheck.errors import ProbeError
-from rigcheck.monitor.prometheus import CachedCounter, Counters, MetricsServer, exposition
+from rigcheck.model.telemetry import TraceGpu
+from rigcheck.monitor.prometheus import (
+    Cached,
+    CounterRows,
+    Counters,
+    ExporterSource,
+    GpuIdentity,
+    MetricsServer,
+    cached_rows,
+    exposition,
+    registry_for,
+)
 from rigcheck.probe.kernel_log import XidCounter
 from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.probe.nvml.counters import NvlinkErrorReader
 from tests.fakenvml import H100_BUS_IDS, nvlink_replay_errors
 from tests.fakenvml_parts import NO_PERMISSION
 
-GPU2 = 'gpu="2",uuid="GPU-8e1b0000-0000-0000-0000-000000000002",pci_bus_id="00000000:3A:00.0"'
+H100 = "NVIDIA H100 80GB HBM3"
+GPU2_HEAD = 'Hostname="h",UUID="GPU-8e1b0000-0000-0000-0000-000000000002",device="nvidia2",gpu="2"'
+GPU2_TAIL = f'modelName="{H100}",pci_bus_id="00000000:3A:00.0"'
+
+
+def nvlink(link: int, kind: str) -> str:
+    """The per-link series of GPU2 (labels in the order prometheus_client writes them: sorted)."""
+    return f'rigcheck_gpu_nvlink_errors_total{{{GPU2_HEAD},link="{link}",{GPU2_TAIL},type="{kind}"}}'
+
+
+def missing_line(field: str, reason: str) -> str:
+    """GPU2's line saying why ``field`` is left out (``field`` sorts before ``gpu``)."""
+    head = GPU2_HEAD.removesuffix(',gpu="2"')
+    return f'rigcheck_reading_missing{{{head},field="{field}",gpu="2",{GPU2_TAIL},reason="{reason}"}} 1.0'
+
+
+def page(poller: NvmlPoller, counters: Counters) -> str:
+    identities = {i: GpuIdentity(poller.uuids.get(i, ""), poller.bus_ids.get(i, "")) for i in poller.gpus}
+    return exposition(
+        ExporterSource(latest=dict, gpus=poller.gpus, identities=identities, counters=counters, hostname="h")
+    )
 
 
 class Clock:
@@ -33,15 +64,16 @@ def _lines(text: str, name: str) -> list[str]:
 
 def test_nvlink_error_counters_in_the_exposition() -> None:
     with NvmlPoller(nvlink_replay_errors()) as poller:
-        text = exposition({}, poller.gpus, counters=Counters(nvlink_errors=NvlinkErrorReader.for_poller(poller)))
+        text = page(poller, Counters(nvlink_errors=cached_rows(NvlinkErrorReader.for_poller(poller))))
     assert "# HELP rigcheck_gpu_nvlink_errors_total " in text
     assert "# TYPE rigcheck_gpu_nvlink_errors_total counter" in text
-    assert f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="4",type="replay"}} 12' in text
-    assert f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="5",type="replay"}} 3' in text
-    assert f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="5",type="recovery"}} 1' in text
-    assert f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="5",type="crc"}} 40' in text  # flit only: no data counter
+    assert f"{nvlink(4, 'replay')} 12.0" in text
+    assert f"{nvlink(5, 'replay')} 3.0" in text
+    assert f"{nvlink(5, 'recovery')} 1.0" in text
+    assert f"{nvlink(5, 'crc')} 40.0" in text  # flit only: no data counter
     # 8 GPUs x 18 links x 3 types, zeros included (a counter is exported from 0).
     assert len(_lines(text, "rigcheck_gpu_nvlink_errors_total{")) == 8 * 18 * 3
+    assert f"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{{{GPU2_HEAD},{GPU2_TAIL}}} 15.0" in text
     assert "rigcheck_gpu_xid_events_total" not in text  # not given: not exported
 
 
@@ -57,18 +89,19 @@ def test_counters_grow_between_scrapes_and_are_read_at_most_every_ttl() -> None:
             reads += 1
             return reader()
 
-        counters = Counters(nvlink_errors=CachedCounter(counting, ttl_s=5.0, clock=clock))  # type: ignore[arg-type]
-        first = exposition({}, poller.gpus, counters=counters)
+        empty: CounterRows = ()
+        counters = Counters(nvlink_errors=Cached(counting, empty, ttl_s=5.0, clock=clock))  # type: ignore[arg-type]
+        first = page(poller, counters)
         links = lib.gpus[2].links
         links[4] = replace(links[4], replay=20)
         clock.t = 1.0
-        cached = exposition({}, poller.gpus, counters=counters)
+        cached = page(poller, counters)
         clock.t = 5.5
-        later = exposition({}, poller.gpus, counters=counters)
-    line = f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="4",type="replay"}}'
-    assert f"{line} 12" in first
-    assert f"{line} 12" in cached  # within the TTL: the cached reading, NVML not asked again
-    assert f"{line} 20" in later
+        later = page(poller, counters)
+    line = nvlink(4, "replay")
+    assert f"{line} 12.0" in first
+    assert f"{line} 12.0" in cached  # within the TTL: the cached reading, NVML not asked again
+    assert f"{line} 20.0" in later
     assert reads == 2
 
 
@@ -76,17 +109,17 @@ def test_a_failing_reader_leaves_its_series_out_and_the_rest_stays() -> None:
     def broken() -> list[tuple[dict[str, str], float]]:
         raise ProbeError("kernel log unreadable: dmesg: Operation not permitted")
 
-    cached = CachedCounter(broken)
+    cached = cached_rows(broken)
     with NvmlPoller(nvlink_replay_errors()) as poller:
-        counters = Counters(nvlink_errors=NvlinkErrorReader.for_poller(poller), xid_events=cached)
-        text = exposition({}, poller.gpus, counters=counters)
-        uncached = exposition({}, poller.gpus, counters=Counters(xid_events=broken))
-    assert "rigcheck_gpu_xid_events_total" not in text
+        counters = Counters(nvlink_errors=cached_rows(NvlinkErrorReader.for_poller(poller)), xid_events=cached)
+        text = page(poller, counters)
+    assert "rigcheck_gpu_xid_events_total{" not in text
+    assert "DCGM_FI_DEV_XID_ERRORS{" not in text
+    assert missing_line("DCGM_FI_DEV_XID_ERRORS", "error") in text
     assert "rigcheck_gpu_nvlink_errors_total{" in text
-    assert "rigcheck_gpu_temperature_slowdown_celsius" in text
+    assert "DCGM_FI_DEV_SLOWDOWN_TEMP{" in text
     assert cached.failures == 1
-    assert "rigcheck_gpu_xid_events_total" not in uncached
-    assert "rigcheck_gpu_temperature_slowdown_celsius" in uncached
+    assert cached.error == "kernel log unreadable: dmesg: Operation not permitted"
 
 
 def test_nvlink_counters_without_permission_give_no_rows() -> None:
@@ -95,11 +128,11 @@ def test_nvlink_counters_without_permission_give_no_rows() -> None:
         gpu.errors["nvmlDeviceGetNvLinkErrorCounter"] = NO_PERMISSION
     with NvmlPoller(lib) as poller:
         rows = NvlinkErrorReader.for_poller(poller)()
-        text = exposition(
-            {}, poller.gpus, counters=Counters(nvlink_errors=CachedCounter(NvlinkErrorReader.for_poller(poller)))
-        )
+        text = page(poller, Counters(nvlink_errors=cached_rows(NvlinkErrorReader.for_poller(poller))))
     assert rows == []
-    assert "rigcheck_gpu_nvlink_errors_total" not in text
+    assert "rigcheck_gpu_nvlink_errors_total{" not in text
+    assert "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{" not in text
+    assert missing_line("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "not_supported") in text
 
 
 # --- Xid events since the start -------------------------------------------------------------------------------
@@ -131,9 +164,15 @@ def test_xid_events_count_only_lines_after_the_start() -> None:
     # The ring buffer drops the old lines: nothing counted goes away.
     dmesg.lines = [_NEW_2, _OTHER_BUS]
     assert xids() == rows
-    text = exposition({}, {}, counters=Counters(xid_events=xids))
+    gpus = {2: TraceGpu(index=2, name=H100)}
+    identities = {2: GpuIdentity("GPU-8e1b0000-0000-0000-0000-000000000002", H100_BUS_IDS[2])}
+    source = ExporterSource(dict, gpus, identities, counters=Counters(xid_events=cached_rows(xids)), hostname="h")
+    text = exposition(source)
     assert "# TYPE rigcheck_gpu_xid_events_total counter" in text
-    assert 'rigcheck_gpu_xid_events_total{gpu="2",pci_bus_id="00000000:3A:00.0",code="48"} 2' in text
+    assert f'rigcheck_gpu_xid_events_total{{{GPU2_HEAD},{GPU2_TAIL},xid="48"}} 2.0' in text
+    other = 'Hostname="h",UUID="",device="",gpu="",modelName="",pci_bus_id="0000:ff:00.0",xid="13"'
+    assert f"rigcheck_gpu_xid_events_total{{{other}}} 1.0" in text
+    assert f"DCGM_FI_DEV_XID_ERRORS{{{GPU2_HEAD},{GPU2_TAIL}}} 48.0" in text
 
 
 def test_xid_counter_on_an_unreadable_log_raises_and_starts_counting_once_readable() -> None:
@@ -155,12 +194,14 @@ def test_xid_counter_on_an_unreadable_log_raises_and_starts_counting_once_readab
 # --- over HTTP ----------------------------------------------------------------------------------------------------
 def test_counters_served_on_loopback_by_default() -> None:
     with NvmlPoller(nvlink_replay_errors()) as poller:
-        counters = Counters(nvlink_errors=CachedCounter(NvlinkErrorReader.for_poller(poller)))
-        with MetricsServer(lambda: exposition({}, poller.gpus, counters=counters), 0) as server:
+        counters = Counters(nvlink_errors=cached_rows(NvlinkErrorReader.for_poller(poller)))
+        identities = {i: GpuIdentity(poller.uuids.get(i, ""), poller.bus_ids.get(i, "")) for i in poller.gpus}
+        source = ExporterSource(dict, poller.gpus, identities, counters=counters, hostname="h")
+        with MetricsServer(registry_for(source), 0) as server:
             assert server.url.startswith("http://127.0.0.1:")
             with urllib.request.urlopen(server.url, timeout=5) as response:
                 body = response.read().decode()
-    assert f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="4",type="replay"}} 12' in body
+    assert f"{nvlink(4, 'replay')} 12.0" in body
 
 
 def test_the_cli_builds_cached_counters_for_its_poller() -> None:
@@ -168,7 +209,9 @@ def test_the_cli_builds_cached_counters_for_its_poller() -> None:
 
     with NvmlPoller(nvlink_replay_errors()) as poller:
         counters = make_counters(poller)  # reads this machine's kernel log (or cannot: then no Xid series)
-        assert isinstance(counters.nvlink_errors, CachedCounter)
-        assert isinstance(counters.xid_events, CachedCounter)
-        text = exposition({}, poller.gpus, counters=counters)
-    assert f'rigcheck_gpu_nvlink_errors_total{{{GPU2},link="4",type="replay"}} 12' in text
+        assert isinstance(counters.nvlink_errors, Cached)
+        assert isinstance(counters.xid_events, Cached)
+        assert isinstance(counters.memory, Cached)
+        text = page(poller, counters)
+    assert f"{nvlink(4, 'replay')} 12.0" in text
+    assert f"DCGM_FI_DEV_FB_USED{{{GPU2_HEAD},{GPU2_TAIL}}} 512.0" in text

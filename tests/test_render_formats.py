@@ -191,10 +191,41 @@ def test_every_typed_document_has_renderers_and_a_sample() -> None:
     assert set(REPORT_MODULES) == set(GENERATED) - FILE_FORMATS == set(SAMPLES)
 
 
+def imported_bench_sample() -> Document:
+    """`rigcheck bench p2p --from` the 2x RTX 2080 Ti p2pBandwidthLatencyTest output: its rows, every matrix, the
+    verdicts against verify's p2p band (an imported document's own parts of the report)."""
+    from rigcheck.checks.reference_judge import Machine, judge
+    from rigcheck.probe.reference_import import p2p_document, read_tool_output
+
+    path = SNAPSHOTS.parent / "corpus" / "p2p" / "001-2x2080ti-cannot-access-peer.txt"
+    output = read_tool_output(path.read_text(encoding="utf-8"), path.name)
+    assert output is not None
+    return judge(p2p_document(output), Machine(None, None, {d.index: (d.name, d.bus_id) for d in output.run.devices}))
+
+
+# Documents a schema has in more than one shape: each extra shape is rendered in every format too.
+EXTRA_SAMPLES: dict[str, Callable[[], Document]] = {"rigcheck.bench/1 imported": imported_bench_sample}
+
+
+def imported_collective_sample() -> Document:
+    """`bench allreduce --from` an nccl-tests output (8x A100, before nccl-tests 2.0) with its link named: the
+    source, the in-place and ceiling columns, the verdict and nccl-tests' summary lines."""
+    from rigcheck.probe.nccl_tests import parse_nccl_tests
+    from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
+
+    path = SNAPSHOTS.parent / "nccl-tests-extra" / "old-allreduce-8xa100-c0.log"
+    run = parse_nccl_tests(path.read_text(encoding="utf-8"), path.name)
+    return collective_document(run, op="allreduce", path=path.name, choice=parse_link("NV12", None, None))
+
+
+EXTRA_SAMPLES["rigcheck.bench/1 nccl-tests"] = imported_collective_sample
+
+
 @pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
-@pytest.mark.parametrize("schema_id", sorted(SAMPLES))
+@pytest.mark.parametrize("schema_id", sorted(SAMPLES) + sorted(EXTRA_SAMPLES))
 def test_document_renders_in_format(schema_id: str, fmt: Format) -> None:
-    doc = SAMPLES[schema_id]()
+    doc = SAMPLES[schema_id]() if schema_id in SAMPLES else EXTRA_SAMPLES[schema_id]()
+    schema_id = schema_id.split(maxsplit=1)[0]
     assert renderers_for(schema_id).get(fmt) is not None
     out = render(doc, fmt)
     if fmt is Format.TERMINAL:
@@ -214,3 +245,27 @@ def test_document_renders_in_format(schema_id: str, fmt: Format) -> None:
         assert "Content-Security-Policy" in out
     elif fmt is Format.MARKDOWN:
         assert out.lstrip().startswith("#")
+
+
+@pytest.mark.parametrize("fmt", list(Format), ids=lambda f: f.value)
+def test_imported_collective_renders_in_every_format(fmt: Format) -> None:
+    """The imported collective's own parts in every format (the walk above checks only that each renders)."""
+    doc = imported_collective_sample()
+    out = render(doc, fmt)
+    if fmt is Format.TERMINAL:
+        console = Console(file=io.StringIO(), width=200, color_system=None)
+        console.print(out)
+        out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(out, str)
+    if fmt is Format.JSON:
+        data = json.loads(out)
+        assert_valid(data)
+        facts = (data["source"]["tool"], data["ceiling"]["gbps"], data["judgement"]["verdict"])
+        assert facts == ("nccl-tests", 300.0, "pass")
+        return
+    assert "Out of bounds values: 0 OK" in out
+    assert "Avg bus bandwidth: 68.4048 GB/s" in out
+    assert "read from nccl-tests output old-allreduce-8xa100-c0.log: 8 ranks on localhost" in out
+    if fmt is not Format.HTML:  # the page walks the rows' keys; the tables name their columns
+        assert "in-place busbw (GB/s)" in out
+        assert "of ceiling" in out

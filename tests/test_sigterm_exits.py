@@ -60,3 +60,34 @@ def test_burn_exit_code_follows_the_signal(monkeypatch: pytest.MonkeyPatch, sign
 
     monkeypatch.setattr(burn_cmd, "interrupted_by", lambda: signum)
     assert burn_cmd.burn_exit_code(Run()) == code  # type: ignore[arg-type]
+
+
+def _wrapped_interrupt() -> RuntimeError:
+    """What Python 3.11 raises when Ctrl-C lands in a class's __set_name__ (torch's import, say)."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as inner:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from inner
+    except RuntimeError as outer:
+        return outer
+
+
+def test_an_interrupt_wrapped_by_an_import_is_still_an_interrupt() -> None:
+    from rigcheck.errors import interrupt_behind
+
+    found = interrupt_behind(_wrapped_interrupt())
+    assert isinstance(found, KeyboardInterrupt)
+    assert interrupt_behind(RuntimeError("a real bug")) is None
+
+
+def test_the_cli_exits_130_not_3_for_a_wrapped_interrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rigcheck.cli import app as app_module
+
+    def boom(*_args: object, **_kwargs: object) -> None:
+        raise _wrapped_interrupt()
+
+    monkeypatch.setattr(app_module, "app", boom)
+    with pytest.raises(SystemExit) as exited:
+        app_module.main(["doctor"])
+    assert exited.value.code == 130

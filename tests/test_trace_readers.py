@@ -180,10 +180,11 @@ SAMPLES = [
 ]
 
 
-def _rigcheck_file(kind: str) -> str:
+def _rigcheck_file(kind: str, sidecar: Path | None = None) -> str:
+    """The trace's text; a CSV's header goes to ``sidecar`` (none: not written)."""
     out = io.StringIO()
     if kind == "csv":
-        write_csv_header(out, GPUS, interval_s=0.1, started_at="2026-11-22T18:08:32Z")
+        write_csv_header(out, GPUS, interval_s=0.1, started_at="2026-11-22T18:08:32Z", meta_path=sidecar)
         for s in SAMPLES:
             out.write(format_csv_row(s))
     else:
@@ -195,7 +196,7 @@ def _rigcheck_file(kind: str) -> str:
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl"])
 def test_rigcheck_formats_round_trip(tmp_path: Path, kind: str) -> None:
-    trace = read_trace(_write(tmp_path, f"t.{kind}", _rigcheck_file(kind)))
+    trace = read_trace(_write(tmp_path, f"t.{kind}", _rigcheck_file(kind, tmp_path / "t.csv.meta.json")))
     assert trace.source == f"rigcheck-{kind}"
     assert trace.samples == SAMPLES
     assert trace.gpus == {g.index: g for g in GPUS}
@@ -204,19 +205,18 @@ def test_rigcheck_formats_round_trip(tmp_path: Path, kind: str) -> None:
     assert trace.diagnostics == []
 
 
-def test_rigcheck_csv_layout() -> None:
-    lines = _rigcheck_file("csv").splitlines()
-    assert lines[0].startswith(f"# {TRACE_SCHEMA} ")
-    header = json.loads(lines[0][len(f"# {TRACE_SCHEMA} ") :])
+def test_rigcheck_csv_layout(tmp_path: Path) -> None:
+    lines = _rigcheck_file("csv", tmp_path / "t.csv.meta.json").splitlines()
+    header = json.loads((tmp_path / "t.csv.meta.json").read_text())
     assert header["schema"] == TRACE_SCHEMA
     assert header["gpus"][0]["temp_slowdown_c"] == 89.0
-    assert lines[1].split(",") == list(CSV_COLUMNS)
-    assert lines[1].startswith("t_s,gpu,power_w,")
-    row = dict(zip(CSV_COLUMNS, lines[6].split(","), strict=True))
+    assert lines[0].split(",") == list(CSV_COLUMNS)  # a plain CSV: the column row first
+    assert lines[0].startswith("t_s,gpu,power_w,")
+    row = dict(zip(CSV_COLUMNS, lines[5].split(","), strict=True))
     assert row["reasons"] == "sw_power_cap|hw_slowdown"
     assert row["power_w"] == "698"
-    assert dict(zip(CSV_COLUMNS, lines[3].split(","), strict=True))["reasons"] == ""  # None: not read
-    assert dict(zip(CSV_COLUMNS, lines[4].split(","), strict=True))["reasons"] == "none"  # []: none active
+    assert dict(zip(CSV_COLUMNS, lines[2].split(","), strict=True))["reasons"] == ""  # None: not read
+    assert dict(zip(CSV_COLUMNS, lines[3].split(","), strict=True))["reasons"] == "none"  # []: none active
 
 
 def test_jsonl_rows_are_one_object_per_line() -> None:
@@ -241,13 +241,13 @@ def test_jsonl_rows_are_one_object_per_line() -> None:
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl"])
 def test_rigcheck_truncated_last_line_is_skipped(tmp_path: Path, kind: str) -> None:
-    text = _rigcheck_file(kind)
+    text = _rigcheck_file(kind, tmp_path / "t.csv.meta.json")
     cut = text[: text.rstrip("\n").rfind("\n") + 12]  # the last sample line cut after 11 characters
     path = _write(tmp_path, f"t.{kind}", cut)
     trace = read_trace(path)
     assert trace.samples == SAMPLES[:-1]
     assert len(trace.diagnostics) == 1
-    line = 7 if kind == "csv" else 6
+    line = 6
     assert trace.diagnostics[0].startswith(f"{path}:{line}: last line is incomplete")
 
 

@@ -90,6 +90,19 @@ def signal_of(exc: KeyboardInterrupt) -> int:
     return exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
 
 
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt an exception stands for, if any: Python 3.11 wraps one raised inside a class's
+    ``__set_name__`` (Ctrl-C landing while torch is being imported) in a RuntimeError, cause set."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def interrupted_text(signum: int) -> str:
     """The one-line reason a run kept partial results for: "interrupted (SIGTERM)"."""
     return f"{INTERRUPTED_PREFIX}{signal_name(signum)})"

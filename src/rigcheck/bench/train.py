@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pydantic import TypeAdapter
 
 from rigcheck.bench.env import require_torch, software_versions
+from rigcheck.bench.progress import PROGRESS_TICK_S, StepTicker
 from rigcheck.errors import InputError, UsageError
 from rigcheck.model.bench import Method, TrainDocument, TrainRow, row_head
 
@@ -57,7 +58,7 @@ TINY_STEPS, TINY_BATCH, TINY_SEQ, TINY_WARMUP, TINY_LR = 10, 2, 64, 2, 1e-3
 TINY_CONFIG: dict[str, int] = {"n_layer": 2, "n_embd": 64, "n_head": 2, "n_positions": 128, "vocab_size": 512}
 GPT2_POSITIONS = 1024
 SEED = 1234
-PROGRESS_EVERY = 20  # steps between progress lines (tiny: every 5)
+PROGRESS_EVERY = 20  # steps between phase marks and progress lines (tiny: every 5); lines also every tick
 DEFAULT_TIMEOUT_S = 1800.0
 _ROWS = TypeAdapter(list[TrainRow])  # the row rank 0 sent, as plain data, typed again
 
@@ -104,6 +105,7 @@ class TrainOptions:
     text: bytes | None  # the text's bytes (one token each), or None for generated tokens
     seed: int = SEED
     progress_every: int = PROGRESS_EVERY
+    progress_tick_s: float = PROGRESS_TICK_S  # a progress line at least this often while steps finish
 
 
 def read_text_tokens(path: str | Path, limit: int) -> bytes:
@@ -251,6 +253,7 @@ def _train(torch: Any, ctx: WorkerContext, opts: TrainOptions) -> None:
     if cuda:
         torch.cuda.synchronize(device)
     start = time.perf_counter()
+    ticker = StepTicker("train", shape.steps, tick_s=opts.progress_tick_s)
     if cuda:
         events[0].record()
     else:
@@ -270,8 +273,12 @@ def _train(torch: Any, ctx: WorkerContext, opts: TrainOptions) -> None:
         if (step + 1) % every == 0:
             # every rank, not every step (a message per step would be timed): names the rank that hangs
             ctx.phase(f"train step {step + 1}")
-        if lead and (step + 1) % every == 0 and step + 1 < shape.steps:
-            ctx.progress(f"train: step {step + 1}/{shape.steps}, {time.perf_counter() - start:.1f} s")
+        if lead:  # by time (a line within PROGRESS_TICK_S while steps finish), and every ``every`` steps
+            line = ticker.step(step + 1)
+            if line is None and (step + 1) % every == 0 and step + 1 < shape.steps:
+                line = ticker.line(step + 1, time.perf_counter())
+            if line is not None:
+                ctx.progress(line)
     if cuda:
         torch.cuda.synchronize(device)
     runtime = time.perf_counter() - start

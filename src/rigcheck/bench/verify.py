@@ -67,7 +67,7 @@ from rigcheck.bench.verify_steps import (
 )
 from rigcheck.checks.burn import is_problem
 from rigcheck.checks.verify import Judged, NearFloor, judge, verify_document
-from rigcheck.errors import BenchError, UsageError, interrupted_text, signal_of, was_interrupted
+from rigcheck.errors import BenchError, UsageError, interrupt_behind, interrupted_text, signal_of, was_interrupted
 from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
 from rigcheck.model.burn import BurnResult
 from rigcheck.model.finding import Finding
@@ -191,6 +191,11 @@ class _Runner:
             outcome = Outcome("failed", _one_line(exc))
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as the CLI raises it: keep what was measured
             outcome = Outcome("cut_short", interrupted_text(signal_of(exc)), interrupted=True)
+        except RuntimeError as exc:  # the same, landed inside an import (see interrupt_behind); else a bug
+            interrupt = interrupt_behind(exc)
+            if interrupt is None:
+                raise
+            outcome = Outcome("cut_short", interrupted_text(signal_of(interrupt)), interrupted=True)
         took = self.clock() - started
         if outcome.interrupted:
             self.interrupted = outcome.reason or "interrupted"

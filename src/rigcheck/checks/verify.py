@@ -25,6 +25,7 @@ from typing import Final, Literal
 
 from rigcheck.checks.driver import DRIVER_IDS
 from rigcheck.checks.verify_bands import effective_band, with_site_floor
+from rigcheck.checks.verify_dcgm import judge_dcgm
 from rigcheck.checks.verify_figures import (
     Figure,
     allreduce_figure,
@@ -47,6 +48,7 @@ from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.snapshot import Snapshot
 from rigcheck.model.verify import (
     Band,
+    DcgmSummary,
     Judgement,
     Level,
     Verdict,
@@ -562,6 +564,12 @@ def judge(
     if inputs.cpu and any(f.id in DRIVER_IDS and f.severity is Severity.FAIL for f in inputs.findings):
         notes.append("CPU run: the doctor's no-GPU and driver findings are expected here and not counted")
     figures = _step_figures(j)
+    dcgm = None
+    if inputs.dcgm is not None:
+        known = {g.index for g in inputs.snapshot.gpus}
+        dcgm = judge_dcgm(inputs.dcgm, gpus=units, known=known, file=inputs.dcgm_file, cpu=inputs.cpu)
+    if dcgm is not None:
+        j.shorts.update(dcgm.shorts)
     values: dict[tuple[int, str], float | None] = {
         (key, fig.check_id): _best(fig.value, j.remeasured.get((key, fig.check_id), ()))
         for per_gpu in figures.values()
@@ -570,7 +578,7 @@ def judge(
     }
     judged_gpus: list[VerifyGpu] = []
     for unit in units.values():
-        checks = _gpu_checks(j, unit, figures, values)
+        checks = _gpu_checks(j, unit, figures, values) + (dcgm.gpus.get(unit.index, []) if dcgm else [])
         judged_gpus.append(
             VerifyGpu(
                 index=unit.index,
@@ -581,8 +589,8 @@ def judge(
                 checks=checks,
             )
         )
-    node = _node_checks(j, set(units))
-    notes += _absent_notes(j, figures)
+    node = _node_checks(j, set(units)) + (dcgm.node if dcgm else [])
+    notes += _absent_notes(j, figures) + (dcgm.notes if dcgm else [])
     verdict = worst([*(g.verdict for g in judged_gpus), *(c.verdict for c in node)])
     reason = drain_reason(verdict, _drain_items(j, judged_gpus, node))
     return Judged(
@@ -630,6 +638,7 @@ def verify_document(
     host: str | None,
     baseline_name: str | None,
     site_name: str | None,
+    dcgm: DcgmSummary | None = None,
 ) -> VerifyDocument:
     """The ``rigcheck.verify/1`` document of a judged run (a step listed as skipped says its own reason: the
     judge's "no <step> measurement" note is left out for it)."""
@@ -657,6 +666,7 @@ def verify_document(
         site_config=site_name,
         drain_reason=drain,
         notes=[n for n in judged.notes if n not in said],
+        dcgm=dcgm,
     )
 
 

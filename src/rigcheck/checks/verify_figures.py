@@ -68,8 +68,10 @@ def row_key(gpu: int | None, rank: int) -> int:
     return rank if gpu is None else gpu
 
 
-def size_text(size_bytes: int) -> str:
-    """1 << 30 -> "1 GiB"."""
+def size_text(size_bytes: int | None) -> str:
+    """1 << 30 -> "1 GiB"; None (an nvbandwidth figure read with --from, its size not printed) -> "unknown size"."""
+    if size_bytes is None:
+        return "unknown size"
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size_bytes >= scale and size_bytes % scale == 0:
             return f"{size_bytes // scale} {unit}"
@@ -136,7 +138,7 @@ def membw_figures(doc: MembwDocument) -> list[Figure]:
         by_key.setdefault(row_key(r.gpu, r.rank), []).append(r)
     figures: list[Figure] = []
     for key, rows in sorted(by_key.items()):
-        largest = max(rows, key=lambda r: r.size_bytes)
+        largest = max(rows, key=lambda r: r.size_bytes or 0)
         figures.append(
             Figure(
                 check_id="membw",

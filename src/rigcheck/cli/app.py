@@ -9,9 +9,10 @@ from typing import Annotated, Any, cast
 
 import typer
 import typer.core
+import typer.main
 
 from rigcheck import __version__
-from rigcheck.cli.common import note
+from rigcheck.cli.common import is_utf, note
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
 from rigcheck.errors import RigcheckError
 
@@ -32,6 +33,10 @@ def _flags_without_type_labels() -> None:
 
 
 _flags_without_type_labels()
+
+# click's base of usage and parameter errors: typer 0.2x vendors click (typer._click), earlier typer uses click
+# itself; either way it is a base class of typer.BadParameter.
+_ClickException: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 class RigcheckGroup(LazyGroup):
@@ -127,7 +132,7 @@ app = typer.Typer(
     help="Is this GPU machine set up right for training? Inspect it, and prove it by measuring.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (typer detects the shell)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -138,10 +143,26 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _ascii(value: bool) -> None:
+    if value:
+        from rigcheck.cli import ascii_out
+
+        ascii_out.install(force=True)
+
+
 @app.callback()
 def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+    ascii_only: Annotated[
+        bool,
+        typer.Option(
+            "--ascii",
+            callback=_ascii,
+            is_eager=True,
+            help="Print ASCII only (- for —, x for ×, +-| boxes; JSON escaped), as RIGCHECK_ASCII=1 does.",
+        ),
     ] = False,
 ) -> None:
     """Is this GPU machine set up right for training? Inspect it, and prove it by measuring."""
@@ -150,11 +171,22 @@ def _root(
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run a command; map rigcheck's errors to one line and an exit code, bugs to exit 3.
 
-    typer (in standalone mode) turns usage errors into exit 2 and typer.Exit into its code; what
-    escapes it is either one of rigcheck's own errors or a bug.
+    typer runs outside its standalone mode so that a usage error is rigcheck's one line, not typer's boxed
+    panel; typer.Exit comes back as its code; what else escapes is one of rigcheck's own errors or a bug.
     """
+    forced = os.environ.get("RIGCHECK_ASCII", "") not in ("", "0")
+    if forced or not (is_utf(sys.stdout.encoding) and is_utf(sys.stderr.encoding)):
+        from rigcheck.cli import ascii_out  # a stream that cannot hold a report: ASCII stand-ins
+
+        ascii_out.install(force=forced)
     try:
-        app(args=argv, prog_name="rigcheck")
+        result = app(args=argv, prog_name="rigcheck", standalone_mode=False)
+    except _ClickException as exc:
+        sys.exit(_usage_error(exc, sys.argv[1:] if argv is None else argv))
+    except typer.Abort as exc:  # typer's wrapping of a KeyboardInterrupt that no command kept
+        _exit_if_interrupted(exc)
+        note("aborted")
+        sys.exit(1)
     except RigcheckError as exc:
         note(f"error: {exc}")
         sys.exit(exc.exit_code)
@@ -163,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(0)
     except Exception as exc:  # the CLI boundary: a bug gets exit 3 with its type and a hint, never hidden
+        _exit_if_interrupted(exc)
         if os.environ.get("RIGCHECK_DEBUG"):
             raise
         from rigcheck.cli.exits import EXIT_INTERNAL  # here: exits.py loads the findings model
@@ -171,3 +204,50 @@ def main(argv: list[str] | None = None) -> None:
             f"internal error: {type(exc).__name__}: {exc} (rerun with RIGCHECK_DEBUG=1 for a traceback, and report it)"
         )
         sys.exit(EXIT_INTERNAL)
+    # Outside standalone mode typer returns typer.Exit's code, or a finished command's value (None: exit 0).
+    sys.exit(result if isinstance(result, int) and not isinstance(result, bool) else 0)
+
+
+def _exit_if_interrupted(exc: BaseException) -> None:
+    """Ctrl-C or SIGTERM behind ``exc`` (wrapped by typer, or by an import it landed in): exit 130 or 143."""
+    from rigcheck.errors import interrupt_behind, signal_of
+
+    interrupt = interrupt_behind(exc)
+    if interrupt is None:
+        return
+    from rigcheck.cli.exits import exit_code_for_signal  # here: exits.py loads the findings model
+
+    note("interrupted")
+    sys.exit(exit_code_for_signal(signal_of(interrupt)))
+
+
+def _usage_error(exc: Any, argv: list[str]) -> int:
+    """Say what was wrong with the command line in one line on stderr (on a terminal, after the usage line)
+    and return its exit code (2 for usage errors)."""
+    code = int(exc.exit_code)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `rigcheck` alone: the help is already printed
+        return code
+    message = " ".join(str(exc.format_message()).split()).removesuffix(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and sys.stderr.isatty():
+        sys.stderr.write(f"{ctx.get_usage()}\n")
+    # The parser raises "requires an argument" without a context: the command is then read from the words.
+    path = ctx.command_path if ctx is not None else _command_path(argv)
+    note(f"error: {message} (see {path} --help)")
+    return code
+
+
+def _command_path(argv: list[str]) -> str:
+    """'rigcheck bench allreduce' for ``bench allreduce -n``: the leading words that name commands (options
+    before them skipped), for the hint of an error that carries no context."""
+    command: Any = typer.main.get_command(app)
+    words = ["rigcheck"]
+    for word in argv:
+        if word.startswith("-"):
+            continue
+        commands = getattr(command, "commands", None)
+        if not isinstance(commands, dict) or word not in commands:
+            break
+        command = command.load(word) if isinstance(command, LazyGroup) else commands[word]
+        words.append(word)
+    return " ".join(words)

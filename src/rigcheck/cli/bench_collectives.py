@@ -13,23 +13,29 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.bench_common import (
-    CpuOption,
-    JsonOut,
-    TimeoutOption,
-    WarmupOption,
-    WorldSizeOption,
-    finish,
-    machine,
+from rigcheck.cli.bench_common import CpuOption, JsonOut, WorldSizeOption, finish, machine, refuse_given
+from rigcheck.cli.bench_nccl_tests import (
+    FromOption,
+    GpuOption,
+    LinkOption,
+    PcieOption,
+    imported_document,
 )
 from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
+from rigcheck.cli.progress import progress_line
 from rigcheck.errors import UsageError
 
 if TYPE_CHECKING:
     from rigcheck.model.bench import CollectiveDocument
 
 MinBytesOption = Annotated[
-    str, typer.Option("--min-bytes", "-b", help="Smallest buffer: bytes, or with K, M, G (binary: 1K = 1024).")
+    str | None,
+    typer.Option(
+        "--min-bytes",
+        "-b",
+        help="Smallest buffer: bytes, or with K, M, G (binary: 1K = 1024; default 8).",
+        show_default=False,
+    ),
 ]
 MaxBytesOption = Annotated[
     str | None,
@@ -91,19 +97,20 @@ def _run(
     def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[CollectiveDocument, str]:
         if compare_p2p:
             note(f"{op}: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
-        return run_collective(
-            op,
-            cpu=cpu,
-            world_size=ranks,
-            sizes=sweep(low, high),
-            warmup=warmup,
-            repeats=repeats if repeats is not None else (10 if cpu else 20),
-            timeout_s=timeout,
-            snapshot=snapshot,
-            env=env,
-            nccl_debug=nccl_debug,
-            on_progress=note,
-        )
+        with progress_line() as progress:
+            return run_collective(
+                op,
+                cpu=cpu,
+                world_size=ranks,
+                sizes=sweep(low, high),
+                warmup=warmup,
+                repeats=repeats if repeats is not None else (10 if cpu else 20),
+                timeout_s=timeout,
+                snapshot=snapshot,
+                env=env,
+                nccl_debug=nccl_debug,
+                on_progress=progress,
+            )
 
     if compare_p2p:
         from rigcheck.bench.compare import compare_p2p as compare
@@ -123,6 +130,20 @@ DOCS = {
 }
 
 
+WarmupOpt = Annotated[
+    int | None, typer.Option("--warmup", min=0, max=10000, help="Untimed repetitions first (default 5).")
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout", min=1.0, help="Give up after this many seconds (default 300); partial results are kept."),
+]
+
+
+def _live_options_given(**options: object) -> list[str]:
+    """The live-run options given (not None, not False), by their command-line names."""
+    return [name for name, value in options.items() if value not in (None, False)]
+
+
 def _command(op: str) -> Callable[..., None]:
     """The typer command for one collective: the same options for all four, only the op differs."""
 
@@ -130,25 +151,40 @@ def _command(op: str) -> Callable[..., None]:
         *,
         cpu: CpuOption = False,
         world_size: WorldSizeOption = None,
-        min_bytes: MinBytesOption = "8",
+        min_bytes: MinBytesOption = None,
         max_bytes: MaxBytesOption = None,
         repeats: RepeatsOpt = None,
-        warmup: WarmupOption = 5,
-        timeout: TimeoutOption = 300.0,
+        warmup: WarmupOpt = None,
+        timeout: TimeoutOpt = None,
         compare_p2p: CompareP2POption = False,
+        from_files: FromOption = None,
+        link: LinkOption = None,
+        pcie: PcieOption = None,
+        gpu: GpuOption = None,
         as_json: JsonOut = False,
         html_file: HtmlFileOption = None,
         markdown_file: MarkdownFileOption = None,
     ) -> None:
+        if from_files:
+            refuse_given(
+                _live_options_given(
+                    **{"--cpu": cpu, "--world-size": world_size, "--min-bytes": min_bytes, "--max-bytes": max_bytes},
+                    **{"--repeats": repeats, "--warmup": warmup, "--timeout": timeout, "--compare-p2p": compare_p2p},
+                )
+            )
+            doc = imported_document(op, from_files, link=link, pcie=pcie, gpu=gpu)
+            finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        if link is not None or pcie is not None or gpu is not None:
+            raise UsageError("--link, --pcie and --gpu name the link of an nccl-tests output: they go with --from FILE")
         _run(
             op,
             cpu=cpu,
             world_size=world_size,
-            min_bytes=min_bytes,
+            min_bytes=min_bytes if min_bytes is not None else "8",
             max_bytes=max_bytes,
             repeats=repeats,
-            warmup=warmup,
-            timeout=timeout,
+            warmup=warmup if warmup is not None else 5,
+            timeout=timeout if timeout is not None else 300.0,
             as_json=as_json,
             html_file=html_file,
             markdown_file=markdown_file,
@@ -156,7 +192,7 @@ def _command(op: str) -> Callable[..., None]:
         )
 
     command.__name__ = op
-    command.__doc__ = DOCS[op]
+    command.__doc__ = DOCS[op] + " With --from FILE: read nccl-tests' output of it instead (nothing run)."
     return command
 
 

@@ -6,6 +6,7 @@ print its document through rigcheck.report.bench (:func:`finish`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -14,6 +15,7 @@ import typer
 from rigcheck.cli.common import emit, interrupted_by, load_snapshot, note, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.cli.nogpu import NO_GPU_BENCH, refuse
+from rigcheck.errors import InputError, UsageError
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
@@ -46,8 +48,18 @@ def machine(*, cpu: bool) -> Snapshot:
 
 
 def run_failed(doc: BenchDoc) -> bool:
-    """A run failed when it is partial, errored, or any row says its data was wrong."""
-    return doc.partial or doc.error is not None or any(getattr(r, "correct", True) is False for r in doc.results)
+    """A run failed when it is partial, errored, or any row says its data was wrong; an imported output (--from)
+    also when its tool counted wrong values (nccl-tests' out-of-bounds footer) or its band's verdict is fail."""
+    source, judgement = getattr(doc, "source", None), getattr(doc, "judgement", None)
+    # p2p, membw, hostlink --from: a list of figures judged, each with its verdict
+    judged = judgement if isinstance(judgement, list) else [judgement] if judgement is not None else []
+    imported = (source is not None and (source.out_of_bounds or 0) > 0) or any(j.verdict == "fail" for j in judged)
+    return (
+        imported
+        or doc.partial
+        or doc.error is not None
+        or any(getattr(r, "correct", True) is False for r in doc.results)
+    )
 
 
 def finish(
@@ -76,3 +88,33 @@ def finish(
     if signum is not None:
         raise typer.Exit(exit_code_for_signal(signum))
     raise typer.Exit(EXIT_PROBLEMS if run_failed(doc) or warned else EXIT_OK)
+
+
+def refuse_given(given: Sequence[str]) -> None:
+    """A live-run option beside --from: one usage line naming them."""
+    if given:
+        raise UsageError(f"{', '.join(given)} only apply to a run; with --from nothing is run (drop them)")
+
+
+def described_machine(parts: list[tuple[str, str]]) -> Snapshot | None:
+    """The machine files given beside a reference tool's output (`bench … --from`) as one snapshot (None: none
+    given); what the merge noticed is one stderr line each."""
+    if not parts:
+        return None
+    from rigcheck.probe.from_file import load_text
+
+    if len(parts) == 1:
+        path, text = parts[0]
+        if not text.strip():
+            raise InputError(
+                "empty file: expected a machine description (nvidia-smi -q, topo -m, a snapshot)", path=path
+            )
+        return load_text(text, path)
+    from rigcheck.probe.merge import Part, merge_snapshots
+    from rigcheck.probe.merge_fields import MERGE_SOURCE
+
+    snap = merge_snapshots([Part(path, load_text(text, path) if text.strip() else None) for path, text in parts])
+    for diagnostic in snap.diagnostics:
+        if diagnostic.source == MERGE_SOURCE:
+            note(diagnostic.message)
+    return snap

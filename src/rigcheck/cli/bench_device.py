@@ -14,7 +14,10 @@ import typer
 
 from rigcheck.cli.bench_collectives import parse_size
 from rigcheck.cli.bench_common import CpuOption, JsonOut, TimeoutOption, finish, machine
-from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
+from rigcheck.cli.bench_reference import FromOption, GpuModelOption, imported_document, refuse_live_options
+from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
+from rigcheck.cli.progress import progress_line
+from rigcheck.errors import UsageError
 
 DtypeOption = Annotated[
     list[str] | None,
@@ -35,7 +38,12 @@ WarmupOpt = Annotated[int | None, typer.Option("--warmup", min=0, max=10000, hel
 DevicesOption = Annotated[
     int, typer.Option("--world-size", "-n", min=1, max=512, help="Devices measured at once, one worker each.")
 ]
-GpuOption = Annotated[list[int] | None, typer.Option("--gpu", "-g", help="GPU index (default: every GPU); repeatable.")]
+GpuOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gpu", "-g", help='GPU index (default: every GPU); repeatable. With --from: the GPU model ("H100 SXM5").'
+    ),
+]
 NumaOption = Annotated[bool, typer.Option("--numa/--no-numa", help="Also measure bound to the GPU's NUMA-local CPUs.")]
 
 
@@ -56,71 +64,93 @@ def matmul(
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
 
     shapes = [parse_shape(s) for s in shape] if shape else None
-    doc = run_matmul(
-        dtypes=dtype or ["bf16"],
-        cpu=cpu,
-        quick=quick,
-        shapes=shapes,
-        warmup=warmup,
-        repeats=repeats,
-        world_size=world_size,
-        timeout_s=timeout,
-        snapshot=machine(cpu=cpu),
-        on_progress=note,
-    )
+    with progress_line() as progress:
+        doc = run_matmul(
+            dtypes=dtype or ["bf16"],
+            cpu=cpu,
+            quick=quick,
+            shapes=shapes,
+            warmup=warmup,
+            repeats=repeats,
+            world_size=world_size,
+            timeout_s=timeout,
+            snapshot=machine(cpu=cpu),
+            on_progress=progress,
+        )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 def membw(
+    ctx: typer.Context,
     cpu: CpuOption = False,
     size: SizeListOption = None,
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     world_size: DevicesOption = 1,
     timeout: TimeoutOption = 600.0,
+    from_files: FromOption = None,
+    gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
-    """Device-local copy bandwidth (bytes copied once, as nvbandwidth; and read+write), beside the datasheet."""
+    """Device-local copy bandwidth (bytes copied once, as nvbandwidth; and read+write), beside the datasheet;
+    --from reads nvbandwidth's device_local_copy instead."""
+    if from_files:
+        refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "timeout")
+        doc = imported_document("membw", from_files, gpu=gpu_model)
+        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    if gpu_model is not None:
+        raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
     from rigcheck.bench.device.membw import run_membw
 
     sizes = [parse_size(s, "--size") for s in size] if size else None
-    doc = run_membw(
-        cpu=cpu,
-        sizes=sizes,
-        warmup=warmup,
-        repeats=repeats,
-        world_size=world_size,
-        timeout_s=timeout,
-        snapshot=machine(cpu=cpu),
-        on_progress=note,
-    )
+    with progress_line() as progress:
+        doc = run_membw(
+            cpu=cpu,
+            sizes=sizes,
+            warmup=warmup,
+            repeats=repeats,
+            world_size=world_size,
+            timeout_s=timeout,
+            snapshot=machine(cpu=cpu),
+            on_progress=progress,
+        )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
 def hostlink(
+    ctx: typer.Context,
     gpu: GpuOption = None,
     size: SizeOption = None,
     numa: NumaOption = True,
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
+    from_files: FromOption = None,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
-    """Host→GPU and GPU→host copy bandwidth per GPU, pinned and pageable, NUMA-bound and not, beside PCIe."""
+    """Host→GPU and GPU→host copy bandwidth per GPU, pinned and pageable, NUMA-bound and not, beside PCIe;
+    --from reads nvbandwidth's host copies instead."""
+    if from_files:
+        refuse_live_options(ctx, "size", "numa", "repeats", "warmup")
+        if gpu is not None and (len(gpu) > 1 or gpu[0].isdigit()):
+            raise UsageError("--gpu with --from names one GPU model (a catalog name such as 'H100 SXM5'), not an index")
+        doc = imported_document("hostlink", from_files, gpu=gpu[0] if gpu else None)
+        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
 
-    doc = run_hostlink(
-        gpus=gpu,
-        size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
-        numa=numa,
-        repeats=repeats if repeats is not None else 5,
-        warmup=warmup if warmup is not None else 1,
-        snapshot=machine(cpu=False),
-        on_progress=note,
-    )
+    with progress_line() as progress:
+        doc = run_hostlink(
+            gpus=_indices(gpu),
+            size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
+            numa=numa,
+            repeats=repeats if repeats is not None else 5,
+            warmup=warmup if warmup is not None else 1,
+            snapshot=machine(cpu=False),
+            on_progress=progress,
+        )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
@@ -134,25 +164,36 @@ ComparePairsOption = Annotated[
 
 
 def p2p(
+    ctx: typer.Context,
     size: SizeOption = None,
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     compare_p2p: ComparePairsOption = False,
+    from_files: FromOption = None,
+    gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
-    """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host."""
+    """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host;
+    --from reads nvbandwidth's device_to_device testcases or p2pBandwidthLatencyTest instead."""
+    if from_files:
+        refuse_live_options(ctx, "size", "repeats", "warmup", "compare_p2p")
+        doc = imported_document("p2p", from_files, gpu=gpu_model)
+        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    if gpu_model is not None:
+        raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
     from rigcheck.bench.device.p2p import DEFAULT_SIZE, run_p2p
 
-    doc = run_p2p(
-        size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
-        repeats=repeats if repeats is not None else 5,
-        warmup=warmup if warmup is not None else 1,
-        compare=compare_p2p,
-        snapshot=machine(cpu=False),
-        on_progress=note,
-    )
+    with progress_line() as progress:
+        doc = run_p2p(
+            size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
+            repeats=repeats if repeats is not None else 5,
+            warmup=warmup if warmup is not None else 1,
+            compare=compare_p2p,
+            snapshot=machine(cpu=False),
+            on_progress=progress,
+        )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 
@@ -193,16 +234,27 @@ def nvme(
 
     size_bytes = parse_size(size, "--size") if size else DEFAULT_SIZE
     check_directory(path, size_bytes)  # refused in one line before anything is probed or written
-    doc = run_nvme(
-        path,
-        storage=storage_of(path, st_dev=os.stat(path).st_dev),
-        size_bytes=size_bytes,
-        block_sizes=[parse_size(b, "--block-size") for b in block_size] if block_size else DEFAULT_BLOCK_SIZES,
-        queue_depth=queue_depth,
-        repeats=repeats if repeats is not None else DEFAULT_REPEATS,
-        on_progress=note,
-    )
+    with progress_line() as progress:
+        doc = run_nvme(
+            path,
+            storage=storage_of(path, st_dev=os.stat(path).st_dev),
+            size_bytes=size_bytes,
+            block_sizes=[parse_size(b, "--block-size") for b in block_size] if block_size else DEFAULT_BLOCK_SIZES,
+            queue_depth=queue_depth,
+            repeats=repeats if repeats is not None else DEFAULT_REPEATS,
+            on_progress=progress,
+        )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+
+
+def _indices(gpus: list[str] | None) -> list[int] | None:
+    """--gpu of a run: GPU indices (a model name belongs with --from)."""
+    if gpus is None:
+        return None
+    try:
+        return [int(g) for g in gpus]
+    except ValueError:
+        raise UsageError(f"--gpu takes GPU indices on a run (a model name goes with --from), not {gpus!r}") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from rigcheck.cli.bench_common import CpuOption, JsonOut, TimeoutOption, WorldSizeOption, finish, machine
 from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
+from rigcheck.cli.progress import progress_line
 from rigcheck.errors import RigcheckError
 
 if TYPE_CHECKING:
@@ -73,21 +74,22 @@ def train(
         def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[TrainDocument, str]:
             if compare_p2p:
                 note(f"train: run with {'NCCL_P2P_DISABLE=1' if env else 'P2P allowed'}")
-            return run_train(
-                cpu=cpu,
-                world_size=world_size,
-                steps=steps,
-                batch_size=batch_size,
-                seq_len=seq_len,
-                bf16=bf16,
-                tiny=tiny,
-                text_path=text,
-                timeout_s=timeout,
-                snapshot=snapshot,
-                env=env,
-                nccl_debug=nccl_debug,
-                on_progress=note,
-            )
+            with progress_line() as progress:
+                return run_train(
+                    cpu=cpu,
+                    world_size=world_size,
+                    steps=steps,
+                    batch_size=batch_size,
+                    seq_len=seq_len,
+                    bf16=bf16,
+                    tiny=tiny,
+                    text_path=text,
+                    timeout_s=timeout,
+                    snapshot=snapshot,
+                    env=env,
+                    nccl_debug=nccl_debug,
+                    on_progress=progress,
+                )
 
         doc: BenchDoc
         if compare_p2p:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, write_pages
+from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, parse_gpus, write_pages
 from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
+from rigcheck.cli.progress import progress_line
 from rigcheck.errors import BenchError
 from rigcheck.report.render import Format
 
@@ -75,6 +76,7 @@ def burn(
         return
     # Here, not at the top: `--analyze` needs none of the live poller's machinery (start-up time, issue #13).
     from rigcheck.bench.burn import DTYPES, run_burn
+    from rigcheck.bench.progress import PROGRESS_TICK_S
     from rigcheck.cli import monitor_cmd
     from rigcheck.monitor.sampler import TraceFile
 
@@ -82,19 +84,21 @@ def burn(
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
 
     target = monitor_cmd.trace_target(csv, jsonl)
-    poller = monitor_cmd.open_poller(monitor_cmd.parse_gpus(gpus_text))
+    poller = monitor_cmd.open_poller(parse_gpus(gpus_text))
     sink: TraceFile | None = None
     try:
         sink = TraceFile(target[0], target[1]) if target is not None else None
-        run = run_burn(
-            poller,
-            minutes=minutes,
-            dtype=dtype,
-            sink=sink,
-            interval_s=interval,
-            on_progress=note,
-            uuids=dict(poller.uuids),
-        )
+        with progress_line() as progress:
+            run = run_burn(
+                poller,
+                minutes=minutes,
+                dtype=dtype,
+                sink=sink,
+                interval_s=interval,
+                on_progress=progress,
+                progress_every_s=PROGRESS_TICK_S,  # the CLI shows one at most every 1.5 s: a line within 2 s
+                uuids=dict(poller.uuids),
+            )
     except BenchError as exc:
         note(f"no usable NVIDIA GPU: {exc}")
         raise typer.Exit(EXIT_PROBLEMS) from None

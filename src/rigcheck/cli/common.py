@@ -37,6 +37,14 @@ FromOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of the report.")]
+GpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="Only these GPUs, e.g. 0,1 (live or --from): pairs and topology among them only; host findings stay.",
+        show_default=False,
+    ),
+]
 HtmlFileOption = Annotated[
     Path | None,
     typer.Option(
@@ -63,18 +71,52 @@ def out_console() -> Console:
     return console
 
 
+# What to do before a note: a live progress line (cli/progress.py) erases itself, so the note starts its own line.
+before_note: list[Callable[[], None]] = []
+
+
 def note(message: str) -> None:
     """A human message on stderr, one unwrapped line (never mixed into JSON on stdout)."""
+    for clear in before_note:
+        clear()
     sys.stderr.write(f"rigcheck: {' '.join(message.split())}\n")
     sys.stderr.flush()
 
 
-def load_snapshot(source: list[Path] | None, *, announce_absent: bool = True) -> Snapshot:
-    """The snapshot to work on: the files given with --from (several are combined), else this machine probed live.
+def parse_gpus(text: str | None) -> list[int] | None:
+    """ "0,2" -> [0, 2]; None or "" -> None (every GPU): --gpus of every command."""
+    if not text:
+        return None
+    from rigcheck.errors import UsageError
+
+    try:
+        out = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--gpus takes GPU indices separated by commas (e.g. 0,1), not {text!r}") from None
+    if any(i < 0 for i in out) or len(set(out)) != len(out):
+        raise UsageError(f"--gpus: indices must be distinct and not negative: {text!r}")
+    return out
+
+
+def load_snapshot(source: list[Path] | None, *, announce_absent: bool = True, gpus: str | None = None) -> Snapshot:
+    """The snapshot to work on: the files given with --from (several are combined), else this machine probed live;
+    with ``gpus`` (--gpus "0,2"), narrowed to those GPUs (model/selection.py; one absent: UsageError).
 
     Live, with no GPU visible, one line on stderr says so (unless the caller says it itself). Combining files,
     each thing the merge noticed (a conflict, an empty file, one that adds nothing) is one line on stderr too.
     """
+    chosen = parse_gpus(gpus)  # a malformed --gpus is exit 2 before anything is read
+    snap = _load_snapshot(source, announce_absent=announce_absent)
+    if chosen is None:
+        return snap
+    from rigcheck.model.selection import gpu_indices, select_gpus
+
+    if not gpu_indices(snap):  # no GPU at all: the no-GPU rule (cli/nogpu.py) or the command's own error decides
+        return snap
+    return select_gpus(snap, chosen)
+
+
+def _load_snapshot(source: list[Path] | None, *, announce_absent: bool) -> Snapshot:
     if source:
         from rigcheck.probe.from_file import load_files
 
@@ -111,8 +153,23 @@ def read_site_config(path: Path) -> SiteConfig:
 def print_json(data: Any) -> None:
     from rigcheck.report.render import dumps
 
-    sys.stdout.write(dumps(data))
+    sys.stdout.write(json_for_stdout(dumps(data)))
     sys.stdout.flush()
+
+
+def is_utf(encoding: str | None) -> bool:
+    """Whether a stream's encoding holds every character (UTF-8/16/32); None counts as UTF-8."""
+    return (encoding or "utf-8").lower().replace("-", "").replace("_", "").startswith("utf")
+
+
+def json_for_stdout(text: str) -> str:
+    """JSON text as stdout can take it: on a stdout that is not UTF (latin-1, --ascii) the characters it lacks
+    become JSON escapes (cli/ascii_out.py), so the document stays exact and valid."""
+    if is_utf(sys.stdout.encoding):
+        return text
+    from rigcheck.cli.ascii_out import json_for
+
+    return json_for(text, sys.stdout.encoding)
 
 
 P = ParamSpec("P")
@@ -174,6 +231,8 @@ def emit(doc: Document, fmt: Format | None = None) -> None:
 
     rendered = render(doc, fmt or Format.TERMINAL)
     if isinstance(rendered, str):
+        if fmt is Format.JSON:
+            rendered = json_for_stdout(rendered)
         sys.stdout.write(rendered)
         sys.stdout.flush()
     else:

@@ -10,6 +10,7 @@ import typer
 from rigcheck.checks import run_checks
 from rigcheck.cli.common import (
     FromOption,
+    GpusOption,
     HtmlFileOption,
     JsonOption,
     MarkdownFileOption,
@@ -35,6 +36,14 @@ def doctor(
     matrix: Annotated[
         bool, typer.Option("--matrix", help="Show the full GPU matrix above 16 GPUs (else a summary).")
     ] = False,
+    all_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--show-unknown",
+            help="List every unknown finding. From saved outputs, those that only say the input lacks some data "
+            "are otherwise folded into one line per missing source (the JSON always lists them all).",
+        ),
+    ] = False,
     since: Annotated[
         str,
         typer.Option(
@@ -51,6 +60,7 @@ def doctor(
             "count-in-window limits for application codes ([xid.limits]); see docs/commands.md.",
         ),
     ] = None,
+    gpus_text: GpusOption = None,
 ) -> None:
     """Inspect the rig — power, cooling, topology, PCIe, P2P, health, software — and say what is wrong.
 
@@ -62,13 +72,15 @@ def doctor(
 
     cutoff = parse_since(since, datetime.now())  # a bad --since is exit 2 before anything is read
     site = read_site_config(config) if config is not None else None  # so is a bad site file
-    snap = load_snapshot(source)
+    snap = load_snapshot(source, gpus=gpus_text)
     apply_since(snap, cutoff, since)
     findings = run_checks(snap, config=site)
     doc = doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
-    write_pages(doc, html_file, markdown_file)
+    from rigcheck.report.doctor import show_unknown
     from rigcheck.report.topo import full_matrix
 
-    with full_matrix(matrix):
-        emit(doc, Format.JSON if as_json else fmt)
+    with show_unknown(all_unknown):
+        write_pages(doc, html_file, markdown_file)
+        with full_matrix(matrix):
+            emit(doc, Format.JSON if as_json else fmt)
     raise typer.Exit(doc.exit_code)

@@ -23,6 +23,7 @@ import typer
 
 from rigcheck.cli.common import HtmlFileOption, JsonOption, MarkdownFileOption, emit, note, write_pages
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_verdict
+from rigcheck.cli.progress import progress_line
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, h
 
         poller = open_poller(None)
     try:
-        with _outside_the_job():
+        with _outside_the_job(), progress_line(tty=False) as progress:
             return run_verify(
                 snapshot=snap,
                 findings=findings,
@@ -157,7 +158,7 @@ def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, h
                 cpu=cpu,
                 host=host,
                 burn_poller=poller,
-                on_progress=note,
+                on_progress=progress,
             )
     finally:
         if poller is not None:
@@ -175,15 +176,16 @@ def _live(*, cpu: bool, level: str, deadline_s: float, on_verdict: Callable[[Ver
 
         machine(cpu=False)  # no usable GPU here: the no-GPU rule's one line and exit 1, before any rendezvous
     budget = 0.0 if level == "none" else CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level]
-    return run_fleet(
-        env=env,
-        inspect=_inspector(cpu=cpu, level=level, host=socket.gethostname()),
-        cpu=cpu,
-        deadline_s=deadline_s,
-        inspect_s=budget + INSPECT_MARGIN_S,
-        on_progress=note if env.rank == 0 else None,
-        on_verdict=on_verdict,
-    )
+    with progress_line(tty=False) as progress:
+        return run_fleet(
+            env=env,
+            inspect=_inspector(cpu=cpu, level=level, host=socket.gethostname()),
+            cpu=cpu,
+            deadline_s=deadline_s,
+            inspect_s=budget + INSPECT_MARGIN_S,
+            on_progress=progress if env.rank == 0 else None,
+            on_verdict=on_verdict,
+        )
 
 
 def _finish(doc: FleetDocument, *, as_json: bool, html_file: Path | None, markdown_file: Path | None) -> None:

@@ -7,8 +7,10 @@ Ctrl-C (or ``--duration``) ends it cleanly: the sampler stops, the file is flush
 shut down; exit 0. SIGTERM ends it the same way, and exits 143. ``--json``: no view, the
 ``rigcheck.monitor/1`` summary at the end.
 
-With ``--prometheus`` the endpoint also serves the slow counters (each NVLink's error counters, Xid events in
-the kernel log since the start), read on scrape at most every few seconds: ``make_counters`` builds them.
+With ``--prometheus`` the endpoint (prometheus_client, dcgm-exporter's names and labels: rigcheck.monitor.prometheus)
+also serves the slow readings (each NVLink's error counters, Xid events in the kernel log since the start, the
+framebuffer, ECC, remapped rows and retired pages), read on scrape at most every few seconds: ``make_counters``
+builds them.
 
 Test seams: ``make_poller`` (module-level, monkeypatched by tests to poll a fake NVML), ``make_counters``
 and ``_pause``.
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import emit, interrupted_by, interruptible, note, out_console
+from rigcheck.cli.common import emit, interrupted_by, interruptible, note, out_console, parse_gpus
 from rigcheck.cli.exits import EXIT_TERMINATED
 from rigcheck.errors import ProbeError, UsageError
 from rigcheck.report.render import Format
@@ -47,33 +49,25 @@ def make_poller(gpus: list[int] | None = None) -> NvmlPoller:
 
 
 def make_counters(poller: NvmlPoller) -> Counters:
-    """The Prometheus endpoint's slow counters for ``poller``'s GPUs, each cached (read at most every few
+    """The Prometheus endpoint's slow readings for ``poller``'s GPUs, each cached (read at most every few
     seconds). The kernel log is read once now: the Xid lines already there are not counted."""
-    from rigcheck.monitor.prometheus import CachedCounter, Counters
+    from rigcheck.monitor.prometheus import Counters, cached_memory, cached_rows
     from rigcheck.probe.kernel_log import XidCounter
     from rigcheck.probe.nvml.counters import NvlinkErrorReader
+    from rigcheck.probe.nvml.memory_health import MemoryHealthReader
 
     nvlinks = NvlinkErrorReader.for_poller(poller)
-    xids = XidCounter(nvlinks.bus_ids)
+    xids = XidCounter(poller.bus_ids)
     xids.start()
-    return Counters(nvlink_errors=CachedCounter(nvlinks), xid_events=CachedCounter(xids))
+    return Counters(
+        nvlink_errors=cached_rows(nvlinks),
+        xid_events=cached_rows(xids),
+        memory=cached_memory(MemoryHealthReader.for_poller(poller)),
+    )
 
 
 def _pause(seconds: float) -> None:
     time.sleep(seconds)
-
-
-def parse_gpus(text: str | None) -> list[int] | None:
-    """ "0,2" -> [0, 2]; None or "" -> None (every GPU)."""
-    if not text:
-        return None
-    try:
-        out = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UsageError(f"--gpus takes GPU indices separated by commas (e.g. 0,1), not {text!r}") from None
-    if any(i < 0 for i in out) or len(set(out)) != len(out):
-        raise UsageError(f"--gpus: indices must be distinct and not negative: {text!r}")
-    return out
 
 
 def trace_target(csv: Path | None, jsonl: Path | None) -> tuple[Path, TraceFormat] | None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from rigcheck.cli.common import FromOption, JsonOption, interruptible
+from rigcheck.cli.common import FromOption, GpusOption, JsonOption, interruptible
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
 from rigcheck.cli.state import power_state, thermal_state
 
@@ -36,13 +36,19 @@ power_app = typer.Typer(
 @power_app.callback(invoke_without_command=True)
 @interruptible
 def power(
-    ctx: typer.Context, source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False
+    ctx: typer.Context,
+    source: FromOption = None,
+    as_json: JsonOption = False,
+    strict: StrictOption = False,
+    gpus_text: GpusOption = None,
 ) -> None:
     """Power draw and limits (default, enforced, min, max) per GPU, and power-related findings."""
     if ctx.invoked_subcommand is None:
-        power_state(source, as_json, strict)
+        power_state(source, as_json, strict, gpus_text)
 
 
-def thermal(source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False) -> None:
+def thermal(
+    source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False, gpus_text: GpusOption = None
+) -> None:
     """Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands."""
-    thermal_state(source, as_json, strict)
+    thermal_state(source, as_json, strict, gpus_text)

@@ -20,6 +20,15 @@ def power_plan(
     cpu_watts: Annotated[
         float | None, typer.Option("--cpu-watts", help="CPU power (default: a stated assumption).", min=0)
     ] = None,
+    power_limit: Annotated[
+        float | None,
+        typer.Option(
+            "--power-limit",
+            help="The limit the cards run at (nvidia-smi -pl), in watts: the PSU is sized for it, the cables for the "
+            "board. At most the board power.",
+            min=1,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Plan the PSU and the independent PCIe power cables for COUNT cards of one model.
@@ -28,6 +37,6 @@ def power_plan(
     """
     from rigcheck.plan.power import plan_power
 
-    plan = plan_power(gpu, count, psu_watts=psu_watts, cpu_watts=cpu_watts)
+    plan = plan_power(gpu, count, psu_watts=psu_watts, cpu_watts=cpu_watts, power_limit_w=power_limit)
     emit(plan, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(EXIT_PROBLEMS if plan.psu_ok is False else EXIT_OK)

@@ -15,16 +15,16 @@ from rigcheck.model.state import power_document, thermal_document
 from rigcheck.report.render import Format
 
 
-def power_state(source: list[Path] | None, as_json: bool, strict: bool) -> None:
-    snap = load_snapshot(source)
+def power_state(source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None) -> None:
+    snap = load_snapshot(source, gpus=gpus)
     found = [f for f in run_checks(snap) if f.category == "power" or f.id in UNREADABLE_IDS]
     doc = power_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(doc.exit_code)
 
 
-def thermal_state(source: list[Path] | None, as_json: bool, strict: bool) -> None:
-    snap = load_snapshot(source)
+def thermal_state(source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None) -> None:
+    snap = load_snapshot(source, gpus=gpus)
     found = [f for f in run_checks(snap) if f.category == "thermal" or f.id in UNREADABLE_IDS]
     doc = thermal_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)

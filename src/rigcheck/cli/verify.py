@@ -20,11 +20,11 @@ from rigcheck.cli.common import (
     MarkdownFileOption,
     emit,
     interrupted_by,
-    note,
     read_site_config,
     write_pages,
 )
 from rigcheck.cli.exits import exit_code_for_signal, exit_code_for_verdict
+from rigcheck.cli.progress import progress_line
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def verify(
     if explain:
         _explain(gpu_names, site, config, as_json)
         return
-    from rigcheck.cli.monitor_cmd import parse_gpus
+    from rigcheck.cli.common import parse_gpus
     from rigcheck.probe.saved import load_baseline
 
     chosen = parse_gpus(gpus_text)
@@ -154,21 +154,22 @@ def _live(
 
         poller = open_poller(gpus)
     try:
-        return run_verify(
-            snapshot=snap,
-            findings=findings,
-            level="full" if level == "full" else "quick",
-            cpu=cpu,
-            gpus=gpus,
-            budget_s=budget,
-            site=site,
-            baseline=baseline,
-            baseline_name=names[0],
-            site_name=names[1],
-            host=socket.gethostname(),
-            burn_poller=poller,
-            on_progress=note,
-        )
+        with progress_line() as progress:
+            return run_verify(
+                snapshot=snap,
+                findings=findings,
+                level="full" if level == "full" else "quick",
+                cpu=cpu,
+                gpus=gpus,
+                budget_s=budget,
+                site=site,
+                baseline=baseline,
+                baseline_name=names[0],
+                site_name=names[1],
+                host=socket.gethostname(),
+                burn_poller=poller,
+                on_progress=progress,
+            )
     finally:
         if poller is not None:
             poller.close()

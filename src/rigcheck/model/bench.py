@@ -19,6 +19,8 @@ from typing import Annotated, Any, ClassVar, Final, Literal, TypedDict
 
 from pydantic import ConfigDict, Field, RootModel, WithJsonSchema, model_validator
 
+from rigcheck.model import bench_source
+from rigcheck.model.bench_judgement import FigureJudgement
 from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, reason_rules
 
 BENCH_SCHEMA: Final = "rigcheck.bench/1"
@@ -184,6 +186,20 @@ class CollectiveRow(BenchRow):
     busbw_gbps: float
     correct: bool
     note: str | None = absent_unless_set("why this size's figure needs a caveat")
+    # Read from nccl-tests output (`--from`), absent from a rigcheck run: the cells nccl-tests prints beside.
+    count: Count | None = absent_unless_set("nccl-tests: elements per rank (its count column)")
+    dtype: str | None = absent_unless_set("nccl-tests: its type column (float, half, bfloat16...)")
+    redop: str | None = absent_unless_set("nccl-tests: its redop column (sum, none...)")
+    root: int | None = absent_unless_set("nccl-tests: its root column (-1: no root)")
+    wrong: Count | None = absent_unless_set("nccl-tests: out-of-place #wrong; absent with -c 0 (N/A)")
+    max_error: float | None = absent_unless_set("nccl-tests before 2.0: the out-of-place error column")
+    in_place_time_us: float | None = absent_unless_set("nccl-tests: the in-place time (mean of its iterations)")
+    in_place_algbw_gbps: float | None = absent_unless_set("nccl-tests: the in-place algbw")
+    in_place_busbw_gbps: float | None = absent_unless_set("nccl-tests: the in-place busbw")
+    in_place_wrong: Count | None = absent_unless_set("nccl-tests: in-place #wrong")
+    in_place_max_error: float | None = absent_unless_set("nccl-tests before 2.0: the in-place error column")
+    ceiling_gbps: Number | None = absent_unless_set("the link's rate per direction, what busbw is compared with")
+    fraction_of_ceiling: float | None = absent_unless_set("busbw / ceiling_gbps")
 
 
 class MatmulRow(BenchRow):
@@ -219,9 +235,10 @@ class MembwRow(BenchRow):
     rank: Count
     gpu: int | None = Field(description="CUDA device index; null on a CPU")
     device_name: str
-    size_bytes: Count
-    iters: int = Field(ge=1)
-    time_us_median: float
+    # null (reason not_in_source) only in a row read from nvbandwidth's output, which does not print them
+    size_bytes: Count | None
+    iters: int | None = Field(ge=1)
+    time_us_median: float | None
     correct: bool
     copy_gbps: float = Field(description="bytes copied once / time")
     read_write_gbps: float = Field(description="2 × copy: the read and the write the memory sees")
@@ -248,9 +265,10 @@ class HostlinkRow(BenchRow):
     local_cpus: str | None
     local_cpus_source: str
     numa_node: int | None
-    size_bytes: Count
-    iters: int = Field(ge=1)
-    time_us_median: float
+    # null (reason not_in_source) only in a row read from nvbandwidth's output, which does not print them
+    size_bytes: Count | None
+    iters: int | None = Field(ge=1)
+    time_us_median: float | None
     pcie_link: str | None = Field(description='"Gen5 x16": the link the theoretical rate is of')
     pcie_theoretical_gbps: float | None
     correct: bool
@@ -262,15 +280,21 @@ class HostlinkRow(BenchRow):
 class P2PRow(BenchRow):
     """One ordered GPU pair in one mode (peer access, or staged through host memory).
 
-    Its nulls carry no reasons (no ``missing`` map, as printed since the first version): an unknown link or
-    NVML status, no bidirectional or latency samples, no theoretical figure for the link.
+    Its nulls carry no reasons (as printed since the first version): an unknown link or NVML status, no
+    bidirectional or latency samples, no theoretical figure for the link. Only ``size_bytes``, null in a row read
+    from another tool's output that does not print it, has its reason in ``missing``.
     """
+
+    NOT_A_READING: ClassVar[frozenset[str]] = frozenset(
+        {"peer_access", "link", "nvlinks", "nvml_p2p_read", "nvml_p2p_write", "bidirectional_gbps", "latency_us"}
+        | {"theoretical_gbps", "theoretical_source", "fraction_of_theoretical"}
+    )
 
     src: Count
     dst: Count
     mode: Literal["peer", "staged"]
     peer_access: bool | None
-    size_bytes: Count
+    size_bytes: Count | None
     link: str | None = Field(description="the pair's topo code: NV4, PIX, SYS...")
     nvlinks: int | None
     nvml_p2p_read: str | None
@@ -282,6 +306,7 @@ class P2PRow(BenchRow):
     theoretical_gbps: Number | None
     theoretical_source: str | None
     fraction_of_theoretical: float | None
+    missing: dict[str, Reason] = absent_unless_set("field -> why it is null (size_bytes only)", empty={})
 
 
 class TrainRow(BenchRow):
@@ -316,14 +341,14 @@ class TrainRow(BenchRow):
 
 
 class NvmeRow(BenchRow):
-    """One direction, I/O mode and block size of `bench nvme`; ``nvme_read`` / ``nvme_write`` repeat the best
-    direct row of the sweep under the names a plan reads (``summary``)."""
+    """One direction, I/O mode and block size of `bench nvme`; ``nvme_read`` / ``nvme_write`` repeat the dd-like
+    direct row (1 MiB, one request at a time, the write into a new file) under the names a plan reads."""
 
     NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"pcie_link"})
 
     direction: Literal["read", "write"]
     mode: Literal["direct", "buffered"] = Field(description="direct: O_DIRECT, the page cache bypassed")
-    summary: bool = Field(description="nvme_read / nvme_write: the best direct figure of the sweep, repeated")
+    summary: bool = Field(description="nvme_read / nvme_write: the dd-like direct row (1 MiB, one request), repeated")
     block_size_bytes: Count = Field(description="bytes per request")
     queue_depth: int = Field(ge=1, description="requests in flight (one thread each)")
     file_bytes: Count = Field(description="bytes written or read per timed pass")
@@ -378,6 +403,14 @@ class MatmulBest(Plain):
 # --- the documents -------------------------------------------------------------------------------------------
 
 
+# An imported document's parts (rigcheck.model.bench_source), named here beside the documents that carry them.
+ImportedTool = bench_source.ImportedTool
+ImportedDevice = bench_source.ImportedDevice
+ImportedSource = bench_source.ImportedSource
+Ceiling = bench_source.Ceiling
+CollectiveJudgement = bench_source.CollectiveJudgement
+
+
 class BenchDocumentBase(Document):
     """The keys every bench document starts with; each benchmark narrows ``benchmark`` and ``results``."""
 
@@ -402,6 +435,9 @@ class CollectiveDocument(BenchDocumentBase):
     sizes: list[Count] = Field(description="the buffer sizes measured, bytes")
     wall_s: float
     notes: list[str]
+    source: ImportedSource | None = absent_unless_set("read from another tool's output (--from); absent on a run")
+    ceiling: Ceiling | None = absent_unless_set("the link's rate, where the machine or --link names it")
+    judgement: CollectiveJudgement | None = absent_unless_set("all-reduce read with --from: the band's verdict")
 
 
 class MatmulDocument(BenchDocumentBase):
@@ -419,6 +455,8 @@ class MembwDocument(BenchDocumentBase):
     benchmark: Literal["membw"] = "membw"
     results: Sequence[MembwRow]
     notes: list[str]
+    source: ImportedSource | None = absent_unless_set("read from nvbandwidth's output (--from); absent on a run")
+    judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
 
 class HostlinkDocument(BenchDocumentBase):
@@ -427,6 +465,8 @@ class HostlinkDocument(BenchDocumentBase):
     benchmark: Literal["hostlink"] = "hostlink"
     results: Sequence[HostlinkRow]
     notes: list[str]
+    source: ImportedSource | None = absent_unless_set("read from nvbandwidth's output (--from); absent on a run")
+    judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
 
 class PairRow(Plain):
@@ -471,6 +511,8 @@ class P2PDocument(BenchDocumentBase):
     )
     comparison: PairsComparison | None = absent_unless_set("--compare-p2p only")
     warnings: list[str] | None = absent_unless_set("--compare-p2p only: the comparison's warnings")
+    source: ImportedSource | None = absent_unless_set("read from another tool's output (--from); absent on a run")
+    judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
 
 class TrainDocument(BenchDocumentBase):

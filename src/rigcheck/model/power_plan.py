@@ -2,7 +2,8 @@
 
 Built by :func:`rigcheck.plan.power.plan_power`, drawn by :mod:`rigcheck.report.power_plan`. Two kinds of key
 are there only sometimes, as the command has always printed them: ``psu_watts`` / ``psu_ok`` only with
---psu-watts, and a connector's ``watts_each_reason`` only beside a null ``watts_each``.
+--psu-watts, ``gpu.power_limit_w`` only with --power-limit, and a connector's ``watts_each_reason`` only beside a
+null ``watts_each``.
 """
 
 from __future__ import annotations
@@ -66,14 +67,25 @@ class GpuCables(Plain):
     connectors: list[ConnectorUse]
 
 
+def _limit_key(schema: dict[str, Any]) -> None:
+    _no_default(schema, "power_limit_w")
+
+
 class PlannedGpu(Plain):
-    """The card planned for, as rigcheck's catalog knows it."""
+    """The card planned for, as rigcheck's catalog knows it; ``power_limit_w`` only with --power-limit."""
+
+    model_config = ConfigDict(json_schema_extra=_limit_key)
 
     name: str
     count: int = Field(ge=1)
     board_power_w: int | float
     form_factor: FormFactor
     source: str
+    power_limit_w: Annotated[float | None, WithJsonSchema({"type": "number"})] = Field(
+        None,
+        exclude_if=_absent,
+        description="the limit the cards run at (--power-limit), planned as each GPU's draw; present only with it",
+    )
 
 
 class PowerPlan(Document):

@@ -500,6 +500,10 @@ class Snapshot(BaseModel):
     # Xid/SXid/AER/NVRM lines of the kernel log (model/kernel_log.py), in log order; left out when none.
     kernel_events: list[KernelEvent] = Field(default_factory=list, exclude_if=_no_events)
     kernel_log: KernelLogRead | None = Field(default=None, exclude_if=_is_none)
+    # `--gpus 0,2`: the GPU indices this snapshot was narrowed to (model/selection.py); left out when not narrowed.
+    gpu_selection: list[int] | None = Field(
+        default=None, exclude_if=_is_none, description="the GPU indices --gpus narrowed this snapshot to"
+    )
 
     def gpu(self, index: int) -> Gpu | None:
         return next((g for g in self.gpus if g.index == index), None)

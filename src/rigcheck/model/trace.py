@@ -4,14 +4,16 @@
   [{"index", "name", "temp_slowdown_c", ...}], "interval_s", "started_at"}``); every further line is one
   sample object with the fields of :class:`rigcheck.model.telemetry.Sample` (``reasons``: a list of names,
   or ``null`` when not read).
-- **CSV**: line 1 is ``# rigcheck.trace/1 {the same JSON header}``, line 2 the column names
-  :data:`CSV_COLUMNS` (``t_s,gpu,power_w,...``), then one sample per row. An empty cell is ``None``;
-  ``reasons`` holds names joined by ``|``, ``none`` for an empty list; ``lost`` is ``1`` or empty.
+- **CSV**: a plain CSV that any reader takes as it is: line 1 the column names :data:`CSV_COLUMNS`
+  (``t_s,gpu,power_w,...``), then one sample per row. An empty cell is ``None``; ``reasons`` holds names joined
+  by ``|``, ``none`` for an empty list; ``lost`` is ``1`` or empty. The header (the same JSON object as JSONL's
+  line 1) is in the sidecar file ``FILE.meta.json`` (:func:`sidecar_path`). Traces written before the sidecar
+  have ``# rigcheck.trace/1 {the JSON header}`` as line 1 and the column names as line 2; they still read.
 
 The sampler writes through :func:`write_csv_header` / :func:`format_csv_row` (and the JSONL pair);
-rigcheck.probe.trace reads any trace file and hands rigcheck's own to :func:`read_rigcheck_csv` /
-:func:`read_rigcheck_jsonl`. A last line cut short (the writer crashed mid-line) is skipped with a diagnostic;
-anything else that does not parse is a :class:`ParseError` naming the file and line.
+rigcheck.probe.trace reads any trace file (and the sidecar, when there is one) and hands rigcheck's own to
+:func:`read_rigcheck_csv` / :func:`read_rigcheck_jsonl`. A last line cut short (the writer crashed mid-line) is
+skipped with a diagnostic; anything else that does not parse is a :class:`ParseError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, fields
+from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from pydantic import Field, TypeAdapter
 
-from rigcheck.errors import ParseError
+from rigcheck.errors import ParseError, UsageError
 from rigcheck.model.document import Document
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 
@@ -36,12 +39,13 @@ CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
 _FLOAT_FIELDS = frozenset(f.name for f in fields(Sample) if f.name not in {"t_s", "gpu", "reasons", "lost"})
 REASONS_SEPARATOR = "|"
 NO_REASONS = "none"
-CSV_COMMENT = "# "
+CSV_COMMENT = "# "  # line 1 of a CSV trace written before the sidecar
+SIDECAR_SUFFIX = ".meta.json"
 
 
 class TraceHeader(Document):
-    """Line 1 of a rigcheck JSONL trace, and the JSON after '# rigcheck.trace/1 ' on line 1 of a rigcheck CSV trace
-    (rigcheck.model.trace). The sample lines that follow are `$defs/sample`."""
+    """Line 1 of a rigcheck JSONL trace, and the whole of a rigcheck CSV trace's sidecar FILE.meta.json (older CSV
+    traces: the JSON after '# rigcheck.trace/1 ' on line 1). The sample lines that follow are `$defs/sample`."""
 
     schema_: Literal["rigcheck.trace/1"] = Field(TRACE_SCHEMA, alias="schema")
     gpus: list[TraceGpu]
@@ -77,12 +81,37 @@ def write_jsonl_header(
     out.write(_header_json(gpus, interval_s, started_at) + "\n")
 
 
+def sidecar_path(path: str | Path) -> Path:
+    """Where a CSV trace's header lives: ``trace.csv`` -> ``trace.csv.meta.json``."""
+    return Path(f"{path}{SIDECAR_SUFFIX}")
+
+
 def write_csv_header(
-    out: TextIO, gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None
+    out: TextIO,
+    gpus: Iterable[TraceGpu],
+    *,
+    interval_s: float | None,
+    started_at: str | None,
+    meta_path: str | Path | None = None,
 ) -> None:
-    """Lines 1 and 2 of a rigcheck CSV trace: the ``# rigcheck.trace/1 {...}`` comment and the column names."""
-    out.write(f"{CSV_COMMENT}{TRACE_SCHEMA} {_header_json(gpus, interval_s, started_at)}\n")
+    """Line 1 of a rigcheck CSV trace (the column names), and its header in the sidecar ``meta_path``: by default
+    beside the file ``out`` writes (:func:`sidecar_path` of its name); an ``out`` with no file name (a pipe, a
+    buffer) gets no sidecar unless ``meta_path`` names one."""
     out.write(",".join(CSV_COLUMNS) + "\n")
+    if meta_path is None:
+        name = getattr(out, "name", None)
+        if not _is_file_name(name):
+            return
+        meta_path = sidecar_path(str(name))
+    try:
+        Path(meta_path).write_text(_header_json(gpus, interval_s, started_at) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {meta_path}: {exc.strerror or exc}") from None
+
+
+def _is_file_name(name: object) -> bool:
+    """A file's name as open() keeps it: not a descriptor number nor a pseudo-name such as "<stdout>"."""
+    return isinstance(name, str) and bool(name) and not (name.startswith("<") and name.endswith(">"))
 
 
 def _cell(value: float | None) -> str:
@@ -250,23 +279,32 @@ def read_rigcheck_jsonl(lines: NumberedLines, path: str, trace: Trace) -> Iterat
     pending.finish(path, trace)
 
 
-def read_rigcheck_csv(lines: NumberedLines, path: str, trace: Trace) -> Iterator[Sample]:
-    """A rigcheck CSV trace, as :func:`read_rigcheck_jsonl`."""
+def is_rigcheck_csv_columns(line: str) -> bool:
+    """Whether a first line is the column row of a rigcheck CSV trace (``t_s,gpu,...``)."""
+    return split_csv_line(line)[:2] == ["t_s", "gpu"]
+
+
+def read_rigcheck_csv(
+    lines: NumberedLines, path: str, trace: Trace, *, meta: tuple[str, str] | None = None
+) -> Iterator[Sample]:
+    """A rigcheck CSV trace, as :func:`read_rigcheck_jsonl`. ``meta``: the sidecar's (path, text) where the caller
+    found one; a trace whose header is on its line 1 (the older layout) needs none."""
     first_no, first = next(lines)
-    body = first.strip()[len(CSV_COMMENT.strip()) :].strip()
-    if not body.startswith(TRACE_SCHEMA):
-        raise ParseError(f"expected '# {TRACE_SCHEMA} {{...}}' on the first line", path=path, line=first_no)
-    try:
-        header = json.loads(body[len(TRACE_SCHEMA) :].strip() or "{}")
-    except json.JSONDecodeError:
-        raise ParseError("the header comment does not hold valid JSON", path=path, line=first_no) from None
-    gpus, trace.interval_s, trace.started_at = _header_from_json(header, path, first_no)
-    trace.gpus.update(gpus)  # in place: whoever holds the header's GPUs (an aggregator) sees them
     trace.source = "rigcheck-csv"
-    second = next(lines, None)
-    if second is None:
-        raise ParseError("no column header row after the comment line", path=path)
-    cols_no, cols_line = second
+    if first.lstrip().startswith(CSV_COMMENT.strip()):
+        _header_from_comment(first, first_no, path, trace)
+        second = next(lines, None)
+        if second is None:
+            raise ParseError("no column header row after the comment line", path=path)
+        cols_no, cols_line = second
+    else:
+        cols_no, cols_line = first_no, first
+        if meta is not None:
+            _header_from_sidecar(*meta, trace)
+        else:
+            trace.diagnostics.append(
+                f"{path}: no sidecar {sidecar_path(path).name}: GPU names, thresholds and the interval are unknown"
+            )
     columns = [c.strip() for c in next(csv.reader([cols_line]))]
     missing = [c for c in ("t_s", "gpu") if c not in columns]
     if missing:
@@ -282,6 +320,27 @@ def read_rigcheck_csv(lines: NumberedLines, path: str, trace: Trace) -> Iterator
         except ValueError as exc:
             pending.hold(number, str(exc), f"bad sample: {exc}")
     pending.finish(path, trace)
+
+
+def _header_from_comment(first: str, number: int, path: str, trace: Trace) -> None:
+    body = first.strip()[len(CSV_COMMENT.strip()) :].strip()
+    if not body.startswith(TRACE_SCHEMA):
+        raise ParseError(f"expected '# {TRACE_SCHEMA} {{...}}' on the first line", path=path, line=number)
+    try:
+        header = json.loads(body[len(TRACE_SCHEMA) :].strip() or "{}")
+    except json.JSONDecodeError:
+        raise ParseError("the header comment does not hold valid JSON", path=path, line=number) from None
+    gpus, trace.interval_s, trace.started_at = _header_from_json(header, path, number)
+    trace.gpus.update(gpus)  # in place: whoever holds the header's GPUs (an aggregator) sees them
+
+
+def _header_from_sidecar(meta_path: str, text: str, trace: Trace) -> None:
+    try:
+        header = json.loads(text)
+    except json.JSONDecodeError:
+        raise ParseError(f"not JSON: expected the {TRACE_SCHEMA} header", path=meta_path, line=1) from None
+    gpus, trace.interval_s, trace.started_at = _header_from_json(header, meta_path, 1)
+    trace.gpus.update(gpus)
 
 
 def _float_cell(cell: str, name: str) -> float | None:

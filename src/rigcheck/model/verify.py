@@ -21,8 +21,16 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
+from rigcheck.model.bench import (
+    CollectiveDocument,
+    HostlinkDocument,
+    MatmulDocument,
+    MembwDocument,
+    P2PDocument,
+    absent_unless_set,
+)
 from rigcheck.model.burn import BurnResult
+from rigcheck.model.dcgm import DcgmDiag
 from rigcheck.model.document import Document, Plain
 from rigcheck.model.finding import Finding
 from rigcheck.model.snapshot import Snapshot
@@ -32,7 +40,7 @@ VERIFY_BANDS_SCHEMA: Final = "rigcheck.verify-bands/1"
 
 Verdict = Literal["pass", "fail", "incomplete"]
 Level = Literal["quick", "full"]
-Rule = Literal["band", "peers", "baseline", "result", "findings"]
+Rule = Literal["band", "peers", "baseline", "result", "findings", "dcgm"]
 RuleVerdict = Literal["pass", "fail", "not_judged"]
 StepStatus = Literal["done", "cut_short", "failed", "skipped"]
 
@@ -94,6 +102,15 @@ class VerifyStep(Plain):
     reason: str | None = Field(description="why it was cut short, failed or skipped; null when done")
 
 
+class DcgmSummary(Plain):
+    """The DCGM diagnostic judged beside rigcheck's own checks (`verify --from DIR` with a `dcgmi diag -j`)."""
+
+    file: str
+    version: str | None = Field(description="DCGM's version, when its output gives it")
+    driver: str | None = Field(description="the driver DCGM detected, when given")
+    tests: list[str] = Field(description="DCGM's tests in the file, as DCGM names them")
+
+
 class VerifyDocument(Document):
     """`rigcheck verify --json`."""
 
@@ -111,6 +128,7 @@ class VerifyDocument(Document):
     site_config: str | None = Field(description="the --config file whose bands replaced the catalogue's")
     drain_reason: str | None = Field(description="one line for `scontrol update … reason=`; null on pass")
     notes: list[str]
+    dcgm: DcgmSummary | None = absent_unless_set("the DCGM diagnostic judged (its checks are dcgm.<test>)")
 
 
 class Band(Plain):
@@ -155,6 +173,8 @@ class VerifyInputs:
     p2p: P2PDocument | None = None
     allreduce: CollectiveDocument | None = None
     burn: BurnResult | None = None
+    dcgm: DcgmDiag | None = None  # DCGM's own diagnostic (`dcgmi diag -j`), judged as dcgm.<test> checks
+    dcgm_file: str | None = None
     failed: dict[str, str] = field(default_factory=dict)
     cut_short: set[str] = field(default_factory=set)
     files: list[str] = field(default_factory=list)

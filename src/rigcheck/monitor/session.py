@@ -2,7 +2,7 @@
 until the watcher returns, then summarise it as a ``rigcheck.monitor/1`` document.
 
 The poller comes from the caller (the CLI makes the NVML one): monitor/ does not import the probe. The
-Prometheus endpoint (and with it http.server) is imported only when asked for.
+Prometheus endpoint (and with it prometheus_client and http.server) is imported only when asked for.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rigcheck.monitor.sampler import Poller, Sampler, TraceFile, TraceFormat
 from rigcheck.monitor.summary import GpuRunning, RunSummary
 
 if TYPE_CHECKING:
-    from rigcheck.monitor.prometheus import Counters, MetricsServer
+    from rigcheck.monitor.prometheus import Counters, ExporterSource, MetricsServer
 
 HISTORY = 40  # samples kept per GPU for the live view's sparklines
 # Polls the sampler's ring buffer keeps: the summary is aggregated as the samples arrive (monitor/summary.py) and
@@ -34,6 +34,12 @@ class MonitoredPoller(Poller, Protocol):
     def unavailable(self) -> dict[int, dict[str, str]]: ...
     @property
     def missing_functions(self) -> set[str]: ...
+    @property
+    def facts_unavailable(self) -> dict[int, dict[str, str]]: ...
+    @property
+    def uuids(self) -> dict[int, str]: ...
+    @property
+    def bus_ids(self) -> dict[int, str]: ...
 
 
 class History:
@@ -78,11 +84,9 @@ def run_monitor(
 
         sampler = Sampler(poller, interval_s, buffer_seconds=WINDOW_POLLS * interval_s, sink=sink, on_poll=on_poll)
         if prometheus is not None:
-            from rigcheck.monitor.prometheus import MetricsServer, exposition
+            from rigcheck.monitor.prometheus import MetricsServer, registry_for
 
-            server = MetricsServer(
-                lambda: exposition(sampler.latest(), poller.gpus, sampler.stats, counters), *prometheus
-            )
+            server = MetricsServer(registry_for(exporter_source(sampler, poller, counters)), *prometheus)
             server.start()
             say(f"Prometheus metrics at {server.url}")
         if sink is not None:
@@ -100,6 +104,27 @@ def run_monitor(
     if sink is not None:
         say(f"{sink.rows} samples written to {sink.path}")
     return monitor_result(sampler, poller, running, interrupted=interrupted)
+
+
+def exporter_source(sampler: Sampler, poller: MonitoredPoller, counters: Counters | None) -> ExporterSource:
+    """What the Prometheus collector reads of a running sampler and its poller (imports prometheus_client)."""
+    from rigcheck.monitor.prometheus import Counters, ExporterSource, GpuIdentity
+
+    def unavailable() -> dict[int, dict[str, str]]:
+        merged: dict[int, dict[str, str]] = {}
+        for per_gpu in (poller.facts_unavailable, poller.unavailable):
+            for index, fields in per_gpu.items():
+                merged.setdefault(index, {}).update(fields)
+        return merged
+
+    return ExporterSource(
+        latest=sampler.latest,
+        gpus=poller.gpus,
+        identities={i: GpuIdentity(poller.uuids.get(i, ""), poller.bus_ids.get(i, "")) for i in poller.gpus},
+        unavailable=unavailable,
+        stats=sampler.stats,
+        counters=counters if counters is not None else Counters(),
+    )
 
 
 def gpu_summary(samples: Iterable[Sample]) -> GpuSummary:

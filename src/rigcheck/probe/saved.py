@@ -7,7 +7,9 @@ Every ``*.json`` directly in the directory (not below it) is read, in name order
   document embeds;
 - ``rigcheck.bench/1`` — by ``benchmark``: matmul, membw, hostlink, p2p, allreduce; any other benchmark is
   ignored with a note;
-- ``rigcheck.burn/1`` — the burn.
+- ``rigcheck.burn/1`` — the burn;
+- a DCGM diagnostic (`dcgmi diag -r N -j`, no "schema" key: known by its top-level key) — judged as
+  ``dcgm.<test>`` checks (rigcheck.checks.verify_dcgm).
 
 Another rigcheck schema, or JSON of no rigcheck schema, is skipped with a note. What cannot be used stops the
 read with one line of InputError naming the file: not JSON, a rigcheck document that fails validation, two
@@ -35,10 +37,12 @@ from rigcheck.model.bench import (
     parse_bench,
 )
 from rigcheck.model.burn import BURN_SCHEMA, BurnResult
+from rigcheck.model.dcgm import DcgmDiag
 from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
 from rigcheck.model.io import snapshot_from_dict
 from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument, VerifyInputs
+from rigcheck.probe.dcgm_diag import is_dcgm_diag, parse_dcgm_diag
 from rigcheck.probe.files import input_limits, read_capped
 from rigcheck.probe.from_file import MAX_INPUT_BYTES
 
@@ -54,6 +58,7 @@ class _Found:
     doctor: tuple[Snapshot, str] | None = None
     bench: dict[str, tuple[BenchDocumentBase, str]] = field(default_factory=dict)
     burn: tuple[BurnResult, str] | None = None
+    dcgm: tuple[DcgmDiag, str] | None = None
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -104,6 +109,12 @@ def _once(held: tuple[Any, str] | None, what: str, path: Path) -> None:
 def _take(found: _Found, path: Path, data: object) -> None:
     """File one decoded document under what it measures."""
     schema = data.get("schema") if isinstance(data, dict) else None
+    if schema is None and is_dcgm_diag(data):
+        diag = parse_dcgm_diag(data, path=str(path))
+        _once(found.dcgm, "DCGM diagnostic", path)
+        found.dcgm = (diag, path.name)
+        found.files.append(path.name)
+        return
     if not isinstance(schema, str) or not schema.startswith("rigcheck."):
         found.notes.append(f"{path.name}: not a rigcheck document, skipped")
         return
@@ -165,6 +176,12 @@ def _snapshot(found: _Found, directory: Path, seen: int) -> Snapshot:
             return doc.snapshot
     if not seen:
         raise InputError("no rigcheck documents here (no *.json file)", path=str(directory))
+    if found.dcgm is not None:
+        raise InputError(
+            f"no snapshot: {found.dcgm[1]} is a DCGM diagnostic, which does not say which machine and GPUs it ran "
+            "on (save `rigcheck snapshot --json` beside it)",
+            path=str(directory),
+        )
     raise InputError(
         f"no snapshot: none of its {seen} JSON files is a rigcheck snapshot or doctor document, and no bench "
         "document embeds one (save `rigcheck snapshot --json` beside them)",
@@ -209,6 +226,8 @@ def load_saved(directory: Path) -> VerifyInputs:
         p2p=_bench(found, "p2p", P2PDocument),
         allreduce=_bench(found, "allreduce", CollectiveDocument),
         burn=found.burn[0] if found.burn is not None else None,
+        dcgm=found.dcgm[0] if found.dcgm is not None else None,
+        dcgm_file=found.dcgm[1] if found.dcgm is not None else None,
         files=found.files,
         notes=found.notes,
     )

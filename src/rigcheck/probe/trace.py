@@ -13,7 +13,9 @@ Formats (told apart by their first line):
   interleave, told apart by ``index`` (else ``uuid`` / ``pci.bus_id``). Columns rigcheck does not use
   are ignored, and named in the trace's diagnostics.
 - **rigcheck JSONL** and **rigcheck CSV** (``rigcheck.trace/1``): rigcheck's own file format, read and written
-  by rigcheck.model.trace.
+  by rigcheck.model.trace. A CSV trace (``t_s,gpu,...`` on line 1) has its header in the sidecar
+  ``FILE.meta.json``, read here when it is there; without it the samples still read (a diagnostic says what is
+  unknown). An older CSV trace, with its header on line 1 (``# rigcheck.trace/1 {...}``), needs none.
 
 A last line cut short (the writer crashed mid-line) is skipped with a diagnostic; anything else that
 does not parse is a :class:`ParseError` naming the file and line.
@@ -36,7 +38,15 @@ from typing import BinaryIO, cast
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
-from rigcheck.model.trace import CSV_COMMENT, PendingBadLine, read_rigcheck_csv, read_rigcheck_jsonl, split_csv_line
+from rigcheck.model.trace import (
+    CSV_COMMENT,
+    PendingBadLine,
+    is_rigcheck_csv_columns,
+    read_rigcheck_csv,
+    read_rigcheck_jsonl,
+    sidecar_path,
+    split_csv_line,
+)
 from rigcheck.probe.files import input_limits, line_blocks
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.values import (
@@ -91,6 +101,8 @@ class TraceStream:
             samples = read_rigcheck_csv(lines, self.path, self.header)
         elif head.startswith("{"):
             samples = read_rigcheck_jsonl(lines, self.path, self.header)
+        elif is_rigcheck_csv_columns(head):
+            samples = read_rigcheck_csv(lines, self.path, self.header, meta=read_sidecar(self.path))
         else:
             samples = _SmiCsvReader(self.path, self.header).read(lines)
         first_sample = next(samples, None)
@@ -98,6 +110,16 @@ class TraceStream:
             raise ParseError("no samples in the trace", path=self.path)
         yield first_sample
         yield from samples  # delegated in C: no Python frame of this generator per sample
+
+
+def read_sidecar(path: str) -> tuple[str, str] | None:
+    """A CSV trace's sidecar (its path and text) where there is one beside it (none for standard input)."""
+    if path == "-":
+        return None
+    meta = sidecar_path(path)
+    if not meta.is_file():
+        return None
+    return str(meta), read_text(str(meta), "the rigcheck.trace/1 header of a CSV trace (JSON)")
 
 
 def read_trace(path: str) -> Trace:

@@ -29,6 +29,8 @@ from rigcheck.model.bench import (
     SingleDocument,
     TrainCompareDocument,
 )
+from rigcheck.report import bench_reference as reference
+from rigcheck.report.bench_reference import imported
 from rigcheck.report.render import Renderers, json_text
 
 BenchDoc = SingleDocument | CompareDocument
@@ -200,18 +202,74 @@ COLLECTIVE_TITLES = {
 }
 
 
+def _collective_columns(doc: CollectiveDocument) -> tuple[Column, ...]:
+    """A run's columns; an imported nccl-tests output (--from) adds its printed count and type, the in-place
+    busbw and, where a link is named, its ceiling."""
+    rows = doc.results
+    if not any(r.count is not None for r in rows):
+        return COLLECTIVE_COLUMNS
+    dtypes = {r.dtype for r in rows if r.dtype}
+    count = Column("count", f"count ({dtypes.pop()})" if len(dtypes) == 1 else "count", _text)
+    cols = [COLLECTIVE_COLUMNS[0], count, *COLLECTIVE_COLUMNS[2:5]]
+    if any(r.in_place_busbw_gbps is not None for r in rows):
+        cols.append(Column("in_place_busbw_gbps", "in-place busbw (GB/s)", num(3)))
+    if doc.ceiling is not None:
+        cols += [Column("ceiling_gbps", "ceiling (GB/s)", num(2)), Column("fraction_of_ceiling", "of ceiling", _pct)]
+    return (*cols, COLLECTIVE_COLUMNS[-1])
+
+
+def collective_context(doc: CollectiveDocument) -> list[str]:
+    """The lines above an imported document's table: where it came from, its link's ceiling, the band's verdict."""
+    out = []
+    s = doc.source
+    if s is not None:
+        hosts = ", ".join(s.hosts[:4]) + (f" and {len(s.hosts) - 4} more" if len(s.hosts) > 4 else "")
+        version = f" (version {s.version})" if s.version else ""
+        ranks = f"{s.ranks} ranks" if s.ranks else "ranks not listed"
+        where = f" on {hosts}" if hosts else ""
+        out.append(f"read from {s.tool} output {s.file}{version}: {ranks}{where}; nothing run")
+    if doc.ceiling is not None:
+        c = doc.ceiling
+        out.append(f"ceiling {c.gbps:g} GB/s: {c.link} ({c.source})")
+    if doc.judgement is not None:
+        j = doc.judgement
+        out.append(f"verdict {j.verdict}: {j.reason}" + (f" ({j.source})" if j.source else ""))
+    return out
+
+
+def collective_summary(doc: CollectiveDocument) -> list[str]:
+    """nccl-tests' two closing lines for every collective report: the file's own footer for an imported output,
+    else rigcheck's figures (sizes whose data check failed; the mean busbw of the sizes measured)."""
+    s = doc.source
+    rows = doc.results
+    if s is not None and s.tool == "nccl-tests":
+        wrong, basis = s.out_of_bounds, "nccl-tests' footer"
+        avg = s.avg_busbw_gbps
+        if avg is None:  # no footer: nccl-tests' mean over every figure, out-of-place and in-place
+            figures = [f for r in rows for f in (r.busbw_gbps, r.in_place_busbw_gbps) if f is not None]
+            avg, basis = (sum(figures) / len(figures) if figures else None), "computed from the rows: no footer"
+    else:
+        wrong = sum(1 for r in rows if not r.correct)
+        avg = sum(r.busbw_gbps for r in rows) / len(rows) if rows else None
+        basis = f"rigcheck: the mean busbw of its {len(rows)} sizes; nccl-tests also averages its in-place runs"
+    oob = "not in the file" if wrong is None else f"{wrong} {'OK' if wrong == 0 else 'FAILED'}"
+    mean = "-" if avg is None else f"{avg:g} GB/s"
+    return [f"Out of bounds values: {oob}", f"Avg bus bandwidth: {mean} ({basis})"]
+
+
 def columns(doc: SingleDocument) -> tuple[Column, ...]:
     """The table layout of a document's rows."""
     if isinstance(doc, CollectiveDocument):
-        return COLLECTIVE_COLUMNS
+        return _collective_columns(doc)
     if isinstance(doc, MatmulDocument):
         return MATMUL_COLUMNS
+    testcase = (Column("name", "testcase", _text),) if imported(doc) is not None else ()  # nvbandwidth's names
     if isinstance(doc, MembwDocument):
-        return MEMBW_COLUMNS
+        return (*testcase, *MEMBW_COLUMNS)
     if isinstance(doc, HostlinkDocument):
-        return HOSTLINK_COLUMNS
+        return (*testcase, *HOSTLINK_COLUMNS)
     if isinstance(doc, P2PDocument):
-        return P2P_COLUMNS
+        return (*testcase, *P2P_COLUMNS)
     if isinstance(doc, NvmeDocument):
         return NVME_COLUMNS
     return TRAIN_COLUMNS
@@ -219,6 +277,9 @@ def columns(doc: SingleDocument) -> tuple[Column, ...]:
 
 def title(doc: SingleDocument) -> str:
     """The line above the table: what was measured, and how its figure is counted."""
+    if isinstance(doc, CollectiveDocument) and doc.source is not None:
+        kinds = sorted({f"{r.redop}, {r.dtype}" if r.redop else str(r.dtype) for r in doc.results})
+        return f"{COLLECTIVE_TITLES[doc.op].split(' (')[0]} ({'; '.join(kinds)}): {doc.source.tool}' figures as printed"
     if isinstance(doc, CollectiveDocument):
         return f"{COLLECTIVE_TITLES[doc.op]}, nccl-tests' algbw and busbw"
     if isinstance(doc, MatmulDocument):
@@ -379,7 +440,15 @@ def terminal(doc: BenchDoc) -> RenderableType:
         parts.append(Text(storage_line(doc)))
         if doc.direct_io_error:
             parts.append(Text(f"! {doc.direct_io_error}", style="bold yellow"))
+    if isinstance(doc, CollectiveDocument):
+        parts += [Text(line) for line in collective_context(doc)]
+    if (ref := imported(doc)) is not None:  # read from nvbandwidth / p2pBandwidthLatencyTest
+        parts += [Text(line) for line in reference.context_lines(ref)]
     parts.append(result_table(doc.results, columns(doc)))
+    if ref is not None:
+        parts += reference.terminal_parts(ref)
+    if isinstance(doc, CollectiveDocument):
+        parts += [Text(line, style="bold") for line in collective_summary(doc)]
     parts += [_dim(f"• {line}") for line in doc.notes]
     return Group(*parts)
 
@@ -388,7 +457,9 @@ def terminal(doc: BenchDoc) -> RenderableType:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    from rigcheck.report.common import md_cell
+
+    return md_cell(text)
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, left: Sequence[int] = ()) -> list[str]:
@@ -438,7 +509,14 @@ def markdown(doc: BenchDoc) -> str:
         out += [f"- speed-up = {_md(doc.comparison.speedup_formula)}", f"- {_md(doc.comparison.note)}"]
         out += [f"- **warning**: {_md(line)}" for line in doc.comparison.warnings]
         out += ["", "## Results", ""]
+    if isinstance(doc, CollectiveDocument):
+        out += [*[f"{_md(line)}  " for line in collective_context(doc)], ""] if collective_context(doc) else []
+    if (ref := imported(doc)) is not None:
+        out += [*[f"{_md(line)}  " for line in reference.context_lines(ref)], ""]
     out += _md_results(doc)
+    out += reference.markdown_lines(ref) if ref is not None else []
+    if isinstance(doc, CollectiveDocument):
+        out += [f"**{_md(line)}**  " for line in collective_summary(doc)] + [""]
     out += [f"- {_md(line)}" for line in doc.notes]
     return "\n".join(out).rstrip() + "\n"
 

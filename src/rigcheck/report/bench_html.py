@@ -329,11 +329,32 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
     return out
 
 
+def _collective_lines(document: BenchDoc) -> list[str]:
+    """A collective's source, ceiling and verdict, and nccl-tests' two summary lines (report/bench.py's)."""
+    from rigcheck.model.bench import CollectiveDocument
+    from rigcheck.report.bench import collective_context, collective_summary
+
+    if not isinstance(document, CollectiveDocument):
+        return []
+    lines = [*collective_context(document), *collective_summary(document)]
+    return [f'<p class="summary">{esc(line)}</p>' for line in lines]
+
+
+def _reference_lines(document: BenchDoc) -> list[str]:
+    """An imported nvbandwidth / p2pBandwidthLatencyTest output's source, verdicts and matrices."""
+    from rigcheck.report.bench_reference import html_parts, imported
+
+    ref = imported(document)
+    return html_parts(ref) if ref is not None else []
+
+
 def bench_html(document: BenchDoc) -> str:
     """A ``rigcheck.bench/1`` document as one page: chart, result table and the P2P comparison when present."""
     doc = document.to_json_dict()
     benchmark = str(doc.get("benchmark") or "benchmark")
     body = [f"<header><h1>rigcheck bench {esc(benchmark)}</h1></header>"]
+    body += _collective_lines(document)
+    body += _reference_lines(document)
     body += _bench_body(doc, "bench", 2)
     snapshot = doc.get("snapshot")
     if isinstance(snapshot, dict):

@@ -11,6 +11,7 @@ from rich.text import Text
 from rigcheck.checks.burn import is_problem
 from rigcheck.checks.common import fmt
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.report.common import md_prose
 from rigcheck.report.render import Renderers, json_text
 
 
@@ -137,14 +138,14 @@ def markdown(doc: BurnResult) -> str:
     out = [f"# {title(doc)}", ""]
     loads = _loads(doc)
     for a in doc.gpus:
-        out += [f"## GPU{a.index}: {a.verdict}", ""]
-        out += [f"- {line}" for line in evidence(a)]
+        out += [f"## GPU{a.index}: {md_prose(a.verdict)}", ""]
+        out += [f"- {md_prose(line)}" for line in evidence(a)]
         if a.index in loads:
-            out.append(f"- {throughput(loads[a.index])[0]}")
-        out += [f"- advice: {a.advice}", ""]
-    out += [f"**{line}**" if bad else line for line, bad in conclusion(doc)]
+            out.append(f"- {md_prose(throughput(loads[a.index])[0])}")
+        out += [f"- advice: {md_prose(a.advice)}", ""]
+    out += [f"**{md_prose(line)}**" if bad else md_prose(line) for line, bad in conclusion(doc)]
     if doc.diagnostics:
-        out += ["", "Reading the trace:", "", *(f"- {line}" for line in doc.diagnostics)]
+        out += ["", "Reading the trace:", "", *(f"- {md_prose(line)}" for line in doc.diagnostics)]
     return "\n".join(out) + "\n"
 
 

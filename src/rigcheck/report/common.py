@@ -3,6 +3,7 @@ finding lines and the result line of the terminal, severity order and styles."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Protocol
@@ -164,6 +165,8 @@ def machine_lines(snap: Snapshot) -> list[str]:
         lost = len(snap.gpus) - len(readable)
         if lost:
             text += f" ({lost} unreadable)"
+        if snap.gpu_selection is not None:
+            text += f" (only these: --gpus {','.join(map(str, snap.gpu_selection))})"
         lines.append(text)
     elif snap.gpu_absent_reason:
         lines.append(f"GPUs: none visible — {snap.gpu_absent_reason}")
@@ -237,9 +240,70 @@ def result_line(counts: Mapping[str, int], exit_code: int, *, strict: bool) -> T
 # ---------------------------------------------------------------------------------------------- Markdown
 
 
+# Characters that mean something to Markdown anywhere in a line: backslash-escaped (CommonMark lets any ASCII
+# punctuation be escaped, and GFM's table splitter honours ``\|``). ``<`` and ``&`` become entities, so a name
+# like ``<script>`` is text in every renderer, including those that pass raw HTML through (GitHub sanitises, a
+# static site generator may not). Without a ``<`` no tag can open, so a ``>`` is escaped only where it could
+# start a block quote (first in the text), and an arrow such as ``0[0] -> 1[1]`` stays readable. Brackets make a
+# link only as ``[text](url)`` or ``[text][ref]`` (these reports define no references), so a ``]`` is escaped
+# where one of those follows it and ``rank[0]`` reads as printed.
+_MD_ESCAPED = frozenset("\\`*|")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BLOCK_STARTS = frozenset("#>")  # first in a list item, these would open a heading or a block quote
+_LINK_TAILS = frozenset("([:")  # after a "]": a link, a reference link, a reference definition
+
+
+def md_text(text: str) -> str:
+    """Text taken from input (a GPU name, a log line, a path), shown as itself in Markdown prose or a table
+    cell: ``<`` and ``&`` as entities (``>`` too where it comes first); Markdown's ``\\ ` * |``, a ``]`` that would
+    close a link, a leading ``#`` and a ``_`` that could open or close emphasis backslash-escaped (one between two
+    letters or digits cannot: ``sw_power_cap`` stays as is); line breaks as spaces (one would end a cell or item)."""
+    out: list[str] = []
+    flat = " ".join(text.splitlines())
+    first = len(flat) - len(flat.lstrip())
+    for i, char in enumerate(flat):
+        if char in "<&" or (char == ">" and i == first):
+            out.append(_HTML_ENTITIES[char])
+        elif (
+            char in _MD_ESCAPED
+            or (char in _BLOCK_STARTS and i == first)
+            or (char == "]" and flat[i + 1 : i + 2] in _LINK_TAILS)
+        ):
+            out.append("\\" + char)
+        elif char == "_" and not (0 < i < len(flat) - 1 and flat[i - 1].isalnum() and flat[i + 1].isalnum()):
+            out.append("\\_")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def md_prose(text: str, *, in_table: bool = False) -> str:
+    """A sentence of rigcheck's that quotes input (a finding, a note): its `backticked` commands as code spans,
+    the way the HTML report sets them (``prose_html``), every other part ``md_text``; an unmatched backtick
+    leaves it all text."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        return md_text(text)
+    return "".join(md_code(p, in_table=in_table) if i % 2 else md_text(p) for i, p in enumerate(parts))
+
+
 def md_cell(text: str) -> str:
-    """Text safe in a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """``md_prose`` for a table cell: input shown as text, commands as code, the row intact."""
+    return md_prose(text, in_table=True)
+
+
+def md_code(text: str, *, in_table: bool = False) -> str:
+    """``text`` as a Markdown code span, shown verbatim: no HTML escaping is needed inside one (renderers
+    escape code), but a backtick in ``text`` would close the span, so the fence is one backtick longer than the
+    longest run in it (padded with a space where ``text`` starts or ends with one, CommonMark 6.1). In a table
+    cell ``|`` still splits the row, so it is escaped there (GFM unescapes ``\\|`` inside code in cells)."""
+    flat = " ".join(text.splitlines())
+    fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
+    if flat.startswith("`") or flat.endswith("`"):
+        flat = f" {flat} "
+    if in_table:
+        flat = flat.replace("|", "\\|")
+    return f"{fence}{flat}{fence}"
 
 
 def findings_markdown(findings: list[Finding], summary: str) -> list[str]:
@@ -251,13 +315,13 @@ def findings_markdown(findings: list[Finding], summary: str) -> list[str]:
         out += ["| severity | id | subject | finding | advice |", "| --- | --- | --- | --- | --- |"]
         for sev in SEVERITY_ORDER:
             for f, subjects in group_findings([p for p in problems if p.severity is sev]):
-                cells = [f.severity.value.upper(), f"`{f.id}`", subjects_list(subjects), f.message, f.advice or ""]
-                out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
+                cells = [md_cell(c) for c in (subjects_list(subjects), f.message, f.advice or "")]
+                out.append("| " + " | ".join([f.severity.value.upper(), md_code(f.id, in_table=True), *cells]) + " |")
         out.append("")
     passed = [f for f in findings if f.severity is Severity.OK]
     if passed:
         out += ["<details><summary>Checks that passed</summary>", ""]
-        out += [f"- `{f.id}` {f.subject}: {f.message}" for f in passed]
+        out += [f"- {md_code(f.id)} {md_text(f.subject)}: {md_prose(f.message)}" for f in passed]
         out += ["", "</details>", ""]
     return out
 

@@ -5,15 +5,24 @@ with their advice, the passed checks, and the result.
 - Markdown: :func:`doctor_markdown`, for pasting into an issue or a wiki page;
 - HTML: :func:`doctor_html`, one self-contained page (the shell is report/html.py's);
 - JSON: the document itself.
+
+From saved outputs (`--from`), the `unknown` findings that only say the input lacks a kind of data are folded into
+one line per missing source after the findings (checks/unknown_sources.py); :func:`show_unknown` (doctor's
+--show-unknown) lists them all again. The JSON always holds every finding.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model import Gpu, Snapshot
+from rigcheck.checks.unknown_sources import FoldedSource, fold_input_gaps
+from rigcheck.model import Finding, Gpu, Severity, Snapshot
 from rigcheck.model.doctor import DoctorDocument
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
 from rigcheck.model.topo import (
@@ -25,6 +34,7 @@ from rigcheck.model.topo import (
 )
 from rigcheck.report.common import (
     MISSING_WORDS,
+    SEVERITY_STYLE,
     counts_text,
     finding_lines,
     findings_html,
@@ -32,8 +42,11 @@ from rigcheck.report.common import (
     group_findings,
     machine_lines,
     md_cell,
+    md_prose,
+    md_text,
     passed_line,
     pcie_text,
+    prose_html,
     result_class,
     result_line,
     td_html,
@@ -56,6 +69,39 @@ def _drawn_topology(snap: Snapshot) -> TopoDocument | TopoSummaryInput | None:
     if len(snap.gpus) > SUMMARY_ABOVE or (snap.topology is not None and len(snap.topology.gpus) > SUMMARY_ABOVE):
         return snapshot_topo_summary(snap, affinities=False)
     return doctor_topology(snap)
+
+
+_SHOW_UNKNOWN: ContextVar[bool] = ContextVar("rigcheck_show_unknown", default=False)
+
+
+@contextmanager
+def show_unknown(enabled: bool = True) -> Iterator[None]:
+    """List every unknown finding while inside (doctor's --show-unknown), instead of folding those that only say
+    a saved input lacks some data."""
+    token = _SHOW_UNKNOWN.set(enabled)
+    try:
+        yield
+    finally:
+        _SHOW_UNKNOWN.reset(token)
+
+
+def listed_findings(doc: DoctorDocument) -> tuple[list[Finding], list[FoldedSource]]:
+    """The findings the reports list one by one, and the unknowns folded into one line per missing source."""
+    if _SHOW_UNKNOWN.get():
+        return list(doc.findings), []
+    return fold_input_gaps(doc.snapshot, doc.findings)
+
+
+def _folded(groups: list[FoldedSource]) -> int:
+    return sum(len(g.findings) for g in groups)
+
+
+def fold_heading(doc: DoctorDocument, groups: list[FoldedSource]) -> str:
+    """What the folded lines stand for, counted: nothing is hidden, only told in fewer lines."""
+    return (
+        f"{_folded(groups)} of the {doc.counts.unknown} unknown findings only say that this input lacks the data, "
+        "one line per missing source (--show-unknown lists them)"
+    )
 
 
 def _verdict(doc: DoctorDocument) -> Text:
@@ -132,6 +178,20 @@ def _gpu_lines(snap: Snapshot) -> RenderableType:
     return Group(*out)
 
 
+def _fold_lines(doc: DoctorDocument, groups: list[FoldedSource]) -> list[RenderableType]:
+    """``NOT IN INPUT`` and the heading, then one line per missing source with the ids it stands for."""
+    if not groups:
+        return []
+    head = Text("NOT IN INPUT ", style=SEVERITY_STYLE[Severity.UNKNOWN])
+    head.append(fold_heading(doc, groups) + ":")
+    out: list[RenderableType] = [head]
+    for g in groups:
+        line = Text(f"        {g.line}")
+        line.append(f"  [{', '.join(g.ids)}]", style="dim")
+        out.append(line)
+    return out
+
+
 def doctor_terminal(doc: DoctorDocument) -> RenderableType:
     snap = doc.snapshot
     parts: list[RenderableType] = [Text("rigcheck doctor", style="bold")]
@@ -143,10 +203,12 @@ def doctor_terminal(doc: DoctorDocument) -> RenderableType:
     if topology is not None:
         parts += [Text(""), topology_renderable(topology)]
     parts.append(Text(""))
-    parts += finding_lines(doc.findings)
-    passed = passed_line(doc.findings)
+    shown, groups = listed_findings(doc)
+    parts += finding_lines(shown)
+    passed = passed_line(shown)
     if passed is not None:
         parts.append(passed)
+    parts += _fold_lines(doc, groups)
     if snap.missing_functions:
         parts.append(Text("NVML functions this driver lacks: " + ", ".join(snap.missing_functions), style="dim"))
     parts += [Text(""), _verdict(doc)]
@@ -156,8 +218,13 @@ def doctor_terminal(doc: DoctorDocument) -> RenderableType:
 # ---------------------------------------------------------------------------------------------- Markdown
 
 
-def _counts_text(doc: DoctorDocument) -> str:
-    return counts_text(doc.counts.model_dump(), doc.exit_code)
+def _counts_text(doc: DoctorDocument, folded: int = 0) -> str:
+    """``12 unknown (10 folded below), 9 info, 8 ok; exit code 0.``: every finding counted, the fold said."""
+    text = counts_text(doc.counts.model_dump(), doc.exit_code)
+    if folded:  # "N unknown" appears once: N is the unknown count itself
+        unknown = f"{doc.counts.unknown} unknown"
+        text = text.replace(unknown, f"{unknown} ({folded} folded below)", 1)
+    return text
 
 
 def _listed_counts(doc: DoctorDocument) -> dict[str, int]:
@@ -167,20 +234,36 @@ def _listed_counts(doc: DoctorDocument) -> dict[str, int]:
     return {sev: len(group_findings([f for f in doc.findings if f.severity.value == sev])) for sev in counts}
 
 
-def _html_counts_text(doc: DoctorDocument) -> str:
-    listed, total = sum(_listed_counts(doc).values()), len(doc.findings)
+def _html_counts_text(doc: DoctorDocument, shown: list[Finding], folded: int) -> str:
+    listed, total = len(group_findings(shown)), len(shown)
     if listed == total:
-        return _counts_text(doc)
+        return _counts_text(doc, folded)
     return (
         f"{total} findings, listed as {listed} entries (the same finding about several GPUs or pairs is one "
-        "entry): " + _counts_text(doc)
+        "entry): " + _counts_text(doc, folded)
+    )
+
+
+def _fold_html(doc: DoctorDocument, groups: list[FoldedSource]) -> str:
+    from rigcheck.report.html import esc
+
+    if not groups:
+        return ""
+    items = "".join(
+        f'<li data-source="{esc(g.source.key)}">{prose_html(g.line)} '
+        f'<code class="fid">[{esc(", ".join(g.ids))}]</code></li>'
+        for g in groups
+    )
+    return (
+        '<section id="not-in-input"><h2>Not in this input</h2>'
+        f'<p class="muted">{esc(fold_heading(doc, groups).capitalize())}:</p><ul>{items}</ul></section>'
     )
 
 
 def doctor_markdown(doc: DoctorDocument) -> str:
     snap = doc.snapshot
     out: list[str] = ["# rigcheck doctor", ""]
-    out += [f"- {line}" for line in machine_lines(snap)]
+    out += [f"- {md_prose(line)}" for line in machine_lines(snap)]
     out += [f"- **{md_cell(note)}**" for note in input_notes(snap)]
     out.append("")
     if snap.gpus:
@@ -198,9 +281,15 @@ def doctor_markdown(doc: DoctorDocument) -> str:
             power = f"{value_text(g, 'power_draw_w', 'W')} / {value_text(g, 'power_limit_w', 'W')}"
             temp = f"{value_text(g, 'temp_c', 'C')} / {value_text(g, 'temp_slowdown_c', 'C')}"
             cells = [str(g.index), g.name or "?", power, temp, pcie_text(g), value_text(g, "pstate")]
-            out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
+            out.append("| " + " | ".join(md_text(c) for c in cells) + " |")  # the input's words, as text
         out.append("")
-    out += findings_markdown(doc.findings, _counts_text(doc))
+    shown, groups = listed_findings(doc)
+    out += findings_markdown(shown, _counts_text(doc, _folded(groups)))
+    if groups:
+        # rigcheck's own words and ids (no input text): their backticks are meant as code.
+        out += ["## Not in this input", "", fold_heading(doc, groups).capitalize() + ":", ""]
+        out += [f"- {g.line} — " + ", ".join(f"`{i}`" for i in g.ids) for g in groups]
+        out.append("")
     return "\n".join(out)
 
 
@@ -265,7 +354,9 @@ def doctor_html(doc: DoctorDocument) -> str:
     ]
     if snap.gpus:
         body.append(f'<section id="gpus"><h2>GPUs</h2>{_gpu_table_html(snap)}</section>')
-    body.append(findings_html(doc.findings, _html_counts_text(doc)))
+    shown, groups = listed_findings(doc)
+    body.append(findings_html(shown, _html_counts_text(doc, shown, _folded(groups))))
+    body.append(_fold_html(doc, groups))
     topology = _drawn_topology(snap) if snap.topology is not None or len(snap.gpus) > 1 else None
     if topology is not None:
         body.append(topology_section_html(topology))

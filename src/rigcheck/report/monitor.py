@@ -12,6 +12,7 @@ from rich.text import Text
 
 from rigcheck.model.monitor import MonitorGpu, MonitorResult
 from rigcheck.model.telemetry import Sample, TraceGpu
+from rigcheck.report.common import md_cell, md_prose
 from rigcheck.report.render import Renderers, json_text
 
 if TYPE_CHECKING:
@@ -146,8 +147,8 @@ def markdown(doc: MonitorResult) -> str:
         out += [f"Started {doc.started_at}.", ""]
     out.append("| " + " | ".join(_SUMMARY_HEADERS) + " |")
     out.append("|" + "---|" * len(_SUMMARY_HEADERS))
-    out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _row(g)) + " |" for g in doc.gpus]
-    out += ["", *(f"- {line}" for line in _notes(doc))]
+    out += ["| " + " | ".join(md_cell(cell) for cell in _row(g)) + " |" for g in doc.gpus]
+    out += ["", *(f"- {md_prose(line)}" for line in _notes(doc))]
     return "\n".join(out) + "\n"
 
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model.nccl_log import NcclLog
-from rigcheck.report.common import md_cell
+from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 
@@ -69,7 +69,7 @@ def _md(value: object) -> str:
 
 
 def markdown(doc: NcclLog) -> str:
-    out = ["# rigcheck nccl-log", "", f"- file: `{_md(doc.path or '-')}`", f"- {_md(_summary(doc))}"]
+    out = ["# rigcheck nccl-log", "", f"- file: {md_code(doc.path or '-')}", f"- {_md(_summary(doc))}"]
     out += [f"- transport: **{_md(doc.description)}**", f"- {_md(_p2p_words(doc))}"]
     if doc.nnodes is not None:
         out.append(f"- nodes: {doc.nnodes}")
@@ -89,7 +89,7 @@ def markdown(doc: NcclLog) -> str:
         out.append("No channel connection lines in the log.")
     if doc.env:
         out += ["", "## NCCL settings from the environment", "", "| variable | value |", "| --- | --- |"]
-        out += [f"| `{_md(k)}` | `{_md(v)}` |" for k, v in doc.env.items()]
+        out += [f"| {md_code(k, in_table=True)} | {md_code(v, in_table=True)} |" for k, v in doc.env.items()]
     return "\n".join(out) + "\n"
 
 

@@ -28,9 +28,21 @@ def _row(entry: GpuCables) -> tuple[str, str, str]:
 
 def _totals(plan: PowerPlan) -> list[str]:
     return [
-        f"GPUs draw up to {plan.total_gpu_power_w:g} W (board power).",
+        f"GPUs draw up to {plan.total_gpu_power_w:g} W ({_drawn_at(plan)}).",
         f"Independent PCIe power cables from the PSU: {plan.independent_cables_total} (no pigtails).",
     ]
+
+
+def _drawn_at(plan: PowerPlan) -> str:
+    limit = plan.gpu.power_limit_w
+    return "board power" if limit is None else f"{plan.gpu.count} × the {limit:g} W power limit"
+
+
+def _card(plan: PowerPlan) -> str:
+    """The card's heading: count, name, board power, and the limit it runs at."""
+    gpu = plan.gpu
+    limit = "" if gpu.power_limit_w is None else f", run at a {gpu.power_limit_w:g} W power limit"
+    return f"{gpu.count} × {gpu.name} ({gpu.board_power_w:g} W board power{limit})"
 
 
 def _recommended(plan: PowerPlan) -> str:
@@ -72,8 +84,7 @@ def _md(value: object) -> str:
 
 
 def markdown(plan: PowerPlan) -> str:
-    gpu = plan.gpu
-    out = ["# rigcheck power plan", "", f"{gpu.count} × {_md(gpu.name)} ({gpu.board_power_w:g} W board power)", ""]
+    out = ["# rigcheck power plan", "", _md(_card(plan)), ""]
     out += ["| " + " | ".join(HEADERS) + " |", "| --- | --- | ---: |"]
     out += ["| " + " | ".join(_md(cell) for cell in _row(entry)) + " |" for entry in plan.cables]
     out += ["", *(f"- {_md(line)}" for line in _totals(plan)), f"- **{_recommended(plan)}**"]
@@ -89,10 +100,9 @@ def markdown(plan: PowerPlan) -> str:
 
 
 def html(plan: PowerPlan) -> str:
-    gpu = plan.gpu
     body = [
         "<h1>rigcheck power plan</h1>",
-        f'<p class="muted">{gpu.count} × {esc(gpu.name)} ({gpu.board_power_w:g} W board power)</p>',
+        f'<p class="muted">{esc(_card(plan))}</p>',
         "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in HEADERS) + "</tr>",
     ]
     for entry in plan.cables:

@@ -16,6 +16,7 @@ from rigcheck.report.common import (
     findings_html,
     findings_markdown,
     md_cell,
+    md_prose,
     passed_line,
     result_class,
     result_line,
@@ -159,7 +160,7 @@ def state_markdown(doc: StateDocument) -> str:
             )
             out.append("| " + " | ".join(md_cell(c) for c in cells) + " |")
     else:
-        out.append(_no_gpus(doc))
+        out.append(md_prose(_no_gpus(doc)))
     guide = _guide(doc)
     out += ["", *([guide, ""] if guide else [])]
     out += [_result(doc).plain, ""]

@@ -26,6 +26,7 @@ from rigcheck.model.topo import (
     TopoSummaryInput,
     sorted_pairs,
 )
+from rigcheck.report.common import md_code, md_text
 from rigcheck.report.render import Renderers, json_text
 
 UNKNOWN_SENTENCE = "the link is unknown."
@@ -312,10 +313,6 @@ def topology_renderable(topo: TopoDocument | TopoSummaryInput) -> RenderableType
 # ---------------------------------------------------------------------------------------------- markdown
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def topology_markdown(doc: TopoDocument, *, level: int = 2) -> list[str]:
     """The matrix as a Markdown table, the NICs, each kind of link explained, the summary (lines)."""
     columns = _affinity_columns(doc)
@@ -323,15 +320,17 @@ def topology_markdown(doc: TopoDocument, *, level: int = 2) -> list[str]:
     out = [f"{'#' * level} GPU topology", ""]
     if not has_links(doc):
         return [*out, f"**{doc.summary}**", ""]
-    out += ["| " + " | ".join(_md_cell(h) for h in head) + " |", "|" + " --- |" * len(head)]
+    # Labels, link codes, affinities and NIC names are all as the input printed them: text, never markup.
+    out += ["| " + " | ".join(md_text(h) for h in head) + " |", "|" + " --- |" * len(head)]
     for label, row in zip(doc.labels, doc.matrix, strict=False):
-        cells = [f"**{label}**", *row, *_affinities(doc, label, columns)]
-        out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+        cells = [md_text(c) for c in (*row, *_affinities(doc, label, columns))]
+        out.append("| " + " | ".join([f"**{md_text(label)}**", *cells]) + " |")
     out.append("")
     if doc.nics:
-        out += [f"NICs: {_md_cell(_nics_text(doc))}", ""]
+        out += [f"NICs: {md_text(_nics_text(doc))}", ""]
     groups = link_groups(doc)
-    out += [f"- `{code}` {_pairs_text(members)}: {sentence}" for code, members, sentence in groups]
+    # The sentence and the summary are rigcheck's own words, with their code spans; the link code is input.
+    out += [f"- {md_code(code)} {md_text(_pairs_text(m))}: {sentence}" for code, m, sentence in groups]
     out += ["", f"**{doc.summary}**", ""]
     return out
 

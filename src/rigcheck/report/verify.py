@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model.verify import VerifyCheck, VerifyDocument, VerifyGpu
-from rigcheck.report.common import md_cell
+from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 
@@ -25,6 +25,9 @@ def _fig(value: float | None) -> str:
 
 
 def _figure(check: VerifyCheck) -> str:
+    said = next((j.text.split(":", 1)[0] for j in check.judgements if j.rule == "dcgm"), None)
+    if said is not None and check.verdict != "incomplete":
+        return said  # DCGM's own word, "DCGM Pass" / "DCGM Warn" / "DCGM Fail": it gives no figure
     if check.value is None:
         return "not measured"
     return f"{_fig(check.value)} {check.unit or ''}".rstrip()
@@ -141,8 +144,7 @@ def markdown(doc: VerifyDocument) -> str:
     if doc.notes:
         out += ["", "## Notes", "", *(f"- {md_cell(line)}" for line in doc.notes)]
     if doc.drain_reason:
-        reason = doc.drain_reason.replace("`", "'")
-        out += ["", f"Drain reason: `{reason}`"]
+        out += ["", f"Drain reason: {md_code(doc.drain_reason)}"]
     return "\n".join(out) + "\n"
 
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model.verify import Band, VerifyBandsDocument
-from rigcheck.report.common import md_cell
+from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 
@@ -56,8 +56,7 @@ def terminal(doc: VerifyBandsDocument) -> RenderableType:
 def markdown(doc: VerifyBandsDocument) -> str:
     out = ["# rigcheck verify --explain", ""]
     if doc.site_config:
-        site = doc.site_config.replace("`", "'")
-        out += [f"Site floors from `{site}`.", ""]
+        out += [f"Site floors from {md_code(doc.site_config)}.", ""]
     for gpu in doc.gpus:
         out += [f"## {md_cell(gpu.name)}", "", "| " + " | ".join(HEADERS) + " |", "|" + " --- |" * len(HEADERS)]
         out += ["| " + " | ".join(md_cell(c) for c in cells(b)) + " |" for b in gpu.bands]

@@ -221,7 +221,7 @@ def p2p_comparison(rows: Sequence[P2PRow]) -> PairsComparison:
                 PairRow(
                     p2p=yn,
                     mode=mode,
-                    time_s=r.size_bytes / (gbps * 1e9) if gbps > 0 else None,
+                    time_s=r.size_bytes / (gbps * 1e9) if gbps > 0 and r.size_bytes is not None else None,
                     gbps=gbps,
                     transport=NO_PEER_TRANSPORT if mode == "peer" and no_peer else path,
                 )

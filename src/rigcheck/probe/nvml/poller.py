@@ -64,13 +64,24 @@ class _GpuLost(Exception):
 class _PolledGpu:
     """One GPU being polled: its handle, what it cannot give (field -> reason), and whether it is gone."""
 
-    __slots__ = ("handle", "index", "info", "lost", "lost_detail", "max_sm_clock_mhz", "power_instant", "unavailable")
+    __slots__ = (
+        "facts_missing",
+        "handle",
+        "index",
+        "info",
+        "lost",
+        "lost_detail",
+        "max_sm_clock_mhz",
+        "power_instant",
+        "unavailable",
+    )
 
     def __init__(self, index: int, handle: object | None, info: TraceGpu) -> None:
         self.index = index
         self.handle = handle
         self.info = info
         self.unavailable: dict[str, Missing] = {}
+        self.facts_missing: dict[str, Missing] = {}  # facts read once at open (TraceGpu fields) -> why not
         self.max_sm_clock_mhz: float | None = None
         self.power_instant = False  # power_w from NVML_FI_DEV_POWER_INSTANT, not nvmlDeviceGetPowerUsage
         self.lost = False  # a lost sample has been emitted; the GPU is not polled again
@@ -82,7 +93,8 @@ class NvmlPoller:
 
     A context manager: ``nvmlInit`` once on enter (ProbeError with one line when NVML cannot start or
     sees no GPU), ``nvmlShutdown`` on exit. ``gpus`` maps each polled GPU's index to its static facts,
-    read once. ``poll(t_s)`` returns one Sample per GPU still on the bus.
+    read once (``uuids`` and ``bus_ids`` name each GPU for the Prometheus labels; ``facts_unavailable`` says
+    why a fact is missing). ``poll(t_s)`` returns one Sample per GPU still on the bus.
 
     Error mapping (rigcheck.probe.nvml.calls, as in the probe): NotSupported / NoPermission -> None, and
     the field is not asked for again on that GPU (``unavailable`` keeps the reason); a function the driver
@@ -99,6 +111,7 @@ class NvmlPoller:
         self._reasons_fn: str | None = None
         self.gpus: dict[int, TraceGpu] = {}
         self.uuids: dict[int, str] = {}  # NVML index -> "GPU-..." (to find the same GPU in CUDA's order)
+        self.bus_ids: dict[int, str] = {}  # NVML index -> "00000000:19:00.0" (the exporter's pci_bus_id label)
         self.missing_functions: set[str] = set()
         self.errors = 0  # NVML errors other than NotSupported / NoPermission / lost / absent, all polls
 
@@ -157,6 +170,9 @@ class NvmlPoller:
             uuid = self._static(g, "nvmlDeviceGetUUID", lambda: lib.nvmlDeviceGetUUID(handle))
             if uuid is not None:
                 self.uuids[index] = as_text(uuid)
+            pci = self._static(g, "nvmlDeviceGetPciInfo", lambda: lib.nvmlDeviceGetPciInfo(handle))
+            if pci is not None:
+                self.bus_ids[index] = as_text(pci.busId)
             for attr, threshold in (
                 ("temp_slowdown_c", THRESHOLD_SLOWDOWN),
                 ("temp_shutdown_c", THRESHOLD_SHUTDOWN),
@@ -166,16 +182,21 @@ class NvmlPoller:
                     g,
                     "nvmlDeviceGetTemperatureThreshold",
                     partial(late, lib, "nvmlDeviceGetTemperatureThreshold", handle, threshold),
+                    attr,
                 )
                 setattr(info, attr, float(value) if value is not None else None)
             limit = self._static(
                 g,
                 "nvmlDeviceGetPowerManagementDefaultLimit",
                 lambda: lib.nvmlDeviceGetPowerManagementDefaultLimit(handle),
+                "power_default_limit_w",
             )
             info.power_default_limit_w = limit / 1000.0 if limit is not None else None
             top = self._static(
-                g, "nvmlDeviceGetMaxClockInfo", partial(late, lib, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM)
+                g,
+                "nvmlDeviceGetMaxClockInfo",
+                partial(late, lib, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
+                "sm_clock_max_mhz",
             )
             g.max_sm_clock_mhz = float(top) if top is not None else None
             self._choose_power_source(g)
@@ -195,9 +216,12 @@ class NvmlPoller:
         g.power_instant = mw is not None and mw > 0
         g.info.power_source = "instant" if g.power_instant else "average"
 
-    def _static(self, g: _PolledGpu, name: str, fn: Callable[[], T]) -> T | None:
-        """A one-off read at open: any failure but a lost GPU is just None."""
+    def _static(self, g: _PolledGpu, name: str, fn: Callable[[], T], field: str | None = None) -> T | None:
+        """A one-off read at open: any failure but a lost GPU is None (for a ``field`` of the GPU's facts, with
+        its reason in ``facts_unavailable``)."""
         if name in self.missing_functions:
+            if field is not None:
+                g.facts_missing[field] = Missing.DRIVER_TOO_OLD
             return None
         try:
             return call(self._lib, name, fn)
@@ -206,14 +230,27 @@ class NvmlPoller:
                 raise _GpuLost(failure.detail) from None
             if failure.reason is Missing.DRIVER_TOO_OLD:
                 self.missing_functions.add(name)
+            if field is not None:
+                g.facts_missing[field] = failure.reason
             log.debug("GPU %d: %s", g.index, failure.detail)
             return None
 
     # -- polling --------------------------------------------------------------------------------
     @property
     def unavailable(self) -> dict[int, dict[str, str]]:
-        """Per GPU, the fields it cannot give and why (``not_supported``, ``no_permission``, ...)."""
-        return {g.index: {f: r.value for f, r in g.unavailable.items()} for g in self._polled if g.unavailable}
+        """Per GPU, the fields it cannot give and why (``not_supported``, ``no_permission``, ...). Safe to call from
+        another thread than the one polling (the Prometheus endpoint's): each map is copied before it is read."""
+        out: dict[int, dict[str, str]] = {}
+        for g in list(self._polled):
+            unavailable = dict(g.unavailable)
+            if unavailable:
+                out[g.index] = {f: r.value for f, r in unavailable.items()}
+        return out
+
+    @property
+    def facts_unavailable(self) -> dict[int, dict[str, str]]:
+        """Per GPU, the facts read once at open (thresholds, default limit, max SM clock) it did not give, and why."""
+        return {g.index: {f: r.value for f, r in g.facts_missing.items()} for g in self._polled if g.facts_missing}
 
     @property
     def active(self) -> list[int]:

@@ -1,0 +1,56 @@
+"""A DCGM diagnostic run (`dcgmi diag -r 1|2|3|4 -j`) as rigcheck reads it: per test, per GPU, DCGM's own status
+and messages. Built by ``rigcheck.probe.dcgm_diag`` from either JSON layout DCGM has written (3.x: "DCGM GPU
+Diagnostic" with ``gpu_id``/``gpu_ids``; 4.x: "DCGM Diagnostic" with ``entity_group``/``entity_id`` results,
+``test_summary`` and ``metadata``), judged by ``rigcheck.checks.verify_dcgm``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from rigcheck.model.document import Plain
+
+# DCGM's statuses ("Pass", "FAIL", "Skip", "Not Run", ...) folded; "unknown" keeps a word DCGM may add later.
+DcgmStatus = Literal["pass", "fail", "warn", "skip", "not-run", "unknown"]
+
+
+class DcgmMessage(Plain):
+    """One DCGM warning: its text and, from DCGM 2.2 on, its DCGM_FR_* error id."""
+
+    text: str
+    error_id: int | None = Field(description="DCGM's dcgmError_t (e.g. 62: DCGM_FR_MEMORY_BANDWIDTH); null: none")
+
+
+class DcgmResult(Plain):
+    """One test's outcome on one GPU, or on the node when DCGM gave it for no single GPU."""
+
+    gpu: int | None = Field(description="DCGM's GPU id; null: the node (a software test, several GPUs, no GPU)")
+    entity: str | None = Field(description="what the result is of when not one GPU: 'GPUs 0,1', 'CPU 0', ...")
+    status: DcgmStatus
+    status_text: str = Field(description="the status as DCGM wrote it")
+    warnings: list[DcgmMessage]
+    info: list[str]
+
+
+class DcgmTest(Plain):
+    """One DCGM test (plugin) and its results."""
+
+    name: str = Field(description="as DCGM names it: 'Memory Bandwidth' (3.x), 'memory_bandwidth' (4.x)")
+    category: str | None = Field(description="Deployment, Hardware, Integration, Stress, ...")
+    results: list[DcgmResult]
+
+
+class DcgmDiag(Plain):
+    """A whole `dcgmi diag -j` output."""
+
+    layout: Literal["3.x", "4.x"] = Field(description='"DCGM GPU Diagnostic" (3.x) or "DCGM Diagnostic" (4.x)')
+    version: str | None = Field(description="DCGM's version when the output gives it")
+    driver: str | None = Field(description="the driver DCGM detected, when given")
+    runtime_error: str | None = Field(description="why DCGM could not run the diagnostic at all, when it says")
+    tests: list[DcgmTest]
+
+    def gpus(self) -> list[int]:
+        """Every GPU some result names, in order."""
+        return sorted({r.gpu for t in self.tests for r in t.results if r.gpu is not None})

@@ -1,0 +1,363 @@
+"""nccl-tests output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf) read as text.
+
+The reader follows the FORMAT, not one file: the column header decides the layout (since nccl-tests 2.0:
+``size count type redop root time algbw busbw #wrong`` twice, out-of-place then in-place; before: no ``root``
+column for the reductions, no ``redop`` column for broadcast, and an ``error`` column holding the largest
+difference found, ``1e-06``, instead of a count); without a header (a fragment) the number of cells does.
+Lines may carry mpirun's ``[1,0]<stdout>:`` or srun's ``0: `` prefix, ANSI escapes, CRLF and trailing blanks,
+and may lose their leading ``#`` (pasted into Markdown). ``-c 0`` prints ``N/A`` where the check goes.
+
+One run per file: a second column header after rows (two runs in one log), or rows of several types or
+operations (``-d all`` / ``-o all``), is refused with a line saying how to split it. A file cut in the middle
+of a row keeps its complete rows and says so (``cut``). Pure parsing: no I/O, no rigcheck document.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from rigcheck.errors import ParseError
+from rigcheck.probe.smi.ansi import strip_ansi
+
+# nccl-tests' binaries and the collective each measures; the four rigcheck reads first.
+READABLE: Final = {
+    "all_reduce_perf": "allreduce",
+    "all_gather_perf": "allgather",
+    "reduce_scatter_perf": "reducescatter",
+    "broadcast_perf": "broadcast",
+}
+REFUSED: Final = ("reduce_perf", "alltoall_perf", "sendrecv_perf", "hypercube_perf", "gather_perf", "scatter_perf")
+READABLE_TEXT: Final = "all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf"
+# Bytes per element of nccl-tests' type names (its -d option), to tell the collectives apart by their counts.
+TYPE_BYTES: Final = {
+    "int8": 1, "char": 1, "uint8": 1, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,
+    "half": 2, "float16": 2, "bfloat16": 2, "bf16": 2,
+    "int32": 4, "int": 4, "uint32": 4, "float": 4, "float32": 4,
+    "int64": 8, "uint64": 8, "double": 8, "float64": 8,
+}  # fmt: skip
+
+Layout = Literal["new", "old"]
+
+_PREFIXES = (
+    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:[\d.]+(?:Z|[+-]\d\d:?\d\d)?\s"),  # kubectl logs --timestamps
+    re.compile(r"^\s*\[\d+,\d+\]<std(?:out|err)>:\s?"),  # mpirun --tag-output
+    re.compile(r"^\s*\d+:\s"),  # srun --label / -l
+)
+_HEADER = re.compile(r"\bnThread\s+(\d+)\s+nGpus\s+(\d+)")
+_HEADER_KEYS = {
+    "warmup": re.compile(r"\bwarmup iters:\s*(\d+)"),
+    "iters": re.compile(r"(?<!agg )(?<!warmup )\biters:\s*(\d+)"),
+    "validation": re.compile(r"\bvalidation:\s*(\d+)"),
+}
+_RANK = re.compile(
+    r"\bRank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?:(\S+)\s+)?device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$"
+)
+_COLUMNS = re.compile(r"\bsize\s+count\s+type\b.*\btime\s+algbw\s+busbw\b")
+_OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?", re.IGNORECASE)
+_AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)", re.IGNORECASE)
+_TOOL_VERSION = re.compile(r"\bnccl-tests\s+version\s+(\S+)", re.IGNORECASE)
+_NCCL_VERSION = re.compile(r"\bNCCL version\s+(\d[\w.+-]*)")
+_BINARY = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
+_INT = re.compile(r"^-?\d+$")
+_CUT_ROW = re.compile(r"^\s*\d+(?:\s+\d+)?\s*$")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One half of a row: out-of-place or in-place, as printed."""
+
+    time_us: float
+    algbw_gbps: float
+    busbw_gbps: float
+    wrong: int | None  # the #wrong count; None with -c 0 (N/A) or in the old layout
+    max_error: float | None  # the old layout's error column (the largest difference); None in the new one
+
+
+@dataclass(frozen=True)
+class Row:
+    size_bytes: int
+    count: int
+    dtype: str
+    redop: str | None  # None: the layout has no redop column (old broadcast); "": printed blank (old alltoall)
+    root: int | None  # None: no root column (old reductions)
+    out_of_place: Figures
+    in_place: Figures | None  # None: a row cut after its out-of-place half
+    line: int
+
+
+@dataclass(frozen=True)
+class Device:
+    rank: int
+    host: str | None  # None: printed blank
+    device: int
+    pci_bus_id: str
+    name: str
+
+
+@dataclass
+class NcclTestsRun:
+    """One nccl-tests run as printed; every field None or empty where the file does not hold it."""
+
+    layout: Layout
+    rows: list[Row]
+    binary: str | None = None  # "all_reduce_perf" where the file names it (the command line, a log line)
+    devices: list[Device] = field(default_factory=list)
+    header_line: str | None = None  # "nThread 1 nGpus 2 minBytes 8 ..."
+    n_threads: int | None = None
+    n_gpus: int | None = None
+    warmup: int | None = None
+    iters: int | None = None
+    validation: int | None = None
+    tool_version: str | None = None
+    nccl_version: str | None = None
+    out_of_bounds: int | None = None
+    avg_busbw_gbps: float | None = None
+    check_disabled: bool = False  # -c 0: the #wrong cells print N/A
+    cut: bool = False  # the file ends inside a row or before the footer
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list[str]:
+        """The host names of the rank lines, in rank order, each once."""
+        seen: list[str] = []
+        for d in self.devices:
+            if d.host and d.host not in seen:
+                seen.append(d.host)
+        return seen
+
+
+def clean_lines(text: str) -> list[str]:
+    """The text's lines without ANSI escapes, CR, trailing blanks and launcher prefixes."""
+    out = []
+    for raw in strip_ansi(text).lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = raw.rstrip()
+        for prefix in _PREFIXES:
+            line = prefix.sub("", line, count=1)
+        out.append(line)
+    return out
+
+
+def looks_like_nccl_tests(text: str) -> bool:
+    """Whether ``text`` is nccl-tests output: its column header, or its footer beside rows of its shape."""
+    lines = clean_lines(text)
+    if any(_COLUMNS.search(line) for line in lines):
+        return True
+    return any(_AVG.search(line) or _OOB.search(line) for line in lines) and any(_row_cells(line) for line in lines)
+
+
+def _row_cells(line: str) -> list[str] | None:
+    """The cells of a line that starts like a row (size, count, a type name), else None."""
+    cells = line.split()
+    if len(cells) < 3 or not (_INT.match(cells[0]) and _INT.match(cells[1])) or not cells[2][:1].isalpha():
+        return None
+    return cells
+
+
+def _columns(line: str) -> tuple[Layout, list[str]] | None:
+    """The per-row columns of a header line: ["type", "redop", "root"] (the cells between count and time),
+    and the layout its check column gives."""
+    m = _COLUMNS.search(line)
+    if m is None:
+        return None
+    words = line[m.start() :].split()
+    labels = words[2 : words.index("time")]
+    layout: Layout = "new" if "#wrong" in words else "old"
+    return layout, labels
+
+
+def _number(cell: str, what: str, line: int, path: str | None) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ParseError(f"{what} {cell!r} is not a number", path=path, line=line) from None
+    if not math.isfinite(value):
+        raise ParseError(f"{what} {cell!r} is not a finite number", path=path, line=line)
+    return value
+
+
+def _check(cell: str, layout: Layout, line: int, path: str | None) -> tuple[int | None, float | None]:
+    """(#wrong, max error) of a check cell; (None, None) for N/A (-c 0)."""
+    if cell.upper() == "N/A":
+        return None, None
+    if layout == "new" and _INT.match(cell):
+        return int(cell), None
+    return None, _number(cell, "error", line, path)
+
+
+def _figures(cells: list[str], layout: Layout, line: int, path: str | None) -> Figures:
+    wrong, max_error = _check(cells[3], layout, line, path)
+    return Figures(
+        time_us=_number(cells[0], "time", line, path),
+        algbw_gbps=_number(cells[1], "algbw", line, path),
+        busbw_gbps=_number(cells[2], "busbw", line, path),
+        wrong=wrong,
+        max_error=max_error,
+    )
+
+
+def _guess_labels(cells: list[str]) -> list[str]:
+    """The per-row columns of a row seen without its header: 13 cells is today's layout; 12 is the old one
+    (a redop word, or a root number for broadcast); 11 has neither."""
+    if len(cells) >= 13:
+        return ["type", "redop", "root"]
+    if len(cells) == 12:
+        return ["type", "root"] if _INT.match(cells[3]) else ["type", "redop"]
+    return ["type"]
+
+
+@dataclass
+class _Reader:
+    path: str | None
+    layout: Layout | None = None
+    labels: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    header_at: int | None = None
+    pending_cut: int | None = None  # a short row: fine only when nothing follows it
+
+    def row(self, cells: list[str], line: int, run: NcclTestsRun) -> None:
+        if self.pending_cut is not None:  # a log line broke a row in two: keep going, say which
+            run.notes.append(
+                f"line {self.pending_cut}: a row with missing cells (cut by another line?): they stay absent"
+            )
+            self.pending_cut = None
+        labels = self.labels or _guess_labels(cells)
+        blank_redop = False
+        if "redop" in labels and len(cells) == len(labels) + 9 and not cells[2 + labels.index("redop")][:1].isalpha():
+            # alltoall_perf before 2.0 prints its redop cell blank: the row has one cell fewer than its header
+            labels, blank_redop = [x for x in labels if x != "redop"], True
+        if self.layout is None:
+            self.layout = "new" if len(cells) >= 13 or (len(cells) >= 9 and _INT.match(cells[-1])) else "old"
+        lead = 2 + len(labels)
+        full = lead + 8
+        if len(cells) > full:
+            raise ParseError(f"a row of {len(cells)} cells where the header has {full}", path=self.path, line=line)
+        if len(cells) < lead + 4:
+            self.pending_cut = line
+            return
+        named = dict(zip(labels, cells[2:lead], strict=True))
+        root = named.get("root")
+        out = _figures(cells[lead : lead + 4], self.layout, line, self.path)
+        inp = _figures(cells[lead + 4 : full], self.layout, line, self.path) if len(cells) == full else None
+        if inp is None:
+            self.pending_cut = line
+        if out.wrong is None and out.max_error is None:
+            run.check_disabled = True
+        self.rows.append(
+            Row(
+                size_bytes=int(cells[0]),
+                count=int(cells[1]),
+                dtype=named.get("type", cells[2]),
+                redop="" if blank_redop else named.get("redop"),
+                root=int(root) if root is not None and _INT.match(root) else None,
+                out_of_place=out,
+                in_place=inp,
+                line=line,
+            )
+        )
+
+
+def _binary(lines: list[str]) -> str | None:
+    """The nccl-tests binary the text names (its command line, "Collective test starting: ..."), when it names
+    exactly one."""
+    found = {m.group(1) for line in lines for m in _BINARY.finditer(line)}
+    known = found & {*READABLE, *REFUSED}
+    return known.pop() if len(known) == 1 else None
+
+
+def _header(run: NcclTestsRun, line: str) -> None:
+    m = _HEADER.search(line)
+    if m is None or run.header_line is not None:
+        return
+    run.header_line = line[m.start() :].strip()
+    run.n_threads, run.n_gpus = int(m.group(1)), int(m.group(2))
+    for key, pattern in _HEADER_KEYS.items():
+        found = pattern.search(line)
+        if found is not None:
+            setattr(run, key, int(found.group(1)))
+
+
+def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
+    """Read one nccl-tests run; ParseError (one line, naming the file and line) when it is not one."""
+    lines = clean_lines(text)
+    if not any(line.strip() for line in lines):
+        raise ParseError("empty file: expected nccl-tests output (all_reduce_perf ...)", path=path)
+    run = NcclTestsRun(layout="new", rows=[], binary=_binary(lines))
+    if run.binary in REFUSED:
+        raise ParseError(
+            f"{run.binary} output: rigcheck reads only {READABLE_TEXT} (the collectives rigcheck measures)", path=path
+        )
+    reader = _Reader(path)
+    footer = False
+    for number, line in enumerate(lines, start=1):
+        body = line.lstrip("# ").rstrip()
+        columns = _columns(line)
+        if columns is not None:
+            if reader.rows:
+                raise ParseError(
+                    "a second nccl-tests table after the first one's rows (two runs in one file): "
+                    "split the file, one run each",
+                    path=path,
+                    line=number,
+                )
+            reader.layout, reader.labels = columns
+            reader.header_at = number
+            continue
+        cells = _row_cells(line) if not line.lstrip().startswith("#") else None
+        if cells is not None and not footer:
+            reader.row(cells, number, run)
+            continue
+        if reader.rows and not footer and _CUT_ROW.match(line):  # "   262144   65536": a row cut after its count
+            reader.pending_cut = reader.pending_cut or number
+            continue
+        rank = _RANK.search(line)
+        if rank is not None:
+            run.devices.append(
+                Device(
+                    rank=int(rank.group(1)),
+                    host=rank.group(2),
+                    device=int(rank.group(3)),
+                    pci_bus_id=rank.group(4).strip(),
+                    name=rank.group(5),
+                )
+            )
+            continue
+        _header(run, line)
+        if (m := _OOB.search(body)) is not None:
+            run.out_of_bounds, footer = int(m.group(1)), True
+        elif (m := _AVG.search(body)) is not None:
+            run.avg_busbw_gbps, footer = float(m.group(1)), True
+        elif (m := _TOOL_VERSION.search(line)) is not None:
+            run.tool_version = m.group(1)
+        elif (m := _NCCL_VERSION.search(line)) is not None and run.nccl_version is None:
+            run.nccl_version = m.group(1)
+    if not reader.rows:
+        what = "a table header but no rows" if reader.header_at else "no nccl-tests table (size count type ... busbw)"
+        raise ParseError(f"not nccl-tests output: {what}", path=path)
+    run.rows, run.layout = reader.rows, reader.layout or "new"
+    _finish(run, reader)
+    return run
+
+
+def _finish(run: NcclTestsRun, reader: _Reader) -> None:
+    """The checks and notes that need the whole file: one sweep, a cut end, what a fragment lacks."""
+    sweeps = sorted({(r.dtype, r.redop or "-", r.root if r.root is not None else -1) for r in run.rows})
+    if len(sweeps) > 1:
+        shown = ", ".join(f"{t}/{op}" + (f"/root {root}" if root >= 0 else "") for t, op, root in sweeps[:4])
+        raise ParseError(
+            f"holds {len(sweeps)} sweeps ({shown}{', ...' if len(sweeps) > 4 else ''}: -d all or -o all): "
+            "rigcheck reads one type and operation per file; rerun with one (-d float -o sum)",
+            path=reader.path,
+        )
+    if reader.pending_cut is not None:
+        run.cut = True
+        run.notes.append(f"the file ends inside a row (line {reader.pending_cut}): the complete rows are kept")
+    elif run.out_of_bounds is None and run.avg_busbw_gbps is None:
+        run.cut = True
+        run.notes.append("the file ends before nccl-tests' footer (out of bounds, average bus bandwidth)")
+    if reader.header_at is None:
+        run.notes.append("no column header: the layout was read from the rows' cells")
+    if run.check_disabled:
+        run.notes.append("the data check was off (-c 0): its cells print N/A, so no row's data is verified")

@@ -1,0 +1,385 @@
+"""A read nccl-tests run as a ``rigcheck.bench/1`` CollectiveDocument, each figure beside its link's ceiling.
+
+Which collective a file holds: the binary it names (its command line, a log line), else its rows' shape
+(nccl-tests' redop/root columns and count = size / type size, divided by the ranks for all-gather and
+reduce-scatter). The ceiling is the rate per direction of the slowest link between the ranks' GPUs — what
+nccl-tests' PERFORMANCE.md compares busbw with — from a machine description (a snapshot, topo -m, -q) or a
+link named (``LinkChoice``); none across hosts (the network bounds it). The all-reduce is judged against
+`verify`'s band (facts/bands.py allreduce_band) where one exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rigcheck.errors import ParseError, UsageError
+from rigcheck.facts import catalog, legend
+from rigcheck.facts.bands import PCIE_LINKS, PCIE_LINKS_SOURCE, allreduce_band
+from rigcheck.facts.catalog import GpuSpec
+from rigcheck.facts.nvlink import NvlinkVariant, variant_for, variant_for_chip
+from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
+from rigcheck.model.bench import (
+    Ceiling,
+    CollectiveDocument,
+    CollectiveJudgement,
+    CollectiveOp,
+    CollectiveRow,
+    ImportedDevice,
+    ImportedSource,
+    Method,
+    Versions,
+)
+from rigcheck.model.links import pairs_with_link_state
+from rigcheck.model.snapshot import Snapshot
+from rigcheck.probe.nccl_tests import READABLE, READABLE_TEXT, TYPE_BYTES, NcclTestsRun, Row
+
+METHOD_VERSION = "nccl-tests"
+OP_BINARY = {op: binary for binary, op in READABLE.items()}
+NO_LINK_NOTE = (
+    "no link named: add --from topo.txt (or a snapshot, nvidia-smi -q) or --link to see each figure's ceiling"
+)
+TIME_NOTE = (
+    "nccl-tests prints the mean time of its iterations (a host clock around them): time_us_median holds it as printed"
+)
+OLD_LAYOUT_NOTE = (
+    "nccl-tests before 2.0 prints the largest error (max_error), not a count of wrong values: the rows are "
+    "judged by the footer's out-of-bounds count"
+)
+
+
+@dataclass(frozen=True)
+class LinkChoice:
+    """What the user named: a topo code (NV18, PIX, ... SYS), a PCIe link (gen, width), a catalog SKU."""
+
+    code: str | None = None
+    pcie: tuple[int, int] | None = None
+    gpu: GpuSpec | None = None
+
+
+def parse_link(code: str | None, pcie: str | None, gpu: str | None) -> LinkChoice:
+    """--link, --pcie and --gpu read; UsageError (one line) for what names nothing."""
+    if code is not None:
+        code = code.strip().upper()
+        if legend.lookup(code) is None and legend.nvlink_count(code) is None:
+            raise UsageError(f"--link {code!r}: one of NV<links> (NV18), PIX, PXB, PHB, NODE, SYS")
+    link = None
+    if pcie is not None:
+        text = pcie.strip().lower().replace(" ", "")
+        gen, _, width = text.removeprefix("gen").partition("x")
+        if not (gen.isdigit() and width.isdigit()) or pcie_bandwidth_gbps(int(gen), int(width)) is None:
+            raise UsageError(f"--pcie {pcie!r}: a PCIe link as gen<1-6>x<width>, e.g. gen4x16")
+        link = (int(gen), int(width))
+    spec = None
+    if gpu is not None:
+        spec = catalog.lookup(gpu)
+        if spec is None:
+            close = catalog.candidates(gpu)
+            raise UsageError(
+                f"--gpu {gpu!r} is not in rigcheck's catalog"
+                + (f" (did you mean: {', '.join(close)}?)" if close else "")
+            )
+    return LinkChoice(code, link, spec)
+
+
+# --- which collective -----------------------------------------------------------------------------------------
+
+
+def collective_of(run: NcclTestsRun, ranks: int | None) -> tuple[str | None, str]:
+    """(op, how it is known): the binary named in the file, else the rows' shape; op None when neither tells."""
+    if run.binary is not None:
+        return READABLE.get(run.binary), f"the file names {run.binary}"
+    row = max(run.rows, key=lambda r: r.size_bytes)
+    per = TYPE_BYTES.get(row.dtype.lower())
+    if row.redop == "":
+        return None, "a blank redop column (alltoall_perf's shape)"
+    if run.layout == "old" and row.redop is None and row.root is not None:
+        return "broadcast", "its columns (root, no redop)"
+    if row.root is not None and row.root >= 0:
+        return (
+            ("broadcast", "its columns (redop none, a root)")
+            if row.redop == "none"
+            else (None, "a redop and a root (reduce_perf's shape)")
+        )
+    if per is None or row.count == 0:
+        return None, f"unknown type {row.dtype!r}"
+    whole = row.count * per >= row.size_bytes
+    if row.redop not in (None, "none"):
+        return ("allreduce" if whole else "reducescatter"), "its columns (a redop, count against size)"
+    if not whole:
+        return "allgather", "its columns (redop none, count = size / ranks; alltoall_perf prints the same)"
+    if ranks == 1:
+        return "allgather", "its columns (one rank)"
+    return None, "redop none with count = size (sendrecv_perf's shape)"
+
+
+def check_collective(run: NcclTestsRun, op: str, ranks: int | None, path: str) -> str:
+    """The note saying how the file's collective is known; ParseError when it is not ``op``."""
+    found, how = collective_of(run, ranks)
+    if found == op:
+        return f"read as {OP_BINARY[op]} output: {how}"
+    if found is None and run.binary is None and how.startswith("unknown type"):
+        return f"taken as {OP_BINARY[op]} output as asked ({how}: its shape cannot be checked)"
+    held = run.binary or (OP_BINARY[found] if found else None)
+    what = f"{held} output ({how})" if held else f"not {OP_BINARY[op]} output ({how})"
+    raise ParseError(
+        f"{what}: `bench {found or op}` reads it" if found else f"{what}; rigcheck reads {READABLE_TEXT}", path=path
+    )
+
+
+# --- ranks and hosts ------------------------------------------------------------------------------------------
+
+_FACTORS = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+}
+
+
+def ranks_of(run: NcclTestsRun, op: str) -> tuple[int | None, str | None]:
+    """(ranks, a note when they are not listed): the rank lines (a fragment that starts at rank 143 has 144),
+    else the busbw/algbw ratio at the largest size (nccl-tests' factor solved for n), else nThread x nGpus."""
+    if run.devices:
+        ranks = max(d.rank for d in run.devices) + 1
+        note = None if len({d.rank for d in run.devices}) == ranks else f"{ranks} ranks (the rank lines start mid-list)"
+        return ranks, note
+    row = max(run.rows, key=lambda r: r.size_bytes)
+    f = row.out_of_place
+    factor = _FACTORS.get(op)
+    if factor is not None and f.algbw_gbps > 0 and f.busbw_gbps > 0:
+        ratio = f.busbw_gbps / f.algbw_gbps
+        # Both figures are printed to 0.01: the ratio is known only that well, and must name one n.
+        slack = ratio * (0.005 / f.algbw_gbps + 0.005 / f.busbw_gbps)
+        fits = [n for n in range(2, 4097) if abs(factor(n) - ratio) <= slack]
+        if len(fits) == 1:
+            return fits[0], f"{fits[0]} ranks: the file lists none; solved from busbw/algbw at the largest size"
+    if run.n_gpus is None:
+        return None, "the number of ranks is unknown (no rank lines, no header): world_size 1 stands for it"
+    per_process = (run.n_threads or 1) * run.n_gpus
+    return per_process, f"{per_process} ranks assumed (nThread x nGpus of one process): the file lists none"
+
+
+# --- the ceiling ------------------------------------------------------------------------------------------------
+
+
+def _spec(choice: LinkChoice, run: NcclTestsRun, snapshot: Snapshot | None) -> GpuSpec | None:
+    """The GPU model: --gpu, else the one name nccl-tests or the snapshot gives."""
+    if choice.gpu is not None:
+        return choice.gpu
+    names = {d.name for d in run.devices if d.name} or {g.name for g in (snapshot.gpus if snapshot else []) if g.name}
+    return catalog.lookup(names.pop()) if len(names) == 1 else None
+
+
+def _variant(spec: GpuSpec | None, snapshot: Snapshot | None) -> NvlinkVariant | None:
+    if spec is not None:
+        return variant_for_chip(spec.chip) or variant_for(spec.name)
+    for gpu in snapshot.gpus if snapshot else []:
+        found = variant_for(gpu.name or "") or variant_for(gpu.architecture or "")
+        if found is not None:
+            return found
+    return None
+
+
+def _used_gpus(run: NcclTestsRun, snapshot: Snapshot) -> list[int]:
+    indices = sorted({d.device for d in run.devices})
+    known = {g.index for g in snapshot.gpus}
+    return indices if indices and set(indices) <= known else sorted(known)
+
+
+def _snapshot_link(run: NcclTestsRun, snapshot: Snapshot | None) -> tuple[str | None, tuple[int, int] | None]:
+    """The slowest pair link among the GPUs the ranks used, and the narrowest PCIe link among them."""
+    if snapshot is None:
+        return None, None
+    used = _used_gpus(run, snapshot)
+    pairs, _ = pairs_with_link_state(snapshot.gpus, snapshot.pairs)
+    codes = [p.link for p in pairs if p.link and p.a in used and p.b in used]
+    code = max(codes, key=legend.rank_of) if codes else None
+    links = [gpu_pcie_link(g) for g in snapshot.gpus if g.index in used]
+    known = [lk for lk in links if lk is not None and lk.gbps is not None]
+    pcie = min(((lk.gen, lk.width) for lk in known), key=lambda gw: pcie_bandwidth_gbps(*gw) or 0) if known else None
+    return code, pcie
+
+
+def ceiling_of(
+    run: NcclTestsRun, choice: LinkChoice, snapshot: Snapshot | None
+) -> tuple[Ceiling | None, str | None, GpuSpec | None]:
+    """(the ceiling, why there is none, the GPU model)."""
+    spec = _spec(choice, run, snapshot)
+    if len(run.hosts) > 1:
+        return (
+            None,
+            f"the ranks span {len(run.hosts)} hosts: the network bounds busbw, and rigcheck names no ceiling for it",
+            spec,
+        )
+    code, pcie = _snapshot_link(run, snapshot)
+    code = choice.code or code
+    where = "--pcie" if choice.pcie else "the machine's GPUs" if pcie else ""
+    if choice.pcie is None and pcie is None and spec is not None and spec.name in PCIE_LINKS:
+        pcie, where = PCIE_LINKS[spec.name], f"the {spec.name}'s link as built"
+    pcie = choice.pcie or pcie
+    if code is None and choice.pcie is None:
+        return None, NO_LINK_NOTE, spec
+    links = legend.nvlink_count(code) if code else None
+    if links:
+        variant = _variant(spec, snapshot)
+        if variant is None:
+            return None, f"{code}: the GPUs' NVLink generation is unknown: add --gpu with the model", spec
+        gbps = variant.link_gbps * links
+        text = f"{code}: NVLink gen {variant.generation}, {links} links x {variant.link_gbps:g} GB/s per direction"
+        return Ceiling(gbps=gbps, link=text, source=variant.source), None, spec
+    if pcie is None:
+        return None, f"{code}: a PCIe path whose link is unknown: add --pcie (gen4x16) or --gpu", spec
+    gen, width = pcie
+    rate = pcie_bandwidth_gbps(gen, width)
+    assert rate is not None  # parse_link and the facts only give known links
+    through = f"{code}: " if code else ""
+    text = f"{through}PCIe Gen{gen} x{width} per direction ({where})"
+    source = PCIE_SOURCE + (f"; link: {PCIE_LINKS_SOURCE} ({spec.source})" if spec and where.endswith("built") else "")
+    return Ceiling(gbps=round(rate, 2), link=text, source=source), None, spec
+
+
+def _judge(
+    op: str,
+    *,
+    rows: list[CollectiveRow],
+    spec: GpuSpec | None,
+    ranks: int,
+    run: NcclTestsRun,
+    snapshot: Snapshot | None,
+    code: str | None,
+) -> CollectiveJudgement | None:
+    """The all-reduce band's verdict at the largest size; None for the other collectives."""
+    if op != "allreduce" or not rows:
+        return None
+    busbw = max(rows, key=lambda r: r.size_bytes).busbw_gbps
+
+    def unjudged(reason: str) -> CollectiveJudgement:
+        return CollectiveJudgement(band_floor_gbps=None, verdict="unjudged", reason=reason, source=None)
+
+    if len(run.hosts) > 1:
+        return unjudged(f"no band: the ranks span {len(run.hosts)} hosts (the band is of one 8-GPU node)")
+    if spec is None:
+        return unjudged("no band: the GPU model is unknown (add --gpu)")
+    switch = snapshot is not None and (
+        (snapshot.fabric_manager is not None and (snapshot.fabric_manager.nvswitches or 0) > 0)
+        or any(lk.remote_device_type == "switch" for g in snapshot.gpus for lk in g.nvlinks or ())
+    )
+    # Every pair joined by all of the part's links: only an NVSwitch gives that to 8 GPUs.
+    switch = switch or (code is not None and legend.nvlink_count(code) == spec.nvlink_links and spec.nvlink_links > 0)
+    band = allreduce_band(spec, gpus=ranks, nvswitch=switch)
+    if band is None:
+        return unjudged(
+            f"no band: no public all-reduce figure for {ranks} x {spec.name}" + ("" if switch else " without NVSwitch")
+        )
+    verdict = "pass" if busbw >= band.expected_min else "fail"
+    sign = ">=" if verdict == "pass" else "<"
+    reason = f"busbw {busbw:g} GB/s at the largest size {sign} floor {band.expected_min:g} ({band.basis})"
+    return CollectiveJudgement(band_floor_gbps=band.expected_min, verdict=verdict, reason=reason, source=band.source)
+
+
+# --- the document -----------------------------------------------------------------------------------------------
+
+
+def _row(
+    op: CollectiveOp, r: Row, *, run: NcclTestsRun, method: Method, ranks: int, ceiling: Ceiling | None
+) -> CollectiveRow:
+    o, i = r.out_of_place, r.in_place
+    wrong = [w for w in (o.wrong, i.wrong if i else None) if w is not None]
+    note = None
+    if run.check_disabled:
+        note = "not checked (-c 0)"
+    elif run.layout == "old":
+        note = "old layout: max error printed, no count"
+    return CollectiveRow(
+        name=op,
+        unit="GB/s",
+        value=o.busbw_gbps,
+        median=o.busbw_gbps,
+        min=o.busbw_gbps,
+        max=o.busbw_gbps,
+        repeats=method.repeats,
+        warmup=method.warmup,
+        sizes=[r.size_bytes],
+        backend="nccl",
+        world_size=ranks,
+        method_version=METHOD_VERSION,
+        op=op,
+        size_bytes=r.size_bytes,
+        time_us_median=o.time_us,
+        algbw_gbps=o.algbw_gbps,
+        busbw_gbps=o.busbw_gbps,
+        correct=not any(wrong),
+        note=note,
+        count=r.count,
+        dtype=r.dtype,
+        redop=r.redop,
+        root=r.root,
+        wrong=o.wrong,
+        max_error=o.max_error,
+        in_place_time_us=i.time_us if i else None,
+        in_place_algbw_gbps=i.algbw_gbps if i else None,
+        in_place_busbw_gbps=i.busbw_gbps if i else None,
+        in_place_wrong=i.wrong if i else None,
+        in_place_max_error=i.max_error if i else None,
+        ceiling_gbps=ceiling.gbps if ceiling else None,
+        fraction_of_ceiling=o.busbw_gbps / ceiling.gbps if ceiling and ceiling.gbps else None,
+    )
+
+
+def collective_document(
+    run: NcclTestsRun,
+    *,
+    op: CollectiveOp,
+    path: str,
+    snapshot: Snapshot | None = None,
+    choice: LinkChoice | None = None,
+) -> CollectiveDocument:
+    """The run as `bench <op> --json` prints a run; ParseError when the file holds another collective."""
+    known_ranks, ranks_note = ranks_of(run, op)
+    ranks = known_ranks or 1
+    notes = [check_collective(run, op, known_ranks, path), *run.notes]
+    notes += [ranks_note] if ranks_note else []
+    choice = choice or LinkChoice()
+    ceiling, why_not, spec = ceiling_of(run, choice, snapshot)
+    notes += [why_not] if why_not else []
+    if ceiling is not None and any(r.out_of_place.busbw_gbps > ceiling.gbps for r in run.rows):
+        notes.append("busbw passes the link's rate at some sizes: NVLink SHARP (NVLS) or a link faster than named")
+    method = Method(method_version=METHOD_VERSION, warmup=run.warmup or 0, repeats=run.iters or 1, statistic="mean")
+    if run.warmup is None or run.iters is None:
+        notes.append("no nccl-tests header line: warmup 0 and repeats 1 stand for the unknown counts")
+    notes.append(TIME_NOTE)
+    if run.layout == "old":
+        notes.append(OLD_LAYOUT_NOTE)
+    rows = [_row(op, r, run=run, method=method, ranks=ranks, ceiling=ceiling) for r in run.rows]
+    code = choice.code or _snapshot_link(run, snapshot)[0]
+    source = ImportedSource(
+        tool="nccl-tests",
+        file=path,
+        version=run.tool_version,
+        ranks=known_ranks,
+        hosts=run.hosts,
+        devices=[
+            ImportedDevice(rank=d.rank, host=d.host, device=d.device, pci_bus_id=d.pci_bus_id, name=d.name)
+            for d in run.devices
+        ],
+        avg_busbw_gbps=run.avg_busbw_gbps,
+        out_of_bounds=run.out_of_bounds,
+        command=run.header_line,
+    )
+    return CollectiveDocument(
+        benchmark=op,
+        partial=False,  # nothing was run: a cut file keeps its complete rows and says so in its notes
+        error=None,
+        method=method,
+        backend="nccl",
+        world_size=ranks,
+        versions=Versions(rigcheck=None, python=None, torch=None, cuda=None, nccl=run.nccl_version),
+        snapshot=snapshot,
+        results=rows,
+        op=op,
+        sizes=[r.size_bytes for r in run.rows],
+        wall_s=0.0,
+        notes=notes,
+        source=source,
+        ceiling=ceiling,
+        judgement=_judge(op, rows=rows, spec=spec, ranks=ranks, run=run, snapshot=snapshot, code=code),
+    )

@@ -1,0 +1,130 @@
+"""The parts of a p2p, membw or hostlink report that an imported output (`bench ... --from`: nvbandwidth,
+p2pBandwidthLatencyTest) adds: where its figures came from, each figure's verdict against its band, and the
+tool's matrices as printed. report/bench.py and report/bench_html.py place them; a live run has none of them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rigcheck.model.bench import HostlinkDocument, MembwDocument, P2PDocument
+from rigcheck.model.bench_judgement import FigureJudgement
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+Imported = HostlinkDocument | MembwDocument | P2PDocument
+JUDGEMENT_HEADERS = ("check", "subject", "GB/s", "floor", "verdict", "why")
+
+
+def imported(doc: object) -> Imported | None:
+    """The document when it was read from a reference tool's output, else None."""
+    if isinstance(doc, HostlinkDocument | MembwDocument | P2PDocument) and doc.source is not None:
+        return doc
+    return None
+
+
+def context_lines(doc: Imported) -> list[str]:
+    """Above the table: the file and tool, the devices it names, what the verdicts say in sum."""
+    s = doc.source
+    if s is None:
+        return []
+    version = f" {s.version}" if s.version else ""
+    names = sorted({d.name for d in s.devices if d.name})
+    devices = f"{len(s.devices)} device(s): {', '.join(names)}" if s.devices else "no device list"
+    out = [f"read from {s.tool}{version} output {s.file} ({devices}); nothing run"]
+    if doc.snapshot is not None:
+        out.append(f"machine described by: {doc.snapshot.source.path or doc.snapshot.source.kind}")
+    judged = doc.judgement or []
+    if judged:
+        counts = {v: sum(j.verdict == v for j in judged) for v in ("pass", "fail", "unjudged")}
+        out.append("verdicts against verify's bands: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    return out
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def judgement_rows(judged: Sequence[FigureJudgement]) -> list[list[str]]:
+    return [[j.check, j.subject, _num(j.value), _num(j.floor), j.verdict, j.reason] for j in judged]
+
+
+def judgement_sources(judged: Sequence[FigureJudgement]) -> list[str]:
+    """Each band source once (they repeat for every figure of one check)."""
+    seen: list[str] = []
+    for j in judged:
+        if j.source and j.source not in seen:
+            seen.append(j.source)
+    return seen
+
+
+def matrix_lines(matrix: Sequence[Sequence[float | None]]) -> list[str]:
+    """A matrix as aligned text, row labels first, as the tools print them (N/A where a cell is empty)."""
+    width = max([len(r) for r in matrix], default=0)
+    cells = [["N/A" if v is None else f"{v:.2f}" for v in row] for row in matrix]
+    w = max([6, *(len(c) for row in cells for c in row)])
+    lines = ["   " + " ".join(f"{j:>{w}}" for j in range(width))]
+    lines += [f"{i:>3}" + "".join(f" {c:>{w}}" for c in row) for i, row in enumerate(cells)]
+    return lines
+
+
+def matrices(doc: Imported) -> list[tuple[str, list[str]]]:
+    """(name, lines) of each matrix an imported p2p document holds."""
+    if not isinstance(doc, P2PDocument):
+        return []
+    return [(name, matrix_lines(m)) for name, m in doc.matrices.items() if m]
+
+
+# --- the three renderings' pieces ---------------------------------------------------------------------------
+
+
+def terminal_parts(doc: Imported) -> list[RenderableType]:
+    """Below the table: the verdicts, their sources, the matrices."""
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[RenderableType] = []
+    judged = doc.judgement or []
+    if judged:
+        table = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
+        for i, header in enumerate(JUDGEMENT_HEADERS):
+            table.add_column(header, justify="left" if i in {0, 1, 4, 5} else "right", no_wrap=i != 5)
+        styles = {"pass": "green", "fail": "bold red", "unjudged": "yellow"}
+        for j, cells in zip(judged, judgement_rows(judged), strict=True):
+            table.add_row(*cells[:4], Text(cells[4], style=styles[j.verdict]), cells[5])
+        parts += [Text("judged against verify's bands", style="bold"), table]
+        parts += [Text(f"band source: {s}", style="dim") for s in judgement_sources(judged)]
+    for name, lines in matrices(doc):
+        parts += [Text(f"matrix {name}", style="bold"), Text("\n".join(lines))]
+    return parts
+
+
+def markdown_lines(doc: Imported) -> list[str]:
+    from rigcheck.report.common import md_text
+
+    out: list[str] = []
+    judged = doc.judgement or []
+    if judged:
+        out += ["## Judged against verify's bands", ""]
+        out += ["| " + " | ".join(JUDGEMENT_HEADERS) + " |", "| --- | --- | ---: | ---: | --- | --- |"]
+        out += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in judgement_rows(judged)]
+        out += ["", *[f"- band source: {md_text(s)}" for s in judgement_sources(judged)], ""]
+    for name, lines in matrices(doc):
+        out += [f"## Matrix {md_text(name)}", "", "```", *lines, "```", ""]
+    return out
+
+
+def html_parts(doc: Imported) -> list[str]:
+    from rigcheck.report.html import esc
+
+    out = [f'<p class="summary">{esc(line)}</p>' for line in context_lines(doc)]
+    judged = doc.judgement or []
+    if judged:
+        head = "".join(f"<th>{esc(h)}</th>" for h in JUDGEMENT_HEADERS)
+        body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in judgement_rows(judged))
+        out.append(f'<h2>Judged against verify\'s bands</h2><table class="results"><tr>{head}</tr>{body}</table>')
+        out += [f'<p class="muted">band source: {esc(s)}</p>' for s in judgement_sources(judged)]
+    for name, lines in matrices(doc):
+        out.append(f"<h2>Matrix {esc(name)}</h2><pre>{esc(chr(10).join(lines))}</pre>")
+    return out
