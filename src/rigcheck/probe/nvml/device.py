@@ -217,7 +217,7 @@ def read_gpu(s: Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, obje
     mig = r.get("mig_enabled", "nvmlDeviceGetMigMode", lambda: lib.nvmlDeviceGetMigMode(h))
     gpu.mig_enabled = bool(mig[0]) if mig is not None else None
 
-    _read_memory_health(r, lib, h)
+    read_memory_health(r, lib, h)
     _read_affinity(r, lib, h, sysfs_root)
     read_nvlinks(r, lib, h)
     read_driver_health(r, lib, h, sysfs_root)
@@ -358,7 +358,9 @@ def _read_violations(r: GpuReader, lib: NvmlLibrary, h: object) -> None:
         )
 
 
-def _read_memory_health(r: GpuReader, lib: NvmlLibrary, h: object) -> None:
+def read_memory_health(r: GpuReader, lib: NvmlLibrary, h: object) -> None:
+    """ECC mode and counts, remapped rows, retired pages into ``r.gpu`` (the snapshot's reading; the Prometheus
+    exporter re-reads them through probe/nvml/memory_health.py)."""
     gpu = r.gpu
     ecc = r.get("ecc_enabled", "nvmlDeviceGetEccMode", lambda: lib.nvmlDeviceGetEccMode(h))
     gpu.ecc_enabled = bool(ecc[0]) if ecc is not None else None

@@ -18,7 +18,7 @@ from functools import partial
 from rigcheck.model.snapshot import Gpu, Missing
 from rigcheck.probe.nvml.calls import NvmlFailure, call
 from rigcheck.probe.nvml.constants import MEMORY_V2
-from rigcheck.probe.nvml.device import _read_memory_health
+from rigcheck.probe.nvml.device import read_memory_health
 from rigcheck.probe.nvml.library import NvmlLibrary
 from rigcheck.probe.nvml.poller import NvmlPoller
 from rigcheck.probe.nvml.session import GpuReader, Session
@@ -68,7 +68,7 @@ class MemoryHealthReader:
             reader = GpuReader(session, gpu)
             readings: dict[str, float | Missing] = {}
             readings.update(_memory(reader, lib, handle))
-            _read_memory_health(reader, lib, handle)
+            read_memory_health(reader, lib, handle)
             for field in HEALTH_FIELDS:
                 value = getattr(gpu, field)
                 readings[field] = float(value) if value is not None else gpu.missing.get(field, Missing.ERROR)
