@@ -43,6 +43,7 @@ from typing import Any
 
 from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
+from rigcheck.bench.gpu_select import cuda_index  # one NVML -> CUDA mapping for every run
 from rigcheck.bench.launcher import one_line
 from rigcheck.checks.burn import BURN_ONLY_FIELDS, analyze_trace
 from rigcheck.errors import BenchError, UsageError
@@ -238,29 +239,6 @@ def _torch_dtype(torch: Any, dtype: str) -> Any:
 
 def _element_bytes(dtype: str) -> int:
     return 2 if dtype in ("bf16", "fp16") else 4
-
-
-def cuda_index(torch: Any, nvml_index: int, uuid: str | None) -> int:
-    """CUDA's index of the GPU NVML calls ``nvml_index``: matched by UUID (CUDA orders GPUs differently
-    and CUDA_VISIBLE_DEVICES renumbers them), else the same index."""
-    if uuid is not None:
-        want = uuid.lower().removeprefix("gpu-")
-        seen = 0  # CUDA devices that reported a UUID (str(props.uuid) has no "GPU-" prefix)
-        for i in range(torch.cuda.device_count()):
-            got = getattr(torch.cuda.get_device_properties(i), "uuid", None)
-            if got is None:
-                continue
-            seen += 1
-            if str(got).lower().removeprefix("gpu-") == want:
-                return i
-        if seen:
-            # CUDA gave UUIDs and none is this GPU's: CUDA_VISIBLE_DEVICES hides it. Falling back to the
-            # same index would load a *different* card than the one being sampled (CUDA renumbers the
-            # visible GPUs from 0), and the verdict would describe the wrong GPU.
-            raise BenchError(f"GPU {nvml_index} ({uuid}) is not visible to CUDA (CUDA_VISIBLE_DEVICES?)")
-    if nvml_index >= torch.cuda.device_count():
-        raise BenchError(f"GPU {nvml_index} is not visible to CUDA (CUDA_VISIBLE_DEVICES?)")
-    return nvml_index
 
 
 def gpu_worker(

@@ -39,6 +39,7 @@ from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, row_head
 
 if TYPE_CHECKING:
+    from rigcheck.bench.gpu_select import GpuPlacement
     from rigcheck.model.snapshot import Snapshot
 
 OPS: tuple[Collective, ...] = ("allreduce", "allgather", "reducescatter", "broadcast")
@@ -367,8 +368,10 @@ def run_collective(
     env: dict[str, str] | None = None,
     nccl_debug: bool = False,
     on_progress: Callable[[str], None] | None = None,
+    placement: GpuPlacement | None = None,
 ) -> tuple[CollectiveDocument, str]:
-    """Sweep ``op`` over ``sizes`` (None: the default sweep) on ``world_size`` ranks.
+    """Sweep ``op`` over ``sizes`` (None: the default sweep) on ``world_size`` ranks; with ``placement``
+    (--gpus) one rank on each of its GPUs, ``world_size`` then its count.
 
     Returns the rigcheck.bench/1 document (``snapshot``: the machine, as the caller probed it) and the ranks'
     NCCL_DEBUG=INFO output ("" unless ``nccl_debug``). A run that a worker ends early (raised, died, hung past
@@ -381,6 +384,9 @@ def run_collective(
     if repeats < 1 or warmup < 0:
         raise UsageError("repeats must be at least 1 and warmup at least 0")
     require_torch()
+    if placement is not None:
+        world_size = placement.world_size(world_size)
+        env = placement.worker_env(env)
     world_size = resolve_world_size(cpu, world_size)
     chosen = valid_sizes(collective, default_sizes(cpu) if sizes is None else sizes, world_size)
     if not chosen:
@@ -401,6 +407,8 @@ def run_collective(
     notes = sorted({r.note for r in rows if r.note})
     if world_size == 1:
         notes.insert(0, ONE_RANK_NOTE)
+    if placement is not None and placement.note:
+        notes.append(placement.note)
     doc = CollectiveDocument(
         benchmark=collective,
         partial=outcome.partial,
@@ -415,5 +423,6 @@ def run_collective(
         sizes=chosen,
         wall_s=outcome.wall_s,
         notes=notes,
+        gpus=list(placement.indices) if placement is not None else None,
     )
     return doc, outcome.nccl_log

@@ -46,6 +46,7 @@ from rigcheck.errors import InputError, UsageError
 from rigcheck.model.bench import Method, TrainDocument, TrainRow, row_head
 
 if TYPE_CHECKING:
+    from rigcheck.bench.gpu_select import GpuPlacement
     from rigcheck.bench.launcher import WorkerContext
     from rigcheck.model.snapshot import Snapshot
 
@@ -392,16 +393,20 @@ def run_train(
     env: Mapping[str, str] | None = None,
     nccl_debug: bool = False,
     on_progress: Callable[[str], None] | None = None,
+    placement: GpuPlacement | None = None,
 ) -> tuple[TrainDocument, str]:
     """Run the gpt2 DDP benchmark on ``world_size`` processes.
 
     Returns its ``rigcheck.bench/1`` document (``snapshot``: the machine, as the caller probed it) and the
     ranks' NCCL_DEBUG=INFO output ("" unless ``nccl_debug``: for `compare_p2p`). ``world_size`` None: 2 with
-    ``cpu``, else every visible GPU.
+    ``cpu``, else every visible GPU; with ``placement`` (--gpus) one process on each of its GPUs.
     """
     torch: Any = require_torch()
     transformers = require_transformers()
     shape = train_shape(tiny=tiny, steps=steps, batch_size=batch_size, seq_len=seq_len)
+    if placement is not None:
+        world_size = placement.world_size(world_size)
+        env = placement.worker_env(env)
     if not cpu and not torch.cuda.is_available():
         raise UsageError("no CUDA GPU visible to torch: run with --cpu (gloo on CPU processes)")
     if world_size is None:
@@ -438,8 +443,10 @@ def run_train(
         versions=versions,
         snapshot=snapshot,
         results=_ROWS.validate_python(outcome.rows),
-        notes=method_notes(shape, tiny=tiny, bf16=bf16, text=text is not None, cuda=not cpu),
+        notes=method_notes(shape, tiny=tiny, bf16=bf16, text=text is not None, cuda=not cpu)
+        + ([placement.note] if placement is not None and placement.note else []),
         wall_s=outcome.wall_s,
+        gpus=list(placement.indices) if placement is not None else None,
     )
     return doc, outcome.nccl_log
 

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.bench_common import CpuOption, JsonOut, WorldSizeOption, finish, machine, refuse_given
+from rigcheck.cli.bench_common import (
+    BenchGpusOption,
+    CpuOption,
+    JsonOut,
+    WorldSizeOption,
+    finish,
+    placed_machine,
+    refuse_given,
+)
 from rigcheck.cli.bench_nccl_tests import (
     FromOption,
     GpuOption,
@@ -84,6 +92,7 @@ def _run(
     html_file: Path | None = None,
     markdown_file: Path | None = None,
     compare_p2p: bool = False,
+    gpus: str | None = None,
 ) -> None:
     from rigcheck.bench.collectives import CPU_MAX_BYTES, GPU_MAX_BYTES, resolve_world_size, run_collective, sweep
 
@@ -91,8 +100,8 @@ def _run(
     high = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else (CPU_MAX_BYTES if cpu else GPU_MAX_BYTES)
     if low > high:
         raise UsageError(f"--min-bytes ({low}) is larger than --max-bytes ({high})")
-    snapshot = machine(cpu=cpu)
-    ranks = resolve_world_size(cpu, world_size)
+    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=world_size)
+    ranks = resolve_world_size(cpu, placement.world_size(world_size) if placement is not None else world_size)
 
     def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[CollectiveDocument, str]:
         if compare_p2p:
@@ -110,6 +119,7 @@ def _run(
                 env=env,
                 nccl_debug=nccl_debug,
                 on_progress=progress,
+                placement=placement,
             )
 
     if compare_p2p:
@@ -151,6 +161,7 @@ def _command(op: str) -> Callable[..., None]:
         *,
         cpu: CpuOption = False,
         world_size: WorldSizeOption = None,
+        gpus: BenchGpusOption = None,
         min_bytes: MinBytesOption = None,
         max_bytes: MaxBytesOption = None,
         repeats: RepeatsOpt = None,
@@ -168,7 +179,8 @@ def _command(op: str) -> Callable[..., None]:
         if from_files:
             refuse_given(
                 _live_options_given(
-                    **{"--cpu": cpu, "--world-size": world_size, "--min-bytes": min_bytes, "--max-bytes": max_bytes},
+                    **{"--cpu": cpu, "--world-size": world_size, "--gpus": gpus},
+                    **{"--min-bytes": min_bytes, "--max-bytes": max_bytes},
                     **{"--repeats": repeats, "--warmup": warmup, "--timeout": timeout, "--compare-p2p": compare_p2p},
                 )
             )
@@ -189,6 +201,7 @@ def _command(op: str) -> Callable[..., None]:
             html_file=html_file,
             markdown_file=markdown_file,
             compare_p2p=compare_p2p,
+            gpus=gpus,
         )
 
     command.__name__ = op

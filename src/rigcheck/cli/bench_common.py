@@ -19,6 +19,7 @@ from rigcheck.errors import InputError, UsageError
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
+    from rigcheck.bench.gpu_select import GpuPlacement
     from rigcheck.model.snapshot import Snapshot
     from rigcheck.report.bench import BenchDoc
 
@@ -33,6 +34,14 @@ TimeoutOption = Annotated[
 RepeatsOption = Annotated[int, typer.Option("--repeats", min=1, max=10000, help="Timed repetitions per size.")]
 WarmupOption = Annotated[int, typer.Option("--warmup", min=0, max=10000, help="Untimed repetitions first.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result document (rigcheck.bench/1) as JSON.")]
+BenchGpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="Only these GPUs, by nvidia-smi index (e.g. 0,2): one worker each, in this order; rows use that index.",
+        show_default=False,
+    ),
+]
 
 
 def machine(*, cpu: bool) -> Snapshot:
@@ -45,6 +54,35 @@ def machine(*, cpu: bool) -> Snapshot:
     if not cpu:
         refuse(snap, NO_GPU_BENCH)
     return snap
+
+
+def placed_machine(
+    *, cpu: bool, gpus: str | None, world_size: int | None = None, spawns: bool = True
+) -> tuple[Snapshot, GpuPlacement | None]:
+    """:func:`machine`, and with --gpus the run's placement (rigcheck.bench.gpu_select) and the snapshot narrowed
+    to those GPUs. A malformed or repeated index, --gpus with --cpu, with a different --world-size or (a run
+    that ``spawns`` workers) inside a torchrun/srun job is a usage error before anything is probed; an index
+    this machine lacks is one after (the message every --gpus gives)."""
+    from rigcheck.cli.common import parse_gpus
+
+    chosen = parse_gpus(gpus)
+    if chosen is None:
+        return machine(cpu=cpu), None
+    if cpu:
+        raise UsageError("--gpus picks GPUs and a --cpu run has none (it measures CPU processes): drop one of them")
+    from rigcheck.bench.gpu_select import place_gpus, workers_for
+
+    workers_for(chosen, world_size)
+    if spawns:
+        from rigcheck.bench.launcher import in_launched_job
+
+        if in_launched_job():
+            raise UsageError(
+                "--gpus places the workers rigcheck starts; inside a torchrun/srun job the job places its ranks "
+                "(set CUDA_VISIBLE_DEVICES there)"
+            )
+    placement = place_gpus(machine(cpu=False), chosen)
+    return placement.snapshot, placement
 
 
 def run_failed(doc: BenchDoc) -> bool:

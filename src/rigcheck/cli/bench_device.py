@@ -13,8 +13,22 @@ from typing import Annotated
 import typer
 
 from rigcheck.cli.bench_collectives import parse_size
-from rigcheck.cli.bench_common import CpuOption, JsonOut, TimeoutOption, finish, machine
-from rigcheck.cli.bench_reference import FromOption, GpuModelOption, imported_document, refuse_live_options
+from rigcheck.cli.bench_common import (
+    BenchGpusOption,
+    CpuOption,
+    JsonOut,
+    TimeoutOption,
+    finish,
+    machine,
+    placed_machine,
+)
+from rigcheck.cli.bench_reference import (
+    FromOption,
+    GpuModelOption,
+    given_options,
+    imported_document,
+    refuse_live_options,
+)
 from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
 from rigcheck.cli.progress import progress_line
 from rigcheck.errors import UsageError
@@ -41,13 +55,25 @@ DevicesOption = Annotated[
 GpuOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--gpu", "-g", help='GPU index (default: every GPU); repeatable. With --from: the GPU model ("H100 SXM5").'
+        "--gpu",
+        "-g",
+        help="CUDA device index (default: every GPU; --gpus takes nvidia-smi indices); repeatable. With --from: "
+        'the GPU model ("H100 SXM5").',
+    ),
+]
+HostlinkGpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="Only these GPUs, by nvidia-smi index (e.g. 0,2), one after another; rows use that index.",
+        show_default=False,
     ),
 ]
 NumaOption = Annotated[bool, typer.Option("--numa/--no-numa", help="Also measure bound to the GPU's NUMA-local CPUs.")]
 
 
 def matmul(
+    ctx: typer.Context,
     dtype: DtypeOption = None,
     cpu: CpuOption = False,
     quick: QuickOption = False,
@@ -55,6 +81,7 @@ def matmul(
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     world_size: DevicesOption = 1,
+    gpus: BenchGpusOption = None,
     timeout: TimeoutOption = 1800.0,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
@@ -64,6 +91,7 @@ def matmul(
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
 
     shapes = [parse_shape(s) for s in shape] if shape else None
+    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=_world_size_given(ctx, world_size))
     with progress_line() as progress:
         doc = run_matmul(
             dtypes=dtype or ["bf16"],
@@ -72,10 +100,11 @@ def matmul(
             shapes=shapes,
             warmup=warmup,
             repeats=repeats,
-            world_size=world_size,
+            world_size=placement.world_size(None) if placement is not None else world_size,
             timeout_s=timeout,
-            snapshot=machine(cpu=cpu),
+            snapshot=snapshot,
             on_progress=progress,
+            placement=placement,
         )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
@@ -87,6 +116,7 @@ def membw(
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     world_size: DevicesOption = 1,
+    gpus: BenchGpusOption = None,
     timeout: TimeoutOption = 600.0,
     from_files: FromOption = None,
     gpu_model: GpuModelOption = None,
@@ -97,7 +127,7 @@ def membw(
     """Device-local copy bandwidth (bytes copied once, as nvbandwidth; and read+write), beside the datasheet;
     --from reads nvbandwidth's device_local_copy instead."""
     if from_files:
-        refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "timeout")
+        refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "gpus", "timeout")
         doc = imported_document("membw", from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
@@ -105,16 +135,18 @@ def membw(
     from rigcheck.bench.device.membw import run_membw
 
     sizes = [parse_size(s, "--size") for s in size] if size else None
+    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=_world_size_given(ctx, world_size))
     with progress_line() as progress:
         doc = run_membw(
             cpu=cpu,
             sizes=sizes,
             warmup=warmup,
             repeats=repeats,
-            world_size=world_size,
+            world_size=placement.world_size(None) if placement is not None else world_size,
             timeout_s=timeout,
-            snapshot=machine(cpu=cpu),
+            snapshot=snapshot,
             on_progress=progress,
+            placement=placement,
         )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
@@ -122,6 +154,7 @@ def membw(
 def hostlink(
     ctx: typer.Context,
     gpu: GpuOption = None,
+    gpus: HostlinkGpusOption = None,
     size: SizeOption = None,
     numa: NumaOption = True,
     repeats: RepeatsOpt = None,
@@ -134,22 +167,27 @@ def hostlink(
     """Host→GPU and GPU→host copy bandwidth per GPU, pinned and pageable, NUMA-bound and not, beside PCIe;
     --from reads nvbandwidth's host copies instead."""
     if from_files:
-        refuse_live_options(ctx, "size", "numa", "repeats", "warmup")
+        refuse_live_options(ctx, "gpus", "size", "numa", "repeats", "warmup")
         if gpu is not None and (len(gpu) > 1 or gpu[0].isdigit()):
             raise UsageError("--gpu with --from names one GPU model (a catalog name such as 'H100 SXM5'), not an index")
         doc = imported_document("hostlink", from_files, gpu=gpu[0] if gpu else None)
         finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
 
+    if gpu is not None and gpus is not None:
+        raise UsageError("--gpu (a CUDA index) and --gpus (nvidia-smi indices) both pick GPUs: give one")
+    indices = _indices(gpu)
+    snapshot, placement = placed_machine(cpu=False, gpus=gpus, spawns=False)
     with progress_line() as progress:
         doc = run_hostlink(
-            gpus=_indices(gpu),
+            gpus=indices,
             size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
             numa=numa,
             repeats=repeats if repeats is not None else 5,
             warmup=warmup if warmup is not None else 1,
-            snapshot=machine(cpu=False),
+            snapshot=snapshot,
             on_progress=progress,
+            placement=placement,
         )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
@@ -245,6 +283,11 @@ def nvme(
             on_progress=progress,
         )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+
+
+def _world_size_given(ctx: typer.Context, world_size: int) -> int | None:
+    """-n as given on the command line, None when left at its default (--gpus then sets the world size)."""
+    return world_size if given_options(ctx, "world_size") else None
 
 
 def _indices(gpus: list[str] | None) -> list[int] | None:

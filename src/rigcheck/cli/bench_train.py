@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.bench_common import CpuOption, JsonOut, TimeoutOption, WorldSizeOption, finish, machine
+from rigcheck.cli.bench_common import (
+    BenchGpusOption,
+    CpuOption,
+    JsonOut,
+    TimeoutOption,
+    WorldSizeOption,
+    finish,
+    placed_machine,
+)
 from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
 from rigcheck.cli.progress import progress_line
 from rigcheck.errors import RigcheckError
@@ -47,6 +55,7 @@ def train(
     *,
     cpu: CpuOption = False,
     world_size: WorldSizeOption = None,
+    gpus: BenchGpusOption = None,
     steps: StepsOption = None,
     batch_size: BatchOption = None,
     seq_len: SeqOption = None,
@@ -69,7 +78,7 @@ def train(
         if text is not None:
             read_text_tokens(text, 2)  # a bad path is one line and exit 2, before anything starts
 
-        snapshot = machine(cpu=cpu)
+        snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=world_size)
 
         def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[TrainDocument, str]:
             if compare_p2p:
@@ -89,6 +98,7 @@ def train(
                     env=env,
                     nccl_debug=nccl_debug,
                     on_progress=progress,
+                    placement=placement,
                 )
 
         doc: BenchDoc

@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal, TypedDict
 
 from pydantic import ConfigDict, Field, RootModel, WithJsonSchema, model_validator
 
-from rigcheck.model import bench_source
+from rigcheck.model import absent, bench_source
 from rigcheck.model.bench_judgement import FigureJudgement
 from rigcheck.model.document import Document, OptionalSnapshotRef, Plain, reason_rules
 
@@ -35,31 +35,13 @@ Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
 Count = Annotated[int, Field(ge=0)]
 Reason = Annotated[str, Field(min_length=1)]
 
-
-# --- keys printed only when set ------------------------------------------------------------------------------
-
-
-def _is_unset(value: object) -> bool:
-    return value is None or (isinstance(value, dict | list) and not value)
+# Keys printed only when set (rigcheck.model.absent), named here where they began.
+absent_unless_set = absent.absent_unless_set
 
 
-def _never_null(schema: dict[str, Any]) -> None:
-    """A key that is absent rather than null: its schema without the null alternative (nor a default)."""
-    alternatives = [alt for alt in schema.pop("anyOf", []) if alt.get("type") != "null"]
-    if len(alternatives) == 1:
-        schema.update(alternatives[0])
-    elif alternatives:
-        schema["anyOf"] = alternatives
-    schema.pop("default", None)
-
-
-def absent_unless_set(description: str = "", *, empty: Any = None) -> Any:
-    """A field printed only when it holds something (not None, not empty); ``empty`` is its default.
-
-    The generated schema leaves it out of ``required`` (pydantic does that for ``exclude_if``) and never null.
-    """
-    default: dict[str, Any] = {"default_factory": dict} if empty == {} else {"default": empty}
-    return Field(**default, exclude_if=_is_unset, json_schema_extra=_never_null, description=description or None)
+def _gpus_used() -> Any:
+    """``gpus``: which GPUs a run with --gpus measured (a run without it measures every GPU and has none)."""
+    return absent_unless_set("--gpus: the GPUs measured, by nvidia-smi index, in the order given (rank r: the r-th)")
 
 
 def _row_rules(schema: dict[str, Any], cls: type[Any]) -> None:
@@ -173,6 +155,8 @@ class BenchRow(Plain):
     method_version: str
 
 
+_GPU_INDEX = "the GPU: its nvidia-smi index with --gpus, else the CUDA device index; null on a CPU"
+
 # --- rows per benchmark --------------------------------------------------------------------------------------
 
 
@@ -208,7 +192,7 @@ class MatmulRow(BenchRow):
     NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"gpu", "peak_source"})
 
     rank: Count
-    gpu: int | None = Field(description="CUDA device index; null on a CPU")
+    gpu: int | None = Field(description=_GPU_INDEX)
     device_name: str
     dtype: Literal["bf16", "fp16", "tf32", "fp32"]
     m: Count
@@ -233,7 +217,7 @@ class MembwRow(BenchRow):
     NOT_A_READING: ClassVar[frozenset[str]] = frozenset({"gpu", "peak_source"})
 
     rank: Count
-    gpu: int | None = Field(description="CUDA device index; null on a CPU")
+    gpu: int | None = Field(description=_GPU_INDEX)
     device_name: str
     # null (reason not_in_source) only in a row read from nvbandwidth's output, which does not print them
     size_bytes: Count | None
@@ -435,6 +419,7 @@ class CollectiveDocument(BenchDocumentBase):
     sizes: list[Count] = Field(description="the buffer sizes measured, bytes")
     wall_s: float
     notes: list[str]
+    gpus: list[Count] | None = _gpus_used()
     source: ImportedSource | None = absent_unless_set("read from another tool's output (--from); absent on a run")
     ceiling: Ceiling | None = absent_unless_set("the link's rate, where the machine or --link names it")
     judgement: CollectiveJudgement | None = absent_unless_set("all-reduce read with --from: the band's verdict")
@@ -447,6 +432,7 @@ class MatmulDocument(BenchDocumentBase):
     results: Sequence[MatmulRow]
     notes: list[str]
     best: list[MatmulBest] = Field(description="the best row per rank and dtype")
+    gpus: list[Count] | None = _gpus_used()
 
 
 class MembwDocument(BenchDocumentBase):
@@ -455,6 +441,7 @@ class MembwDocument(BenchDocumentBase):
     benchmark: Literal["membw"] = "membw"
     results: Sequence[MembwRow]
     notes: list[str]
+    gpus: list[Count] | None = _gpus_used()
     source: ImportedSource | None = absent_unless_set("read from nvbandwidth's output (--from); absent on a run")
     judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
@@ -465,6 +452,7 @@ class HostlinkDocument(BenchDocumentBase):
     benchmark: Literal["hostlink"] = "hostlink"
     results: Sequence[HostlinkRow]
     notes: list[str]
+    gpus: list[Count] | None = _gpus_used()
     source: ImportedSource | None = absent_unless_set("read from nvbandwidth's output (--from); absent on a run")
     judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
@@ -522,6 +510,7 @@ class TrainDocument(BenchDocumentBase):
     results: Sequence[TrainRow]
     notes: list[str]
     wall_s: float
+    gpus: list[Count] | None = _gpus_used()
 
 
 class NvmeDocument(BenchDocumentBase):

@@ -35,6 +35,7 @@ from rigcheck.bench.device.common import (
     time_calls,
 )
 from rigcheck.bench.env import require_torch, software_versions
+from rigcheck.bench.gpu_select import GpuPlacement, cuda_index
 from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link
@@ -149,16 +150,26 @@ def run_hostlink(
     numa: bool = True,
     snapshot: Snapshot,
     on_progress: Callable[[str], None] | None = None,
+    placement: GpuPlacement | None = None,
 ) -> HostlinkDocument:
     """Host↔GPU copy bandwidth for each GPU (all by default), one GPU at a time in this process.
 
-    ``snapshot``: the machine, as the caller probed it (each GPU's local CPUs, NUMA node and PCIe link)."""
+    ``gpus``: CUDA indices; ``placement`` (--gpus, instead): nvidia-smi indices, found among CUDA's devices by
+    UUID, and the rows named by them. ``snapshot``: the machine, as the caller probed it (each GPU's local
+    CPUs, NUMA node and PCIe link)."""
     torch: Any = require_torch()
     count = require_gpus(torch, "hostlink", hint="; there is no CPU version of a host-to-GPU copy")
-    chosen = list(gpus) if gpus else list(range(count))
-    bad = [g for g in chosen if not 0 <= g < count]
-    if bad:
-        raise UsageError(f"no GPU {bad[0]}: torch sees GPUs 0..{count - 1}")
+    if placement is not None:
+        if gpus:
+            raise UsageError("--gpu (a CUDA index) and --gpus (nvidia-smi indices) both pick GPUs: give one")
+        # (label, CUDA ordinal): the rows name the GPU as nvidia-smi does, CUDA is asked by its own number
+        targets = [(i, cuda_index(torch, i, placement.uuids.get(i))) for i in placement.indices]
+    else:
+        chosen = list(gpus) if gpus else list(range(count))
+        bad = [g for g in chosen if not 0 <= g < count]
+        if bad:
+            raise UsageError(f"no GPU {bad[0]}: torch sees GPUs 0..{count - 1}")
+        targets = [(i, i) for i in chosen]
     if size_bytes < 2 * CHECK_BYTES:
         raise UsageError(f"hostlink size must be at least {2 * CHECK_BYTES} bytes")
     progress = on_progress or (lambda _m: None)
@@ -166,12 +177,12 @@ def run_hostlink(
     original = allowed_cpus()
     rows: list[HostlinkRow] = []
     notes: list[str] = []
-    for index in chosen:
+    for label, index in targets:
         bdf = pci_bdf(torch, index)
-        record = snapshot_gpu(snapshot, bdf, index)
+        record = snapshot_gpu(snapshot, bdf, label)
         name = str(torch.cuda.get_device_name(index))
         local, local_source = local_cpus(record, bdf)
-        bindings, why = plan_bindings(local, original, index) if numa else ([Binding(False, None)], [])
+        bindings, why = plan_bindings(local, original, label) if numa else ([Binding(False, None)], [])
         notes.extend(why)
         theoretical, link = pcie_theoretical(record)
         dev = torch.empty(size_bytes, dtype=torch.uint8, device=torch.device("cuda", index))
@@ -186,7 +197,7 @@ def run_hostlink(
                     first_touch(torch, host)  # from this (possibly bound) thread: places the pages
                     keep.append(host)
                     for direction in DIRECTIONS:
-                        progress(f"GPU {index} {direction} {memory}{' NUMA-bound' if binding.numa_bound else ''}")
+                        progress(f"GPU {label} {direction} {memory}{' NUMA-bound' if binding.numa_bound else ''}")
                         times, correct = _measure(
                             torch,
                             index,
@@ -199,7 +210,7 @@ def run_hostlink(
                             pinned=pinned,
                         )
                         head = row_head(
-                            name=f"GPU {index} {direction} {memory}{' numa-bound' if binding.numa_bound else ''}",
+                            name=f"GPU {label} {direction} {memory}{' numa-bound' if binding.numa_bound else ''}",
                             unit="GB/s",
                             samples=[size_bytes / t / 1e9 for t in times],
                             method=method,
@@ -211,7 +222,7 @@ def run_hostlink(
                         rows.append(
                             HostlinkRow(
                                 **head,
-                                gpu=index,
+                                gpu=label,
                                 device_name=name,
                                 pci_bus_id=bdf,
                                 direction=direction,
@@ -259,6 +270,12 @@ def run_hostlink(
         f"generation: an idle link runs slower and speeds up under load), after line encoding only ({PCIE_SOURCE}); "
         "TLP/DLLP overheads leave real copies well below it",
     ]
+    lacking = [i for i in placement.indices if i not in placement.uuids] if placement is not None else []
+    if lacking:
+        notes.append(
+            f"--gpus: the snapshot has no UUID for GPU {', '.join(map(str, lacking))}: CUDA's device of the same "
+            "index was measured (CUDA may order GPUs differently from nvidia-smi)"
+        )
     return HostlinkDocument(
         partial=False,
         error=None,
@@ -269,4 +286,5 @@ def run_hostlink(
         snapshot=snapshot,
         results=rows,
         notes=notes,
+        gpus=list(placement.indices) if placement is not None else None,
     )

@@ -42,12 +42,14 @@ from rigcheck.bench.device.common import (
 )
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.formulas import matmul_tflops
+from rigcheck.bench.gpu_select import label_rows
 from rigcheck.bench.launcher import WorkerContext, launch
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.model.bench import MatmulBest, MatmulDocument, MatmulRow, Method, reasons, row_head
 
 if TYPE_CHECKING:
+    from rigcheck.bench.gpu_select import GpuPlacement
     from rigcheck.model.snapshot import Snapshot
 
 METHOD_VERSION = "matmul-1"
@@ -353,10 +355,13 @@ def run_matmul(
     warmup_s: float | None = None,
     snapshot: Snapshot | None,
     on_progress: Callable[[str], None] | None = None,
+    placement: GpuPlacement | None = None,
 ) -> MatmulDocument:
     """Sweep shapes for each dtype on ``world_size`` devices (one worker each) and return the document
     (``snapshot``: the machine, as the caller probed it)."""
     torch: Any = require_torch()
+    if placement is not None:  # --gpus: one worker per GPU given (a world size of 1 is the default, not a choice)
+        world_size = placement.world_size(None if world_size == 1 else world_size)
     if not cpu:
         require_gpus(torch, "matmul", hint="; add --cpu to measure this CPU instead", world_size=world_size)
     measured, notes = plan_dtypes(dtypes, cpu=cpu)
@@ -369,9 +374,16 @@ def run_matmul(
         warmup_s=(0.0 if cpu else GPU_WARMUP_S) if warmup_s is None else warmup_s,
     )
     outcome = launch(
-        matmul_worker, payload, world_size=world_size, cpu=cpu, timeout_s=timeout_s, on_progress=on_progress
+        matmul_worker,
+        payload,
+        world_size=world_size,
+        cpu=cpu,
+        timeout_s=timeout_s,
+        env=placement.worker_env() if placement is not None else None,
+        on_progress=on_progress,
     )
-    rows, best = mark_best(TypeAdapter(list[MatmulRow]).validate_python(outcome.rows))
+    # a worker names its GPU by CUDA ordinal; with --gpus the rows name it by nvidia-smi index
+    rows, best = mark_best(label_rows(TypeAdapter(list[MatmulRow]).validate_python(outcome.rows), placement))
     flush_text = (
         f"{flush_bytes / MIB:g} MiB"
         if flush_bytes is not None
@@ -396,4 +408,7 @@ def run_matmul(
         outcome=outcome,
         snapshot=snapshot,
     )
-    return MatmulDocument(**head, results=rows, notes=notes, best=best)
+    if placement is not None and placement.note:
+        notes.append(placement.note)
+    gpus = list(placement.indices) if placement is not None else None
+    return MatmulDocument(**head, results=rows, notes=notes, best=best, gpus=gpus)

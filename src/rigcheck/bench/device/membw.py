@@ -30,12 +30,14 @@ from rigcheck.bench.device.common import (
     timer_label,
 )
 from rigcheck.bench.env import require_torch
+from rigcheck.bench.gpu_select import label_rows
 from rigcheck.bench.launcher import WorkerContext, launch
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.model.bench import MembwDocument, MembwRow, Method, reasons, row_head
 
 if TYPE_CHECKING:
+    from rigcheck.bench.gpu_select import GpuPlacement
     from rigcheck.model.snapshot import Snapshot
 
 METHOD_VERSION = "membw-1"
@@ -144,10 +146,13 @@ def run_membw(
     timeout_s: float = 600.0,
     snapshot: Snapshot | None,
     on_progress: Callable[[str], None] | None = None,
+    placement: GpuPlacement | None = None,
 ) -> MembwDocument:
     """Device-local copy bandwidth on ``world_size`` devices (one worker each); the result document
     (``snapshot``: the machine, as the caller probed it)."""
     torch: Any = require_torch()
+    if placement is not None:  # --gpus: one worker per GPU given (a world size of 1 is the default, not a choice)
+        world_size = placement.world_size(None if world_size == 1 else world_size)
     if not cpu:
         require_gpus(torch, "membw", hint="; add --cpu to measure this CPU's memory instead", world_size=world_size)
     chosen = tuple(sizes) if sizes else (CPU_SIZES if cpu else GPU_SIZES)
@@ -161,7 +166,13 @@ def run_membw(
         warmup_s=0.0 if cpu else GPU_WARMUP_S,
     )
     outcome = launch(
-        membw_worker, payload, world_size=world_size, cpu=cpu, timeout_s=timeout_s, on_progress=on_progress
+        membw_worker,
+        payload,
+        world_size=world_size,
+        cpu=cpu,
+        timeout_s=timeout_s,
+        env=placement.worker_env() if placement is not None else None,
+        on_progress=on_progress,
     )
     notes = [
         f"dst.copy_(src) on one device, {payload.iters} copies per timed round, median of {payload.repeats} "
@@ -181,4 +192,9 @@ def run_membw(
         outcome=outcome,
         snapshot=snapshot,
     )
-    return MembwDocument(**head, results=TypeAdapter(list[MembwRow]).validate_python(outcome.rows), notes=notes)
+    if placement is not None and placement.note:
+        notes.append(placement.note)
+    # a worker names its GPU by CUDA ordinal; with --gpus the rows name it by nvidia-smi index
+    rows = label_rows(TypeAdapter(list[MembwRow]).validate_python(outcome.rows), placement)
+    gpus = list(placement.indices) if placement is not None else None
+    return MembwDocument(**head, results=rows, notes=notes, gpus=gpus)
