@@ -7,6 +7,7 @@ one-record readers) is read. Traces are built from the real H100 trace
 for the length asked and copied to 8 GPUs, timestamps advanced, so every row is a real reading.
 
 Run:  python benchmarks/scale_streams.py [--family trace nccl] [--hours 1 4 24] [--log-mb 1 10 100] [--dir DIR]
+      [--repeat N]
 
 The NCCL-log family (--log-mb): logs of 1 to 100 MB built from the real NCCL logs
 (tests/fixtures/corpus/nccl-log/ and tests/fixtures/nccl-extra/0*, the synthetic s* ones left out): each real log's
@@ -15,9 +16,11 @@ after every few NCCL lines as real logs have. `nccl-log FILE --json` is timed be
 same file in the same run: a line count over the bytes, and `l.split()` of every line.
 
 Each command runs as a child; its CPU time (user + system) and peak memory (ru_maxrss) come from os.wait4 of
-that child alone. `pandas.read_csv` is timed too where pandas is installed. The last lines fit time and
-memory against the rows (the exponent of a power law: 1 is linear, 0 flat). Exits 1 when the 1 h target is
-missed. (Kept apart from benchmarks/scale.py, the doctor/topo sizes, so the two can be edited side by side.)
+that child alone. Each runs --repeat times (default 3), the commands taking turns so that a change in the load of
+a shared machine falls on all of them; the median CPU and wall time and the highest peak are printed.
+`pandas.read_csv` is timed too where pandas is installed. The last lines fit time and memory against the rows (the
+exponent of a power law: 1 is linear, 0 flat). Exits 1 when the 1 h target is missed. (Kept apart from
+benchmarks/scale.py, the doctor/topo sizes, so the two can be edited side by side.)
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,6 +130,22 @@ def run(argv: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def run_median(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[float, float, float]]:
+    """Each command ``repeat`` times, in turns: its median wall and CPU time and its highest peak."""
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+    for _ in range(max(1, repeat)):
+        for name, argv in commands.items():
+            runs[name].append(run(argv))
+    return {
+        name: (
+            statistics.median(w for w, _, _ in triples),
+            statistics.median(c for _, c, _ in triples),
+            max(p for _, _, p in triples),
+        )
+        for name, triples in runs.items()
+    }
+
+
 def fit(xs: list[float], ys: list[float]) -> float:
     """The exponent b of y = a * x**b, least squares in log-log."""
     lx, ly = [math.log(x) for x in xs], [math.log(max(y, 1e-9)) for y in ys]
@@ -140,6 +160,7 @@ def main() -> int:
     parser.add_argument("--hours", type=float, nargs="*", default=[1.0, 4.0])
     parser.add_argument("--log-mb", type=float, nargs="*", default=[1.0, 10.0], help="NCCL-log sizes in MiB")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the traces (default: a temp dir)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each command (the median is printed)")
     args = parser.parse_args()
     import importlib.util
 
@@ -173,7 +194,7 @@ def main() -> int:
             }
             if has_pandas:
                 commands["pandas.read_csv"] = [sys.executable, "-c", PANDAS, str(path)]
-            measured = {name: run(argv) for name, argv in commands.items()}
+            measured = run_median(commands, args.repeat)
             ref_cpu = measured["csv.reader"][1]
             for name, triple in measured.items():
                 print_row(f"{hours:g}h", rows, size, name, triple, ref=ref_cpu)
@@ -198,7 +219,7 @@ def main() -> int:
                 "split lines": [sys.executable, "-c", LINE_SPLIT, str(path)],
                 "nccl-log --json": [sys.executable, "-m", "rigcheck", "nccl-log", str(path), "--json"],
             }
-            measured = {name: run(argv) for name, argv in commands.items()}
+            measured = run_median(commands, args.repeat)
             ref_cpu = measured["line count"][1]
             for name, triple in measured.items():
                 print_row(f"{mb:g}MB", lines, size, name, triple, ref=ref_cpu)

@@ -32,20 +32,24 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from rigcheck.checks.burn_plateau import _Rle
 from rigcheck.checks.common import fmt
 from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, BRAKE_HISTORY_WARN_US, LIMIT_TOLERANCE
 from rigcheck.checks.thermal import COOLING_ADVICE, EXCELLENT_MAX_C, GOOD_BELOW_C, NEAR_MARGIN_C, THROTTLE_RANGE_C
 from rigcheck.model.burn import GpuBurnAnalysis, Limiter
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
-from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
+from rigcheck.model.telemetry import Reading, Sample, SampleBatch, Trace, TraceGpu, counter_median
+
+if TYPE_CHECKING:
+    from rigcheck.checks.burn_columns import GpuColumns
 
 LOADED_UTIL_PERCENT = 50.0
 LOADED_POWER_FRACTION = 0.5
 LOADED_CLOCK_FRACTION = 0.5
 LIMITER_SHARE = 0.2  # a reason holding this share of loaded time names the limiter
 FIRST_SECONDS_S = 3.0  # "the first seconds" of load, for the clock drop
-PLATEAU_SHARE = 0.2  # the plateau is the median of the last 20% of loaded samples
 MAX_GAP_INTERVALS = 3.0  # a gap longer than this many intervals counts as this many
 # A GPU whose samples stop this long before the others' end is taken as lost (multi-GPU traces).
 SILENT_LOSS_S = 2.0
@@ -140,14 +144,14 @@ def _max(values: Sequence[float | None]) -> float | None:
     return max(known) if known else None
 
 
-def _limit(sample: Sample, gpu: TraceGpu) -> float | None:
+def _limit(sample: Sample | Reading, gpu: TraceGpu) -> float | None:
     if sample.power_limit_w is not None and sample.power_limit_w > 0:
         return sample.power_limit_w
     default = gpu.power_default_limit_w
     return default if default is not None and default > 0 else None
 
 
-def _is_loaded(sample: Sample, gpu: TraceGpu, clock_max: float | None) -> bool:
+def _is_loaded(sample: Sample | Reading, gpu: TraceGpu, clock_max: float | None) -> bool:
     util = sample.utilization_gpu_percent
     limit = _limit(sample, gpu)
     has_power = sample.power_w is not None and limit is not None
@@ -169,7 +173,7 @@ def _is_loaded(sample: Sample, gpu: TraceGpu, clock_max: float | None) -> bool:
     return not idle and sample.sm_clock_mhz >= LOADED_CLOCK_FRACTION * ceiling
 
 
-def _thermal_sample(sample: Sample, slowdown: float | None) -> bool:
+def _thermal_sample(sample: Sample | Reading, slowdown: float | None) -> bool:
     reasons = set(sample.reasons or [])
     if reasons & THERMAL_REASONS:
         return True
@@ -190,55 +194,6 @@ def _reason_facts(reasons: Sequence[str]) -> tuple[frozenset[str], bool, bool, b
 
 
 # --- one GPU, a sample at a time ---------------------------------------------------------------
-
-
-class _Rle:
-    """A run-length list of the loaded temperatures, its front dropped once it cannot be in the plateau (the
-    last PLATEAU_SHARE of them): what is kept is a fraction of the runs, and temperatures change slowly."""
-
-    __slots__ = ("counts", "dropped", "head", "n", "values")
-
-    def __init__(self) -> None:
-        self.values: list[float] = []
-        self.counts: list[int] = []
-        self.head = 0  # runs before this one are dropped
-        self.dropped = 0  # samples in the dropped runs
-        self.n = 0
-
-    def add(self, value: float) -> None:
-        self.n += 1
-        if len(self.values) > self.head and self.values[-1] == value:
-            self.counts[-1] += 1
-            return
-        self.values.append(value)
-        self.counts.append(1)
-        if len(self.values) - self.head > 64:
-            # The tail's start, n - max(1, round(n * share)), never moves back as n grows: runs wholly before it
-            # are never needed again.
-            start = self.n - self._tail(self.n)
-            while self.head < len(self.values) - 1 and self.dropped + self.counts[self.head] <= start:
-                self.dropped += self.counts[self.head]
-                self.head += 1
-            if self.head > len(self.values) // 2:
-                del self.values[: self.head], self.counts[: self.head]
-                self.head = 0
-
-    @staticmethod
-    def _tail(n: int) -> int:
-        return max(1, round(n * PLATEAU_SHARE))
-
-    def plateau(self) -> float | None:
-        """The median of the last PLATEAU_SHARE of the values."""
-        if not self.n:
-            return None
-        skip = self.n - self._tail(self.n) - self.dropped
-        counts: Counter[float] = Counter()
-        for value, count in zip(self.values[self.head :], self.counts[self.head :], strict=True):
-            take = count - min(skip, count)
-            skip -= count - take
-            if take:
-                counts[value] += take
-        return counter_median(counts)
 
 
 class _GpuState:
@@ -428,7 +383,8 @@ class BurnAggregator:
     returns None when one pass cannot give the exact figures: a GPU's samples went back in time, a sample's
     load was judged on its clock alone against a ceiling that rose later (a trace without utilization or
     power), or a default limit first appeared after samples needed it. The caller then analyses the trace
-    held in memory (:func:`analyze_trace` sorts, and knows the ceilings up front).
+    held in memory (:func:`analyze_trace` sorts, and knows the ceilings up front). :meth:`feed_batches` takes a
+    GPU's samples as columns too (burn_columns.py: each distinct reading judged once, the same figures).
     """
 
     def __init__(self, gpus: Mapping[int, TraceGpu], *, clock_max: Mapping[int, float | None] | None = None) -> None:
@@ -438,6 +394,7 @@ class BurnAggregator:
         self.end = 0.0
         self.seen = False
         self.in_order = True
+        self.columns: dict[int, GpuColumns] = {}  # the GPUs fed SampleBatches
 
     def add(self, sample: Sample) -> None:
         state = self.states.get(sample.gpu) or self._state(sample.gpu)
@@ -462,6 +419,27 @@ class BurnAggregator:
         finally:  # a reader's error ends the loop: what was taken stays as add would have left it
             self.end, self.seen, self.in_order = end, seen, in_order
 
+    def feed_batches(self, items: Iterable[Sample | SampleBatch]) -> None:
+        """:meth:`add` of every sample, given one at a time or as a GPU's columns (TraceStream.batches)."""
+        from rigcheck.checks.burn_columns import GpuColumns
+
+        columns = self.columns
+        for item in items:
+            if isinstance(item, Sample):
+                self.add(item)
+                continue
+            ts = item.t_s
+            if not ts:
+                continue
+            top = max(ts)
+            if not self.seen or top > self.end:
+                self.end, self.seen = top, True
+            gpu = columns.get(item.gpu)
+            if gpu is None:
+                gpu = columns[item.gpu] = GpuColumns(self.states.get(item.gpu) or self._state(item.gpu))
+            if not gpu.add(ts, item.readings):
+                self.in_order = False
+
     def _state(self, index: int) -> _GpuState:
         gpu = self.gpus.get(index) or TraceGpu(index=index)
         preset = self.clock_max is not None and index in self.clock_max
@@ -473,6 +451,8 @@ class BurnAggregator:
         """One analysis per GPU (those with samples, and those the header names), in index order."""
         if not self.in_order:
             return None
+        for columns in self.columns.values():
+            columns.fold()
         out: list[GpuBurnAnalysis] = []
         for index in sorted(set(self.states) | set(self.gpus)):
             gpu = self.gpus.get(index) or TraceGpu(index=index)

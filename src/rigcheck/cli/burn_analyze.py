@@ -45,7 +45,7 @@ def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
                 add(sample)
                 keep(sample)
         else:
-            agg.feed(stream)
+            agg.feed_batches(stream.batches())
         analyses = agg.finish(stream.header.interval_s)
         if analyses is not None:
             if plot:

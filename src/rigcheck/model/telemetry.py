@@ -56,6 +56,54 @@ class Sample:
     lost: Annotated[bool, Field(description="the GPU was lost at this moment; later samples of it are absent")] = False
 
 
+@dataclass(slots=True, eq=False)
+class Reading:
+    """What one sample of a GPU says besides its time. A reader hands out one object for every sample that
+    prints the same (an identity-hashed key: a consumer may remember what it made of it)."""
+
+    gpu: int
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    temp_c: float | None = None
+    temp_memory_c: float | None = None
+    sm_clock_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    utilization_gpu_percent: float | None = None
+    reasons: tuple[str, ...] | None = None
+    lost: bool = False
+
+    def sample(self, t_s: float) -> Sample:
+        reasons = self.reasons
+        return Sample(
+            t_s,
+            self.gpu,
+            self.power_w,
+            self.power_limit_w,
+            self.temp_c,
+            self.temp_memory_c,
+            self.sm_clock_mhz,
+            self.sm_clock_max_mhz,
+            self.mem_clock_mhz,
+            self.utilization_gpu_percent,
+            list(reasons) if reasons is not None else None,
+            self.lost,
+        )
+
+
+@dataclass(slots=True)
+class SampleBatch:
+    """Consecutive samples of one GPU as columns, in file order (times finite): ``t_s[i]`` goes with
+    ``readings[i]``."""
+
+    gpu: int
+    t_s: list[float]
+    readings: list[Reading]
+
+    def samples(self) -> list[Sample]:
+        return [r.sample(t) for t, r in zip(self.t_s, self.readings, strict=True)]
+
+
 class TraceGpu(Plain):
     """What is known about a GPU for the whole trace (thresholds do not change during a run)."""
 

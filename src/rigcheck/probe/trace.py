@@ -18,7 +18,8 @@ Formats (told apart by their first line):
   unknown). An older CSV trace, with its header on line 1 (``# rigcheck.trace/1 {...}``), needs none.
 
 A last line cut short (the writer crashed mid-line) is skipped with a diagnostic; anything else that
-does not parse is a :class:`ParseError` naming the file and line.
+does not parse is a :class:`ParseError` naming the file and line. TraceStream.batches hands an nvidia-smi CSV
+over as per-GPU columns instead (trace_batches.py), for `burn --analyze`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import BinaryIO, cast
 
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
-from rigcheck.model.telemetry import Sample, Trace, TraceGpu, counter_median
+from rigcheck.model.telemetry import Reading, Sample, SampleBatch, Trace, TraceGpu, counter_median
 from rigcheck.model.trace import (
     CSV_COMMENT,
     PendingBadLine,
@@ -47,13 +48,11 @@ from rigcheck.model.trace import (
     sidecar_path,
     split_csv_line,
 )
-from rigcheck.probe.files import input_limits, line_blocks
+from rigcheck.probe.files import input_limits
 from rigcheck.probe.from_file import read_text
 from rigcheck.probe.smi.values import (
-    _BAD_CONTROL,
     REASON_BY_LABEL,
     Parsed,
-    check_text,
     na_reason,
     parse_bool,
     parse_celsius,
@@ -92,8 +91,8 @@ class TraceStream:
         with input_limits(self.path):
             yield from self._samples()
 
-    def _samples(self) -> Iterator[Sample]:
-        lines = numbered_lines(self.path, EXPECTED)
+    def _samples(self, lines: Iterator[tuple[int, str]] | None = None) -> Iterator[Sample]:
+        lines = numbered_lines(self.path, EXPECTED) if lines is None else lines
         first_no, first = next(lines)
         lines = itertools.chain([(first_no, first)], lines)
         head = first.strip()
@@ -110,6 +109,46 @@ class TraceStream:
             raise ParseError("no samples in the trace", path=self.path)
         yield first_sample
         yield from samples  # delegated in C: no Python frame of this generator per sample
+
+    def batches(self) -> Iterator[Sample | SampleBatch]:
+        """What iterating yields, but an nvidia-smi CSV with its timestamp first comes as SampleBatch es: per GPU,
+        a block of the file at a time (each GPU's in time order), one Reading object for every row that prints
+        the same (so a consumer judges each distinct row once). Other traces come as Samples."""
+        with input_limits(self.path):
+            yield from self._batches()
+
+    def _batches(self) -> Iterator[Sample | SampleBatch]:
+        from rigcheck.probe.trace_batches import smi_batches, text_blocks
+
+        with open_input(self.path) as fh:
+            blocks = text_blocks(fh, self.path, EXPECTED)
+            number, lines = _first_text(blocks, self.path)
+            head = lines[0].strip()
+            if head.startswith(CSV_COMMENT.strip()) or head.startswith("{") or is_rigcheck_csv_columns(head):
+                yield from self._samples(_numbered(itertools.chain([(number - 1, lines)], blocks)))
+                return
+            rest = itertools.chain([(number, lines[1:])], blocks)
+            header_line = lines[0]
+            del lines
+            any_sample = False
+            for item in smi_batches(_SmiCsvReader(self.path, self.header), number, header_line, rest):
+                any_sample = True
+                yield item
+            if not any_sample:
+                raise ParseError("no samples in the trace", path=self.path)
+
+
+def _first_text(blocks: Iterator[tuple[int, list[str]]], path: str) -> tuple[int, list[str]]:
+    """The number of the first line that is not blank, and its block's lines from it on."""
+    for base, lines in blocks:
+        for k, line in enumerate(lines):
+            if line.strip():
+                return base + k + 1, lines[k:]
+    raise InputError(f"empty file: expected {EXPECTED}", path=path)
+
+
+def _numbered(blocks: Iterable[tuple[int, list[str]]]) -> Iterator[tuple[int, str]]:
+    return ((n, line) for base, lines in blocks for n, line in enumerate(lines, base + 1) if line.strip())
 
 
 def read_sidecar(path: str) -> tuple[str, str] | None:
@@ -178,31 +217,11 @@ def _read(fh: BinaryIO, path: str) -> bytes:
 
 
 def _chunked_lines(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int, str]]:
-    first = _read(fh, path)
-    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # PowerShell's UTF-16: rare and small (a redirect of a short run); read whole, under the one-record cap.
-        text = read_text(path, expected)
-        check_text(text, path)
-        yield from ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip())
-        return
-    number = 0  # lines seen so far
+    from rigcheck.probe.trace_batches import text_blocks
+
     any_text = False
-    blocks = line_blocks(
-        first.removeprefix(b"\xef\xbb\xbf"), lambda: _read(fh, path), path, line_of_rest=lambda _d, _c: number + 1
-    )
-    del first  # line_blocks has it: a second reference would keep the first 1 MiB alive to the end
-    for block, _ in blocks:
-        try:
-            text = block.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = number + block[: exc.start].count(b"\n") + 1
-            raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
-        bad = _BAD_CONTROL.search(text)
-        if bad is not None:
-            line = number + text.count("\n", 0, bad.start()) + 1
-            raise ParseError(f"binary data (character {bad.group()!r}), not nvidia-smi output", path=path, line=line)
-        for line_text in text.splitlines():
-            number += 1
+    for base, lines in text_blocks(fh, path, expected):
+        for number, line_text in enumerate(lines, base + 1):
             if line_text.strip():
                 any_text = True
                 yield number, line_text
@@ -370,7 +389,7 @@ _Values = tuple[
 class _Row:
     """What a row says besides its timestamp: shared by every row that prints the same cells."""
 
-    __slots__ = ("default", "identity", "lost", "name", "reasons", "values")
+    __slots__ = ("default", "identity", "lost", "name", "reading", "reasons", "values")
 
     def __init__(
         self,
@@ -388,6 +407,7 @@ class _Row:
         self.identity = identity
         self.name = name  # the raw cells, parsed only the first time a GPU is seen
         self.default = default
+        self.reading: Reading | None = None  # made once its GPU's number is known (trace_batches)
 
 
 class _RowParser:
@@ -401,6 +421,7 @@ class _RowParser:
         ] = [(name, slot[name], col, _SMI_PARSERS[name], {}) for name, col in cols.values.items()]
         self.masks: dict[str, tuple[tuple[str, ...] | None, bool, bool]] = {}
         self.seconds: dict[str, int | None] = {}  # "YYYY/MM/DD HH:MM:SS" -> its microseconds since _ORIGIN
+        self.minutes: dict[str, int | None] = {}  # "YYYY/MM/DD HH:MM:" -> the same at its second 0
 
     def parse(self, cells: list[str], width: int) -> tuple[_Row, int | None]:
         """One row -> what it says and its timestamp (microseconds since _ORIGIN; None without the column)."""
@@ -492,11 +513,26 @@ class _RowParser:
         if whole not in self.seconds:
             if len(self.seconds) >= _CACHE_MAX:
                 self.seconds.clear()
-            second = _parse_timestamp(whole)
-            self.seconds[whole] = (second - _ORIGIN) // _MICROSECOND if second is not None else None
+            self.seconds[whole] = self._second(whole)
         base = self.seconds[whole]
         # strptime's %f reads 1 to 6 digits as the leading digits of the microseconds: "717" is 717000.
         return base + int(match.group(3).ljust(6, "0")) if base is not None else None
+
+    def _second(self, whole: str) -> int | None:
+        """ "YYYY/MM/DD HH:MM:SS" -> its microseconds since _ORIGIN: strptime once a minute, the seconds added
+        (the same fields parse the same way at :00 and at :SS, for SS 00 to 59; %S reads 60 and 61 too,
+        which datetime then refuses: those take strptime's own way)."""
+        minute, ss = whole[:-2], whole[-2:]
+        if not (ss.isascii() and ss.isdigit() and int(ss) < 60):
+            second = _parse_timestamp(whole)
+            return (second - _ORIGIN) // _MICROSECOND if second is not None else None
+        if minute not in self.minutes:
+            if len(self.minutes) >= _CACHE_MAX:
+                self.minutes.clear()
+            start = _parse_timestamp(minute + "00")
+            self.minutes[minute] = (start - _ORIGIN) // _MICROSECOND if start is not None else None
+        base = self.minutes[minute]
+        return base + int(ss) * 1_000_000 if base is not None else None
 
 
 class _SmiCsvReader:
@@ -509,8 +545,12 @@ class _SmiCsvReader:
         self.trace.source = "nvidia-smi-csv"
 
     def read(self, lines: Iterator[tuple[int, str]]) -> Iterator[Sample]:
-        path, trace = self.path, self.trace
         header_no, header_line = next(lines)
+        yield from self.read_rows(*self.columns(header_no, header_line), lines)
+
+    def columns(self, header_no: int, header_line: str) -> tuple[_SmiColumns, list[str]]:
+        """The columns the header names, and its keys (to tell a repeated header)."""
+        path, trace = self.path, self.trace
         headers = [c.strip() for c in next(csv.reader([header_line], skipinitialspace=True))]
         if not _looks_like_smi_header(headers):
             raise ParseError(
@@ -529,9 +569,15 @@ class _SmiCsvReader:
             )
         if cols.ignored:
             trace.diagnostics.append(f"{path}: ignored columns rigcheck does not use: {', '.join(cols.ignored)}")
-        header_keys = [_column_key(h) for h in headers]
+        return cols, [_column_key(h) for h in headers]
+
+    def read_rows(
+        self, cols: _SmiColumns, header_keys: list[str], lines: Iterable[tuple[int, str]]
+    ) -> Iterator[Sample]:
+        """The rows after the header, one Sample each."""
+        path, trace = self.path, self.trace
         first_key = header_keys[0]
-        width = len(headers)
+        width = len(header_keys)
         parser = _RowParser(cols)
         parse, micros = parser.parse, parser.micros
         # With the timestamp first and no quotes, a line is its timestamp, a comma, and the rest: a rest seen
