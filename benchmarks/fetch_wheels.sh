@@ -14,6 +14,7 @@ python3 -m pip download --only-binary=:all: --python-version 3.12 --implementati
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any \
     -d "$dir" \
-    "pydantic>=2.6" "typer>=0.12" "rich>=13.7" "nvidia-ml-py>=13.580.65" "typing-extensions>=4.6" "jsonschema>=4.20"
+    "pydantic>=2.6" "typer>=0.12" "rich>=13.7" "nvidia-ml-py>=13.580.65" "typing-extensions>=4.6" "prometheus-client>=0.17" \
+    "jsonschema>=4.20"
 ls "$dir"
 du -sh "$dir"

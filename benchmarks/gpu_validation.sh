@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks that need a real GPU, for docs/gpu-validation.md, one PART at a time. Usage:
-#   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn verify tests
+#   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn verify monitor tests
 # Each part fits in 6 minutes (the lent GPU machine allows 10 per command) and every step has its own
 # timeout; a step that runs over ends with exit 124 and the next step still runs. Everything a part writes
 # goes under OUTDIR/PART/ (OUTDIR default gpu-run), with summary.txt: each step's exit code and seconds.
@@ -10,9 +10,9 @@
 # benchmarks/fetch_wheels.sh, found in $WHEELS (default .whl) and unpacked into /tmp/rigcheck-site.
 # Nothing here changes the card's settings.
 set -uo pipefail
-part=${1:?usage: gpu_validation.sh PART [OUTDIR]   (PART: probe matmul memory collectives train burn verify tests)}
-case $part in probe | matmul | memory | collectives | train | burn | tests) ;; *)
-    echo "unknown part '$part': probe matmul memory collectives train burn tests" >&2; exit 2 ;;
+part=${1:?usage: gpu_validation.sh PART [OUTDIR]   (PART: probe matmul memory collectives train burn verify monitor tests)}
+case $part in probe | matmul | memory | collectives | train | burn | verify | monitor | tests) ;; *)
+    echo "unknown part '$part': probe matmul memory collectives train burn verify monitor tests" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${2:-gpu-run}/$part
@@ -54,8 +54,9 @@ case $part in
         step sampler     60 python3 benchmarks/sampler_overhead.py --seconds 10
         step startup     60 python3 benchmarks/startup_speed.py --runs 10
         ;;
-    matmul)  # ~5 min: the shape sweep against mamf-finder's method
+    matmul)  # ~6 min: the shape sweep against mamf-finder's method, then a quick one on GPU 0 picked by --gpus
         step matmul     330 python3 benchmarks/matmul_vs_mamf.py
+        step matmul-gpus 90 "${rc[@]}" bench matmul --quick --gpus 0 --json
         ;;
     memory)  # ~3 min: device copy and host link against nvbandwidth's method
         step memory     180 python3 benchmarks/memory_vs_nvbandwidth.py
@@ -76,6 +77,11 @@ case $part in
     verify)  # ~4 min: the verdict at level quick (its own budget: 180 s), then the bands it was judged against
         step verify     240 "${rc[@]}" verify --level quick --json --html "$out/verify.html"
         step explain     30 "${rc[@]}" verify --explain --gpu "NVIDIA H100 80GB HBM3"
+        ;;
+    monitor)  # ~1 min: the Prometheus exporter scraped beside nvidia-smi; the plain CSV read back by burn --analyze
+        step prometheus  90 python3 benchmarks/prometheus_scrape.py --seconds 6
+        step monitor-csv 40 "${rc[@]}" monitor --duration 10 --csv "$out/monitor.csv" --json
+        step csv-read    40 "${rc[@]}" burn --analyze "$out/monitor.csv" --json
         ;;
     tests)  # ~5 min: every gpu-marked test (figures asserted against shared/gpu-evidence on an H100)
         step pytest-gpu 330 python3 -m pytest -q -m gpu -p no:cacheprovider -rs
