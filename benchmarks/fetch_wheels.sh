@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Download, here, the wheels rigcheck needs beside what the lent GPU machine already has, for that machine's
-# Python (3.12, x86-64 Linux: /work/.library/device/KINDS.md). Nothing can be fetched there, so the folder
-# travels with the working tree (the device tool's `carry`). Usage:
+# Download the wheels rigcheck needs beside what a GPU machine without internet access already has, for that
+# machine's Python (3.12, x86-64 Linux); copy the folder there with the source tree. Usage:
 #   bash benchmarks/fetch_wheels.sh .whl
 # Then, on that machine, benchmarks/gpu_validation.sh installs them into /tmp/rigcheck-site (never into its
 # own Python). The folder is ignored by git (.gitignore: /.whl/); never commit wheels.

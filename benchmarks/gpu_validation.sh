@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checks that need a real GPU, for docs/gpu-validation.md, one PART at a time. Usage:
 #   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn verify monitor tests
-# Each part fits in 6 minutes (the lent GPU machine allows 10 per command) and every step has its own
+# Each part fits in 6 minutes (under a 10-minute limit per command) and every step has its own
 # timeout; a step that runs over ends with exit 124 and the next step still runs. Everything a part writes
 # goes under OUTDIR/PART/ (OUTDIR default gpu-run), with summary.txt: each step's exit code and seconds.
 #
@@ -30,7 +30,7 @@ fi
 export PYTHONPATH="$root/src:$site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 if ! python3 -c "import pydantic, typer, rich, pynvml, rigcheck" 2>"$out/imports.txt"; then
-    echo "rigcheck cannot be imported (see $out/imports.txt): run benchmarks/fetch_wheels.sh .whl here and carry .whl" >&2
+    echo "rigcheck cannot be imported (see $out/imports.txt): run benchmarks/fetch_wheels.sh .whl where pip can download and copy .whl here" >&2
     exit 2
 fi
 rc=(python3 -m rigcheck)
