@@ -3,6 +3,7 @@ one place errors become exit codes."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Annotated, Any, cast
@@ -15,6 +16,8 @@ from rigcheck import __version__
 from rigcheck.cli.common import is_utf, note
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
 from rigcheck.errors import RigcheckError
+
+GC_YOUNG_THRESHOLD = 70_000  # CPython's default is 700 allocations between young-generation collections
 
 
 def _flags_without_type_labels() -> None:
@@ -174,6 +177,10 @@ def main(argv: list[str] | None = None) -> None:
     typer runs outside its standalone mode so that a usage error is rigcheck's one line, not typer's boxed
     panel; typer.Exit comes back as its code; what else escapes is one of rigcheck's own errors or a bug.
     """
+    # A snapshot of a large machine is a million small objects that live to the end of the command; with the
+    # default thresholds the cyclic collector walks them again and again (a third of `doctor --from` a 512-GPU
+    # snapshot). Collect the young generation 100x less often, as mypy's build does for the same reason.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
     forced = os.environ.get("RIGCHECK_ASCII", "") not in ("", "0")
     if forced or not (is_utf(sys.stdout.encoding) and is_utf(sys.stderr.encoding)):
         from rigcheck.cli import ascii_out  # a stream that cannot hold a report: ASCII stand-ins
