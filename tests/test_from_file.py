@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.errors import InputError
+from rigcheck.errors import InputError, ParseError
 from rigcheck.probe.from_file import detect_kind, load_file, load_text, read_text
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -176,3 +176,21 @@ def test_driver_failure_text_is_a_failed_machine_never_no_gpu(name: str, finding
     failed = {f.id for f in run_checks(snap) if f.severity is Severity.FAIL}
     assert finding in failed
     assert "health.no-gpu" not in failed
+
+
+@pytest.mark.parametrize(
+    ("fixture", "command"),
+    [
+        ("corpus/nccl-tests/001-2x2080ti-allreduce-pcie-no-p2p.txt", "rigcheck bench allreduce --from"),
+        ("corpus/p2p/001-2x2080ti-cannot-access-peer.txt", "rigcheck bench p2p --from"),
+        ("reference-tools/nvbandwidth-1xh100-vm-v0.8.txt", "rigcheck bench hostlink --from"),  # reads like -q
+        ("reference-tools/nvbandwidth-2gpu-json-synthetic.json", "rigcheck bench hostlink --from"),
+        ("dcgm/gb10-r1-dcgm4.2.3-software-fail.json", "rigcheck verify --from DIR"),  # JSON, like a snapshot
+    ],
+)
+def test_a_measurement_given_as_a_machine_names_the_command_that_reads_it(fixture: str, command: str) -> None:
+    path = Path(__file__).parent / "fixtures" / fixture
+    with pytest.raises(ParseError) as raised:
+        load_text(path.read_text(), str(path))
+    assert "not a machine description" in str(raised.value)
+    assert command in str(raised.value)

@@ -253,9 +253,29 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
     return snapshot_from_topo_text(text, path)  # "topo", the one kind left
 
 
+def _measurement_hint(text: str) -> str | None:
+    """Where a measurement tool's output goes instead, when ``text`` is one (only on the error path)."""
+    from rigcheck.probe.nccl_tests import looks_like_nccl_tests
+    from rigcheck.probe.reference_import import detect_tool
+
+    if looks_like_nccl_tests(text):
+        return "nccl-tests output: read it with `rigcheck bench allreduce --from FILE` (or the collective it ran)"
+    tool = detect_tool(text)
+    if tool == "nvbandwidth":
+        return "nvbandwidth output: read it with `rigcheck bench hostlink --from FILE` (membw, p2p: its other tests)"
+    if tool == "p2pBandwidthLatencyTest":
+        return "p2pBandwidthLatencyTest output: read it with `rigcheck bench p2p --from FILE`"
+    if text.lstrip().startswith("{") and ("DCGM Diagnostic" in text[:4096] or "DCGM GPU Diagnostic" in text[:4096]):
+        return "a DCGM diagnostic (dcgmi diag -j): put it beside a snapshot and run `rigcheck verify --from DIR`"
+    return None
+
+
 def load_text(text: str, path: str | None = None) -> Snapshot:
     kind = detect_kind(text)
     if kind is None:
+        hint = _measurement_hint(text)
+        if hint is not None:
+            raise ParseError(f"not a machine description but {hint}", path=path)
         raise ParseError(
             "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "
             "`nvidia-smi topo -m`, `nvidia-smi topo -p2p`, `nvidia-smi nvlink -s` or `-e`, nvidia-smi's error output, "
@@ -263,8 +283,16 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
             "or a rigcheck snapshot JSON",
             path=path,
         )
-    with input_limits(path):  # a 5,000-digit number, a 100,000-deep JSON: exit 2, not a traceback
-        return _parse(kind, text, path)
+    try:
+        with input_limits(path):  # a 5,000-digit number, a 100,000-deep JSON: exit 2, not a traceback
+            return _parse(kind, text, path)
+    except InputError:
+        # Taken for a machine description it is not (nvbandwidth's header reads like -q, DCGM's JSON like a
+        # snapshot): name the command that reads it, else the parser's own line.
+        hint = _measurement_hint(text)
+        if hint is None:
+            raise
+        raise ParseError(f"not a machine description but {hint}", path=path) from None
 
 
 def load_file(path: str) -> Snapshot:
