@@ -406,6 +406,12 @@ def test_verify_reads_a_saved_imported_document(capsys: pytest.CaptureFixture[st
     assert inputs.allreduce.results[-1].busbw_gbps == 4.0
     assert inputs.cpu is False
     assert inputs.notes == ["the machine is the snapshot embedded in allreduce.json (no snapshot file)"]
+    from rigcheck.checks.verify_figures import allreduce_figure
+
+    figure = allreduce_figure(inputs.allreduce)
+    assert figure is not None
+    # nccl-tests prints the mean time of its iterations: the verdict says so, not "median"
+    assert figure.measured.endswith("bus bandwidth, mean of 20 (read from nccl-tests output)")
 
 
 def test_live_collective_summary_counts_wrong_sizes_and_averages_busbw() -> None:

@@ -226,7 +226,8 @@ def allreduce_figure(doc: CollectiveDocument) -> Figure | None:
         spread=spread_of(largest),
         problems=_wrong(doc.results, "buffer sizes (the reduced data differed)"),
         measured=f"all-reduce of {size_text(largest.size_bytes)} across {doc.world_size} ranks ({doc.backend}), "
-        f"bus bandwidth, median of {largest.repeats}",
+        f"bus bandwidth, {doc.method.statistic} of {largest.repeats}"
+        + (f" (read from {doc.source.tool} output)" if doc.source is not None else ""),
         ranks=doc.world_size,
     )
 
