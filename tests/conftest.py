@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 from functools import cache
 
 import pytest
+
+# As the CLI's main() does (rigcheck.cli.app.GC_YOUNG_THRESHOLD): the suite builds many long-lived snapshots and
+# documents, which the cyclic collector would otherwise walk again and again.
+gc.set_threshold(70_000, 20, 20)
 
 
 @cache
