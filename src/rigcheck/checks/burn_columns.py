@@ -19,10 +19,9 @@ from typing import cast
 
 from rigcheck.checks.burn import (
     FIRST_SECONDS_S,
-    LOADED_POWER_FRACTION,
-    LOADED_UTIL_PERCENT,
     _GpuState,
     _is_loaded,
+    _limit,
     _reason_facts,
     _thermal_sample,
 )
@@ -222,11 +221,9 @@ class GpuColumns:
         ceiling = r.sm_clock_max_mhz
         if ceiling is not None and not st.clock_preset and (st.clock_max is None or ceiling > st.clock_max):
             st.clock_max = ceiling
-        limit = r.power_limit_w
-        if limit is None or not limit > 0:
-            limit = gpu.power_default_limit_w
-            if limit is not None and not limit > 0:
-                limit = None
+        # Once per distinct reading, not per row: the reference rules (_limit, _is_loaded), which add() spells
+        # out inline for its per-row speed.
+        limit = _limit(r, gpu)
         seen = st.any
         if limit is not None:
             seen["limit"] = True
@@ -237,18 +234,11 @@ class GpuColumns:
             seen["clock"] = True
         if temp is not None:
             seen["temp"] = True
-        util = r.utilization_gpu_percent
         has_power = power is not None and limit is not None
-        if util is not None and util >= LOADED_UTIL_PERCENT:
-            loaded = True
-        elif has_power:
-            loaded = power >= LOADED_POWER_FRACTION * limit  # type: ignore[operator]  # has_power: both known
-        elif util is not None:
-            loaded = False
-        else:
-            if ceiling is None and not st.deferred_clock:
-                st.deferred_clock.append(st.clock_max)
-            loaded = _is_loaded(r, gpu, st.clock_max)
+        if r.utilization_gpu_percent is None and not has_power and ceiling is None and not st.deferred_clock:
+            # The load is judged on the clock alone, against the ceiling known so far (finish() checks it held).
+            st.deferred_clock.append(st.clock_max)
+        loaded = _is_loaded(r, gpu, st.clock_max)
         if not loaded:
             j = _Judged(limit, power, clock, temp, has_power=has_power)
         else:
