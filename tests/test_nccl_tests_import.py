@@ -154,6 +154,9 @@ def test_float_error_column_and_a_row_cut_short() -> None:
     assert doc.results[-1].max_error == 1e-06
     assert doc.results[-1].busbw_gbps == 2.15
     assert any("ends inside a row (line 12)" in n for n in doc.notes)
+    assert doc.partial  # a sweep cut short, as a cut nvbandwidth / p2pBandwidthLatencyTest matrix
+    assert doc.error is not None
+    assert doc.error.startswith("input ends inside a row (line 12)")
     assert doc.source is not None
     assert doc.source.ranks is None
 
@@ -164,6 +167,7 @@ def test_file_named_binary_and_a_footer_cut_short() -> None:
     assert parsed.out_of_bounds == 0
     assert parsed.avg_busbw_gbps is None
     doc = collective_document(parsed, op="allgather", path="ag.txt")
+    assert not doc.partial  # only the footer is missing: every row is whole
     assert doc.results[0].redop == "none"
     assert doc.results[0].algbw_gbps == 1816.16
     assert collective_summary(doc)[1].startswith("Avg bus bandwidth: 0 GB/s (computed from the rows")

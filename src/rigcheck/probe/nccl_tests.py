@@ -117,6 +117,7 @@ class NcclTestsRun:
     avg_busbw_gbps: float | None = None
     check_disabled: bool = False  # -c 0: the #wrong cells print N/A
     cut: bool = False  # the file ends inside a row or before the footer
+    cut_row_line: int | None = None  # the line of the row the file ends inside (a measurement cut short)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -353,6 +354,7 @@ def _finish(run: NcclTestsRun, reader: _Reader) -> None:
         )
     if reader.pending_cut is not None:
         run.cut = True
+        run.cut_row_line = reader.pending_cut
         run.notes.append(f"the file ends inside a row (line {reader.pending_cut}): the complete rows are kept")
     elif run.out_of_bounds is None and run.avg_busbw_gbps is None:
         run.cut = True

@@ -367,8 +367,12 @@ def collective_document(
     )
     return CollectiveDocument(
         benchmark=op,
-        partial=False,  # nothing was run: a cut file keeps its complete rows and says so in its notes
-        error=None,
+        # A file cut inside a row is a sweep cut short, as the reference-tool imports treat a cut matrix: partial,
+        # the rows before it kept (exit 1). A missing footer alone is only said in the notes.
+        partial=run.cut_row_line is not None,
+        error=None
+        if run.cut_row_line is None
+        else f"input ends inside a row (line {run.cut_row_line}): the sizes printed before the cut are kept",
         method=method,
         backend="nccl",
         world_size=ranks,
