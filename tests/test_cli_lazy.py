@@ -128,6 +128,27 @@ def test_group_help_leaves_value_options_to_typer() -> None:
     assert not group_help.can_draw(group, ctx)
 
 
+def test_group_help_draws_with_a_typer_that_has_no_type_labels(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """typer 0.20-0.28 (which pyproject admits) have no ``TyperOption.display_type_rich``: `rigcheck --help`
+    exited 3 with an AttributeError there; it must draw the same screen."""
+    from typer.core import TyperOption
+
+    group = typer.main.get_command(app)
+    assert isinstance(group, LazyGroup)
+    ctx = group.make_context("rigcheck", [], resilient_parsing=True)
+    group_help.draw(group, ctx)
+    with_labels = capsys.readouterr().out
+    for cls in TyperOption.__mro__:  # typer 0.29 defines it on a base of TyperOption
+        if "display_type_rich" in vars(cls):
+            monkeypatch.delattr(cls, "display_type_rich")
+    assert not any(hasattr(p, "display_type_rich") for p in group.get_params(ctx))
+    assert group_help.can_draw(group, ctx)
+    group_help.draw(group, ctx)
+    assert capsys.readouterr().out == with_labels
+
+
 def test_version_literal_matches_pyproject() -> None:
     declared = re.search(r'^version = "([^"]+)"', PYPROJECT.read_text(encoding="utf-8"), re.MULTILINE)
     assert declared is not None

@@ -84,12 +84,19 @@ def can_draw(group: TyperGroup, ctx: Any) -> bool:
             and not param.required
             and param.envvar is None
             and param.rich_help_panel is None
-            and param.display_type_rich(ctx=ctx) is None
+            and _no_type_label(param, ctx)
         )
         if not plain_flag:
             return False
     commands = [group.get_command(ctx, name) for name in group.list_commands(ctx)]
     return all(c is not None and not c.deprecated and getattr(c, "rich_help_panel", None) is None for c in commands)
+
+
+def _no_type_label(option: TyperOption, ctx: Any) -> bool:
+    """Whether typer shows no type after the flag. typer 0.29 labels through ``display_type_rich`` (app.py
+    blanks it for flags); typer 0.20-0.28 have no such method and show none for a flag."""
+    labelled = getattr(option, "display_type_rich", None)
+    return labelled is None or labelled(ctx=ctx) is None
 
 
 def draw(group: TyperGroup, ctx: Any) -> None:
