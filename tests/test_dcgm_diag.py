@@ -320,3 +320,43 @@ def test_dcgm_alone_or_twice_or_broken_is_one_line(tmp_path: Path) -> None:
     (broken / "diag.json").write_text(H100_FAIL.read_text(encoding="utf-8")[:300], encoding="utf-8")
     with pytest.raises(InputError, match=r"diag\.json:\d+: not JSON"):
         load_saved(broken)
+
+
+# --- a diagnostic saved with other lines around its JSON ------------------------------------------------------
+
+_AROUND = [
+    ("$ dcgmi diag -r 3 -j\n", ""),  # the command line captured with `script` or pasted from a terminal
+    ("2026-11-20T10:00:01Z dcgm-diag job started\nWarning: persistence mode is off\n", "\n$ \n"),
+    ("", "Diagnostic run completed in 312 s\n"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), _AROUND)
+def test_a_diagnostic_with_lines_around_its_json_is_read(before: str, after: str) -> None:
+    text = GB10_R2.read_text(encoding="utf-8")
+    embedded = parse_dcgm_diag_text(before + text + after, path="diag.json")
+    assert embedded == _read(GB10_R2)  # the same diagnostic, every test and message
+
+
+def test_verify_reads_a_diagnostic_saved_with_a_header_and_says_so(tmp_path: Path) -> None:
+    directory = _dir(tmp_path)
+    header = "kubectl logs dcgm-diag-x7k2\nWarning: persistence mode is off\n"
+    (directory / "dcgm.json").write_text(header + H100_FAIL.read_text(encoding="utf-8") + "\n$ ", encoding="utf-8")
+    doc = _verify(directory)
+    assert _checks(doc, 5)["dcgm.memory-bandwidth"].verdict == "fail"
+    assert doc.verdict == "fail"
+    note = "dcgm.json: the DCGM diagnostic's JSON was read; 2 lines before and 1 line after it are not JSON"
+    assert any(n.startswith(note) for n in doc.notes)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Error: unable to connect to host engine\n{"schema": "rigcheck.snapshot/1"}',  # no DCGM root key
+        'header\n{"DCGM Diagnostic": {"test_categories": [',  # the JSON itself is cut
+        'the words "DCGM Diagnostic" in a log line, and no JSON object\n',
+    ],
+)
+def test_text_without_a_whole_diagnostic_stays_not_json(text: str) -> None:
+    with pytest.raises(InputError, match=r"^diag\.json:\d+: not JSON"):
+        parse_dcgm_diag_text(text, path="diag.json")

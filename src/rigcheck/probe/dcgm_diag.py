@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from rigcheck.errors import InputError
@@ -48,12 +49,55 @@ def is_dcgm_diag(data: object) -> bool:
 
 
 def parse_dcgm_diag_text(text: str, *, path: str | None = None) -> DcgmDiag:
-    """:func:`parse_dcgm_diag` of JSON text; InputError when it is not JSON (a truncated file, ...)."""
+    """:func:`parse_dcgm_diag` of JSON text, text around the JSON allowed (:func:`diag_in_text`); InputError
+    when it holds no JSON diagnostic (a truncated file, ...)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        embedded = diag_in_text(text)
+        if embedded is None:
+            raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        data = embedded.data
     return parse_dcgm_diag(data, path=path)
+
+
+@dataclass(frozen=True)
+class EmbeddedDiag:
+    """A diagnostic's decoded JSON found inside other text, and how many lines of that text came around it."""
+
+    data: object
+    lines_before: int
+    lines_after: int
+
+    def note(self, name: str) -> str:
+        around = [
+            f"{count} line{'s' if count != 1 else ''} {where}"
+            for count, where in ((self.lines_before, "before"), (self.lines_after, "after"))
+            if count
+        ]
+        return f"{name}: the DCGM diagnostic's JSON was read; {' and '.join(around)} it are not JSON and were skipped"
+
+
+def diag_in_text(text: str) -> EmbeddedDiag | None:
+    """The `dcgmi diag -j` JSON in a file that holds other lines too (a log header or a prompt captured with
+    it, a warning sent to the same file): the first JSON object that starts a line and is a DCGM diagnostic.
+    None when there is none. Only DCGM's root keys are looked for: other JSON around text stays an error."""
+    if ROOT_4X not in text and ROOT_3X not in text:
+        return None
+    decoder = json.JSONDecoder()
+    offset = 0
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        body = line.lstrip()
+        if body.startswith("{"):
+            try:
+                data, end = decoder.raw_decode(text, offset + len(line) - len(body))
+            except json.JSONDecodeError:
+                data, end = None, 0
+            if is_dcgm_diag(data):
+                return EmbeddedDiag(data, number, len(text[end:].strip().splitlines()))
+        offset += len(line)
+    return None
 
 
 def parse_dcgm_diag(data: object, *, path: str | None = None) -> DcgmDiag:

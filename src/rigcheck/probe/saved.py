@@ -9,7 +9,8 @@ Every ``*.json`` directly in the directory (not below it) is read, in name order
   ignored with a note;
 - ``rigcheck.burn/1`` — the burn;
 - a DCGM diagnostic (`dcgmi diag -r N -j`, no "schema" key: known by its top-level key) — judged as
-  ``dcgm.<test>`` checks (rigcheck.checks.verify_dcgm).
+  ``dcgm.<test>`` checks (rigcheck.checks.verify_dcgm); one saved with other lines around its JSON is read
+  with a note.
 
 Another rigcheck schema, or JSON of no rigcheck schema, is skipped with a note. What cannot be used stops the
 read with one line of InputError naming the file: not JSON, a rigcheck document that fails validation, two
@@ -42,7 +43,7 @@ from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
 from rigcheck.model.io import snapshot_from_dict
 from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument, VerifyInputs
-from rigcheck.probe.dcgm_diag import is_dcgm_diag, parse_dcgm_diag
+from rigcheck.probe.dcgm_diag import diag_in_text, is_dcgm_diag, parse_dcgm_diag
 from rigcheck.probe.files import input_limits, read_capped
 from rigcheck.probe.from_file import MAX_INPUT_BYTES
 
@@ -63,8 +64,9 @@ class _Found:
     notes: list[str] = field(default_factory=list)
 
 
-def read_json_document(path: Path) -> object:
-    """The decoded JSON of one file; InputError naming it when it cannot be read or is not JSON."""
+def read_json_document(path: Path, notes: list[str] | None = None) -> object:
+    """The decoded JSON of one file; InputError naming it when it cannot be read or is not JSON. A `dcgmi diag
+    -j` output saved with other lines around its JSON is read, with a line in ``notes`` saying so."""
     where = str(path)
     try:
         raw = read_capped(where, MAX_INPUT_BYTES)
@@ -84,7 +86,12 @@ def read_json_document(path: Path) -> object:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON: {exc.msg}", path=where, line=exc.lineno) from None
+            embedded = diag_in_text(text)
+            if embedded is None:
+                raise InputError(f"not JSON: {exc.msg}", path=where, line=exc.lineno) from None
+    if notes is not None:
+        notes.append(embedded.note(path.name))
+    return embedded.data
 
 
 def _invalid(exc: ValidationError, schema: str, path: Path) -> InputError:
@@ -214,7 +221,7 @@ def load_saved(directory: Path) -> VerifyInputs:
     paths = json_files(directory, "the saved documents")
     found = _Found()
     for path in paths:
-        _take(found, path, read_json_document(path))
+        _take(found, path, read_json_document(path, found.notes))
     snapshot = _snapshot(found, directory, len(paths))
     return VerifyInputs(
         snapshot=snapshot,
