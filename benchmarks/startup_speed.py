@@ -31,6 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SNAPSHOT = ROOT / "tests" / "fixtures" / "snapshots" / "healthy-8x-h100.json"
 TARGET_RATIO = 1.5
+ONE_MODEL = (
+    "import typer, rich.console, rich.table, pydantic\n"
+    "class One(pydantic.BaseModel):\n    x: int\n"
+    "One.model_validate({'x': 1})"
+)
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,10 @@ def cases(snapshot: Path) -> list[Case]:
     python = sys.executable
     out.append(Case("floor: python -c 'import typer.rich_utils'", [python, "-c", "import typer.rich_utils"], False))
     out.append(Case("floor: python -c 'import rigcheck.model'", [python, "-c", "import rigcheck.model"], False))
+    # The least any command that validates its input with pydantic and draws a rich table can load: the
+    # reference's libraries, rich's table, and one pydantic model built and used. pydantic loads its model
+    # machinery (fields, schema generation, the plugin loader) at the first class, whatever the model.
+    out.append(Case("floor: typer + rich.table + one pydantic model", [python, "-c", ONE_MODEL], False))
     nvitop = shutil.which("nvitop")
     if nvitop:
         out.append(Case("nvitop --help", [nvitop, "--help"], targeted=False))
