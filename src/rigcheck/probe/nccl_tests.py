@@ -4,8 +4,8 @@ The reader follows the FORMAT, not one file: the column header decides the layou
 ``size count type redop root time algbw busbw #wrong`` twice, out-of-place then in-place; before: no ``root``
 column for the reductions, no ``redop`` column for broadcast, and an ``error`` column holding the largest
 difference found, ``1e-06``, instead of a count); without a header (a fragment) the number of cells does.
-Lines may carry mpirun's ``[1,0]<stdout>:`` or srun's ``0: `` prefix, ANSI escapes, CRLF and trailing blanks,
-and may lose their leading ``#`` (pasted into Markdown). ``-c 0`` prints ``N/A`` where the check goes.
+Lines may carry a launcher's or log collector's prefix (probe/launcher_prefix.py), ANSI escapes, CRLF and
+trailing blanks, and may lose their leading ``#`` (pasted into Markdown). ``-c 0`` prints ``N/A`` where the check goes.
 
 One run per file: a second column header after rows (two runs in one log), or rows of several types or
 operations (``-d all`` / ``-o all``), is refused with a line saying how to split it. A file cut in the middle
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from rigcheck.errors import ParseError
+from rigcheck.probe.launcher_prefix import strip_launcher_prefix
 from rigcheck.probe.smi.ansi import strip_ansi
 
 # nccl-tests' binaries and the collective each measures; the four rigcheck reads first.
@@ -41,11 +42,6 @@ TYPE_BYTES: Final = {
 
 Layout = Literal["new", "old"]
 
-_PREFIXES = (
-    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:[\d.]+(?:Z|[+-]\d\d:?\d\d)?\s"),  # kubectl logs --timestamps
-    re.compile(r"^\s*\[\d+,\d+\]<std(?:out|err)>:\s?"),  # mpirun --tag-output
-    re.compile(r"^\s*\d+:\s"),  # srun --label / -l
-)
 _HEADER = re.compile(r"\bnThread\s+(\d+)\s+nGpus\s+(\d+)")
 _HEADER_KEYS = {
     "warmup": re.compile(r"\bwarmup iters:\s*(\d+)"),
@@ -134,10 +130,7 @@ def clean_lines(text: str) -> list[str]:
     """The text's lines without ANSI escapes, CR, trailing blanks and launcher prefixes."""
     out = []
     for raw in strip_ansi(text).lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = raw.rstrip()
-        for prefix in _PREFIXES:
-            line = prefix.sub("", line, count=1)
-        out.append(line)
+        out.append(strip_launcher_prefix(raw.rstrip()))
     return out
 
 

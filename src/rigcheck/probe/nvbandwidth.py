@@ -14,8 +14,8 @@ A waived testcase prints "Waived: ..." without its name or a "Running" line (v0.
 form is ``{"nvbandwidth": {"version", "CUDA Runtime Version", "Driver Version", "testcases": [{"name",
 "status", "bandwidth_description", "bandwidth_matrix" (rows of strings, "N/A"), "sum"}]}}`` (nvbandwidth's
 json_output.cpp). Figures are kept as printed. Read for the format, not for one file: ANSI escapes, CRLF, a
-"> " quote or an mpirun tag before a line, extra spaces, missing sections and a cut end are tolerated; a
-matrix the input ends inside keeps its complete cells and is marked ``truncated``.
+launcher or collector prefix before a line (probe/launcher_prefix.py), extra spaces, missing sections and a cut
+end are tolerated; a matrix the input ends inside keeps its complete cells and is marked ``truncated``.
 """
 
 from __future__ import annotations
@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rigcheck.errors import ParseError
+from rigcheck.probe.launcher_prefix import strip_launcher_prefix
 from rigcheck.probe.smi.ansi import strip_ansi
 
 TOOL = "nvbandwidth"
 Status = Literal["passed", "waived", "error"]
 
-# What a line may carry before the tool's own text: a Markdown quote, mpirun's --tag-output, a Slurm task tag.
-_PREFIX = re.compile(r"^\s*(?:>\s?|\[\d+,\d+\]<std(?:out|err)>:|\d+:\s)")
 _VERSION = re.compile(r"nvbandwidth Version:\s*(\S+)")
 _RUNTIME = re.compile(r"CUDA Runtime Version:\s*(\d+)")
 _CUDA_DRIVER = re.compile(r"CUDA Driver Version:\s*(\d+)")
@@ -113,7 +112,7 @@ def cuda_version(number: int | None) -> str | None:
 
 
 def _clean(line: str) -> str:
-    return _PREFIX.sub("", line, count=1).rstrip("\r")
+    return strip_launcher_prefix(line).rstrip("\r")
 
 
 def looks_like_nvbandwidth(text: str) -> bool:

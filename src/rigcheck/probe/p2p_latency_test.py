@@ -8,8 +8,9 @@ latency matrix), ``cpu_latency_us_peer`` (its CPU sub-matrix); the "(P2P Reads)"
 add ``_reads`` (the "(P2P Writes)" ones, and older samples' untagged titles, are the plain names). The diagonal
 is kept: there the sample measures a copy within one GPU.
 
-Read for the format: ANSI escapes, CRLF, tabs, a "> " quote, extra spaces and a cut end are tolerated; a matrix
-the input ends inside keeps the rows it has and the run is marked ``truncated``.
+Read for the format: ANSI escapes, CRLF, tabs, a launcher or collector prefix (probe/launcher_prefix.py), extra
+spaces and a cut end are tolerated; a matrix the input ends inside keeps the rows it has and the run is marked
+``truncated``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import re
 from dataclasses import dataclass, field
 
 from rigcheck.errors import ParseError
+from rigcheck.probe.launcher_prefix import strip_launcher_prefix
 from rigcheck.probe.smi.ansi import strip_ansi
 
 TOOL = "p2pBandwidthLatencyTest"
 
-_PREFIX = re.compile(r"^\s*(?:>\s?|\[\d+,\d+\]<std(?:out|err)>:)")
 _BANNER = re.compile(r"\[P2P \(Peer-to-Peer\) GPU Bandwidth Latency Test\]")
 _DEVICE = re.compile(
     r"^\s*Device:\s*(\d+),\s*(.+?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*([0-9a-fA-F]+),"
@@ -74,7 +75,7 @@ def looks_like_p2p_latency_test(text: str) -> bool:
 
 
 def _clean(line: str) -> str:
-    return _PREFIX.sub("", line, count=1).rstrip("\r").expandtabs(8)
+    return strip_launcher_prefix(line).rstrip("\r").expandtabs(8)
 
 
 def _name(title: re.Match[str], sub: str) -> str:
