@@ -152,6 +152,15 @@ def raise_nvml(code: int) -> None:
     raise pynvml.NVMLError(code)
 
 
+def _pointee(pointer: object) -> object:
+    """The struct a pointer argument (ctypes.byref) points at. libnvidia-ml takes these structs by pointer and,
+    given one by value through pynvml, reads its first bytes as an address and crashes: the fake refuses it."""
+    target = getattr(pointer, "_obj", None)
+    if target is None:
+        raise TypeError(f"NVML takes this struct by pointer (ctypes.byref), not {type(pointer).__name__} by value")
+    return target
+
+
 def mask_words(items: Sequence[int], words: int) -> list[int]:
     out = [0] * words
     for i in items:
@@ -202,7 +211,8 @@ class DriverHealthCalls:
     def nvmlErrorString(self, result: int, /) -> str:
         return _ERROR_STRINGS.get(result, "Unknown Error")
 
-    def _fill_fabric(self, name: str, handle: object, info: object) -> int:
+    def _fill_fabric(self, name: str, handle: object, pointer: object) -> int:
+        info = _pointee(pointer)
         g = self._gpu(name, handle)
         if g.fabric is None:
             raise_nvml(pynvml.NVML_ERROR_NOT_SUPPORTED)
@@ -222,7 +232,7 @@ class DriverHealthCalls:
     def nvmlDeviceGetGpuFabricInfoV(self, handle: object, info: object, /) -> int:
         # pynvml reaches the v3 and v2 structs through one symbol; the fake names the v3 read apart (as the
         # probe does), so an old driver's absent list can name each.
-        v3 = getattr(info, "version", 0) == FABRIC_INFO_V3
+        v3 = getattr(_pointee(info), "version", 0) == FABRIC_INFO_V3
         return self._fill_fabric(
             "nvmlDeviceGetGpuFabricInfoV_v3" if v3 else "nvmlDeviceGetGpuFabricInfoV", handle, info
         )

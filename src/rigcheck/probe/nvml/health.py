@@ -14,9 +14,11 @@ joined, the InfoROM's validity and the compute processes holding its memory, in 
 
 from __future__ import annotations
 
+import ctypes
 import uuid
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 from rigcheck.model.snapshot import GpuProcess, Missing
 from rigcheck.probe.nvml.calls import NvmlFailure, fabric_info_struct, reason_for
@@ -78,7 +80,8 @@ def _read_fabric(r: GpuReader, lib: NvmlLibrary, h: object) -> None:
 
     def fill(version: int | None, name: str) -> FabricInfo:
         info = fabric_info_struct(version)
-        late(lib, name, h, info)
+        # by pointer, as nvml.h declares it (see NvmlLibrary); fabric_info_struct makes a ctypes.Structure
+        late(lib, name, h, ctypes.byref(cast(ctypes.Structure, info)))
         return info
 
     info = r.first(
