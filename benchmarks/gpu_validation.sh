@@ -76,7 +76,7 @@ case $part in
         ;;
     verify)  # ~4 min: the verdict at level quick (its own budget: 180 s), then the bands it was judged against
         step verify     240 "${rc[@]}" verify --level quick --json --html "$out/verify.html"
-        step explain     30 "${rc[@]}" verify --explain --gpu "NVIDIA H100 80GB HBM3"
+        step explain     30 "${rc[@]}" verify --explain --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
         ;;
     monitor)  # ~1 min: the Prometheus exporter scraped beside nvidia-smi; the plain CSV read back by burn --analyze
         step prometheus  90 python3 benchmarks/prometheus_scrape.py --seconds 6
