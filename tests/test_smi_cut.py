@@ -20,11 +20,17 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
 Parser = Callable[[str, str | None], Snapshot]
 
+
+def _reader(path: Path) -> Parser:
+    """smi-extra holds both -q and table files: the table is the one with nvidia-smi's box."""
+    return parse_table if "| NVIDIA-SMI" in path.read_text(encoding="utf-8") else parse_query_text
+
+
 FILES: list[tuple[Path, Parser]] = [
     *((p, parse_query_text) for p in sorted((CORPUS / "smi-q").glob("*.txt"))),
     (CORPUS / "h100-vm" / "q.txt", parse_query_text),
     (CORPUS / "h100-vm" / "q-d.txt", parse_query_text),
-    *((p, parse_query_text) for p in sorted((FIXTURES / "smi-extra").glob("*.txt"))),
+    *((p, _reader(p)) for p in sorted((FIXTURES / "smi-extra").glob("*.txt"))),
     *((p, parse_query_xml) for p in sorted((CORPUS / "smi-xml").glob("*.xml"))),
     (CORPUS / "h100-vm" / "q.xml", parse_query_xml),
     *((p, parse_table) for p in sorted((CORPUS / "smi").glob("*.txt"))),

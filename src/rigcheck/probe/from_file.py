@@ -187,9 +187,10 @@ def _looks_like_topo_p2p(text: str) -> bool:
 
 
 def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
-    from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+    from rigcheck.model.snapshot import Diagnostic
+    from rigcheck.probe.smi.topo import NUMA_AFFINITY, pairs_from_topology, read_topo
 
-    topo = parse_topo(text, path)
+    topo, cut = read_topo(text, path)
     gpus: list[Gpu] = []
     for tg in topo.gpus:
         gpu = Gpu(index=tg.index)
@@ -198,6 +199,8 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
         # isascii too: str.isdigit() is true for '¹', which int() refuses.
         if tg.numa_affinity is not None and tg.numa_affinity.isascii() and tg.numa_affinity.isdigit():
             gpu.numa_node = int(tg.numa_affinity)
+        if cut is not None and cut.partial is not None and cut.partial[0] == tg.index:  # the value the text ends on
+            gpu.mark_missing("numa_node" if cut.partial[1] == NUMA_AFFINITY else "cpu_affinity", Missing.TRUNCATED)
         gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
         gpus.append(gpu)
     return Snapshot(
@@ -206,6 +209,7 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
         pairs=pairs_from_topology(topo),
         topology=topo,
         nics=list(topo.nics),
+        diagnostics=[] if cut is None else [Diagnostic(source="topo", message=cut.message())],
     )
 
 

@@ -9,6 +9,11 @@ re-aligned by hand (not on 8-column stops) is read by the header's column positi
 Real-world variants handled: ANSI escapes in the header, a header without its leading tab, NIC
 rows and the "NIC Legend:" section, old drivers naming the NIC itself (``mlx4_0``) and using SOC,
 legends that wrap or are absent, CRLF, a missing final newline, "N/A" kept as printed.
+
+A cut paste (the text ends after some rows, nothing after them) is read as far as it goes: the matrix holds the
+devices whose rows are whole, :class:`TopoCut` says which the header names beyond them, a row the text ends
+inside is left out, and an affinity value the text ends on (no newline after it) is not taken (it may be short).
+Which header names are devices comes from the header: every name before its first affinity column.
 """
 
 from __future__ import annotations
@@ -19,10 +24,10 @@ from typing import Literal
 
 from rigcheck.errors import ParseError
 from rigcheck.facts.legend import kind_of, lookup, nvlink_count, rank_of
-from rigcheck.model.snapshot import GpuPair, Nic, TopoGpu, TopoMatrix
+from rigcheck.model.snapshot import INPUT_ENDS_EARLY, GpuPair, Nic, TopoGpu, TopoMatrix
 from rigcheck.probe.smi.ansi import strip_ansi
 
-__all__ = ["pairs_from_topology", "parse_topo"]
+__all__ = ["TopoCut", "pairs_from_topology", "parse_topo", "read_topo"]
 
 CPU_AFFINITY = "CPU Affinity"
 NUMA_AFFINITY = "NUMA Affinity"
@@ -198,62 +203,122 @@ def _affinity_values(
     return _assign_by_position(words, columns)
 
 
-def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
-    """Read ``nvidia-smi topo -m`` output; raise :class:`ParseError` (with path and line) if it is not."""
-    lines = _clean(text, path)
+@dataclass(frozen=True)
+class TopoCut:
+    """Where a cut ``topo -m`` paste stops."""
 
-    # The header: the first line naming GPU0, GPU1, ... (prompt lines before it are skipped).
-    header_at: int | None = None
-    names: list[_Cell] = []
+    line: int  # the text's last line
+    after: str  # the last row read whole
+    unread: tuple[str, ...]  # the devices the header names whose rows the text does not hold
+    partial: tuple[int, str] | None = None  # (GPU, column) of the value the text ends on: not taken
+
+    def message(self) -> str:
+        return (
+            f"{INPUT_ENDS_EARLY}: the topo -m matrix stops at line {self.line}, after row {self.after}; "
+            f"the header names {', '.join(self.unread)} too, whose rows are not in the text"
+        )
+
+
+@dataclass
+class _Rows:
+    codes: dict[str, list[str]]
+    values: dict[str, list[str | None]]  # a GPU row's affinity values, one per column after the devices
+    end: int  # the index of the first line after the matrix
+    cut_inside: str | None = None  # the row the text ends inside (left out)
+    last: str | None = None  # the row on the text's last line, when the text ends on it (no newline)
+
+
+def _find_header(lines: list[str], path: str | None) -> tuple[int, list[_Cell]]:
+    """The header: the first line naming GPU0, GPU1, ... (prompt lines before it are skipped)."""
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         names = _header_names(line)
         if _looks_like_header(names):
-            header_at = i
-            break
+            return i, names
         glued = _glued_header(names, lines[i + 1 :])
         if glued is not None:
-            header_at, names = i, glued
-            break
+            return i, glued
         first = names[0].text if names else ""
         if _is_device_name(first):
             raise ParseError(f"no header row before the {first} row", path=path, line=i + 1)
-    if header_at is None:
-        first_line = next(i for i, line in enumerate(lines) if line.strip()) + 1
-        raise ParseError(
-            "no header row naming GPU0, GPU1, ...; this is not `nvidia-smi topo -m` output", path=path, line=first_line
-        )
+    first_line = next(i for i, line in enumerate(lines) if line.strip()) + 1
+    raise ParseError(
+        "no header row naming GPU0, GPU1, ...; this is not `nvidia-smi topo -m` output", path=path, line=first_line
+    )
 
-    # Which header names are devices (GPUs, NICs) and which are the affinity columns after them.
+
+def _device_count(names: list[_Cell], lines: list[str]) -> int:
+    """How many of the header's names are devices (GPUs, NICs). Every name before the first affinity column is
+    one, so a NIC the header names by itself (mlx4_0) is a device even where the text ends before its row;
+    without an affinity column, the names shaped like a device or labelling a row below the header."""
+    texts = [n.text for n in names]
+    affinity = next((k for k, text in enumerate(texts) if text in AFFINITY_COLUMNS), None)
+    if affinity is not None:
+        return affinity
     row_labels: set[str] = set()
-    for line in lines[header_at + 1 :]:
+    for line in lines:
         if not line.strip():
             break
         split = _split(line)
         if split.cells and split.cells[0].text:
             row_labels.add(split.cells[0].text)
-    devices: list[_Cell] = []
-    for name in names:
-        if name.text in AFFINITY_COLUMNS or not (_is_device_name(name.text) or name.text in row_labels):
-            break
-        devices.append(name)
-    columns = names[len(devices) :]
-    labels = [d.text for d in devices]
-    if len(set(labels)) != len(labels):
-        raise ParseError("the header names a device twice", path=path, line=header_at + 1)
-    # A header printed without its leading tab sits one tab stop left of the rows.
-    if devices and devices[0].col == 0:
-        columns = [_Cell(c.text, c.col + _TAB) for c in columns]
+    return next((k for k, text in enumerate(texts) if not (_is_device_name(text) or text in row_labels)), len(texts))
 
-    rows: dict[str, list[str]] = {}
-    values: dict[str, list[str]] = {}
-    end = len(lines)
+
+def _link_codes(label: str, rest: list[_Cell], labels: list[str], *, path: str | None, number: int) -> list[str]:
+    """The row's link codes, one per device column; ParseError for a row that has fewer, or a wrong code."""
+    codes: list[str] = []
+    for cell in rest:
+        if len(codes) == len(labels) or not _CODE_SHAPE_RE.match(cell.text):
+            break
+        codes.append(cell.text)
+    if len(codes) < len(labels):
+        found = rest[len(codes)].text if len(codes) < len(rest) else None
+        column = labels[len(codes)]
+        if found is None:
+            raise ParseError(
+                f"row {label} has {len(codes)} link codes, the header names {len(labels)} devices",
+                path=path,
+                line=number,
+            )
+        raise ParseError(
+            f"row {label}, column {column}: {found!r} is not a link code (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)",
+            path=path,
+            line=number,
+        )
+    for column, code in zip(labels, codes, strict=True):
+        diagonal = column == label
+        if diagonal and code != "X":
+            raise ParseError(
+                f"row {label}, column {column}: expected X on the diagonal, found {code!r}", path=path, line=number
+            )
+        if not diagonal and (code == "X" or lookup(code) is None):
+            raise ParseError(
+                f"row {label}, column {column}: {code!r} is not a link code (NV#, PIX, PXB, PHB, NODE, SYS, SOC)",
+                path=path,
+                line=number,
+            )
+    trailing = rest[len(labels) :]
+    if trailing and _CODE_SHAPE_RE.match(trailing[0].text) and lookup(trailing[0].text) is not None:
+        raise ParseError(
+            f"row {label} has more link codes than the {len(labels)} devices the header names", path=path, line=number
+        )
+    return codes
+
+
+def _ends_on_a_word(lines: list[str]) -> bool:
+    """The text ends on a word, no newline or space after it: that word may be cut short."""
+    return bool(lines[-1]) and not lines[-1][-1].isspace()
+
+
+def _read_rows(lines: list[str], header_at: int, labels: list[str], columns: list[_Cell], path: str | None) -> _Rows:
+    rows = _Rows(codes={}, values={}, end=len(lines))
     for i in range(header_at + 1, len(lines)):
         line = lines[i]
         number = i + 1
         if not line.strip() or line.strip().lower().startswith(("legend", "nic legend")):
-            end = i
+            rows.end = i
             break
         split = _split(line)
         cells = split.cells
@@ -261,64 +326,78 @@ def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
         if label not in labels:
             if _is_device_name(label):
                 raise ParseError(f"row {label} is not a column of the header", path=path, line=number)
-            end = i
+            rows.end = i
             break
-        if label in rows:
+        if label in rows.codes:
             raise ParseError(f"row {label} appears twice", path=path, line=number)
-        rest = cells[1:]
-        codes: list[str] = []
-        for cell in rest:
-            if len(codes) == len(labels) or not _CODE_SHAPE_RE.match(cell.text):
-                break
-            codes.append(cell.text)
-        if len(codes) < len(labels):
-            found = rest[len(codes)].text if len(codes) < len(rest) else None
-            column = labels[len(codes)]
-            if found is None:
-                raise ParseError(
-                    f"row {label} has {len(codes)} link codes, the header names {len(labels)} devices",
-                    path=path,
-                    line=number,
-                )
-            raise ParseError(
-                f"row {label}, column {column}: {found!r} is not a link code (X, NV#, PIX, PXB, PHB, NODE, SYS, SOC)",
-                path=path,
-                line=number,
-            )
-        for column, code in zip(labels, codes, strict=True):
-            diagonal = column == label
-            if diagonal and code != "X":
-                raise ParseError(
-                    f"row {label}, column {column}: expected X on the diagonal, found {code!r}", path=path, line=number
-                )
-            if not diagonal and (code == "X" or lookup(code) is None):
-                raise ParseError(
-                    f"row {label}, column {column}: {code!r} is not a link code (NV#, PIX, PXB, PHB, NODE, SYS, SOC)",
-                    path=path,
-                    line=number,
-                )
-        rows[label] = codes
-        trailing = rest[len(labels) :]
-        if trailing and _CODE_SHAPE_RE.match(trailing[0].text) and lookup(trailing[0].text) is not None:
-            raise ParseError(
-                f"row {label} has more link codes than the {len(labels)} devices the header names",
-                path=path,
-                line=number,
-            )
+        on_last_word = i == len(lines) - 1 and _ends_on_a_word(lines)
+        try:
+            rows.codes[label] = _link_codes(label, cells[1:], labels, path=path, number=number)
+        except ParseError:
+            if not (on_last_word and _short_row(cells[1:], labels)):
+                raise
+            rows.cut_inside = label
+            continue
+        if on_last_word:
+            rows.last = label
         if _GPU_RE.match(label):
-            values[label] = _affinity_values(trailing, split.exact, columns, label=label, path=path, number=number)
+            trailing = cells[1 + len(labels) :]
+            values: list[str | None] = []
+            values.extend(_affinity_values(trailing, split.exact, columns, label=label, path=path, number=number))
+            rows.values[label] = values
+    return rows
 
-    for label in labels:
-        if label not in rows:
-            raise ParseError(
-                f"the header names {label} but there is no {label} row", path=path, line=min(end, len(lines) - 1) + 1
-            )
 
-    # The legends after the matrix.
+def _short_row(rest: list[_Cell], labels: list[str]) -> bool:
+    """No more than the row's link codes, the last one perhaps cut short: the text ends inside the row."""
+    words = [c.text for c in rest if c.text]
+    return len(words) <= len(labels) and all(_CODE_SHAPE_RE.match(word) for word in words[:-1])
+
+
+def _cut(rows: _Rows, labels: list[str], lines: list[str], columns: list[_Cell], path: str | None) -> TopoCut | None:
+    """The cut, when the text ends after the rows it holds and they are the first ones the header names; None
+    when every row is there. A row missing anywhere else is a ParseError (the header names it, the text lost it)."""
+    if len(rows.codes) == len(labels):
+        return None
+    partial = _last_word(rows, columns)
+    read = len(rows.codes)
+    if (
+        read == 0
+        or any(label not in rows.codes for label in labels[:read])
+        or any(line.strip() for line in lines[rows.end :])
+    ):
+        missing = next(label for label in labels if label not in rows.codes)
+        if missing == rows.cut_inside:
+            raise ParseError(f"truncated: the text ends inside row {missing}", path=path, line=len(lines))
+        where = min(rows.end, len(lines) - 1) + 1
+        raise ParseError(f"the header names {missing} but there is no {missing} row", path=path, line=where)
+    return TopoCut(line=len(lines), after=labels[read - 1], unread=tuple(labels[read:]), partial=partial)
+
+
+def _last_word(rows: _Rows, columns: list[_Cell]) -> tuple[int, str] | None:
+    """In a cut text, the word it ends on may be short: an affinity value is left out ((GPU, column) returned),
+    a link code drops its row."""
+    if rows.last is None:
+        return None
+    label = rows.last
+    values = rows.values.get(label, [])
+    filled = [k for k, value in enumerate(values) if value]
+    gpu = _GPU_RE.match(label)
+    if gpu is None or not filled:
+        del rows.codes[label]
+        rows.values.pop(label, None)
+        rows.cut_inside = label
+        return None
+    values[filled[-1]] = None
+    return int(gpu.group(1)), columns[filled[-1]].text
+
+
+def _legends(lines: list[str]) -> tuple[Literal["new", "old", "none"], dict[str, str]]:
+    """The legend's kind and the NIC legend's names, from the lines after the matrix."""
     legend: Literal["new", "old", "none"] = "none"
     nic_names: dict[str, str] = {}
     section = ""
-    for line in lines[end:]:
+    for line in lines:
         stripped = line.strip()
         if stripped.lower().startswith("nic legend"):
             section = "nic"
@@ -333,13 +412,37 @@ def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
             m = _NIC_LEGEND_RE.match(line)
             if m:
                 nic_names[m.group(1)] = m.group(2)
+    return legend, nic_names
 
+
+def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
+    """Read ``nvidia-smi topo -m`` output; raise :class:`ParseError` (with path and line) if it is not."""
+    return read_topo(text, path)[0]
+
+
+def read_topo(text: str, path: str | None = None) -> tuple[TopoMatrix, TopoCut | None]:
+    """:func:`parse_topo`, and where the text was cut (None when it holds every row the header names)."""
+    lines = _clean(text, path)
+    header_at, names = _find_header(lines, path)
+    devices = names[: _device_count(names, lines[header_at + 1 :])]
+    columns = names[len(devices) :]
+    labels = [d.text for d in devices]
+    if len(set(labels)) != len(labels):
+        raise ParseError("the header names a device twice", path=path, line=header_at + 1)
+    # A header printed without its leading tab sits one tab stop left of the rows.
+    if devices and devices[0].col == 0:
+        columns = [_Cell(c.text, c.col + _TAB) for c in columns]
+
+    rows = _read_rows(lines, header_at, labels, columns, path)
+    cut = _cut(rows, labels, lines, columns, path)
+    read = labels[: len(rows.codes)]
+    legend, nic_names = _legends(lines[rows.end :])
     names_in_header = [c.text for c in columns]
 
     def column_value(label: str, name: str) -> str | None:
         if name not in names_in_header:
             return None
-        return values[label][names_in_header.index(name)]
+        return rows.values[label][names_in_header.index(name)]
 
     gpus = [
         TopoGpu(
@@ -348,16 +451,17 @@ def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
             numa_affinity=column_value(label, NUMA_AFFINITY),
             gpu_numa_id=column_value(label, GPU_NUMA_ID),
         )
-        for label in labels
+        for label in read
         if (m := _GPU_RE.match(label))
     ]
     nics = [
         # Old drivers print the NIC's own name (mlx4_0) as its label; newer ones NIC0 plus a legend.
         Nic(label=label, name=nic_names.get(label, None if _NIC_RE.match(label) else label))
-        for label in labels
+        for label in read
         if not _GPU_RE.match(label)
     ]
-    return TopoMatrix(labels=labels, matrix=[rows[label] for label in labels], gpus=gpus, nics=nics, legend=legend)
+    matrix = [rows.codes[label][: len(read)] for label in read]
+    return TopoMatrix(labels=read, matrix=matrix, gpus=gpus, nics=nics, legend=legend), cut
 
 
 def pairs_from_topology(topo: TopoMatrix) -> list[GpuPair]:
