@@ -128,6 +128,75 @@ def test_fallen_off_bus_without_xid_line_fails() -> None:
     assert [f.id for f in check_xid(Snapshot(kernel_events=events))] == ["xid.hardware"]
 
 
+EXTRA = Path(__file__).parent / "fixtures" / "kernel-log-extra"
+
+
+def test_the_drivers_three_line_fallen_off_the_bus_fails_that_gpu() -> None:
+    """570's open module: "The NVIDIA GPU <bdf>" and two more NVRM lines under one timestamp, no Xid line."""
+    path = EXTRA / "h100-570-open-fallen-off-bus-multiline.txt"
+    text = read_text(str(path))
+    assert detect_kind(text) == "kernel-log"  # it was "not a recognised input"
+    off, probe = parse_kernel_events(text)
+    assert (off.kind, off.pci_bus_id, off.time) == ("nvrm", "0000:b3:00.0", "1843.308145")
+    assert off.message == (
+        "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus and is "
+        "not responding to commands."
+    )
+    assert (probe.kind, probe.message) == ("nvrm", "The NVIDIA probe routine failed for 1 device(s).")
+    findings = check_xid(load_files([str(path)]))
+    fail = [f for f in findings if f.severity is Severity.FAIL]
+    assert [(f.id, f.gpu) for f in fail] == [("xid.hardware", 0)]
+    assert "0000:b3:00.0" in fail[0].message
+    assert "1 x Xid 79" in fail[0].message
+    driver = next(f for f in findings if f.id == "xid.driver-message")
+    assert "probe routine failed" in driver.message
+
+
+@pytest.mark.parametrize(
+    ("framing", "expected_time"),
+    [
+        (  # journalctl -k: each line its own record
+            "Jun 30 11:07:05 node7 kernel: NVRM: The NVIDIA GPU 0000:41:00.0\n"
+            "Jun 30 11:07:05 node7 kernel: NVRM: (PCI ID: 10de:2330) installed in this system has\n"
+            "Jun 30 11:07:05 node7 kernel: NVRM: fallen off the bus and is not responding to commands.\n",
+            "Jun 30 11:07:05",
+        ),
+        (  # syslog: the message as one line, each newline written #012
+            "Jun 30 11:07:05 node7 kernel: [ 88.5] NVRM: The NVIDIA GPU 0000:41:00.0#012NVRM: (PCI ID: 10de:2330) "
+            "installed in this system has#012NVRM: fallen off the bus and is not responding to commands.\n",
+            "Jun 30 11:07:05",
+        ),
+    ],
+    ids=["journal", "syslog-012"],
+)
+def test_the_three_line_message_in_other_framings(framing: str, expected_time: str) -> None:
+    (event,) = parse_kernel_events("Jun 30 11:07:04 node7 kernel: usb 1-1: new device\n" + framing)
+    assert (event.pci_bus_id, event.time) == ("0000:41:00.0", expected_time)
+    assert event.message.startswith("The NVIDIA GPU 0000:41:00.0 (PCI ID: 10de:2330) installed in this system has")
+    assert event.message.endswith("fallen off the bus and is not responding to commands.")
+    assert [f.id for f in check_xid(Snapshot(kernel_events=[event])) if f.severity is Severity.FAIL] == ["xid.hardware"]
+
+
+def test_a_gpu_message_that_is_not_off_the_bus_is_a_driver_message_and_lines_after_it_stay_events() -> None:
+    text = (
+        "[ 3.1] NVRM: The NVIDIA GPU 0000:02:00.0\n"
+        "       NVRM: (PCI ID: 10de:1db4) installed in this system is\n"
+        "       NVRM: not supported by the NVIDIA 580.82 driver release.\n"
+        "[ 3.2] NVRM: Xid (PCI:0000:03:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+    )
+    unsupported, xid = parse_kernel_events(text)
+    assert unsupported.message.endswith("is not supported by the NVIDIA 580.82 driver release.")
+    assert (xid.kind, xid.code) == ("xid", 79)
+    findings = check_xid(Snapshot(kernel_events=[unsupported, xid]))
+    assert [f.id for f in findings if f.id == "xid.driver-message"] == ["xid.driver-message"]
+
+
+def test_an_xid_with_a_pid_and_no_process_name() -> None:
+    (event,) = parse_kernel_events(read_text(str(EXTRA / "xid63-pid-without-name.txt")))
+    assert (event.code, event.pci_bus_id, event.pid, event.process) == (63, "PCI:0000:10:1c", 1896, None)
+    assert event.message == "Row Remapper: New row marked for remapping, reset gpu to activate."
+
+
 @pytest.mark.parametrize("name", ["203", "206"])
 def test_application_xids_never_fail(name: str) -> None:
     findings = check_xid(_load(name))

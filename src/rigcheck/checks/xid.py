@@ -322,7 +322,8 @@ def _driver_messages(snapshot: Snapshot) -> list[Finding]:
             expected="no driver errors",
             advice="API mismatch: reload the nvidia modules or reboot; "
             "RmInitAdapter failed: the GPU did not start, "
-            "reset or reboot",
+            "reset or reboot; probe routine failed or no device initialized: the driver took no GPU for the "
+            "lines just before it (a GPU off the bus, one this driver does not support), fix that first",
             source="NVIDIA driver README, 'Common Problems' (NVRM messages)",
         )
     ]

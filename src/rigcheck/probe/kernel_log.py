@@ -4,8 +4,10 @@ Reads any framing of the same kernel lines: `dmesg` ("[ 4564.303884] "), `dmesg 
 2025] "), `dmesg --time-format iso`, `journalctl -k` ("Jun 30 11:07:05 host kernel: ", or "kernel: " alone),
 syslog (its time, then the kernel's "[uptime]"), and bare kmsg lines. Xid lines come in two formats: the old
 one (`NVRM: Xid (0000:03:00): 13, ...`, later `(PCI:0000:03:00)`) and the new one with `pid=..., name=...,`
-(pid may print as `'<unknown>'`). Every matching line is one event, as printed; nothing is merged, so counts are
-counts of lines (the catalog's multi-line events, e.g. an SXid's (First)/Severity/Data lines, count each line).
+(pid may print as `'<unknown>'`, or come without the name). The driver's three-line GPU messages ("The NVIDIA GPU
+<bdf>" / "(PCI ID: ...) installed in this system has" / "fallen off the bus ...") are joined into one. Every other
+matching line is one event, as printed; nothing else is merged, so counts are counts of lines (the catalog's
+multi-line events, e.g. an SXid's (First)/Severity/Data lines, count each line).
 
 Live, `dmesg` is read first; where the kernel restricts it (dmesg_restrict) `journalctl -k -b`; where neither can
 be read, ``KernelLogRead.unreadable`` says why (the check makes it an ``unknown``, never a pass).
@@ -25,10 +27,19 @@ from rigcheck.model.snapshot import Gpu, Missing, Snapshot, Source
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?" + _BDF + r")\): (\d+),? ?(.*)$")
-_NEW_FORMAT = re.compile(r"pid=('?<unknown>'?|\d+), name=([^,]*), ?(.*)$")
+# The process, where the driver names it: `pid=1896, name=python, ...`; drivers of about R470-R510 print the pid
+# alone (`pid=1896, Row Remapper: ...`).
+_NEW_FORMAT = re.compile(r"pid=('?<unknown>'?|\d+),(?: name=([^,]*),)? ?(.*)$")
 _SXID = re.compile(r"(?:(nvidia-nvswitch\d+): )?SXid \(((?:PCI:)?" + _BDF + r")\): (\d+),? ?(.*)$")
 _OFF_BUS = re.compile(r"NVRM: (GPU (?:at )?((?:PCI:)?" + _BDF + r"):? (?:GPU )?has fallen off the bus.*)$")
-_NVRM_OTHER = re.compile(r"NVRM: ((?:API mismatch|RmInitAdapter failed|GPU (?:at )?(?:PCI:)?\S+ RmInitAdapter).*)$")
+# The driver's own newer wording, three lines under one timestamp in dmesg (one line each, or "#012"-joined in
+# syslog): "The NVIDIA GPU <bdf>" / "(PCI ID: 10de:26b5) installed in this system has" / "fallen off the bus and
+# is not responding to commands." (nv.c of NVIDIA's open kernel modules); read as one message.
+_GPU_INTRO = re.compile(r"NVRM: (The NVIDIA GPU (" + _BDF + r")\b.*)$")
+_NVRM_OTHER = re.compile(
+    r"NVRM: ((?:API mismatch|RmInitAdapter failed|GPU (?:at )?(?:PCI:)?\S+ RmInitAdapter"
+    r"|The NVIDIA probe routine (?:failed|was not called)|None of the NVIDIA devices were initialized).*)$"
+)
 # The device's driver name is bounded: an unbounded \S+ is quadratic on a long run without spaces.
 _AER = re.compile(r"(\S{1,64} (" + _BDF + r")): (PCIe Bus Error: severity=.*)$")
 _GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(" + _BDF + r"): (GPU-[0-9a-fA-F-]+)")
@@ -57,7 +68,8 @@ def _event_of(line: str) -> KernelEvent | None:
         new = _NEW_FORMAT.match(rest)
         if new is not None:
             pid = int(new.group(1)) if new.group(1).isdigit() else None
-            process = None if "<unknown>" in new.group(2) else new.group(2).strip()
+            named = new.group(2)
+            process = None if named is None or "<unknown>" in named else named.strip()
             rest = new.group(3).rstrip()
         return KernelEvent(
             kind="xid",
@@ -81,6 +93,10 @@ def _event_of(line: str) -> KernelEvent | None:
     m = _OFF_BUS.search(line)
     if m is not None:
         return KernelEvent(kind="nvrm", pci_bus_id=m.group(2), time=_time(line[: m.start()]), message=m.group(1))
+    m = _GPU_INTRO.search(line)
+    if m is not None:  # one GPU's message, its lines joined (see _GPU_INTRO)
+        message = re.sub(r"(?:#012)?\s*NVRM: ", " ", m.group(1)).rstrip()
+        return KernelEvent(kind="nvrm", pci_bus_id=m.group(2), time=_time(line[: m.start()]), message=message)
     m = _NVRM_OTHER.search(line)
     if m is not None:  # syslog writes a multi-line message as one line with "#012" for each newline
         message = re.sub(r"#012(?:NVRM: )?", " ", m.group(1)).rstrip()
@@ -99,12 +115,42 @@ def _event_of(line: str) -> KernelEvent | None:
 
 def parse_kernel_events(text: str) -> list[KernelEvent]:
     """Every GPU-related event of a kernel log, in log order."""
-    return [e for line in text.splitlines() if (e := _event_of(line)) is not None]
+    return [e for line in _joined(text.splitlines()) if (e := _event_of(line)) is not None]
 
 
 def looks_like_kernel_log(text: str) -> bool:
     """Whether the text holds at least one line this module reads (the detector of `--from`)."""
-    return any(_event_of(line) is not None for line in text.splitlines())
+    return any(_event_of(line) is not None for line in _joined(text.splitlines()))
+
+
+_CONTINUED = re.compile(r"NVRM: (.*)$")
+_MESSAGE_LINES = 3  # "The NVIDIA GPU ...", "(PCI ID: ...) installed in this system ...", its last words
+
+
+def _joined(lines: list[str]) -> list[str]:
+    """The lines, with a GPU message the driver printed over several lines ("The NVIDIA GPU <bdf>" and the lines
+    that go on with it) as one line: each following NVRM line is taken until the sentence ends with a full stop,
+    at most three lines in all, and never a line that is an event of its own."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if _GPU_INTRO.search(line) is None or line.rstrip().endswith(".") or "#012" in line:
+            out.append(line)
+            continue
+        taken = 1
+        while i < len(lines) and taken < _MESSAGE_LINES:
+            more = _CONTINUED.search(lines[i])
+            if more is None or _event_of(lines[i]) is not None:
+                break
+            line = f"{line.rstrip()} {more.group(1).strip()}"
+            i += 1
+            taken += 1
+            if line.endswith("."):
+                break
+        out.append(line)
+    return out
 
 
 def snapshot_from_kernel_log(text: str, path: str | None) -> Snapshot:
