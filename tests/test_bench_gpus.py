@@ -191,7 +191,7 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert expected in _usage_error(argv, capsys)
 
 
-@pytest.mark.parametrize("command", ["allreduce", "membw", "hostlink"])
+@pytest.mark.parametrize("command", ["allreduce", "membw", "hostlink", "p2p"])
 def test_gpus_with_from_is_refused_nothing_is_run(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,7 +7,7 @@ CUDA_VISIBLE_DEVICES shows), so an NVML index is not a CUDA ordinal. Two ways ac
 - spawned workers (the launcher: collectives, matmul, membw, train): :func:`place_gpus` gives each worker
   CUDA_VISIBLE_DEVICES = the selected GPUs' UUIDs in the order given, so rank r's ``cuda:r`` is the r-th GPU
   given, and the rank -> NVML index map the rows are labelled with;
-- this process (hostlink): :func:`cuda_index` finds the CUDA ordinal of an NVML index by its UUID.
+- this process (hostlink, p2p): :func:`cuda_index` finds the CUDA ordinal of an NVML index by its UUID.
 
 No torch at import: the placement is pure (tests build it from fake snapshots).
 """
@@ -114,6 +114,18 @@ def label_rows(rows: Sequence[RowT], placement: GpuPlacement | None) -> list[Row
     if placement is None:
         return list(rows)
     return [r.model_copy(update={"gpu": placement.index_of(r.rank)}) for r in rows]
+
+
+def same_index_note(placement: GpuPlacement | None) -> str | None:
+    """What an in-process run (hostlink, p2p) says when the snapshot has no UUID for a GPU --gpus names:
+    :func:`cuda_index` then took CUDA's device of the same index (None: every GPU had its UUID)."""
+    lacking = [i for i in placement.indices if i not in placement.uuids] if placement is not None else []
+    if not lacking:
+        return None
+    return (
+        f"--gpus: the snapshot has no UUID for GPU {', '.join(map(str, lacking))}: CUDA's device of the same "
+        "index was measured (CUDA may order GPUs differently from nvidia-smi)"
+    )
 
 
 def cuda_index(torch: Any, nvml_index: int, uuid: str | None) -> int:

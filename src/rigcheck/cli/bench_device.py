@@ -19,7 +19,6 @@ from rigcheck.cli.bench_common import (
     JsonOut,
     TimeoutOption,
     finish,
-    machine,
     placed_machine,
 )
 from rigcheck.cli.bench_reference import (
@@ -66,6 +65,15 @@ HostlinkGpusOption = Annotated[
     typer.Option(
         "--gpus",
         help="Only these GPUs, by nvidia-smi index (e.g. 0,2), one after another; rows use that index.",
+        show_default=False,
+    ),
+]
+P2PGpusOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpus",
+        help="Only these GPUs (at least two), by nvidia-smi index (e.g. 0,2), in this order; rows use that index "
+        "and matrix_gpus lists them.",
         show_default=False,
     ),
 ]
@@ -203,6 +211,7 @@ ComparePairsOption = Annotated[
 
 def p2p(
     ctx: typer.Context,
+    gpus: P2PGpusOption = None,
     size: SizeOption = None,
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
@@ -216,21 +225,27 @@ def p2p(
     """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host;
     --from reads nvbandwidth's device_to_device testcases or p2pBandwidthLatencyTest instead."""
     if from_files:
-        refuse_live_options(ctx, "size", "repeats", "warmup", "compare_p2p")
+        refuse_live_options(ctx, "gpus", "size", "repeats", "warmup", "compare_p2p")
         doc = imported_document("p2p", from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
         raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
-    from rigcheck.bench.device.p2p import DEFAULT_SIZE, run_p2p
+    from rigcheck.bench.device.p2p import DEFAULT_SIZE, require_pair, run_p2p
+    from rigcheck.cli.common import parse_gpus
 
+    chosen = parse_gpus(gpus)
+    if chosen is not None:
+        require_pair(chosen)  # one GPU is refused before the machine is probed
+    snapshot, placement = placed_machine(cpu=False, gpus=gpus, spawns=False)
     with progress_line() as progress:
         doc = run_p2p(
             size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,
             repeats=repeats if repeats is not None else 5,
             warmup=warmup if warmup is not None else 1,
             compare=compare_p2p,
-            snapshot=machine(cpu=False),
+            snapshot=snapshot,
             on_progress=progress,
+            placement=placement,
         )
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 

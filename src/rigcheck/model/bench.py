@@ -156,6 +156,7 @@ class BenchRow(Plain):
 
 
 _GPU_INDEX = "the GPU: its nvidia-smi index with --gpus, else the CUDA device index; null on a CPU"
+_PAIR_INDEX = "its nvidia-smi index with --gpus, else its CUDA device index (with --from: the tool's device index)"
 
 # --- rows per benchmark --------------------------------------------------------------------------------------
 
@@ -274,8 +275,8 @@ class P2PRow(BenchRow):
         | {"theoretical_gbps", "theoretical_source", "fraction_of_theoretical"}
     )
 
-    src: Count
-    dst: Count
+    src: Count = Field(description=f"the source GPU: {_PAIR_INDEX}")
+    dst: Count = Field(description=f"the destination GPU: {_PAIR_INDEX}")
     mode: Literal["peer", "staged"]
     peer_access: bool | None
     size_bytes: Count | None
@@ -496,6 +497,11 @@ class P2PDocument(BenchDocumentBase):
     gpus: Count = Field(description="GPUs measured")
     matrices: dict[str, list[list[float | None]]] = Field(
         description="<figure>_<mode> -> GPU x GPU matrix, null on the diagonal"
+    )
+    # Not ``gpus``, as the other documents name their --gpus list: here ``gpus`` has always been the count.
+    matrix_gpus: list[Count] | None = absent_unless_set(
+        "--gpus: the GPUs measured, by nvidia-smi index, in the order given: matrix row and column i is "
+        "matrix_gpus[i] (without --gpus, row and column i is CUDA device i, as the rows' src and dst)"
     )
     comparison: PairsComparison | None = absent_unless_set("--compare-p2p only")
     warnings: list[str] | None = absent_unless_set("--compare-p2p only: the comparison's warnings")

@@ -59,21 +59,24 @@ def judgement_sources(judged: Sequence[FigureJudgement]) -> list[str]:
     return seen
 
 
-def matrix_lines(matrix: Sequence[Sequence[float | None]]) -> list[str]:
-    """A matrix as aligned text, row labels first, as the tools print them (N/A where a cell is empty)."""
+def matrix_lines(matrix: Sequence[Sequence[float | None]], labels: Sequence[int] | None = None) -> list[str]:
+    """A matrix as aligned text, row labels first, as the tools print them (N/A where a cell is empty); row and
+    column i headed ``labels[i]`` (a document's ``matrix_gpus``: nvidia-smi indices), else i."""
     width = max([len(r) for r in matrix], default=0)
+    size = max(width, len(matrix))
+    names = list(labels) if labels is not None and len(labels) >= size else list(range(size))
     cells = [["N/A" if v is None else f"{v:.2f}" for v in row] for row in matrix]
     w = max([6, *(len(c) for row in cells for c in row)])
-    lines = ["   " + " ".join(f"{j:>{w}}" for j in range(width))]
-    lines += [f"{i:>3}" + "".join(f" {c:>{w}}" for c in row) for i, row in enumerate(cells)]
+    lines = ["   " + " ".join(f"{j:>{w}}" for j in names[:width])]
+    lines += [f"{names[i]:>3}" + "".join(f" {c:>{w}}" for c in row) for i, row in enumerate(cells)]
     return lines
 
 
 def matrices(doc: Imported) -> list[tuple[str, list[str]]]:
-    """(name, lines) of each matrix an imported p2p document holds."""
+    """(name, lines) of each matrix a p2p document holds, headed by its ``matrix_gpus`` where it has them."""
     if not isinstance(doc, P2PDocument):
         return []
-    return [(name, matrix_lines(m)) for name, m in doc.matrices.items() if m]
+    return [(name, matrix_lines(m, doc.matrix_gpus)) for name, m in doc.matrices.items() if m]
 
 
 # --- the three renderings' pieces ---------------------------------------------------------------------------

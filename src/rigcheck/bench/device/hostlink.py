@@ -35,7 +35,7 @@ from rigcheck.bench.device.common import (
     time_calls,
 )
 from rigcheck.bench.env import require_torch, software_versions
-from rigcheck.bench.gpu_select import GpuPlacement, cuda_index
+from rigcheck.bench.gpu_select import GpuPlacement, cuda_index, same_index_note
 from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link
@@ -270,12 +270,9 @@ def run_hostlink(
         f"generation: an idle link runs slower and speeds up under load), after line encoding only ({PCIE_SOURCE}); "
         "TLP/DLLP overheads leave real copies well below it",
     ]
-    lacking = [i for i in placement.indices if i not in placement.uuids] if placement is not None else []
-    if lacking:
-        notes.append(
-            f"--gpus: the snapshot has no UUID for GPU {', '.join(map(str, lacking))}: CUDA's device of the same "
-            "index was measured (CUDA may order GPUs differently from nvidia-smi)"
-        )
+    uuid_note = same_index_note(placement)
+    if uuid_note is not None:
+        notes.append(uuid_note)
     return HostlinkDocument(
         partial=False,
         error=None,

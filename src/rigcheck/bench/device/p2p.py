@@ -19,6 +19,10 @@ Timing (p2pBandwidthLatencyTest / nvbandwidth counting: bytes copied once, GB/s 
   held by a spin kernel while the copies are queued (p2pBandwidthLatencyTest's method, so the host's launch
   time is not counted); ``staged``: host clock over synchronous round trips through the host.
 
+GPUs: every GPU torch sees, rows and matrices named by CUDA index; with --gpus (a ``GpuPlacement``) the GPUs
+given, in that order, each found among CUDA's devices by UUID (:func:`cuda_ordinals`), rows named by nvidia-smi
+index and ``matrix_gpus`` saying which GPU each matrix row and column is.
+
 The matrix assembly and the table are pure functions over a ``measure(src, dst, mode)`` callback, tested on
 CPU with fake measurements; the CUDA measurement needs two GPUs.
 """
@@ -34,7 +38,8 @@ from typing import Any
 from rigcheck.bench.compare import SPEEDUP_FORMULA, speedup_and_ratio
 from rigcheck.bench.device.common import MIB, pci_bdf, require_gpus, snapshot_gpu
 from rigcheck.bench.env import require_torch, software_versions
-from rigcheck.errors import UsageError
+from rigcheck.bench.gpu_select import GpuPlacement, cuda_index, same_index_note
+from rigcheck.errors import BenchError, UsageError
 from rigcheck.facts.nvlink import nvlink_pair_bandwidth_gbps, variant_for
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link
 from rigcheck.model.bench import (
@@ -121,6 +126,15 @@ def pair_facts(a: Gpu | None, b: Gpu | None, snap: Snapshot, name: str) -> PairF
     )
 
 
+def gpu_labels(n: int, labels: Sequence[int] | None) -> list[int]:
+    """How rows name the n GPUs: ``labels`` (--gpus: nvidia-smi indices), else their positions 0..n-1."""
+    if labels is None:
+        return list(range(n))
+    if len(labels) != n or len(set(labels)) != n:
+        raise ValueError(f"{n} GPUs need {n} distinct labels, not {list(labels)}")
+    return list(labels)
+
+
 def build_rows(
     n: int,
     measure: Measure,
@@ -130,18 +144,24 @@ def build_rows(
     method: Method,
     modes: Sequence[str] = MODES,
     on_progress: Callable[[str], None] | None = None,
+    labels: Sequence[int] | None = None,
 ) -> list[P2PRow]:
-    """One row per ordered pair (src != dst) and mode, from ``measure``'s seconds."""
+    """One row per ordered pair (src != dst) and mode, from ``measure``'s seconds.
+
+    ``measure`` and ``facts`` take the GPUs' positions 0..n-1; the rows' ``src`` and ``dst`` are their
+    ``labels`` (--gpus: nvidia-smi indices; default: the positions)."""
+    names = gpu_labels(n, labels)
     rows: list[P2PRow] = []
     for mode in modes:
-        for src in range(n):
-            for dst in range(n):
-                if src == dst:
+        for a in range(n):
+            for b in range(n):
+                if a == b:
                     continue
+                src, dst = names[a], names[b]
                 if on_progress is not None:
                     on_progress(f"GPU {src} -> GPU {dst} ({mode})")
-                got = measure(src, dst, mode)
-                f = facts(src, dst)
+                got = measure(a, b, mode)
+                f = facts(a, b)
                 theoretical = f.peer_theoretical_gbps if mode == "peer" else f.pcie_theoretical_gbps
                 source = f.peer_theoretical_source if mode == "peer" else f.pcie_source
                 head = row_head(
@@ -197,7 +217,8 @@ def p2p_comparison(rows: Sequence[P2PRow]) -> PairsComparison:
 
     ``time_s`` is one copy of the row's size at its median unidirectional rate; the speed-up counts as the
     guide does (time saved over the no-P2P time). A pair whose peer copy had no peer access is flagged: its
-    "P2P" row went through the host too, so the comparison is not one.
+    "P2P" row went through the host too, so the comparison is not one. Pairs come in the rows' order (the
+    GPUs' order: CUDA's, or the one --gpus gave).
     """
     by_pair: dict[tuple[int, int], dict[str, P2PRow]] = {}
     for r in rows:
@@ -205,7 +226,7 @@ def p2p_comparison(rows: Sequence[P2PRow]) -> PairsComparison:
     pairs: list[PairComparison] = []
     warnings: list[str] = []
     sides: tuple[tuple[YesNo, str, str], ...] = (("Y", "peer", PEER_TRANSPORT), ("N", "staged", STAGED_TRANSPORT))
-    for (src, dst), modes in sorted(by_pair.items()):
+    for (src, dst), modes in by_pair.items():
         if "peer" not in modes or "staged" not in modes:
             continue
         no_peer = modes["peer"].peer_access is False
@@ -231,33 +252,62 @@ def p2p_comparison(rows: Sequence[P2PRow]) -> PairsComparison:
     return PairsComparison(pairs=pairs, speedup_formula=SPEEDUP_FORMULA, warnings=warnings, note=COMPARE_NOTE)
 
 
-def matrix(rows: Sequence[P2PRow], n: int, key: str, mode: str) -> list[list[float | None]]:
-    """rows -> an n×n matrix of ``key`` for ``mode`` (row = source GPU, column = destination); None on the
-    diagonal and where a pair was not measured."""
+def matrix(
+    rows: Sequence[P2PRow], n: int, key: str, mode: str, labels: Sequence[int] | None = None
+) -> list[list[float | None]]:
+    """rows -> an n×n matrix of ``key`` for ``mode`` (row = source GPU, column = destination; row and column i
+    is the GPU the rows call ``labels[i]``, default i); None on the diagonal and where a pair was not measured."""
+    position = {label: i for i, label in enumerate(gpu_labels(n, labels))}
     out: list[list[float | None]] = [[None] * n for _ in range(n)]
     for r in rows:
-        if r.mode == mode and 0 <= r.src < n and 0 <= r.dst < n:
+        if r.mode == mode and r.src in position and r.dst in position:
             value = getattr(r, key)
-            out[r.src][r.dst] = float(value) if value is not None else None
+            out[position[r.src]][position[r.dst]] = float(value) if value is not None else None
     return out
 
 
-def matrices(rows: Sequence[P2PRow], n: int, modes: Sequence[str] = MODES) -> dict[str, list[list[float | None]]]:
+def matrices(
+    rows: Sequence[P2PRow], n: int, modes: Sequence[str] = MODES, labels: Sequence[int] | None = None
+) -> dict[str, list[list[float | None]]]:
     return {
-        f"{key}_{mode}": matrix(rows, n, key, mode)
+        f"{key}_{mode}": matrix(rows, n, key, mode, labels)
         for mode in modes
         for key in ("unidirectional_gbps", "bidirectional_gbps", "latency_us")
     }
 
 
-def matrix_text(m: Sequence[Sequence[float | None]], digits: int = 1) -> list[str]:
-    """A matrix as aligned lines, p2pBandwidthLatencyTest-style: header of destinations, a row per source."""
+def matrix_text(m: Sequence[Sequence[float | None]], digits: int = 1, labels: Sequence[int] | None = None) -> list[str]:
+    """A matrix as aligned lines, p2pBandwidthLatencyTest-style: header of destinations, a row per source,
+    each GPU named by its label (``matrix_gpus`` with --gpus), else by its position."""
     n = len(m)
+    names = gpu_labels(n, labels)
     cells = [[("-" if v is None else f"{v:.{digits}f}") for v in r] for r in m]
     width = max([5, *(len(c) for r in cells for c in r)])
-    lines = ["src\\dst " + " ".join(f"{j:>{width}}" for j in range(n))]
-    lines += [f"{i:>7} " + " ".join(f"{c:>{width}}" for c in cells[i]) for i in range(n)]
+    lines = ["src\\dst " + " ".join(f"{j:>{width}}" for j in names)]
+    lines += [f"{names[i]:>7} " + " ".join(f"{c:>{width}}" for c in cells[i]) for i in range(n)]
     return lines
+
+
+# --- --gpus: which CUDA devices, named how ---------------------------------------------------------------
+
+
+def require_pair(indices: Sequence[int]) -> None:
+    """--gpus of a p2p run: at least two GPUs (a one-line UsageError, before anything is probed)."""
+    if len(indices) < 2:
+        chosen = ",".join(map(str, indices))
+        raise UsageError(f"--gpus {chosen}: bench p2p needs at least two GPUs (a GPU-to-GPU copy needs a pair)")
+
+
+def cuda_ordinals(torch: Any, placement: GpuPlacement) -> list[int]:
+    """CUDA's ordinal of each GPU --gpus names, in the order given: found by the snapshot's UUID (CUDA orders
+    GPUs its own way), else the same index (:func:`rigcheck.bench.gpu_select.cuda_index`)."""
+    require_pair(placement.indices)
+    ordinals = [cuda_index(torch, i, placement.uuids.get(i)) for i in placement.indices]
+    if len(set(ordinals)) != len(ordinals):
+        # a GPU without a UUID fell back to the index of another one found by UUID: not a pair of two GPUs
+        pairs = ", ".join(f"GPU {i} -> CUDA {c}" for i, c in zip(placement.indices, ordinals, strict=True))
+        raise BenchError(f"--gpus: two GPUs map to the same CUDA device ({pairs}); give the snapshot their UUIDs")
+    return ordinals
 
 
 # --- the CUDA measurement ------------------------------------------------------------------------------
@@ -415,30 +465,54 @@ def run_p2p(
     compare: bool = False,
     snapshot: Snapshot,
     on_progress: Callable[[str], None] | None = None,
+    placement: GpuPlacement | None = None,
 ) -> P2PDocument:
     """The P2P matrix over every GPU torch sees (at least two), in this process; with ``compare`` the guide's
     table per pair (--compare-p2p: :func:`p2p_comparison`).
 
-    ``snapshot``: the machine, as the caller probed it (each pair's link, NVML P2P status and PCIe links)."""
+    ``snapshot``: the machine, as the caller probed it (each pair's link, NVML P2P status and PCIe links).
+    ``placement`` (--gpus): only those GPUs (at least two), in the order given, found among CUDA's devices by
+    UUID; the rows name them by nvidia-smi index and ``matrix_gpus`` lists them."""
     torch: Any = require_torch()
-    n = require_gpus(torch, "p2p", count=2, hint="; a GPU-to-GPU copy needs a pair")
+    count = require_gpus(torch, "p2p", count=2, hint="; a GPU-to-GPU copy needs a pair")
     if size_bytes < 2 * CHECK_BYTES:
         raise UsageError(f"p2p size must be at least {2 * CHECK_BYTES} bytes")
     bad_modes = [m for m in modes if m not in MODES]
     if bad_modes:
         raise UsageError(f"unknown p2p mode {bad_modes[0]!r}: choose from {', '.join(MODES)}")
-    records = [snapshot_gpu(snapshot, pci_bdf(torch, i), i) for i in range(n)]
-    names = [str(torch.cuda.get_device_name(i)) for i in range(n)]
+    # position i: CUDA device ordinals[i], named labels[i] in the rows (without --gpus: i and i, as before)
+    ordinals = cuda_ordinals(torch, placement) if placement is not None else list(range(count))
+    labels = list(placement.indices) if placement is not None else None
+    n = len(ordinals)
+    names = gpu_labels(n, labels)
+    records = [snapshot_gpu(snapshot, pci_bdf(torch, c), name) for c, name in zip(ordinals, names, strict=True)]
+    device_names = [str(torch.cuda.get_device_name(c)) for c in ordinals]
 
     def facts(a: int, b: int) -> PairFacts:
-        return pair_facts(records[a], records[b], snapshot, names[a])
+        return pair_facts(records[a], records[b], snapshot, device_names[a])
 
     method = Method(method_version=METHOD_VERSION, warmup=warmup, repeats=repeats, timer="perf_counter")
-    measure = cuda_measure(torch, size_bytes=size_bytes, warmup=warmup, repeats=repeats, iters=iters)
-    rows = build_rows(n, measure, facts, size_bytes=size_bytes, method=method, modes=modes, on_progress=on_progress)
+    cuda = cuda_measure(torch, size_bytes=size_bytes, warmup=warmup, repeats=repeats, iters=iters)
+
+    def measure(a: int, b: int, mode: str) -> PairMeasurement:
+        return cuda(ordinals[a], ordinals[b], mode)
+
+    rows = build_rows(
+        n, measure, facts, size_bytes=size_bytes, method=method, modes=modes, on_progress=on_progress, labels=labels
+    )
     comparison = p2p_comparison(rows) if compare else None
+    uuid_note = same_index_note(placement)
     return p2p_document(
-        rows, n, method=method, size_bytes=size_bytes, iters=iters, snap=snapshot, modes=modes, comparison=comparison
+        rows,
+        n,
+        method=method,
+        size_bytes=size_bytes,
+        iters=iters,
+        snap=snapshot,
+        modes=modes,
+        comparison=comparison,
+        matrix_gpus=labels,
+        extra_notes=[uuid_note] if uuid_note is not None else [],
     )
 
 
@@ -452,8 +526,11 @@ def p2p_document(
     snap: Snapshot | None,
     modes: Sequence[str] = MODES,
     comparison: PairsComparison | None = None,
+    matrix_gpus: Sequence[int] | None = None,
+    extra_notes: Sequence[str] = (),
 ) -> P2PDocument:
-    """The document of a p2p run; with ``comparison`` (--compare-p2p) the guide's table and its warnings."""
+    """The document of a p2p run; with ``comparison`` (--compare-p2p) the guide's table and its warnings;
+    with ``matrix_gpus`` (--gpus) the rows' labels of the matrices' rows and columns, in order."""
     notes = [
         f"{size_bytes} bytes per copy, {iters} copies per round, host clock between synchronizations of both "
         f"GPUs, median of {method.repeats} rounds; GB/s counts the bytes copied once (bidirectional: both "
@@ -465,6 +542,7 @@ def p2p_document(
         "theoretical (per direction): NVLink links × the generation's per-link rate where NVLink joins the pair "
         "(rigcheck.facts.nvlink), else the slower GPU's PCIe link (rigcheck.facts.pcie); staged copies are held "
         "against PCIe; nvml_p2p_*: NVML's P2P status for the pair from the snapshot",
+        *extra_notes,
     ]
     return P2PDocument(
         partial=False,
@@ -477,7 +555,8 @@ def p2p_document(
         results=rows,
         notes=notes,
         gpus=n,
-        matrices=matrices(rows, n, modes),
+        matrices=matrices(rows, n, modes, matrix_gpus),
+        matrix_gpus=list(matrix_gpus) if matrix_gpus is not None else None,
         comparison=comparison,
         warnings=list(comparison.warnings) if comparison is not None else None,
     )
