@@ -158,6 +158,9 @@ class FakeNvml(DriverHealthCalls):
     def nvmlDeviceGetCudaComputeCapability(self, handle: object, /) -> tuple[int, int]:
         return self._gpu("nvmlDeviceGetCudaComputeCapability", handle).cc
 
+    def nvmlDeviceGetVbiosVersion(self, handle: object, /) -> str:
+        return self._gpu("nvmlDeviceGetVbiosVersion", handle).vbios
+
     def nvmlDeviceGetMemoryInfo(self, handle: object, version: int = 0, /) -> MemoryInfo:
         # pynvml calls the C symbol nvmlDeviceGetMemoryInfo_v2 when given a version; v1's `used` counts
         # the driver's reserved memory, v2's does not (nvml.h).
@@ -378,7 +381,8 @@ def busy_node_corrupt_inforom() -> FakeNvml:
 
 
 def consumer_power_not_supported() -> FakeNvml:
-    """One GeForce card: every power call raises NotSupported; the fan works; no ECC, no NVLink."""
+    """One GeForce card: every power call raises NotSupported, and so does the VBIOS version; the fan works; no
+    ECC, no NVLink."""
     power = (
         "nvmlDeviceGetPowerUsage",
         "nvmlDeviceGetPowerManagementLimit",
@@ -403,7 +407,8 @@ def consumer_power_not_supported() -> FakeNvml:
         cpus=tuple(range(16)),
         errors=dict.fromkeys(power, NOT_SUPPORTED)
         | {"nvmlDeviceGetRemappedRows": NOT_SUPPORTED, "nvmlDeviceGetRetiredPages": NOT_SUPPORTED}
-        | {"nvmlDeviceGetRetiredPagesPendingStatus": NOT_SUPPORTED, "nvmlDeviceGetMigMode": NOT_SUPPORTED},
+        | {"nvmlDeviceGetRetiredPagesPendingStatus": NOT_SUPPORTED, "nvmlDeviceGetMigMode": NOT_SUPPORTED}
+        | {"nvmlDeviceGetVbiosVersion": NOT_SUPPORTED},
     )
     return FakeNvml([gpu], topology=lambda a, b: HOSTBRIDGE)
 

@@ -92,6 +92,7 @@ class FakeGpu:
     bus_id: str = "00000000:19:00.0"
     arch: int = 9
     cc: tuple[int, int] = (9, 0)
+    vbios: str = "96.00.DA.00.0C"  # the H100 of ../shared/corpus/h100-vm
     memory_total: int = 81559 * 2**20
     memory_used: int = 512 * 2**20
     memory_reserved: int = 480 * 2**20  # what the driver keeps (v1 of nvmlDeviceGetMemoryInfo counts it as used)

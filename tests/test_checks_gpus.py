@@ -46,3 +46,49 @@ def test_one_model_is_no_finding_even_when_names_are_printed_differently() -> No
     assert check_gpus(make_snapshot(same)) == []
     # a GPU whose name is not known is not counted as a model
     assert check_gpus(make_snapshot([make_gpu(0), make_gpu(1, name=None)])) == []
+
+
+def test_gpus_of_one_model_on_two_vbios_versions_warn_once_naming_each_version() -> None:
+    gpus = [make_gpu(i, vbios_version="96.00.74.00.0D") for i in range(4)]
+    gpus[3].vbios_version = "96.00.DA.00.0C"
+    f = only(check_gpus(make_snapshot(gpus)), "gpus.mixed-vbios")
+    assert f.severity is Severity.WARN
+    assert f.subject == "host"
+    assert f.message == (
+        "2 VBIOS versions among 4 NVIDIA H100 80GB HBM3 GPUs: 96.00.74.00.0D on GPU0, GPU1, GPU2; "
+        "96.00.DA.00.0C on GPU3"
+    )
+    assert f.measured == "96.00.74.00.0D on GPU0, GPU1, GPU2; 96.00.DA.00.0C on GPU3"
+    assert "firmware" in (f.advice or "")
+    assert "nvmlDeviceGetVbiosVersion" in (f.source or "")
+
+
+def test_two_a5000s_of_the_corpus_agree_and_one_reflashed_does_not(tmp_path: Path) -> None:
+    # smi-xml/005: two RTX A5000s, both on 94.02.6D.00.0D.
+    xml = CORPUS / "smi-xml" / "005-2xa5000-590-v13.xml"
+    assert [f.id for f in check_gpus(load_file(str(xml)))] == []
+    reflashed = tmp_path / "005-reflashed.xml"
+    reflashed.write_text(xml.read_text().replace("94.02.6D.00.0D", "94.02.6D.00.0E", 1))
+    f = only(check_gpus(load_file(str(reflashed))), "gpus.mixed-vbios")
+    assert "94.02.6D.00.0D on GPU" in f.message
+    assert "94.02.6D.00.0E on GPU" in f.message
+    assert "among 2 NVIDIA RTX A5000 GPUs" in f.message
+
+
+def test_vbios_compared_per_model_and_only_where_known() -> None:
+    # Different models have different VBIOS: that is gpus.mixed-models alone.
+    mixed = [make_gpu(0, vbios_version="96.00.74.00.0D"), make_gpu(1, name="NVIDIA A100-SXM4-80GB")]
+    mixed[1].vbios_version = "92.00.45.00.06"
+    assert [f.id for f in check_gpus(make_snapshot(mixed))] == ["gpus.mixed-models"]
+    # One GPU knowing its version compares nothing; neither does a box where none knows it.
+    one_known = [make_gpu(0, vbios_version="96.00.74.00.0D"), make_gpu(1), make_gpu(2)]
+    assert check_gpus(make_snapshot(one_known)) == []
+    assert check_gpus(healthy_8x_h100()) == []
+    # Two models, each split: one finding per model.
+    split = [make_gpu(i, vbios_version=f"96.00.74.00.0{i % 2}") for i in range(2)]
+    split += [make_gpu(i, name="NVIDIA A100-SXM4-80GB", vbios_version=f"92.00.45.00.0{i % 2}") for i in (2, 3)]
+    found = [f for f in check_gpus(make_snapshot(split)) if f.id == "gpus.mixed-vbios"]
+    assert [f.message.split(": ")[0] for f in found] == [
+        "2 VBIOS versions among 2 NVIDIA H100 80GB HBM3 GPUs",
+        "2 VBIOS versions among 2 NVIDIA A100-SXM4-80GB GPUs",
+    ]

@@ -193,6 +193,54 @@ def test_pcie_generation_is_the_links_max_not_the_idle_one() -> None:
     assert (findings[0].measured, findings[0].expected) == ("Gen4", "Gen5")
 
 
+VBIOS = "96.00.DA.00.0C"  # the H100 of ../shared/corpus/h100-vm
+REFLASHED = "96.00.DA.00.0E"
+
+
+def flashed(name: str, version: str | None = VBIOS) -> Snapshot:
+    """The healthy node with every GPU on VBIOS ``version`` (the fixture's snapshots do not hold one)."""
+    snap = healthy(name)
+    for gpu in snap.gpus:
+        gpu.vbios_version = version
+    return snap
+
+
+def test_a_node_flashed_differently_names_each_of_its_gpus_and_a_lone_odd_gpu_too() -> None:
+    snaps = [flashed(f"n{i}") for i in range(4)]
+    for gpu in snaps[3].gpus:
+        gpu.vbios_version = REFLASHED
+    snaps[1].gpus[6].vbios_version = "96.00.99.00.01"
+    findings = compare_nodes([report(f"n{i}", s) for i, s in enumerate(snaps)])
+    assert ids(findings) == [("fleet.vbios", Severity.WARN, "n1", 6)] + [
+        ("fleet.vbios", Severity.WARN, "n3", g) for g in range(8)
+    ]
+    assert all(f.expected == VBIOS for f in findings)
+    assert [f.measured for f in findings] == ["96.00.99.00.01"] + [REFLASHED] * 8
+    assert findings[1].message == (
+        f"n3 GPU0: VBIOS {REFLASHED}, where 23 of 32 NVIDIA H100 80GB HBM3 GPUs have {VBIOS}"
+    )
+
+
+def test_vbios_unknown_on_a_node_is_skipped_and_a_tie_is_one_warning() -> None:
+    nodes = [report("a", flashed("a")), report("b", flashed("b", REFLASHED)), report("c", flashed("c", None))]
+    findings = compare_nodes(nodes)
+    assert ids(findings) == [("fleet.vbios", Severity.WARN, None, None)]
+    assert findings[0].expected is None
+    assert findings[0].message.startswith("no majority VBIOS across the fleet's NVIDIA H100 80GB HBM3 GPUs: ")
+    assert f"{VBIOS} on a GPU0, a GPU1" in findings[0].message
+    assert f"{REFLASHED} on b GPU0" in findings[0].message
+    assert " c GPU" not in findings[0].message
+
+
+def test_vbios_compared_within_a_gpu_model_only() -> None:
+    """Another model has another VBIOS anyway: an A100 node beside H100 nodes is a gpu-model finding alone."""
+    snaps = [flashed("n0"), flashed("n1"), flashed("n2", "92.00.45.00.06")]
+    for gpu in snaps[2].gpus:
+        gpu.name = "NVIDIA A100-SXM4-80GB"
+    findings = compare_nodes([report(f"n{i}", s) for i, s in enumerate(snaps)])
+    assert ids(findings) == [("fleet.gpu-model", Severity.FAIL, "n2", None)]
+
+
 def test_nics_compared_by_count_and_active_rate_and_an_unknown_rate_said_once() -> None:
     def ports(rates: Sequence[float], down: Collection[int] = ()) -> list[IbPort]:
         return [

@@ -395,3 +395,21 @@ def test_part_diagnostics_keep_their_source_and_name_their_file() -> None:
     snap = load(A6000_TOPO, A6000_NVLINK)
     own = [d for d in snap.diagnostics if d.source != MERGE_SOURCE]
     assert own == [Diagnostic(source=d.source, message=f"{A6000_NVLINK}: {d.message}", gpu=d.gpu) for d in alone]
+
+
+def test_vbios_from_the_file_that_holds_it_and_a_conflict_keeps_the_first(tmp_path: Path) -> None:
+    """The VBIOS version names the card, as its name does: taken from whichever file holds it (the table does
+    not), and where two files disagree the first file's is kept and a note names both."""
+    for paths in ((H100 / "nvidia-smi.txt", H100 / "q.txt"), (H100 / "q.txt", H100 / "nvidia-smi.txt")):
+        gpu = load(*paths).gpus[0]
+        assert gpu.vbios_version == "96.00.DA.00.0C"
+        assert "vbios_version" not in gpu.missing
+    reflashed = tmp_path / "q-reflashed.txt"
+    reflashed.write_text((H100 / "q.txt").read_text().replace(": 96.00.DA.00.0C", ": 96.00.DA.00.0E"))
+    snap = load(H100 / "q.xml", reflashed)
+    assert snap.gpus[0].vbios_version == "96.00.DA.00.0C"
+    note = next(n for n in merge_notes(snap) if "vbios_version" in n)
+    assert str(H100 / "q.xml") in note
+    assert str(reflashed) in note
+    assert "96.00.DA.00.0E" in note
+    assert load(reflashed, H100 / "q.xml").gpus[0].vbios_version == "96.00.DA.00.0E"

@@ -446,3 +446,39 @@ def test_probe_and_poller_read_an_error_alike(code: int, reason: Missing) -> Non
         assert sample.temp_c is None
         assert poller.unavailable == {0: {"temp_c": reason.value}}
         assert poller.errors == 0
+
+
+def test_vbios_version_read_live_and_its_reason_where_nvml_has_none() -> None:
+    healthy = probe_nvml(SCENARIOS["healthy_8x_h100_nvlink"](), sysfs_root=None)
+    assert [g.vbios_version for g in healthy.gpus] == ["96.00.DA.00.0C"] * 8
+    assert all("vbios_version" not in g.missing for g in healthy.gpus)
+    consumer = probe_nvml(SCENARIOS["consumer_power_not_supported"](), sysfs_root=None).gpus[0]
+    assert consumer.vbios_version is None
+    assert consumer.missing["vbios_version"] is Missing.NOT_SUPPORTED
+
+
+@pytest.mark.parametrize(
+    ("answer", "version", "reason"),
+    [
+        (b"94.02.5C.00.02", "94.02.5C.00.02", None),  # older bindings return bytes
+        (" 94.02.5C.00.02 ", "94.02.5C.00.02", None),
+        ("", None, Missing.NOT_SUPPORTED),
+    ],
+)
+def test_vbios_answer_as_text_and_an_empty_one_is_no_version(
+    answer: str | bytes, version: str | None, reason: Missing | None
+) -> None:
+    class Answer(FakeNvml):
+        def nvmlDeviceGetVbiosVersion(self, handle: object, /) -> str:
+            super().nvmlDeviceGetVbiosVersion(handle)
+            return answer  # type: ignore[return-value]
+
+    gpu = probe_nvml(Answer([FakeGpu()]), sysfs_root=None).gpus[0]
+    assert gpu.vbios_version == version
+    assert gpu.missing.get("vbios_version") is reason
+
+
+def test_vbios_on_a_driver_without_the_function_is_driver_too_old() -> None:
+    snap = probe_nvml(FakeNvml([FakeGpu()], absent=["nvmlDeviceGetVbiosVersion"]), sysfs_root=None)
+    assert snap.gpus[0].missing["vbios_version"] is Missing.DRIVER_TOO_OLD
+    assert "nvmlDeviceGetVbiosVersion" in snap.missing_functions

@@ -8,7 +8,8 @@ Consistency (:func:`compare_nodes`): for each property the majority value across
 expected one, and each node (or GPU) with another value is named with its own (``measured``) beside the
 majority (``expected``). A node that does not know a property is skipped for it, never a mismatch. No majority
 (a tie): one warn finding naming every value and its nodes, ``expected`` null. Fewer than two nodes knowing a
-property: nothing to compare. VBIOS is not compared: the snapshot does not hold it.
+property: nothing to compare. Per-GPU properties (PCIe link, VBIOS version) are compared among the GPUs of one
+model across the fleet, so a node's odd GPU is named with its index.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from rigcheck.model.fleet import (
     MissingRank,
     NodeReport,
 )
-from rigcheck.model.snapshot import Snapshot
+from rigcheck.model.snapshot import Gpu, Snapshot
 from rigcheck.model.verify import Verdict, VerifyCheck
 
 __all__ = [
@@ -69,6 +70,7 @@ FINDING_IDS: tuple[str, ...] = (
     "fleet.gpu-model",
     "fleet.gpu-count",
     "fleet.pcie",
+    "fleet.vbios",
     "fleet.nic-count",
     "fleet.nic-rate",
     "fleet.outlier",
@@ -265,28 +267,42 @@ def _nic_rates_unknown(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
     ]
 
 
-def _pcie(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
-    """Each GPU's link against the fleet's majority for GPUs of its model: width as trained, generation as the
-    link's max (the current generation drops at idle and comes back under load; a busy GPU stuck low is its
-    node's own pcie.gen-below-max)."""
-    gens: dict[str, dict[Subject, str]] = defaultdict(dict)
-    widths: dict[str, dict[Subject, str]] = defaultdict(dict)
+def _per_model(nodes: Sequence[NodeReport], read: Callable[[Gpu], str | None]) -> dict[str, dict[Subject, str]]:
+    """Each readable GPU's value by GPU model, keyed by (node, GPU index); a GPU without a value is skipped."""
+    values: dict[str, dict[Subject, str]] = defaultdict(dict)
     for node in nodes:
         if node.snapshot is None:
             continue
         for gpu in readable_gpus(node.snapshot):
             model = _text(gpu.name)
-            if model is None:
-                continue
-            if gpu.pcie_gen_max is not None:
-                gens[model][(node.name, gpu.index)] = f"Gen{gpu.pcie_gen_max}"
-            if gpu.pcie_width_current is not None:
-                widths[model][(node.name, gpu.index)] = f"x{gpu.pcie_width_current}"
+            value = read(gpu)
+            if model is not None and value is not None:
+                values[model][(node.name, gpu.index)] = value
+    return values
+
+
+def _pcie(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
+    """Each GPU's link against the fleet's majority for GPUs of its model: width as trained, generation as the
+    link's max (the current generation drops at idle and comes back under load; a busy GPU stuck low is its
+    node's own pcie.gen-below-max)."""
+    gens = _per_model(nodes, lambda g: f"Gen{g.pcie_gen_max}" if g.pcie_gen_max is not None else None)
+    widths = _per_model(nodes, lambda g: f"x{g.pcie_width_current}" if g.pcie_width_current is not None else None)
     findings: list[FleetFinding] = []
     for model in sorted(set(gens) | set(widths)):
         among = f"{model} GPUs"
         findings += _odd_ones("fleet.pcie", "PCIe link generation (max)", Severity.FAIL, gens[model], among)
         findings += _odd_ones("fleet.pcie", "PCIe link width", Severity.FAIL, widths[model], among)
+    return findings
+
+
+def _vbios(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
+    """``fleet.vbios``: each GPU's VBIOS version against the fleet's majority for GPUs of its model (a GPU whose
+    version is unknown is skipped). A warning, not a fail: a card on another VBIOS trains correctly, unlike a node
+    on another driver, whose NCCL may not talk to the rest; the operator brings it in line at the next window."""
+    versions = _per_model(nodes, lambda g: _text(g.vbios_version))
+    findings: list[FleetFinding] = []
+    for model in sorted(versions):
+        findings += _odd_ones("fleet.vbios", "VBIOS", Severity.WARN, versions[model], f"{model} GPUs")
     return findings
 
 
@@ -367,8 +383,9 @@ def outliers(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
 def compare_nodes(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
     """Consistency across the nodes and the outliers of their verify figures, worst first.
 
-    Fail: driver, CUDA driver version, GPU model, GPU count, a GPU's PCIe width or generation unlike its
-    model's majority; warn: torch, NCCL, RDMA NIC count, active NIC port rates (a tie is always warn); info:
+    Fail: driver, CUDA driver version, GPU model, GPU count, a GPU's PCIe width or generation unlike its model's
+    majority; warn: a GPU's VBIOS unlike its model's majority, torch, NCCL, RDMA NIC count, active NIC port rates
+    (a tie is always warn); info:
     NICs whose rates the snapshots do not hold. Then :func:`outliers`."""
     findings: list[FleetFinding] = []
     for finding_id, what, severity, read in _NODE_FIELDS:
@@ -377,6 +394,7 @@ def compare_nodes(nodes: Sequence[NodeReport]) -> list[FleetFinding]:
     if len(nodes) > 1:
         findings += _nic_rates_unknown(nodes)
     findings += _pcie(nodes)
+    findings += _vbios(nodes)
     findings += outliers(nodes)
     return sorted(findings, key=sort_key)
 

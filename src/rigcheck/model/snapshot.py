@@ -115,6 +115,7 @@ class Gpu(Record):
     pci_bus_id: str | None = None
     architecture: str | None = None
     compute_capability: str | None = None  # "9.0"
+    vbios_version: str | None = None  # "96.00.74.00.0D": nvmlDeviceGetVbiosVersion, -q "VBIOS Version"
     memory_total_mib: float | None = None
     memory_used_mib: float | None = None
     utilization_gpu_percent: float | None = None

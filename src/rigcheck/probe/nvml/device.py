@@ -92,6 +92,7 @@ def read_gpu(s: Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, obje
         "compute_capability", "nvmlDeviceGetCudaComputeCapability", lambda: lib.nvmlDeviceGetCudaComputeCapability(h)
     )
     gpu.compute_capability = f"{cc[0]}.{cc[1]}" if cc is not None else None
+    _read_vbios(r, lib, h)
     # v2 first: its `used` leaves out the memory the driver reserves, as nvidia-smi's "Used" does (v1 counts
     # it: ~480 MiB "used" on an idle H100).
     mem = r.first(
@@ -245,8 +246,8 @@ def read_gpu(s: Session, index: int, sysfs_root: Path | None) -> tuple[Gpu, obje
 
 # What names a GPU rather than reads its state: a GPU that gives these and nothing else was not read at all.
 _IDENTITY = frozenset(
-    {"index", "name", "uuid", "pci_bus_id", "architecture", "compute_capability", "missing", "read_error"}
-    | {"read_error_detail"}
+    {"index", "name", "uuid", "pci_bus_id", "architecture", "compute_capability", "vbios_version", "missing"}
+    | {"read_error", "read_error_detail"}
 )
 # Reasons that say a read failed, as against a feature this card or driver lacks.
 _FAILED = (Missing.ERROR, Missing.NO_PERMISSION, Missing.GPU_LOST)
@@ -270,6 +271,19 @@ def _give_up(s: Session, gpu: Gpu, reason: Missing) -> None:
     gpu.read_error_detail = f"every NVML reading failed ({failed} fields, {reason.value}{first})"
     s.diagnostics[:] = [d for d in s.diagnostics if d.gpu != gpu.index]
     s.diagnostics.append(Diagnostic(source="nvml", message=f"GPU unreadable: {gpu.read_error_detail}", gpu=gpu.index))
+
+
+def _read_vbios(r: GpuReader, lib: NvmlLibrary, h: object) -> None:
+    """The VBIOS version as NVML gives it ("96.00.74.00.0D"; NVML API reference, nvmlDeviceGetVbiosVersion: at
+    most NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE = 32 characters with the NUL). An empty answer is no version."""
+    version = r.get("vbios_version", "nvmlDeviceGetVbiosVersion", lambda: lib.nvmlDeviceGetVbiosVersion(h))
+    if version is None:
+        return
+    text = as_text(version).strip()
+    if text:
+        r.gpu.vbios_version = text
+    else:
+        r.gpu.mark_missing("vbios_version", Missing.NOT_SUPPORTED)
 
 
 def _field_number(values: Sequence[FieldValue], gpu: Gpu, field: str) -> float | None:

@@ -82,6 +82,13 @@ def _fabric_status(text: str) -> Parsed[str]:
     return Parsed(text.strip())
 
 
+def _vbios(text: str) -> Parsed[str]:
+    """The VBIOS version as printed ("96.00.74.00.0D"); printed empty, like "N/A", it is one the tool did not give."""
+    if not text.strip():
+        return Parsed(None, Missing.REPORTED_NA)
+    return parse_str(text)
+
+
 _WHOLE_WITH_UNIT: frozenset[Callable[[str], object]] = frozenset(
     {_watts, _celsius, _mib, _percent, _mhz, _microseconds, _width}
 )
@@ -96,7 +103,7 @@ ECC_SUMS = ("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate", "ecc_correc
 class GpuFields:
     """Raw strings one GPU section holds, under canonical keys (see :func:`build_gpu`).
 
-    Scalar keys: name, uuid, bus_id, architecture, persistence, mig, ecc_mode, fan, pstate,
+    Scalar keys: name, uuid, bus_id, architecture, vbios, persistence, mig, ecc_mode, fan, pstate,
     compute_mode, mem_total, mem_used, util_gpu, clock_graphics, clock_sm, clock_mem,
     clock_graphics_max, clock_sm_max, clock_mem_max, pcie_gen_max, pcie_gen_current,
     pcie_gen_gpu_max, pcie_width_max, pcie_width_current, replays, power_instant, power_draw,
@@ -245,6 +252,7 @@ def build_gpu(index: int, fields: GpuFields, source: str, diagnostics: list[Diag
 
     for attr, key in (("name", "name"), ("uuid", "uuid"), ("pci_bus_id", "bus_id"), ("architecture", "architecture")):
         b.set(attr, b.parsed(key, parse_str))
+    b.set("vbios_version", b.parsed("vbios", _vbios))
     b.set("pstate", b.parsed("pstate", parse_str))
     b.set("compute_mode", b.parsed("compute_mode", parse_compute_mode))
     b.set("persistence_mode", b.parsed("persistence", parse_bool))

@@ -190,6 +190,7 @@ _SCALARS: dict[str, tuple[tuple[str, ...], ...]] = {
     "uuid": (("gpu uuid",),),
     "bus_id": (("pci", "bus id"), ("bus id",)),
     "architecture": (("product architecture",),),
+    "vbios": (("vbios version",),),
     "persistence": (("persistence mode",),),
     "mig": (("mig mode", "current"),),
     "ecc_mode": (("ecc mode", "current"),),

@@ -56,6 +56,7 @@ _SCALARS: dict[str, tuple[str, ...]] = {
     "uuid": ("uuid",),
     "bus_id": ("pci/pci_bus_id",),
     "architecture": ("product_architecture",),
+    "vbios": ("vbios_version",),
     "persistence": ("persistence_mode",),
     "mig": ("mig_mode/current_mig",),
     "ecc_mode": ("ecc_mode/current_ecc",),
@@ -169,6 +170,7 @@ def _collect(tree: _Tree, gpu: ET.Element) -> GpuFields:
     bus = fields.values.get("bus_id")
     if (bus is None or bus.cut) and gpu.get("id"):  # the id attribute names the same bus id
         fields.values["bus_id"] = Raw(gpu.get("id", ""))
+    _put_printed_empty(tree, gpu, fields)
 
     power = "gpu_power_readings" if gpu.find("gpu_power_readings") is not None else "power_readings"
     for key, tag in _POWER_KEYS.items():
@@ -207,6 +209,18 @@ def _collect(tree: _Tree, gpu: ET.Element) -> GpuFields:
                 fields.cut_groups.add(attr)
         _collect_ecc(tree, node, fields)
     return fields
+
+
+# Leaves that, printed with no text (<vbios_version/>), say nvidia-smi had no value for them, as "N/A" does.
+_EMPTY_IS_NA: dict[str, str] = {"vbios": "vbios_version"}
+
+
+def _put_printed_empty(tree: _Tree, gpu: ET.Element, fields: GpuFields) -> None:
+    """An empty, closed leaf of ``_EMPTY_IS_NA`` as an empty value (the builder reads it as reported_na)."""
+    for key, path in _EMPTY_IS_NA.items():
+        node = gpu.find(path)
+        if key not in fields.values and node is not None and not len(node) and not tree.is_open(node):
+            fields.put(key, Raw(""))
 
 
 def _collect_ecc(tree: _Tree, ecc: ET.Element, fields: GpuFields) -> None:
