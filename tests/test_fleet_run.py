@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet import HANG_RANK_VAR, SLOW_NODE_VAR, nic_busbw, node_names
+from rigcheck.bench.fleet import HANG_RANK_VAR, SLOW_NODE_VAR, node_names
 from rigcheck.bench.fleet_env import (
     SLURM_PORT_BASE,
     SLURM_PORT_SPAN,
@@ -28,6 +28,7 @@ from rigcheck.bench.fleet_env import (
     expand_tasks_per_node,
     parse_fleet_env,
 )
+from rigcheck.checks.fleet_collectives import nic_busbw
 from rigcheck.errors import UsageError
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort, Snapshot, System

@@ -40,7 +40,7 @@ def _error(directory: Path) -> str:
 
 
 def test_reads_one_node_per_snapshot_named_by_hostname() -> None:
-    nodes = load_fleet_dir(FOUR_NODES)
+    nodes = load_fleet_dir(FOUR_NODES).nodes
     assert [n.name for n in nodes] == ["node01", "node02", "node03", "node04"]
     for node in nodes:
         assert node.snapshot is not None
@@ -66,7 +66,7 @@ def test_a_snapshot_and_a_verify_of_one_node_make_one_node(tmp_path: Path) -> No
     _write(tmp_path / "c-verify.json", verify_of("gpu-08").to_json_dict())
     no_host = verify_of("x").model_copy(update={"host": None})
     _write(tmp_path / "gpu-09.json", no_host.to_json_dict())
-    nodes = load_fleet_dir(tmp_path)
+    nodes = load_fleet_dir(tmp_path).nodes
     assert [(n.name, n.snapshot is not None, n.verify is not None) for n in nodes] == [
         ("gpu-07", True, True),
         ("gpu-08", False, True),
@@ -79,7 +79,7 @@ def test_a_doctor_document_gives_its_snapshot(tmp_path: Path) -> None:
     snap = healthy("gpu-03")
     doc = doctor_document(snap, run_checks(snap), exit_code=0, strict=False)
     _write(tmp_path / "doctor.json", doc.to_json_dict())
-    (node,) = load_fleet_dir(tmp_path)
+    (node,) = load_fleet_dir(tmp_path).nodes
     assert (node.name, node.findings) == ("gpu-03", [])
     assert node.snapshot == snap
 
@@ -134,4 +134,4 @@ def test_documents_of_one_kind_sharing_a_host_name_are_nodes_named_by_their_file
         _write(fleet / "a.json", verify_of("node02").to_json_dict())
         _write(fleet / "b.json", verify_of("node02").to_json_dict())
         expected = ["a", "b"]
-    assert sorted(n.name for n in load_fleet_dir(fleet)) == expected
+    assert sorted(n.name for n in load_fleet_dir(fleet).nodes) == expected

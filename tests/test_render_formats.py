@@ -164,7 +164,7 @@ def fleet_sample() -> Document:
     from rigcheck.checks.fleet import fleet_document
     from rigcheck.probe.fleet_saved import load_fleet_dir
 
-    nodes = load_fleet_dir(SNAPSHOTS.parent / "fleet" / "4-nodes")
+    nodes = load_fleet_dir(SNAPSHOTS.parent / "fleet" / "4-nodes").nodes
     nodes = [n.model_copy(update={"findings": run_checks(n.snapshot)}) if n.snapshot else n for n in nodes]
     return fleet_document(nodes=nodes, source="files", launcher=None, backend=None, world_size=None, elapsed_s=0.01)
 

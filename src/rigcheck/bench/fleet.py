@@ -70,6 +70,7 @@ from rigcheck.checks.fleet import (
     reference_busbw,
     slow_fraction,
 )
+from rigcheck.checks.fleet_collectives import nic_busbw
 from rigcheck.errors import BenchError, RigcheckError, UsageError
 from rigcheck.model.fleet import (
     FleetCollective,
@@ -87,7 +88,6 @@ HANG_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_HANG_RANK"
 SLOW_EXTRA_S: Final = 0.05  # the slow node's lateness per all-reduce: 2-3x a 32 MiB pair's time on gloo
 BYE_S: Final = 10.0  # rank 0 keeps the store up this long at most for the others' last reads
 ORPHAN_POLL_S: Final = 1.0
-BITS_PER_BYTE: Final = 8
 
 
 @dataclass
@@ -118,23 +118,6 @@ def node_names(hosts: Mapping[int, str]) -> dict[int, str]:
     for host in hosts.values():
         counts[host] = counts.get(host, 0) + 1
     return {nr: host if counts[host] == 1 else f"{host}#{nr}" for nr, host in hosts.items()}
-
-
-def nic_busbw(nodes: Sequence[NodeReport]) -> tuple[float | None, str | None]:
-    """What the nodes' NICs can carry as all-reduce bus bandwidth: the slowest node's active RDMA ports, summed
-    (NCCL spreads an inter-node all-reduce over every NIC, one ring each, so the bus bandwidth it reaches is
-    bounded by the node's aggregate NIC rate). None when a node's ports are unknown or none is active."""
-    totals: list[tuple[float, str, int]] = []
-    for node in nodes:
-        ports = node.snapshot.system.ib_ports if node.snapshot is not None else None
-        active = [p.rate_gbps for p in ports or [] if p.state == "ACTIVE" and p.rate_gbps]
-        if not active:
-            return None, None
-        totals.append((sum(active) / BITS_PER_BYTE, node.name, len(active)))
-    if not totals:
-        return None, None
-    gbps, name, count = min(totals)
-    return gbps, f"{name}: {count} active RDMA port(s), {gbps * BITS_PER_BYTE:g} Gb/s in all (the fleet's least)"
 
 
 def _watch_parent() -> None:

@@ -34,6 +34,7 @@ from rigcheck.checks.fleet_pairs import (
     FINDING_IDS as PAIR_IDS,
 )
 from rigcheck.checks.verify_figures import num as figure
+from rigcheck.checks.verify_figures import size_text
 from rigcheck.model.finding import Severity
 from rigcheck.model.fleet import (
     FleetCollective,
@@ -77,6 +78,7 @@ FINDING_IDS: tuple[str, ...] = (
     *PAIR_IDS,
     "fleet.missing-rank",
     "fleet.internode-bandwidth",
+    "fleet.collective-wrong",
 )
 
 # Outliers: robust z = 0.6745 (x - median) / MAD (Iglewicz and Hoaglin's modified z-score; 0.6745 makes the MAD
@@ -457,6 +459,34 @@ def _bandwidth(collectives: Iterable[FleetCollective]) -> list[FleetFinding]:
     return found
 
 
+def _wrong_results(collectives: Iterable[FleetCollective]) -> list[FleetFinding]:
+    """``fleet.collective-wrong``: sizes at which nccl-tests' own data check counted wrong elements (read with
+    ``--from DIR``; a live run's check fails its phase instead). A wrong sum is silent corruption: fail."""
+    found: list[FleetFinding] = []
+    by_op: dict[str, list[FleetCollective]] = defaultdict(list)
+    for row in collectives:
+        if row.wrong:
+            by_op[row.op].append(row)
+    for op, rows in sorted(by_op.items()):
+        total = sum(row.wrong or 0 for row in rows)
+        sizes = ", ".join(f"{size_text(row.size_bytes)} ({row.wrong})" for row in rows)
+        found.append(
+            FleetFinding(
+                id="fleet.collective-wrong",
+                severity=Severity.FAIL,
+                node=None,
+                gpu=None,
+                message=(
+                    f"{op} over {rows[0].world_size} ranks gave wrong results: {total} wrong elements at {sizes}; "
+                    "a rank's GPU, memory or link corrupts data (run it again per node pair to find which)"
+                ),
+                measured=total,
+                expected=0,
+            )
+        )
+    return found
+
+
 def _node(report: NodeReport, findings: Sequence[FleetFinding], lost: set[str]) -> FleetNode:
     own = [f for f in report.findings if f.severity is not Severity.OK]
     verify = report.verify.verdict if report.verify is not None else None
@@ -515,6 +545,7 @@ def fleet_document(
         *pair_findings,
         *(_missing_finding(m, nodes) for m in missing),
         *_bandwidth(collectives),
+        *_wrong_results(collectives),
     ]
     findings.sort(key=sort_key)
     lost = {owner for m in missing if (owner := _owner(m, nodes)) is not None}

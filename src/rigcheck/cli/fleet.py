@@ -82,20 +82,25 @@ def fleet(
 def _from_files(directory: Path) -> FleetDocument:
     from rigcheck.checks import run_checks
     from rigcheck.checks.fleet import fleet_document
+    from rigcheck.checks.fleet_collectives import fleet_rows, hosts_notes
     from rigcheck.probe.fleet_saved import load_fleet_dir
 
     started = time.monotonic()
+    saved = load_fleet_dir(directory)
     nodes = [
         node.model_copy(update={"findings": run_checks(node.snapshot)}) if node.snapshot is not None else node
-        for node in load_fleet_dir(directory)
+        for node in saved.nodes
     ]
+    names = [node.name for node in nodes]
     return fleet_document(
         nodes=nodes,
+        collectives=[row for held in saved.collectives for row in fleet_rows(held.document, nodes)],
         source="files",
         launcher=None,
-        backend=None,
+        backend="nccl" if saved.collectives else None,
         world_size=None,
         elapsed_s=time.monotonic() - started,
+        notes=[note for held in saved.collectives for note in hosts_notes(held.document, held.file, names)],
     )
 
 

@@ -12,6 +12,8 @@ from typing import Final, Literal
 
 from pydantic import Field
 
+from rigcheck.model.absent import absent_unless_set
+from rigcheck.model.bench import Count
 from rigcheck.model.document import Document, Plain
 from rigcheck.model.finding import Finding, Severity
 from rigcheck.model.snapshot import Snapshot
@@ -71,6 +73,10 @@ class FleetCollective(Plain):
     backend: str
     expected_gbps: float | None = Field(description="what the nodes' NICs can carry, as bus bandwidth")
     expected_source: str | None
+    wrong: Count | None = absent_unless_set(
+        "read from nccl-tests output (--from DIR): the wrong elements it counted at this size, out-of-place and "
+        "in-place; absent where it did not check (-c 0) and on a live run, whose check fails the phase instead"
+    )
 
 
 class FleetPair(Plain):

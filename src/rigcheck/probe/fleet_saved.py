@@ -5,7 +5,10 @@ Every ``*.json`` directly in the directory (not below it) is read, in name order
 - ``rigcheck.snapshot/1`` (`rigcheck snapshot --json`), or the snapshot a ``rigcheck.doctor/1`` document
   carries: the node's machine. No check runs here (the probe layer is below the checks): ``findings`` is left
   empty, and the caller runs the checks on each snapshot;
-- ``rigcheck.verify/1`` (`rigcheck verify --json`): the node's figures.
+- ``rigcheck.verify/1`` (`rigcheck verify --json`): the node's figures;
+- a ``rigcheck.bench/1`` collective read from a multi-node nccl-tests output (`rigcheck bench allreduce --from
+  all_reduce_perf.txt --json`): not a node, the fleet's collective (one per operation). A collective measured
+  on one machine (a rigcheck run, or nccl-tests on one host) says nothing about the fleet and is refused.
 
 The node's name is the snapshot's hostname, else the verify document's ``host``, else the file's stem. A
 snapshot and a verify document of one node make one node (its machine and its figures); two of the same kind
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rigcheck.errors import InputError
+from rigcheck.model.bench import BENCH_SCHEMA, BenchSchema, CollectiveDocument
 from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.io import snapshot_from_dict
@@ -30,6 +34,24 @@ from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument
 from rigcheck.probe.saved import json_files, read_json_document, validate_document
 
 ACCEPTED = f"{SNAPSHOT_SCHEMA}, {DOCTOR_SCHEMA} or {VERIFY_SCHEMA}"
+_COLLECTIVE_HINT = "a multi-node nccl-tests output, saved with `rigcheck bench allreduce --from FILE --json`"
+
+
+@dataclass(frozen=True)
+class SavedCollective:
+    """A collective over several nodes, read from a file: the document and the file's name."""
+
+    document: CollectiveDocument
+    file: str
+
+
+@dataclass(frozen=True)
+class SavedFleet:
+    """What a ``fleet --from`` directory holds: the nodes, in the order of their first file's name, and the
+    collectives over them (at most one per operation)."""
+
+    nodes: list[NodeReport]
+    collectives: list[SavedCollective]
 
 
 @dataclass
@@ -54,10 +76,13 @@ def _name(snapshot: Snapshot | None, verify: VerifyDocument | None, path: Path) 
     return _host(snapshot, verify) or path.stem
 
 
-def _read(path: Path) -> tuple[Snapshot | None, VerifyDocument | None]:
-    """The file's snapshot or verify document; InputError naming it for anything else."""
+def _read(path: Path) -> tuple[Snapshot | None, VerifyDocument | None] | CollectiveDocument:
+    """The file's snapshot or verify document, or a collective over several nodes; InputError naming it for
+    anything else."""
     data = read_json_document(path)
     schema = data.get("schema") if isinstance(data, dict) else None
+    if schema == BENCH_SCHEMA:
+        return _collective(data, path)
     if schema == SNAPSHOT_SCHEMA:
         return snapshot_from_dict(data, path=str(path)), None
     if schema == DOCTOR_SCHEMA:
@@ -68,6 +93,26 @@ def _read(path: Path) -> tuple[Snapshot | None, VerifyDocument | None]:
         return None, verify
     what = f"a {schema} document" if isinstance(schema, str) else "not a rigcheck document"
     raise InputError(f"{what}; a fleet directory holds one {ACCEPTED} per node", path=str(path))
+
+
+def _collective(data: object, path: Path) -> CollectiveDocument:
+    """A saved collective that ran over several hosts; InputError naming the file for any other bench document."""
+    schema: BenchSchema = validate_document(BenchSchema, data, BENCH_SCHEMA, path)
+    doc = schema.root
+    if not isinstance(doc, CollectiveDocument):
+        raise InputError(
+            f"a bench {doc.benchmark} document, which measures one machine; a fleet directory holds one {ACCEPTED} "
+            f"per node, and {_COLLECTIVE_HINT}",
+            path=str(path),
+        )
+    hosts = doc.source.hosts if doc.source is not None else []
+    if doc.source is None or len(hosts) == 1:
+        where = f"on one host ({hosts[0]})" if hosts else "by rigcheck on one machine"
+        raise InputError(
+            f"a bench {doc.op} measured {where}, which says nothing about the fleet; save {_COLLECTIVE_HINT}",
+            path=str(path),
+        )
+    return doc
 
 
 def _twice(kind: str, name: str, first: Path, second: Path, directory: Path) -> InputError:
@@ -88,13 +133,28 @@ def _shared_names(read: list[tuple[Path, Snapshot | None, VerifyDocument | None]
     return {name for counts in (snapshots, verifies) for name, n in counts.items() if n > 1}
 
 
-def load_fleet_dir(directory: Path) -> list[NodeReport]:
+def load_fleet_dir(directory: Path) -> SavedFleet:
     """The nodes saved in ``directory``, in the order of their first file's name (``findings`` empty: the caller
-    runs the checks on each snapshot)."""
+    runs the checks on each snapshot), and the collectives over them."""
     paths = json_files(directory, "one document per node")
     if not paths:
         raise InputError(f"no *.json file here: save one {ACCEPTED} per node in it", path=str(directory))
-    read = [(path, *_read(path)) for path in paths]
+    read: list[tuple[Path, Snapshot | None, VerifyDocument | None]] = []
+    collectives: dict[str, SavedCollective] = {}
+    for path in paths:
+        got = _read(path)
+        if isinstance(got, CollectiveDocument):
+            held = collectives.get(got.op)
+            if held is not None:
+                raise InputError(
+                    f"two {got.op} collectives: {held.file} and {path.name}; keep one per operation",
+                    path=str(directory),
+                )
+            collectives[got.op] = SavedCollective(got, path.name)
+        else:
+            read.append((path, *got))
+    if not read:
+        raise InputError(f"no node document here: save one {ACCEPTED} per node in it", path=str(directory))
     # A host name that several snapshots (or several verify documents) carry cannot tell their nodes apart — copies
     # of one image, or a name the files were made with: those nodes are named by their files instead.
     shared = _shared_names(read)
@@ -127,4 +187,4 @@ def load_fleet_dir(directory: Path) -> list[NodeReport]:
                 source=" + ".join(str(directory / f) for f in files),
             )
         )
-    return reports
+    return SavedFleet(reports, list(collectives.values()))
