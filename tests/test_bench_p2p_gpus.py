@@ -21,6 +21,7 @@ from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.bench import P2PDocument, Versions
 from rigcheck.model.snapshot import Gpu, Snapshot
 from tests.snapshots import healthy_8x_h100
+from tests.test_bench_gpus import _usage_error
 from tests.test_cli import run
 
 # What `run_p2p` without --gpus wrote for this fake machine and measurement before --gpus existed (its snapshot
@@ -259,15 +260,6 @@ def eight_gpus(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(bench_common, "load_snapshot", probe)
     return probes
-
-
-def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code, out, err = run(argv, capsys)
-    assert code == 2, err
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def test_one_gpu_is_refused_before_the_machine_is_probed(
