@@ -182,6 +182,29 @@ def test_doctor_from_fabric_manager_text(path: Path, finding: str, severity: Sev
     assert failed == ([] if severity is Severity.INFO else [finding])
 
 
+FM_STOPPED = Path(__file__).parent / "fixtures" / "fabricmanager-extra" / "8xh20-journal-started-then-stopped.txt"
+
+
+def test_a_journal_that_ends_with_the_service_stopped_is_inactive() -> None:
+    """systemd's newer wording names the unit, the start script quotes the name: the last word is "Stopped"."""
+    text = FM_STOPPED.read_text(encoding="utf-8")
+    fm = fabric_manager_from_text(text)
+    assert fm is not None
+    assert fm.state == "inactive"  # it was "running", from the earlier "Successfully configured ..." line
+    assert fm.detail is not None
+    assert fm.detail.endswith('Stopped "Nvidia Fabric Manager"')
+    started = text[: text.index("Stopping nvidia-fabricmanager.service")].rsplit("\n", 1)[0]
+    fm = fabric_manager_from_text(started)
+    assert fm is not None
+    assert fm.state == "running"
+    assert fm.detail is not None
+    assert fm.detail.endswith("Started nvidia-fabricmanager.service - NVIDIA fabric manager service.")
+    deactivated = "Jan 05 15:32:17 h systemd[1]: nvidia-fabricmanager.service: Deactivated successfully.\n"
+    fm = fabric_manager_from_text(started + "\n" + deactivated)
+    assert fm is not None
+    assert fm.state == "inactive"
+
+
 def test_systemctl_status_text() -> None:
     running = "● nvidia-fabricmanager.service - NVIDIA fabric manager service\n   Active: active (running) since x\n"
     fm = fabric_manager_from_text(running)

@@ -34,8 +34,14 @@ _STATE_LINES: tuple[tuple[re.Pattern[str], FabricManagerState], ...] = (
     (re.compile(r"fabricmanager\.service: (Main|Control) process exited, code=(exited|killed|dumped)", re.I), "failed"),
     (re.compile(r"fabricmanager\.service: Failed with result", re.IGNORECASE), "failed"),
     (re.compile(r"Failed to start NVIDIA fabric manager", re.IGNORECASE), "failed"),
-    (re.compile(r"Started NVIDIA fabric manager", re.IGNORECASE), "running"),
-    (re.compile(r"Stopped NVIDIA fabric manager", re.IGNORECASE), "inactive"),
+    # systemd names the unit ("Started nvidia-fabricmanager.service - NVIDIA fabric manager service.", older:
+    # "Started NVIDIA fabric manager service."); the start script quotes it ('Stopped "Nvidia Fabric Manager"').
+    (re.compile(r"\bStarted \"?(?:NVIDIA fabric ?manager|nvidia-fabricmanager)", re.IGNORECASE), "running"),
+    (
+        re.compile(r"\b(?:Stopped|Stopping) \"?(?:NVIDIA fabric ?manager|nvidia-fabricmanager)", re.IGNORECASE),
+        "inactive",
+    ),
+    (re.compile(r"fabricmanager\.service: Deactivated successfully", re.IGNORECASE), "inactive"),
     # Fabric Manager's own log: how it ends when it cannot run.
     (
         re.compile(r"\[ERROR\].*(fabric manager .*(exit|terminat|abort)|failed to (start|initiali[sz]e))", re.I),
