@@ -213,6 +213,45 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
     )
 
 
+_LINK_CODE = re.compile(r"^\s*GPU\d+\s.*(?<!\S)(?:NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)(?!\S)", re.MULTILINE)
+# A matrix's header: GPU0 followed by another column's name (or nothing: one GPU); a row has a cell there.
+_MATRIX_HEADER = re.compile(r"^\s*GPU0(?=\s+(?:GPU\d|NIC\d|mlx|CPU Affinity)|\s*$)")
+
+
+def topo_m_section(text: str) -> str | None:
+    """The `topo -m` matrix of a file that holds `topo -p2p` matrices too (one saved report of both): from its
+    header (a GPU header whose first row has link codes) to the next matrix's header or a `====` rule. None
+    when there is none."""
+    lines = text.splitlines()
+    for start, line in enumerate(lines):
+        if _MATRIX_HEADER.match(line) is None:
+            continue
+        end = start + 1
+        while end < len(lines) and _MATRIX_HEADER.match(lines[end]) is None and not lines[end].startswith("===="):
+            end += 1
+        block = "\n".join(lines[start:end]) + "\n"
+        # A P2P matrix has the same shape ("GPU0  X  OK"): topo -m names the affinity columns or a link code.
+        if "Affinity" in line or _LINK_CODE.search(block):
+            return block
+    return None
+
+
+def _topo_p2p_with_topo_m(text: str, path: str | None) -> Snapshot:
+    """`topo -p2p`, and the `topo -m` matrix beside it in the same file, combined as two files would be."""
+    from rigcheck.probe.smi.topo_p2p import parse_topo_p2p
+
+    p2p = parse_topo_p2p(text, path=path)
+    section = topo_m_section(strip_ansi(text))
+    if section is None:
+        return p2p
+    from rigcheck.probe.merge import Part, merge_snapshots
+
+    where = path or "-"
+    return merge_snapshots(
+        [Part(f"{where} (topo -m)", snapshot_from_topo_text(section, path)), Part(f"{where} (topo -p2p)", p2p)]
+    )
+
+
 def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
     """Read ``text`` as ``kind``. Each text parser is imported here: a snapshot JSON (the common case) needs none."""
     if kind == "snapshot":
@@ -237,9 +276,7 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
 
         return parse_nvlink_status(text, path)
     if kind == "topo-p2p":
-        from rigcheck.probe.smi.topo_p2p import parse_topo_p2p
-
-        return parse_topo_p2p(text, path=path)
+        return _topo_p2p_with_topo_m(text, path)
     if kind == "nvidia-smi-error":
         return snapshot_from_smi_error(text, path)
     if kind == "nvlink-errors":
