@@ -495,3 +495,18 @@ def test_analyze_loads_neither_nvml_nor_the_page_unless_asked(tmp_path: Path) ->
     loaded = _heavy_modules_loaded("burn", "--analyze", str(LIGHT), "--html", str(page))
     assert loaded == {"rigcheck.report.burn_html", "rigcheck.report.svg"}
     assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_log_without_an_sm_clock_takes_the_graphics_clock(tmp_path: Path) -> None:
+    """`--query-gpu=...,clocks.gr` (or clocks.current.graphics) is how many logs record the clock: one domain
+    with the SM clock. Where both are there, the SM column wins."""
+    header = "timestamp, index, power.draw [W], power.limit [W], utilization.gpu [%], clocks.current.graphics [MHz]"
+    rows = [f"2026/01/01 00:00:{i:02d}.000, 0, 211.4, 212.5, 98, {1771 + i}" for i in range(5)]
+    graphics = tmp_path / "graphics.csv"
+    graphics.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    assert [s.sm_clock_mhz for s in read_trace(str(graphics)).samples] == [1771.0, 1772.0, 1773.0, 1774.0, 1775.0]
+    both = tmp_path / "both.csv"
+    both.write_text(
+        "\n".join([f"{header}, clocks.sm [MHz]", *(f"{row}, 1500" for row in rows)]) + "\n", encoding="utf-8"
+    )
+    assert {s.sm_clock_mhz for s in read_trace(str(both)).samples} == {1500.0}

@@ -241,8 +241,10 @@ _SMI_FIELDS: dict[str, tuple[str, ...]] = {
     "power_limit_w": ("enforced.power.limit", "power.limit"),
     "temp_c": ("temperature.gpu",),
     "temp_memory_c": ("temperature.memory",),
-    "sm_clock_mhz": ("clocks.current.sm", "clocks.sm"),
-    "sm_clock_max_mhz": ("clocks.max.sm", "clocks.max.sm_clock"),
+    # The graphics clock stands in where a log has no SM clock: one domain on every NVIDIA GPU since Kepler, so
+    # nvidia-smi -q prints the same Graphics and SM figures (NVML's NVML_CLOCK_GRAPHICS and NVML_CLOCK_SM).
+    "sm_clock_mhz": ("clocks.current.sm", "clocks.sm", "clocks.current.graphics", "clocks.gr"),
+    "sm_clock_max_mhz": ("clocks.max.sm", "clocks.max.sm_clock", "clocks.max.graphics", "clocks.max.gr"),
     "mem_clock_mhz": ("clocks.current.memory", "clocks.mem"),
     "utilization_gpu_percent": ("utilization.gpu",),
 }
