@@ -8,12 +8,33 @@ its network traffic crosses sockets and is staged through host memory.
 
 from __future__ import annotations
 
+import re
+
 from rigcheck.checks.common import host_finding, list_names
+from rigcheck.facts import catalog
 from rigcheck.facts.legend import LEGEND_SOURCE, kind_of
 from rigcheck.facts.sources import GPUDIRECT_RDMA
 from rigcheck.model import Finding, Severity, Snapshot
 
 GDR_SOURCE = GPUDIRECT_RDMA
+GRACE_GDR_SOURCE = (
+    "NVIDIA Grace Blackwell GPUDirect RDMA guide (docs.nvidia.com/multi-node-nvlink-systems/"
+    "grace-blackwell-cx8-gpudirect-rdma-guide): GPUDirect RDMA between a Blackwell GPU and the NICs of its Grace node"
+)
+# Grace superchips: GH200, GB200, GB300. Their GPUs reach the NICs through the Grace CPU (NVLink-C2C), which
+# `topo -m` prints as SYS for every GPU-NIC pair whatever the wiring.
+_GRACE = re.compile(r"\bG[HB]\d{3}\b")
+
+
+def _on_grace(snapshot: Snapshot, indices: list[int]) -> bool:
+    names = [g.name or "" for g in snapshot.gpus if g.index in indices]
+    if not names:
+        return False
+    for name in names:
+        spec = catalog.lookup(name) if name else None
+        if not (_GRACE.search(name) or (spec is not None and spec.form_factor == "superchip")):
+            return False
+    return True
 
 
 def _nic_codes(snapshot: Snapshot, index: int) -> dict[str, str]:
@@ -49,6 +70,23 @@ def nic_findings(snapshot: Snapshot, indices: list[int]) -> list[Finding]:
     if not far:
         return []
     every = len(far) == len(indices)
+    if _on_grace(snapshot, indices):
+        return [
+            host_finding(
+                "topology.nic-cross-socket",
+                Severity.INFO,
+                f"every GPU reaches every NIC ({_nic_names(snapshot)}) as SYS: on a Grace superchip the NICs hang off "
+                "the Grace CPU and each GPU reaches them over NVLink-C2C, which `nvidia-smi topo -m` prints as SYS; "
+                "GPUDirect RDMA works over that path",
+                measured=f"GPU to nearest NIC SYS: {list_names(far)}",
+                expected="SYS on a Grace superchip",
+                advice=(
+                    "nothing to rewire: check GPUDirect RDMA with NVIDIA's rdma_topo tool and a multi-node nccl-tests "
+                    "run (`rigcheck fleet` compares the nodes' all-reduce)"
+                ),
+                source=f"{GRACE_GDR_SOURCE}; {LEGEND_SOURCE}",
+            )
+        ]
     return [
         host_finding(
             "topology.nic-cross-socket",

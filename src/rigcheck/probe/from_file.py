@@ -40,7 +40,7 @@ _P2P_LEGEND = re.compile(r"^\s*CNS\s+=\s+Chipset not supported", re.MULTILINE)
 # A P2P status code as a cell: only then is topo_p2p's own (stricter) matrix test imported and run.
 _P2P_CELL = re.compile(r"(?<!\S)(OK|CNS|GNS|TNS|NS|DR)(?!\S)")
 _NVLINK = re.compile(r"^\s*Link \d+: ", re.MULTILINE)
-_NVLINK_GPU = re.compile(r"^GPU \d+: .*\(UUID: ", re.MULTILINE)
+_NVLINK_GPU = re.compile(r"^[ \t]*GPU \d+: .*\(UUID: ", re.MULTILINE)  # indented where pasted into a post
 _Q_SECTION = re.compile(
     r"^\s*(Attached GPUs|Driver Version|Product Name|Clocks (Throttle|Event) Reasons|GPU Power Readings|"
     r"Power Readings|Temperature|GPU Current Temp|Max Clocks|PCIe Generation|GPU Link Info|"
@@ -197,8 +197,9 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
         if tg.cpu_affinity:
             gpu.cpu_affinity = tg.cpu_affinity
         # isascii too: str.isdigit() is true for '¹', which int() refuses.
-        if tg.numa_affinity is not None and tg.numa_affinity.isascii() and tg.numa_affinity.isdigit():
-            gpu.numa_node = int(tg.numa_affinity)
+        node = _first_numa_node(tg.numa_affinity)
+        if node is not None:
+            gpu.numa_node = node
         if cut is not None and cut.partial is not None and cut.partial[0] == tg.index:  # the value the text ends on
             gpu.mark_missing("numa_node" if cut.partial[1] == NUMA_AFFINITY else "cpu_affinity", Missing.TRUNCATED)
         gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
@@ -215,6 +216,16 @@ def snapshot_from_topo_text(text: str, path: str | None) -> Snapshot:
 
 _LINK_CODE = re.compile(r"^\s*GPU\d+\s.*(?<!\S)(?:NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)(?!\S)", re.MULTILINE)
 # A matrix's header: GPU0 followed by another column's name (or nothing: one GPU); a row has a cell there.
+_NUMA_LIST = re.compile(r"^(\d+)(?:[-,]\d+)*$")
+
+
+def _first_numa_node(affinity: str | None) -> int | None:
+    """The node to bind to from `topo -m`'s NUMA Affinity: "1", or the first of a list ("0,2-17" on a GB200,
+    where the CPU's node comes first and the GPU memory's own nodes follow); None for N/A or anything else."""
+    m = _NUMA_LIST.match(affinity.strip()) if affinity is not None and affinity.isascii() else None
+    return int(m.group(1)) if m is not None else None
+
+
 _MATRIX_HEADER = re.compile(r"^\s*GPU0(?=\s+(?:GPU\d|NIC\d|mlx|CPU Affinity)|\s*$)")
 
 

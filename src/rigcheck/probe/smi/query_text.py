@@ -392,6 +392,9 @@ def _has_gpu_field(section: _Section) -> bool:
     return any(e.value is not None for e in section.entries)
 
 
+_CUDA_KEYS = ("cuda version", "cuda umd version")
+
+
 def parse_query_text(text: str, path: str | None = None) -> Snapshot:
     """Parse ``nvidia-smi -q`` output (whole, ``-d`` filtered, or a pasted fragment).
 
@@ -407,8 +410,9 @@ def parse_query_text(text: str, path: str | None = None) -> Snapshot:
 
     # The file head; a headerless fragment keeps everything in `head`.
     attached = head.find("attached gpus")
-    for attr, key in (("driver_version", "driver version"), ("cuda_driver_version", "cuda version")):
-        raw = head.find(key)
+    # 610's table says "KMD Version" and "CUDA UMD Version" for the same two figures: taken where the old names lack.
+    for attr, keys in (("driver_version", ("driver version", "kmd version")), ("cuda_driver_version", _CUDA_KEYS)):
+        raw = next((found for key in keys if (found := head.find(key)) is not None), None)
         if raw is None:
             continue
         reason = Missing.TRUNCATED if raw.cut else na_reason(raw.text)

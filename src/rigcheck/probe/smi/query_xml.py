@@ -118,6 +118,9 @@ _POWER_KEYS = {
 }
 
 
+_CUDA_TAGS = ("cuda_version", "cuda_umd_version")
+
+
 @dataclass(frozen=True)
 class _Tree:
     """The parsed document and the elements the input ends inside (all closed in a whole file)."""
@@ -313,8 +316,9 @@ def parse_query_xml(text: str, path: str | None = None) -> Snapshot:
     tree = _read_tree(text[len(prefix) :], path)
     root = tree.root
     software = snapshot.software
-    for attr, tag in (("driver_version", "driver_version"), ("cuda_driver_version", "cuda_version")):
-        raw = tree.get(root, tag)
+    # 610's table says "KMD Version" and "CUDA UMD Version" for the same two figures: taken where the old tags lack.
+    for attr, tags in (("driver_version", ("driver_version", "kmd_version")), ("cuda_driver_version", _CUDA_TAGS)):
+        raw = next((found for tag in tags if (found := tree.get(root, tag)) is not None), None)
         if raw is None:
             continue
         reason = Missing.TRUNCATED if raw.cut else na_reason(raw.text)

@@ -55,8 +55,11 @@ SOURCE = "smi-table"
 
 T = TypeVar("T")
 
+# Drivers from 610 name the kernel-mode driver and the CUDA user-mode driver: "KMD Version: 610.57.04  CUDA UMD
+# Version: 13.3" where earlier ones print "Driver Version: 580.82.07  CUDA Version: 13.0" (the same two figures).
 _VERSIONS = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<driver>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?"
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s*(?P<driver>\S+)"
+    r"(?:\s+CUDA (?:UMD )?Version:\s*(?P<cuda>\S+))?"
 )
 _FIRST_ROW = re.compile(r"^\s*(?P<index>\d+)\s+(?P<name>.*?)\s+(?P<pm>On|Off|N/A|TCC|WDDM|MCDM|ERR!)\s*$")
 # A first cell whose header column ends at "Name" (no persistence value): old drivers print the index as "0.".

@@ -1,0 +1,72 @@
+"""Outputs of the newest systems, read as their formats say (B300 on driver 610, GB200 on Grace): the table's
+new version names, `topo -m`'s NUMA lists, and the SYS that a Grace superchip prints for every GPU-NIC path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rigcheck.checks import run_checks
+from rigcheck.model import Severity
+from rigcheck.probe.from_file import load_file, load_files, load_text
+from rigcheck.probe.smi.query_text import parse_query_text
+from rigcheck.probe.smi.query_xml import parse_query_xml
+
+FIXTURES = Path(__file__).parent / "fixtures"
+B300 = FIXTURES / "smi-extra" / "004-7xb300-610-kmd-umd-version-header.txt"
+GB200_TABLE = FIXTURES / "smi-extra" / "005-4xgb200-580-pci-domains.txt"
+GB200_TOPO = FIXTURES / "topo-extra" / "004-4xgb200-nv18-8nic-numa-lists.txt"
+
+
+def test_driver_610_names_its_versions_kmd_and_cuda_umd() -> None:
+    """`KMD Version: 610.57.04  CUDA UMD Version: 13.3`: both were null (not_in_source)."""
+    snap = load_file(str(B300))
+    assert (snap.software.driver_version, snap.software.cuda_driver_version) == ("610.57.04", "13.3")
+    assert len(snap.gpus) == 7
+    assert {g.name for g in snap.gpus} == {"NVIDIA B300 SXM6 AC"}
+    assert snap.gpus[0].power_limit_w == 1100.0
+
+
+def test_the_q_readers_take_the_new_names_where_the_old_are_absent() -> None:
+    text = (
+        "==============NVSMI LOG==============\n\nTimestamp : Fri Aug 28 00:33:07 2026\n"
+        "KMD Version : 610.57.04\nCUDA UMD Version : 13.3\n\nAttached GPUs : 1\nGPU 00000001:1A:00.0\n"
+        "    Product Name : NVIDIA B300 SXM6 AC\n"
+    )
+    text_snap = parse_query_text(text)
+    assert (text_snap.software.driver_version, text_snap.software.cuda_driver_version) == ("610.57.04", "13.3")
+    xml = (
+        '<?xml version="1.0" ?>\n<nvidia_smi_log><kmd_version>610.57.04</kmd_version>'
+        "<cuda_umd_version>13.3</cuda_umd_version><attached_gpus>0</attached_gpus></nvidia_smi_log>\n"
+    )
+    xml_snap = parse_query_xml(xml)
+    assert (xml_snap.software.driver_version, xml_snap.software.cuda_driver_version) == ("610.57.04", "13.3")
+
+
+def test_a_numa_affinity_list_gives_its_first_node() -> None:
+    """GB200 prints the Grace node, then the GPU memory's own nodes: "0,2-17". numa_node was not_in_source."""
+    snap = load_file(str(GB200_TOPO))
+    assert [(g.index, g.numa_node, g.cpu_affinity) for g in snap.gpus] == [
+        (0, 0, "0-71"),
+        (1, 0, "0-71"),
+        (2, 1, "72-143"),
+        (3, 1, "72-143"),
+    ]
+    for affinity, node in (("N/A", None), ("1", 1), ("0-1", 0), ("x", None)):
+        row = f"GPU0     X      {affinity}\n"
+        got = load_text(f"        GPU0    NUMA Affinity\n{row}").gpus[0].numa_node
+        assert got == node, affinity
+
+
+def test_a_grace_superchips_sys_to_every_nic_is_information() -> None:
+    """It warned "loses GPUDirect RDMA ... fit a NIC on each CPU socket": on Grace, SYS is the C2C path."""
+    snap = load_files([str(GB200_TABLE), str(GB200_TOPO)])
+    assert {g.name for g in snap.gpus} == {"NVIDIA GB200"}
+    (finding,) = [f for f in run_checks(snap) if f.id == "topology.nic-cross-socket"]
+    assert finding.severity is Severity.INFO
+    assert "NVLink-C2C" in finding.message
+    assert "Grace Blackwell GPUDirect RDMA guide" in (finding.source or "")
+    # The same matrix on GPUs without a Grace CPU still warns.
+    for gpu in snap.gpus:
+        gpu.name = "NVIDIA H100 80GB HBM3"
+    (finding,) = [f for f in run_checks(snap) if f.id == "topology.nic-cross-socket"]
+    assert finding.severity is Severity.WARN
