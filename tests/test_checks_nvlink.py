@@ -134,3 +134,55 @@ def test_sxm_gpus_without_link_state_are_unknown_unless_the_matrix_shows_nvlink(
 def test_a_card_without_nvlink_says_nothing() -> None:
     rtx4090 = make_gpu(0, name="NVIDIA GeForce RTX 4090", nvlinks=[])
     assert check_nvlink(make_snapshot([rtx4090, make_gpu(1, name="NVIDIA GeForce RTX 4090", nvlinks=[])])) == []
+
+
+H100_PCIE = "NVIDIA H100 PCIe"
+# nvidia-smi nvlink -s on two bridged H100 PCIe cards (driver 555, as posted): 18 slots, 12 at 26.562 GB/s and
+# links 4, 5, 10, 11, 16, 17 "<inactive>"; the card has 12 NVLinks (facts/catalog.py).
+SLOTS_DOWN = (4, 5, 10, 11, 16, 17)
+
+
+def _slots(down: tuple[int, ...]) -> list[NvLink]:
+    links = nvlinks(18, version=4)
+    for link in links:
+        if link.link in down:
+            link.active, link.speed_gbps = False, None
+    return links
+
+
+def test_an_h100_pcie_with_its_12_links_up_of_18_slots_is_ok() -> None:
+    """It warned "12 of 18 NVLinks active ... runs at 12/18 of its NVLink bandwidth" and advised a reseat."""
+    snap = make_snapshot([make_gpu(i, name=H100_PCIE, nvlinks=_slots(SLOTS_DOWN)) for i in range(2)])
+    findings = check_nvlink(snap)
+    assert {f.severity for f in findings} == {Severity.OK}
+    assert len(findings) == 2
+    ok = only(findings, "nvlink.ok", "GPU0")
+    assert ok.measured == "12 of 12 NVLinks active"
+    assert "nvidia-smi lists 18 slots; the H100 PCIe has 12 links" in ok.message
+
+
+def test_an_h100_pcie_bridge_with_links_down_counts_against_its_12() -> None:
+    snap = make_snapshot(
+        [
+            make_gpu(0, name=H100_PCIE, nvlinks=_slots(SLOTS_DOWN)),
+            make_gpu(1, name=H100_PCIE, nvlinks=_slots((*SLOTS_DOWN, 0, 1, 2, 3))),
+        ]
+    )
+    f = only(check_nvlink(snap), "nvlink.links-down")
+    assert f.severity is Severity.WARN
+    assert f.subject == "GPU1"
+    assert f.measured == "8 of 12 NVLinks active"
+    assert "8/12 of its NVLink bandwidth" in f.message
+
+
+def test_nvlink_status_pasted_with_an_indent_is_read(tmp_path: Path) -> None:
+    """Pasted into a post as a code block, every line indented: it was "not a recognised input"."""
+    lines = [f"GPU {g}: {H100_PCIE} (UUID: GPU-6968dfc2-d444-d92c-c36b-6abe53445cb{g})" for g in range(2)]
+    body = [f"         Link {n}: {'<inactive>' if n in SLOTS_DOWN else '26.562 GB/s'}" for n in range(18)]
+    text = "\n".join(f"      {line}" for g in lines for line in (g, *body)) + "\n"
+    path = tmp_path / "nvlink-s.txt"
+    path.write_text(text, encoding="utf-8")
+    snap = load_file(str(path))
+    assert [(g.index, g.name) for g in snap.gpus] == [(0, H100_PCIE), (1, H100_PCIE)]
+    assert [sum(1 for link in g.nvlinks or [] if link.active) for g in snap.gpus] == [12, 12]
+    assert severities(run_checks(snap), "nvlink.ok") == [Severity.OK, Severity.OK]

@@ -78,7 +78,16 @@ def _check_gpu(gpu: Gpu, spec: GpuSpec | None, *, on_nvlink: bool) -> list[Findi
     if not up and not down:
         return []
     name = f"{gpu.name}: " if gpu.name else ""
-    counted = f"{len(up)} of {len(up) + len(down)} NVLinks active"
+    # nvidia-smi lists every link slot of the architecture (18 on Hopper); a card built with fewer (an H100 PCIe
+    # has 12) shows the rest as inactive. Counted against the card's own links where the catalog knows them.
+    total = len(up) + len(down)
+    slots = ""
+    if spec is not None and 0 < spec.nvlink_links < total:
+        slots = f" (nvidia-smi lists {total} slots; the {spec.name} has {spec.nvlink_links} links)"
+        total = spec.nvlink_links
+        if len(up) >= total:
+            down = []  # every link the card has is up
+    counted = f"{len(up)} of {total} NVLinks active"
     if not down:
         unlisted = spec.nvlink_links - len(links) if spec is not None else 0
         return [
@@ -86,7 +95,7 @@ def _check_gpu(gpu: Gpu, spec: GpuSpec | None, *, on_nvlink: bool) -> list[Findi
                 gpu,
                 "nvlink.ok",
                 Severity.OK,
-                f"{counted}{_speed(gpu)}"
+                f"{counted}{_speed(gpu)}{slots}"
                 + (
                     f"; the {spec.name} has {spec.nvlink_links}: the others are not in this input"
                     if spec and unlisted > 0
@@ -117,8 +126,8 @@ def _check_gpu(gpu: Gpu, spec: GpuSpec | None, *, on_nvlink: bool) -> list[Findi
                 gpu,
                 "nvlink.links-down",
                 Severity.WARN,
-                f"{name}{counted} ({_down(down, up)}), so this bridged pair runs at "
-                f"{len(up)}/{len(up) + len(down)} of its NVLink bandwidth",
+                f"{name}{counted} ({_down(down, up)}){slots}, so this bridged pair runs at "
+                f"{len(up)}/{total} of its NVLink bandwidth",
                 measured=counted,
                 expected="every link of the bridge active",
                 advice=BRIDGE_ADVICE,
