@@ -451,3 +451,46 @@ def test_live_collective_summary_counts_wrong_sizes_and_averages_busbw() -> None
         "Avg bus bandwidth: 1.5 GB/s (rigcheck: the mean busbw of its 2 sizes; nccl-tests also averages its "
         "in-place runs)",
     ]
+
+
+# --- a run that failed ------------------------------------------------------------------------------------------
+
+FAILED = Path(__file__).parent / "fixtures" / "nccl-tests-extra" / "new-allreduce-4xh200-cuda-failure-no-rows.txt"
+
+
+def test_a_run_that_failed_before_its_first_size_is_a_partial_document_with_the_failure(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It was refused as "not nccl-tests output: a table header but no rows"."""
+    with pytest.raises(SystemExit) as ended:
+        main(["bench", "allreduce", "--from", str(FAILED), "--json"])
+    assert ended.value.code == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["partial"], doc["results"], doc["world_size"]) == (True, [], 4)
+    assert doc["error"] == (
+        "the run failed: nccltest08192: Test CUDA failure common.cu:502 'an illegal memory access was encountered' "
+        "(no size was measured)"
+    )
+    assert doc["versions"]["nccl"] == "2.18.3"  # from nccl-library=21803
+    assert doc["source"]["hosts"] == ["nccltest08192"]
+
+
+def test_a_run_that_failed_midway_keeps_the_sizes_before() -> None:
+    raw = text(PCIE_2080TI)
+    cut_at = raw.index("        8192")
+    failed = raw[:cut_at] + "host1: Test NCCL failure common.cu:1018 'unhandled system error'\n"
+    run = parse_nccl_tests(failed)
+    assert run.failure == "host1: Test NCCL failure common.cu:1018 'unhandled system error'"
+    assert [r.size_bytes for r in run.rows][-1] == 4096
+
+
+@pytest.mark.parametrize(
+    ("banner", "version"),
+    [
+        ("# nccl-tests version 2.19.7 nccl-headers=21803 nccl-library=21803", "2.18.3"),
+        ("# nccl-tests version 2.19.7 nccl-headers=22703 nccl-library=22105", "2.21.5"),  # the library's wins
+        ("# nccl-tests version 2.13.6 nccl-headers=2708", "2.7.8"),  # before 2.9: major*1000 + minor*100 + patch
+    ],
+)
+def test_the_banners_version_code_names_nccl(banner: str, version: str) -> None:
+    assert parse_nccl_tests(banner + "\n" + text(PCIE_2080TI)).nccl_version == version

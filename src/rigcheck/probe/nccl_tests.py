@@ -56,6 +56,11 @@ _OOB = re.compile(r"Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?", re.IGNOREC
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([0-9.eE+-]+|nan|inf)", re.IGNORECASE)
 _TOOL_VERSION = re.compile(r"\bnccl-tests\s+version\s+(\S+)", re.IGNORECASE)
 _NCCL_VERSION = re.compile(r"\bNCCL version\s+(\d[\w.+-]*)")
+# "# nccl-tests version 2.19.7 nccl-headers=21803 nccl-library=21803": NCCL_VERSION_CODE, the library's preferred.
+_NCCL_CODE = re.compile(r"\bnccl-(library|headers)=(\d+)")
+# The run stops at its first failed CUDA or NCCL call: "host: Test CUDA failure common.cu:502 'an illegal memory
+# access was encountered'" (then " .. host pid N: Test failure common.cu:632" for each frame).
+_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b")
 _BINARY = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _INT = re.compile(r"^-?\d+$")
 _CUT_ROW = re.compile(r"^\s*\d+(?:\s+\d+)?\s*$")
@@ -112,6 +117,7 @@ class NcclTestsRun:
     out_of_bounds: int | None = None
     avg_busbw_gbps: float | None = None
     check_disabled: bool = False  # -c 0: the #wrong cells print N/A
+    failure: str | None = None  # the first "Test CUDA|NCCL failure" line: the run stopped there
     cut: bool = False  # the file ends inside a row or before the footer
     cut_row_line: int | None = None  # the line of the row the file ends inside (a measurement cut short)
     notes: list[str] = field(default_factory=list)
@@ -285,6 +291,7 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
         )
     reader = _Reader(path)
     footer = False
+    banner_version: str | None = None
     for number, line in enumerate(lines, start=1):
         body = line.lstrip("# ").rstrip()
         columns = _columns(line)
@@ -327,12 +334,32 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
             run.tool_version = m.group(1)
         elif (m := _NCCL_VERSION.search(line)) is not None and run.nccl_version is None:
             run.nccl_version = m.group(1)
+        if banner_version is None:
+            banner_version = _version_code(line)
+        if run.failure is None and _FAILURE.search(line):
+            run.failure = line.strip()
+    run.nccl_version = run.nccl_version or banner_version  # NCCL's own "NCCL version" line first: it has +cudaX
+    if not reader.rows and run.failure is not None and reader.header_at:
+        run.layout = reader.layout or "new"  # a run that failed before its first size: no rows, its error kept
+        return run
     if not reader.rows:
         what = "a table header but no rows" if reader.header_at else "no nccl-tests table (size count type ... busbw)"
         raise ParseError(f"not nccl-tests output: {what}", path=path)
     run.rows, run.layout = reader.rows, reader.layout or "new"
     _finish(run, reader)
     return run
+
+
+def _version_code(line: str) -> str | None:
+    """NCCL's version from the banner's NCCL_VERSION_CODE (the library's, else the headers'): 21803 -> 2.18.3;
+    codes before 2.9 are major*1000 + minor*100 + patch (2708 -> 2.7.8), as nccl.h's NCCL_VERSION macro has it."""
+    codes = {m.group(1): m.group(2) for m in _NCCL_CODE.finditer(line)}
+    code = codes.get("library") or codes.get("headers")
+    if code is None:
+        return None
+    n = int(code)
+    major, rest = (n // 10000, n % 10000) if n >= 10000 else (n // 1000, n % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
 
 
 def _finish(run: NcclTestsRun, reader: _Reader) -> None:

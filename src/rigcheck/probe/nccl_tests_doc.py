@@ -84,10 +84,21 @@ def parse_link(code: str | None, pcie: str | None, gpu: str | None) -> LinkChoic
 # --- which collective -----------------------------------------------------------------------------------------
 
 
+def _error_of(run: NcclTestsRun) -> str | None:
+    if run.failure is not None:
+        kept = f"the {len(run.rows)} sizes printed before it are kept" if run.rows else "no size was measured"
+        return f"the run failed: {run.failure} ({kept})"
+    if run.cut_row_line is not None:
+        return f"input ends inside a row (line {run.cut_row_line}): the sizes printed before the cut are kept"
+    return None
+
+
 def collective_of(run: NcclTestsRun, ranks: int | None) -> tuple[str | None, str]:
     """(op, how it is known): the binary named in the file, else the rows' shape; op None when neither tells."""
     if run.binary is not None:
         return READABLE.get(run.binary), f"the file names {run.binary}"
+    if not run.rows:  # a run that failed before its first size
+        return None, "unknown type: the run failed before printing a row"
     row = max(run.rows, key=lambda r: r.size_bytes)
     per = TYPE_BYTES.get(row.dtype.lower())
     if row.redop == "":
@@ -142,10 +153,10 @@ def ranks_of(run: NcclTestsRun, op: str) -> tuple[int | None, str | None]:
         ranks = max(d.rank for d in run.devices) + 1
         note = None if len({d.rank for d in run.devices}) == ranks else f"{ranks} ranks (the rank lines start mid-list)"
         return ranks, note
-    row = max(run.rows, key=lambda r: r.size_bytes)
-    f = row.out_of_place
+    row = max(run.rows, key=lambda r: r.size_bytes) if run.rows else None
+    f = row.out_of_place if row is not None else None
     factor = _FACTORS.get(op)
-    if factor is not None and f.algbw_gbps > 0 and f.busbw_gbps > 0:
+    if f is not None and factor is not None and f.algbw_gbps > 0 and f.busbw_gbps > 0:
         ratio = f.busbw_gbps / f.algbw_gbps
         # Both figures are printed to 0.01: the ratio is known only that well, and must name one n.
         slack = ratio * (0.005 / f.algbw_gbps + 0.005 / f.busbw_gbps)
@@ -369,10 +380,9 @@ def collective_document(
         benchmark=op,
         # A file cut inside a row is a sweep cut short, as the reference-tool imports treat a cut matrix: partial,
         # the rows before it kept (exit 1). A missing footer alone is only said in the notes.
-        partial=run.cut_row_line is not None,
-        error=None
-        if run.cut_row_line is None
-        else f"input ends inside a row (line {run.cut_row_line}): the sizes printed before the cut are kept",
+        # A run that stopped at a failed CUDA or NCCL call is partial too, with that line as its error.
+        partial=run.cut_row_line is not None or run.failure is not None,
+        error=_error_of(run),
         method=method,
         backend="nccl",
         world_size=ranks,
