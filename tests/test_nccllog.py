@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from rigcheck.cli.app import main
 from rigcheck.cli.nccl_log import register
 from rigcheck.errors import InputError, ParseError
 from rigcheck.nccllog import (
@@ -119,6 +120,10 @@ EXTRA_FACTS: list[tuple[str, str | None, int | None, tuple[str, ...], bool | Non
         4,
         3,  # 0[0] -> 1[1] twice: P2P/CUMEM/read on channel 00, P2P/direct pointer/read on channel 01
     ),
+    # what said the run failed (asserted below): an IB completion error, an abort and a watchdog timeout
+    ("006-ib-plugin-warn-completion-status12-issue1405.txt", None, None, (), None, 0, 0),
+    ("007-p2p-cumem-abort-complete-watchdog-issue1504.txt", None, 4, ("P2P/CUMEM",), False, 4, 2),
+    ("008-torch-watchdog-timeout-only-llamafactory7396.txt", None, None, (), None, 0, 0),
 ]
 
 
@@ -339,3 +344,47 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     assert result.exception.exit_code == 2
     missing = CliRunner().invoke(_app(), ["nccl-log", str(tmp_path / "absent.log")])
     assert isinstance(missing.exception, InputError)
+
+
+# --- what says the run failed ----------------------------------------------------------------------------------
+
+EXTRA_LOGS = Path(__file__).parent / "fixtures" / "nccl-extra"
+
+
+def test_nccl_warnings_are_kept_and_an_ib_completion_error_is_a_failure() -> None:
+    doc = parse_nccl_log((EXTRA_LOGS / "006-ib-plugin-warn-completion-status12-issue1405.txt").read_text())
+    assert doc.warning_lines == 3
+    assert doc.warnings is not None
+    assert doc.warnings[0].startswith("NET/IB : Got completion from peer 10.216.210.236<54862> with status=12")
+    assert doc.failure_lines == 3
+    assert doc.failures is not None
+    assert all("status=12" in line for line in doc.failures)
+
+
+@pytest.mark.parametrize(
+    ("name", "lines", "first"),
+    [
+        ("007-p2p-cumem-abort-complete-watchdog-issue1504.txt", 2, "busId 1000 - Abort COMPLETE"),
+        ("008-torch-watchdog-timeout-only-llamafactory7396.txt", 2, "Watchdog caught collective operation timeout"),
+    ],
+)
+def test_an_abort_or_a_watchdog_timeout_is_a_failed_run_exit_1(
+    name: str, lines: int, first: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before, the abort and the timeout were not in the document (and a log of only watchdog lines was refused)."""
+    with pytest.raises(SystemExit) as ended:
+        main(["nccl-log", str(EXTRA_LOGS / name), "--json"])
+    assert ended.value.code == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failure_lines"] == lines
+    assert first in doc["failures"][0]
+    assert "warnings" not in doc  # absent, not empty, where NCCL warned of nothing
+
+
+def test_a_clean_log_has_no_failure_keys_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    clean = EXTRA_LOGS / "004-multinode-net-socket-p2p-ipc-read-issue952.txt"
+    with pytest.raises(SystemExit) as ended:
+        main(["nccl-log", str(clean), "--json"])
+    assert ended.value.code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert not {"failures", "failure_lines"} & set(doc)

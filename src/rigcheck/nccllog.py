@@ -104,6 +104,16 @@ _PREFIX = re.compile(
     r"\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE)\b"
 )
 _NCCL_MARK = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b|\bNCCL version \d")
+_WARN = re.compile(r"\bNCCL WARN\s*(?P<message>.*?)\s*$")
+# Lines that say the run failed: NCCL aborting a communicator, PyTorch's NCCL watchdog, an NCCL error code.
+_FAILURE = re.compile(
+    r"Watchdog caught collective operation timeout|\bAbort COMPLETE\b|\bNCCL error\b|\bTest NCCL failure\b"
+    r"|\bnccl(?:System|Internal|Remote|UnhandledCuda|InvalidUsage|InvalidArgument)Error\b"
+    # an InfiniBand work completion in error (status 12: transport retry count exceeded): the link dropped
+    r"|Got completion from peer .* with (?:error|status=[1-9]\d*)"
+)
+_FAILURE_HINT = ("Watchdog", "Abort", "NCCL error", "Error", "failure", "completion")  # cheap, before the regex
+_KEPT = 20  # distinct warning and failure lines kept in the document
 _P2P_DISABLED_TEXT = re.compile(r"\bP2P (?:is )?disabled\b", re.IGNORECASE)
 
 # Transport families, by the first component after "via".
@@ -211,10 +221,18 @@ class _LogScan:
         self.nvls_line: int | None = None  # where NCCL set up NVLink SHARP
         self.unavailable: str | None = None  # where NCCL said P2P could not be enabled
         self.nccl_lines = 0
+        self.warnings: list[str] = []
+        self.warning_lines = 0
+        self.failures: list[str] = []
+        self.failure_lines = 0
 
     def feed(self, line: str, lineno: int) -> None:
         # Most lines of a long log are the program's own output: the two cheap searches decide, before any other.
         marked = _NCCL_MARK.search(line) is not None
+        if any(hint in line for hint in _FAILURE_HINT) and _FAILURE.search(line) is not None:
+            self.failure_lines += 1
+            _keep(self.failures, line.strip())
+            marked = True  # PyTorch's watchdog line is about NCCL too: a log of only those is still read
         found = _channel_lines(line, lineno) if ("via " in line) else []
         for channel in found:
             self.channels.append(channel)
@@ -235,6 +253,9 @@ class _LogScan:
             self.env.setdefault(name, value)
             if value not in self.env_values.setdefault(name, []):
                 self.env_values[name].append(value)
+        if (wm := _WARN.search(line)) is not None:
+            self.warning_lines += 1
+            _keep(self.warnings, wm.group("message"))
         for nm in _NRANKS.finditer(line):
             self.nranks.add(int(nm.group("n")))
         for nn in _NNODES.finditer(line):
@@ -301,8 +322,18 @@ class _LogScan:
             channel_connections=connections,
             channels=channels,
             nccl_line_count=self.nccl_lines,
+            warnings=self.warnings or None,
+            warning_lines=self.warning_lines or None,
+            failures=self.failures or None,
+            failure_lines=self.failure_lines or None,
             missing=_null_reasons(values, evidence),
         )
+
+
+def _keep(kept: list[str], text: str) -> None:
+    """Add ``text`` to ``kept`` once, up to the first _KEPT distinct ones."""
+    if text not in kept and len(kept) < _KEPT:
+        kept.append(text)
 
 
 def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from rigcheck.cli.common import JsonOption, emit, interruptible
-from rigcheck.cli.exits import EXIT_OK
+from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
 from rigcheck.report.render import Format
 
 
@@ -18,12 +18,14 @@ def nccl_log(
 ) -> None:
     """Read an NCCL_DEBUG=INFO log: transports per channel, P2P disabled or not, NCCL version, ranks.
 
-    Exit code: 0, or 2 when the file is not an NCCL log.
+    Exit code: 0, 1 when the log shows the run failed (a communicator abort, a watchdog timeout, an NCCL error),
+    2 when the file is not an NCCL log.
     """
     from rigcheck.nccllog import read_nccl_log  # the parser loads only for this command (and --compare-p2p)
 
-    emit(read_nccl_log(str(file)), Format.JSON if as_json else Format.TERMINAL)
-    raise typer.Exit(EXIT_OK)
+    doc = read_nccl_log(str(file))
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(EXIT_PROBLEMS if doc.failures else EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:

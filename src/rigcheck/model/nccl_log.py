@@ -10,6 +10,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
+from rigcheck.model.absent import absent_unless_set
 from rigcheck.model.document import Document, Plain, ReasonedRecord
 
 Direction = Literal["send", "receive"]
@@ -93,6 +94,15 @@ class NcclLog(Document, ReasonedRecord):
     )
     channels: list[ChannelLine]
     nccl_line_count: int = Field(ge=0)
+    warnings: list[str] | None = absent_unless_set(
+        'the distinct "NCCL WARN" messages, as printed (the first 20); absent when the log has none'
+    )
+    warning_lines: int | None = absent_unless_set("how many NCCL WARN lines the log holds")
+    failures: list[str] | None = absent_unless_set(
+        "the distinct lines saying the run failed, as printed (the first 20): a communicator abort, PyTorch's NCCL "
+        "watchdog timeout, an NCCL error code; absent when none"
+    )
+    failure_lines: int | None = absent_unless_set("how many such lines the log holds")
     missing: dict[str, Reason] = Field(
         description='field -> why it is null ("no nRanks line in the log", ...); p2p_disabled\'s reason is its '
         "p2p_evidence"

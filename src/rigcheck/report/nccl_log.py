@@ -58,7 +58,20 @@ def terminal(doc: NcclLog) -> RenderableType:
             parts.append(Text(f"  ... and {len(pairs) - MAX_PAIRS_SHOWN} more (--json lists them all)", style="dim"))
     else:
         parts.append(Text("No channel connection lines in the log.", style="dim"))
+    parts += [Text(line, style=style) for line, style in _trouble_lines(doc)]
     return Group(*parts)
+
+
+def _trouble_lines(doc: NcclLog) -> list[tuple[str, str]]:
+    """(line, style) for what went wrong: the failures first, then NCCL's warnings."""
+    out: list[tuple[str, str]] = []
+    if doc.failures:
+        out.append((f"The run failed ({doc.failure_lines} line(s)):", "bold red"))
+        out += [(f"  {line}", "red") for line in doc.failures]
+    if doc.warnings:
+        out.append((f"NCCL warned ({doc.warning_lines} line(s)):", "bold yellow"))
+        out += [(f"  {line}", "yellow") for line in doc.warnings]
+    return out
 
 
 # --- Markdown ----------------------------------------------------------------------------------------------------
@@ -87,6 +100,12 @@ def markdown(doc: NcclLog) -> str:
         out += [f"| {_md(key)} | {_md(_used(by))} |" for key, by in doc.channel_connections.items()]
     else:
         out.append("No channel connection lines in the log.")
+    if doc.failures:
+        out += ["", f"## The run failed ({doc.failure_lines} line(s))", ""]
+        out += [f"- {md_code(line)}" for line in doc.failures]
+    if doc.warnings:
+        out += ["", f"## NCCL warnings ({doc.warning_lines} line(s))", ""]
+        out += [f"- {md_code(line)}" for line in doc.warnings]
     if doc.env:
         out += ["", "## NCCL settings from the environment", "", "| variable | value |", "| --- | --- |"]
         out += [f"| {md_code(k, in_table=True)} | {md_code(v, in_table=True)} |" for k, v in doc.env.items()]
@@ -122,6 +141,14 @@ def html(doc: NcclLog) -> str:
         body.append("</table>")
     else:
         body.append('<p class="na">No channel connection lines in the log.</p>')
+    if doc.failures:
+        body.append(f"<h2>The run failed ({doc.failure_lines} line(s))</h2><ul>")
+        body += [f'<li class="mono">{esc(line)}</li>' for line in doc.failures]
+        body.append("</ul>")
+    if doc.warnings:
+        body.append(f"<h2>NCCL warnings ({doc.warning_lines} line(s))</h2><ul>")
+        body += [f'<li class="mono">{esc(line)}</li>' for line in doc.warnings]
+        body.append("</ul>")
     if doc.env:
         body += ["<h2>NCCL settings from the environment</h2>", "<table><tr><th>variable</th><th>value</th></tr>"]
         body += [f'<tr><td class="mono">{esc(k)}</td><td class="mono">{esc(v)}</td></tr>' for k, v in doc.env.items()]
