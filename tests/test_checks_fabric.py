@@ -260,3 +260,24 @@ def test_nvlink_e_count_on_a_cut_last_line_is_truncated_never_smaller() -> None:
     whole = parse_nvlink_errors(head + body + "\n")
     assert (whole.gpus[0].nvlinks or [])[0].crc_errors == 1
     assert not whole.diagnostics
+
+
+def test_nvlink_e_counters_not_held_are_one_line_each_naming_every_nonzero_link() -> None:
+    """Hopper drivers print ECC, Data Tx and Data Rx error counters too: one "line not read" per link and counter
+    (3 x 18 x 8 lines on an HGX) became one line per counter, and a count that is not 0 is named, never dropped."""
+    counters = ("Replay Errors", "Recovery Errors", "CRC Flit Errors", "CRC Data Errors", "ECC Errors")
+    lines: list[str] = []
+    for gpu in range(2):
+        lines.append(f"GPU {gpu}: NVIDIA H100 80GB HBM3 (UUID: GPU-{gpu}aaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee)")
+        for link in range(18):
+            lines += [f"\t Link {link}: {name}: 0" for name in counters]
+            lines.append(f"\t Link {link}: Data Tx Errors: 0")
+            lines.append(f"\t Link {link}: Data Rx Errors: {7 if (gpu, link) == (1, 3) else 0}")
+    snap = parse_nvlink_errors("\n".join(lines) + "\n")
+    assert [d.message for d in snap.diagnostics] == [
+        "'ECC Errors' counters of 36 link(s) are not held in the snapshot: all 0",
+        "'Data Tx Errors' counters of 36 link(s) are not held in the snapshot: all 0",
+        "'Data Rx Errors' counters of 36 link(s) are not held in the snapshot: not 0 on GPU1 link 3: 7",
+    ]
+    assert [len(g.nvlinks or []) for g in snap.gpus] == [18, 18]
+    assert all(link.replay_errors == 0 for g in snap.gpus for link in g.nvlinks or [])

@@ -9,8 +9,9 @@ cannot read is ``N/A``: the field is REPORTED_NA.
 What a GPU gets: ``index``, ``name``, ``uuid`` from its header and ``nvlinks``, one :class:`NvLink` per link
 printed, with ``replay_errors``, ``recovery_errors`` and ``crc_errors``; the link's state and speed are
 NOT_IN_SOURCE (``nvlink -s`` has them; combine the two with ``--from A --from B``). A link the author elided
-("[...]") is simply not listed. Lines of other counters (Blackwell's packet and BER counters) and anything else
-are kept as Diagnostics, never guessed at.
+("[...]") is simply not listed. Other counters (Hopper's ECC and data Tx/Rx errors, Blackwell's packet and BER
+counters) are one Diagnostic per counter naming every link where it is not zero; any other line is a Diagnostic
+of its own. Neither is guessed at.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def parse_nvlink_errors(text: str, path: str | None = None) -> Snapshot:
     cut_line = len(lines) if lines and not strip_ansi(text).endswith(("\n", "\r")) else None
     gpu: Gpu | None = None
     links: dict[int, NvLink] = {}
+    others: dict[str, list[tuple[int, int, str]]] = {}  # a counter not held -> (gpu, link, value as printed)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -82,6 +84,11 @@ def parse_nvlink_errors(text: str, path: str | None = None) -> Snapshot:
         if counter is not None and gpu is None:
             raise ParseError("link line before any GPU header", path=path, line=number)
         field = _field_for(counter.group("label")) if counter is not None else None
+        if counter is not None and field is None and gpu is not None:
+            others.setdefault(counter.group("label"), []).append(
+                (gpu.index, int(counter.group("link")), counter.group("value"))
+            )
+            continue
         if counter is None or field is None or gpu is None:
             index = gpu.index if gpu is not None else None
             note = f"line not read: {line.strip()!r} (line {number})"
@@ -97,7 +104,25 @@ def parse_nvlink_errors(text: str, path: str | None = None) -> Snapshot:
         _put(link, field, counter.group("value"), line=number, gpu=gpu.index, diagnostics=snapshot.diagnostics)
     if gpu is not None:
         snapshot.gpus.append(_finish(gpu, links))
+    snapshot.diagnostics += [_other_counter(label, seen) for label, seen in others.items()]
     return snapshot
+
+
+_SHOWN = 8  # non-zero counters named in a diagnostic before "..."
+
+
+def _other_counter(label: str, seen: list[tuple[int, int, str]]) -> Diagnostic:
+    """One line for a counter the snapshot does not hold (Hopper's ECC and data Tx/Rx errors, Blackwell's packet
+    and BER figures): how many links print it, and each link where it is not zero, so none is hidden."""
+    nonzero = [f"GPU{g} link {k}: {v}" for g, k, v in seen if v.strip() not in ("0", "0.0", "N/A", "")]
+    where = (
+        "all 0"
+        if not nonzero
+        else "not 0 on " + ", ".join(nonzero[:_SHOWN]) + (", ..." if len(nonzero) > _SHOWN else "")
+    )
+    message = f"{label!r} counters of {len(seen)} link(s) are not held in the snapshot: {where}"
+    gpus = {g for g, _, _ in seen}
+    return Diagnostic(source=SOURCE, message=message, gpu=gpus.pop() if len(gpus) == 1 else None)
 
 
 def _put(link: NvLink, field: str, value: str, *, line: int, gpu: int, diagnostics: list[Diagnostic]) -> None:
