@@ -9,12 +9,13 @@ A site file (``doctor --config``, model/site_config.py) may set a code's severit
 catalog and the line say) and fail a GPU's application code past a count within a window.
 
 Finding ids (category xid): xid.hardware, xid.warning, xid.application, xid.application-limit, xid.accepted,
-xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
+xid.init-failed, xid.gsp-timeout, xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
 xid.aer-corrected, xid.driver-message, xid.log-unreadable, xid.none.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Literal
@@ -40,6 +41,8 @@ FINDING_IDS: tuple[str, ...] = (
     "xid.application",
     "xid.application-limit",
     "xid.accepted",
+    "xid.init-failed",
+    "xid.gsp-timeout",
     "xid.sxid-fatal",
     "xid.sxid",
     "xid.aer-uncorrected",
@@ -50,6 +53,14 @@ FINDING_IDS: tuple[str, ...] = (
 )
 
 AER_SOURCE = "PCI Express Base Specification, Advanced Error Reporting; Linux Documentation/PCI/pcieaer-howto"
+# Where the catalog summary of this project judges the driver's own failure lines (GSP timeouts, Xid 119/120).
+NOTES_SOURCE = "NVIDIA Xid catalog as summarised in XID-NOTES.md (Xid 119/120; related non-Xid signals)"
+DRIVER_SOURCE = "NVIDIA driver README, 'Common Problems' (NVRM messages)"
+# "severity=Corrected", "=Uncorrected (Non-Fatal)", "=Uncorrectable (Fatal)" (kernels from 6.x), "=Fatal" (the
+# aer_event trace): the word, then the kind in brackets.
+_AER_SEVERITY = re.compile(r"severity=([A-Za-z]+)(?:\s*\(([A-Za-z-]+)\))?")
+_GSP_TIMEOUT = re.compile(r"heartbeat timed out|GSP Timeout", re.IGNORECASE)
+_GSP_ORDINAL = re.compile(r"\bfrom (GPU\d+) GSP\b")  # Xid 119: "waiting for RPC response from GPU4 GSP!"
 _RANK = {"info": 0, "warn": 1, "fail": 2}
 _SEVERITY = {"info": Severity.INFO, "warn": Severity.WARN, "fail": Severity.FAIL}
 
@@ -75,12 +86,22 @@ def _xid_verdict(event: KernelEvent) -> Literal["fail", "warn", "info"]:
     return verdict
 
 
-def _describe(codes: Counter[int], kind: Literal["xid", "sxid"]) -> str:
+_SEVERITY_WORD = re.compile(r"^(?:non-?fatal|fatal)\b,?\s*", re.IGNORECASE)
+
+
+def _describe(codes: Counter[int], kind: Literal["xid", "sxid"], said: dict[int, str] | None = None) -> str:
+    """Each code with its catalog meaning; a code not in the table with the line's own words where given."""
     parts = []
     for code, n in sorted(codes.items()):
         entry = lookup(kind, code)
         label = f"{'Xid' if kind == 'xid' else 'SXid'} {code}"
-        parts.append(f"{n} x {label}" + (f" ({entry.meaning})" if entry else " (not in rigcheck's table)"))
+        if entry is not None:
+            meaning = entry.meaning
+        elif said and code in said:
+            meaning = f"not in rigcheck's table; the line says: {said[code]}"
+        else:
+            meaning = "not in rigcheck's table"
+        parts.append(f"{n} x {label} ({meaning})")
     return "; ".join(parts)
 
 
@@ -258,18 +279,102 @@ def _sxids(snapshot: Snapshot) -> list[Finding]:
         fatal = [e for e in events if severity_of("sxid", e.code or 0, e.message) == "fail"]
         chosen = fatal or events
         codes = Counter(e.code or 0 for e in chosen)
+        # The driver's text after the code and its Fatal/Non-fatal word ("Link 04 RX Short Error Rate").
+        said = {e.code or 0: _SEVERITY_WORD.sub("", e.message) for e in reversed(chosen)}
         findings.append(
             Finding(
                 id="xid.sxid-fatal" if fatal else "xid.sxid",
                 severity=Severity.FAIL if fatal else Severity.WARN,
                 category="xid",
                 subject=switch,
-                message=f"NVSwitch {switch}: {'fatal ' if fatal else 'non-fatal '}{_describe(codes, 'sxid')}",
+                message=f"NVSwitch {switch}: {'fatal ' if fatal else 'non-fatal '}{_describe(codes, 'sxid', said)}",
                 measured=f"{len(chosen)} line(s), {_span(chosen)}",
                 expected="no SXid",
                 advice=_actions(chosen, "sxid")
                 + ("; a fatal SXid stops the traffic through the switch: restart the VMs/jobs on it" if fatal else ""),
                 source=SXID_CATALOG,
+            )
+        )
+    return findings
+
+
+def _aer_class(message: str) -> Literal["corrected", "uncorrected", "fatal"]:
+    """An AER line's severity; a wording not known here is uncorrected, so that it never passes as corrected."""
+    m = _AER_SEVERITY.search(message)
+    if m is None:
+        return "uncorrected"
+    word, kind = m.group(1).lower(), (m.group(2) or "").lower()
+    if word in ("corrected", "correctable"):
+        return "corrected"
+    return "fatal" if "fatal" in (word, kind) else "uncorrected"
+
+
+def is_init_failure(event: KernelEvent) -> bool:
+    return event.kind == "nvrm" and "RmInitAdapter failed" in event.message
+
+
+def is_gsp_timeout(event: KernelEvent) -> bool:
+    return event.kind == "nvrm" and _GSP_TIMEOUT.search(event.message) is not None
+
+
+def _init_failures(snapshot: Snapshot) -> list[Finding]:
+    """ "RmInitAdapter failed!": the driver could not bring the GPU up, so it serves nothing (the catalog's Xid 143,
+    "GPU initialization failure", is the same fault where the driver prints it as an Xid)."""
+    by_subject: dict[tuple[str, int | None, str | None], list[KernelEvent]] = defaultdict(list)
+    for e in snapshot.kernel_events:
+        if is_init_failure(e):
+            by_subject[_where(snapshot, e.pci_bus_id)].append(e)
+    return [
+        Finding(
+            id="xid.init-failed",
+            severity=Severity.FAIL,
+            category="xid",
+            subject=subject,
+            gpu=index,
+            message=f"{f'{subject} ({bus})' if bus else subject}: the driver could not initialize the GPU: "
+            f"{len(events)} x {events[-1].message}",
+            measured=f"{len(events)} line(s), {_span(events)}",
+            expected="every GPU initialized",
+            advice="the GPU did not come up and serves nothing: reset it or reboot the node; if it fails again, "
+            "check that this driver supports the GPU, its power and seating, and give NVIDIA support the "
+            "(0x..:0x..:N) code",
+            source=f"{DRIVER_SOURCE}; {XID_CATALOG} (Xid 143)",
+        )
+        for (subject, index, bus), events in by_subject.items()
+    ]
+
+
+def _gsp_covered(event: KernelEvent, snapshot: Snapshot) -> bool:
+    """Whether an Xid 119/120 line reports this GSP timeout already: the driver prints the timeout's lines around
+    the Xid, one fault. An Xid 119 names its GPU's ordinal ("from GPU4 GSP"); where none names one, any 119/120
+    covers every GSP line."""
+    gsp_xids = [e for e in snapshot.kernel_events if e.kind == "xid" and e.code in (119, 120)]
+    named = {m.group(1) for e in gsp_xids if (m := _GSP_ORDINAL.search(e.message)) is not None}
+    return bool(gsp_xids) and (event.device is None or not named or event.device in named)
+
+
+def _gsp_timeouts(snapshot: Snapshot) -> list[Finding]:
+    """GSP firmware timeouts printed without their Xid line: judged as the catalog judges Xid 119/120."""
+    by_gpu: dict[str, list[KernelEvent]] = defaultdict(list)
+    for e in snapshot.kernel_events:
+        if is_gsp_timeout(e) and not _gsp_covered(e, snapshot):
+            by_gpu[e.device or ""].append(e)
+    findings = []
+    for ordinal, events in by_gpu.items():
+        who = (
+            f"the driver's {ordinal} (its own numbering, not necessarily nvidia-smi's index; the lines print no bus id)"
+            if ordinal
+            else "a GPU the lines do not name"
+        )
+        findings.append(
+            host_finding(
+                "xid.gsp-timeout",
+                Severity.FAIL,
+                f"{who}: GSP firmware timeout without an Xid line: {len(events)} x, last: {events[-1].message}",
+                measured=f"{len(events)} line(s), {_span(events)}",
+                expected="no GSP timeout",
+                advice=f"as for Xid 119/120: {ACTION_WORDS['reset_gpu']}; update the driver if it recurs",
+                source=f"{NOTES_SOURCE}; {XID_CATALOG}",
             )
         )
     return findings
@@ -282,8 +387,8 @@ def _aer(snapshot: Snapshot) -> list[Finding]:
             by_device[_where(snapshot, e.pci_bus_id)].append(e)
     findings = []
     for (subject, index, _), events in by_device.items():
-        uncorrected = [e for e in events if "severity=Uncorrected" in e.message or "severity=Fatal" in e.message]
-        fatal = any("Fatal" in e.message and "Non-Fatal" not in e.message for e in uncorrected)
+        uncorrected = [e for e in events if _aer_class(e.message) != "corrected"]
+        fatal = any(_aer_class(e.message) == "fatal" for e in uncorrected)
         chosen = uncorrected or events
         findings.append(
             Finding(
@@ -309,7 +414,14 @@ def _aer(snapshot: Snapshot) -> list[Finding]:
 
 
 def _driver_messages(snapshot: Snapshot) -> list[Finding]:
-    lines = [e for e in snapshot.kernel_events if e.kind == "nvrm" and "fallen off the bus" not in e.message]
+    lines = [
+        e
+        for e in snapshot.kernel_events
+        if e.kind == "nvrm"
+        and "fallen off the bus" not in e.message
+        and not is_init_failure(e)
+        and not is_gsp_timeout(e)
+    ]
     if not lines:
         return []
     return [
@@ -321,10 +433,9 @@ def _driver_messages(snapshot: Snapshot) -> list[Finding]:
             measured=f"{len(lines)} line(s), {_span(lines)}",
             expected="no driver errors",
             advice="API mismatch: reload the nvidia modules or reboot; "
-            "RmInitAdapter failed: the GPU did not start, "
-            "reset or reboot; probe routine failed or no device initialized: the driver took no GPU for the "
+            "probe routine failed or no device initialized: the driver took no GPU for the "
             "lines just before it (a GPU off the bus, one this driver does not support), fix that first",
-            source="NVIDIA driver README, 'Common Problems' (NVRM messages)",
+            source=DRIVER_SOURCE,
         )
     ]
 
@@ -346,7 +457,14 @@ def check_xid(snapshot: Snapshot, site: XidSite | None = None, origin: str = "si
                 source=XID_CATALOG,
             )
         ]
-    findings = _gpu_xids(snapshot, site, origin) + _sxids(snapshot) + _aer(snapshot) + _driver_messages(snapshot)
+    findings = [
+        *_gpu_xids(snapshot, site, origin),
+        *_init_failures(snapshot),
+        *_gsp_timeouts(snapshot),
+        *_sxids(snapshot),
+        *_aer(snapshot),
+        *_driver_messages(snapshot),
+    ]
     if not findings and read is not None:
         since = f" since {read.since}" if read.since else ""
         older = f" ({read.before_since} older event(s) not counted)" if read.before_since else ""

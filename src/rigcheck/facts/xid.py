@@ -28,12 +28,14 @@ SXID_CATALOG = (
 )
 
 Cause = Literal["hardware", "driver", "application"]
-Action = Literal["none", "restart_app", "reset_gpu", "reboot", "drain", "contact_support"]
+Action = Literal["none", "restart_app", "restart_app_reset_later", "reset_gpu", "reboot", "drain", "contact_support"]
 Verdict = Literal["fail", "warn", "info"]
 
 ACTION_WORDS: dict[Action, str] = {
     "none": "no action for the GPU",
     "restart_app": "restart the application",
+    "restart_app_reset_later": "restart the application; reset the GPU when convenient (a pending row remap "
+    "takes effect on reset)",
     "reset_gpu": "reset the GPU (`nvidia-smi -r` with no process on it), else reboot the node",
     "reboot": "reboot the node",
     "drain": "drain the node and reset the GPU",
@@ -120,7 +122,15 @@ XIDS: dict[int, Code] = {
         *(_c(n, _VIDEO, "application", "restart_app") for n in (102, 103, 104, 105)),
         _c(92, "high single-bit ECC error rate", "hardware", "none", "warn"),
         _c(93, "non-fatal violation of the provisioned InfoROM wear limit", "hardware", "none", "warn"),
-        _c(94, "contained ECC error: only the affected applications were stopped", "hardware", "restart_app", "fail"),
+        # A warn: the row is contained and the GPU keeps serving; the catalog's resolution is "restart the
+        # application; reset the GPU when convenient (pending remap)" (XID-NOTES.md, Xid 94). 95 stays a fail.
+        _c(
+            94,
+            "contained ECC error: only the affected applications were stopped",
+            "hardware",
+            "restart_app_reset_later",
+            "warn",
+        ),
         _c(95, "uncontained ECC error: every application on the GPU is affected", "hardware", "reset_gpu"),
         _c(106, "SMBPBI test message", "driver", "none", "info"),
         _c(107, "SMBPBI test message (silent)", "driver", "none", "info"),
@@ -169,9 +179,10 @@ SXIDS: dict[int, Code] = {
         _c(12028, "NVSwitch egress non-posted PRIV error", "hardware", "reset_gpu"),
         _c(15008, "NVSwitch route table uncorrectable ECC error", "hardware", "reboot"),
         _c(19084, "NVSwitch uncorrectable link error (AN1 heartbeat timeout)", "hardware", "reboot"),
-        _c(20009, "NVSwitch link fatal error", "hardware", "reboot"),
         _c(22013, "NVSwitch minion link DL fatal error", "hardware", "reboot"),
-        _c(24007, "NVSwitch SOE (security engine) halt", "hardware", "reboot"),
+        # 20009 and 24007 were here with meanings their own lines contradict ("20009, Non-fatal, Link 04 RX Short
+        # Error Rate", "24007, Fatal, Link 28 sourcetrack timeout error"); neither is in XID-NOTES.md, so they
+        # are left out: the check quotes the line's own words for them, its Fatal/Non-fatal word sets severity.
     )
 }
 

@@ -26,7 +26,9 @@ class KernelEvent(BaseModel):
     pid: int | None = None  # new-format Xid lines only; null for "<unknown>" or the old format
     process: str | None = None  # name= of new-format Xid lines; null for "<unknown>"
     message: str  # the text after the code (Xid/SXid) or after the prefix, as printed
-    device: str | None = None  # the printing device where the line names it: "nvidia-nvswitch1"
+    # the printing device where the line names it ("nvidia-nvswitch1"), or the GPU ordinal a GSP line gives
+    # ("GPU6": the driver's numbering)
+    device: str | None = None
 
 
 class KernelLogRead(BaseModel):

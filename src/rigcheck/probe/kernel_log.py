@@ -7,7 +7,12 @@ one (`NVRM: Xid (0000:03:00): 13, ...`, later `(PCI:0000:03:00)`) and the new on
 (pid may print as `'<unknown>'`, or come without the name). The driver's three-line GPU messages ("The NVIDIA GPU
 <bdf>" / "(PCI ID: ...) installed in this system has" / "fallen off the bus ...") are joined into one. Every other
 matching line is one event, as printed; nothing else is merged, so counts are counts of lines (the catalog's
-multi-line events, e.g. an SXid's (First)/Severity/Data lines, count each line).
+multi-line events, e.g. an SXid's (First)/Severity/Data lines, count each line). GSP firmware timeouts printed
+without an Xid line ("NVRM: GPU6 _kgspRpcRecvPoll: GSP RM heartbeat timed out") are ``nvrm`` events whose
+``device`` is the driver's GPU ordinal ("GPU6": the driver's numbering, not necessarily nvidia-smi's index; the
+line prints no bus id, so none is guessed). A log with no event is still a kernel log when it holds the NVIDIA
+driver's own lines ("NVRM: loading NVIDIA ... Kernel Module 595.58.03", nvidia-modeset/-nvlink/-uvm/-peermem):
+the saved log of a healthy node.
 
 Live, `dmesg` is read first; where the kernel restricts it (dmesg_restrict) `journalctl -k -b`; where neither can
 be read, ``KernelLogRead.unreadable`` says why (the check makes it an ``unknown``, never a pass).
@@ -36,23 +41,39 @@ _OFF_BUS = re.compile(r"NVRM: (GPU (?:at )?((?:PCI:)?" + _BDF + r"):? (?:GPU )?h
 # syslog): "The NVIDIA GPU <bdf>" / "(PCI ID: 10de:26b5) installed in this system has" / "fallen off the bus and
 # is not responding to commands." (nv.c of NVIDIA's open kernel modules); read as one message.
 _GPU_INTRO = re.compile(r"NVRM: (The NVIDIA GPU (" + _BDF + r")\b.*)$")
+# "RmInitAdapter failed!" names its GPU in later drivers: "GPU 0000:0a:00.0: ", "GPU at PCI:0000:0a:00: ".
+_INIT_FAILED = re.compile(r"NVRM: ((?:GPU (?:at )?((?:PCI:)?" + _BDF + r"):? )?RmInitAdapter failed.*)$")
 _NVRM_OTHER = re.compile(
     r"NVRM: ((?:API mismatch|RmInitAdapter failed|GPU (?:at )?(?:PCI:)?\S+ RmInitAdapter"
     r"|The NVIDIA probe routine (?:failed|was not called)|None of the NVIDIA devices were initialized).*)$"
 )
-# The device's driver name is bounded: an unbounded \S+ is quadratic on a long run without spaces.
-_AER = re.compile(r"(\S{1,64} (" + _BDF + r")): (PCIe Bus Error: severity=.*)$")
+# GSP firmware timeouts, "NVRM: GPU<n> <function>: ...": "_kgspIsHeartbeatTimedOut: Heartbeat timed out",
+# "_kgspRpcRecvPoll: GSP RM heartbeat timed out", "_kgspLogRpcTimeout: *** GSP Timeout ***" (older drivers
+# print no ordinal). The function name is bounded for the same reason as _AER's device.
+_GSP = re.compile(r"NVRM: ((?:(GPU\d{1,3}) )?\w{1,80}: (?:.*\bheartbeat timed out|\W*GSP Timeout\b).*)$", re.I)
+# The device's driver name is bounded: an unbounded \S+ is quadratic on a long run without spaces. Kernels
+# 4.19-5.x print "AER: " before "PCIe Bus Error" (".../pci/pcie/aer.c" pci_err()), later ones do not.
+_AER = re.compile(r"(\S{1,64} (" + _BDF + r")): (?:AER: )?(PCIe Bus Error: severity=.*)$")
 _GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(" + _BDF + r"): (GPU-[0-9a-fA-F-]+)")
 
 # Timestamps before the kernel text, tried in this order on the prefix.
 _CTIME = re.compile(r"\[((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \w{3} +\d{1,2} \d\d:\d\d:\d\d \d{4})\]")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)")
 _SYSLOG = re.compile(r"^((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} \d\d:\d\d:\d\d)")
-_UPTIME = re.compile(r"\[ *(\d+\.\d+)\]")
+# Seconds since boot, or since the line before ("+0.000004", `dmesg -H`; kept as printed).
+_UPTIME = re.compile(r"\[ *(\+?\d+\.\d+)\]")
+_DMESG_H = re.compile(r"\[((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\d{1,2} \d\d:\d\d)\]")  # dmesg -H
+# The NVIDIA driver's own lines, after a kernel-log framing (a time, "kernel:", dmesg's continuation indent):
+# what makes a log without any event a kernel log. Anchored at the line's start, so that a line of another
+# tool that quotes "NVRM:" further on is not taken for one.
+_DRIVER_LINE = re.compile(
+    r"^\s*(?:\S[^\n]{0,120}?(?:kernel:|\])\s*)?(?:NVRM: |nvidia-(?:modeset|nvlink|uvm|peermem)(?::| nv_))"
+)
+_LOADING = re.compile(r"NVRM: loading NVIDIA UNIX .{0,40}Kernel Module.*?\s(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)(?!\S)")
 
 
 def _time(prefix: str) -> str | None:
-    for pattern in (_CTIME, _ISO, _SYSLOG, _UPTIME):
+    for pattern in (_CTIME, _ISO, _SYSLOG, _UPTIME, _DMESG_H):
         m = pattern.search(prefix)
         if m is not None:
             return m.group(1)
@@ -97,10 +118,17 @@ def _event_of(line: str) -> KernelEvent | None:
     if m is not None:  # one GPU's message, its lines joined (see _GPU_INTRO)
         message = re.sub(r"(?:#012)?\s*NVRM: ", " ", m.group(1)).rstrip()
         return KernelEvent(kind="nvrm", pci_bus_id=m.group(2), time=_time(line[: m.start()]), message=message)
+    m = _INIT_FAILED.search(line)
+    if m is not None:
+        message = re.sub(r"#012(?:NVRM: )?", " ", m.group(1)).rstrip()
+        return KernelEvent(kind="nvrm", pci_bus_id=m.group(2), time=_time(line[: m.start()]), message=message)
     m = _NVRM_OTHER.search(line)
     if m is not None:  # syslog writes a multi-line message as one line with "#012" for each newline
         message = re.sub(r"#012(?:NVRM: )?", " ", m.group(1)).rstrip()
         return KernelEvent(kind="nvrm", time=_time(line[: m.start()]), message=message)
+    m = _GSP.search(line) if "NVRM: " in line else None
+    if m is not None:
+        return KernelEvent(kind="nvrm", time=_time(line[: m.start()]), message=m.group(1).rstrip(), device=m.group(2))
     m = _AER.search(line) if "PCIe Bus Error" in line else None
     if m is not None:
         return KernelEvent(
@@ -119,8 +147,19 @@ def parse_kernel_events(text: str) -> list[KernelEvent]:
 
 
 def looks_like_kernel_log(text: str) -> bool:
-    """Whether the text holds at least one line this module reads (the detector of `--from`)."""
-    return any(_event_of(line) is not None for line in _joined(text.splitlines()))
+    """Whether the text holds a line this module reads, or a line of the NVIDIA driver itself (the detector of
+    `--from`; the outputs it must not take, nvidia-smi's and Fabric Manager's, are told apart before it)."""
+    lines = text.splitlines()
+    return any(_DRIVER_LINE.search(line) for line in lines) or any(
+        _event_of(line) is not None for line in _joined(lines)
+    )
+
+
+def driver_version_of(text: str) -> str | None:
+    """The version the last "NVRM: loading NVIDIA UNIX ... Kernel Module  595.58.03 ..." line names (the module
+    loaded last is the one running), None where no such line is."""
+    found = _LOADING.findall(text)
+    return found[-1] if found else None
 
 
 _CONTINUED = re.compile(r"NVRM: (.*)$")
@@ -154,9 +193,9 @@ def _joined(lines: list[str]) -> list[str]:
 
 
 def snapshot_from_kernel_log(text: str, path: str | None) -> Snapshot:
-    """A snapshot of what the log shows: its events, and one GPU per bus id an Xid or "GPU at" line names
+    """A snapshot of what the log shows: its events, one GPU per bus id an Xid, "GPU at" or other NVRM line names
     (numbered in bus order, as nvidia-smi numbers them; every reading not in the source), so that the events
-    have a GPU to land on and a log alone is not "no GPU"."""
+    have a GPU to land on and a log alone is not "no GPU", and the driver version its loading line names."""
     events = parse_kernel_events(text)
     uuids: dict[str, str] = {}
     for m in _GPU_AT.finditer(text):
@@ -172,13 +211,15 @@ def snapshot_from_kernel_log(text: str, path: str | None) -> Snapshot:
         gpu = Gpu(index=index, pci_bus_id=key, uuid=uuids.get(key))
         gpu.mark_unset_missing(Missing.NOT_IN_SOURCE)
         gpus.append(gpu)
-    return Snapshot(
+    snapshot = Snapshot(
         source=Source(kind="kernel-log", path=path),
         gpus=gpus,
         kernel_events=events,
         kernel_log=KernelLogRead(method="file"),
         gpu_absent_reason=None if gpus else "the kernel log names no GPU",
     )
+    snapshot.software.driver_version = driver_version_of(text)
+    return snapshot
 
 
 # --- live -------------------------------------------------------------------------------------------------------
