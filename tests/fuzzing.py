@@ -196,7 +196,9 @@ SNAPSHOT_SEEDS = _files(
     "corpus/h100-vm/q-d.txt", "snapshots/*.json",
     "smi-extra/*", "topo-extra/*",
 )  # fmt: skip
-TRACE_SEEDS = _files("corpus/telemetry/*.csv", "traces/*.csv", "corpus/h100-vm/query.csv", "corpus/h100-vm/dmon.txt")
+TRACE_SEEDS = _files(
+    "corpus/telemetry/*.csv", "traces/*.csv", "traces/dmon-*.txt", "corpus/h100-vm/query.csv", "corpus/h100-vm/dmon.txt"
+)
 NCCL_SEEDS = _files("corpus/nccl-log/*", "nccl-extra/*", "corpus/h100-vm/nccl-info-*", "corpus/nccl-tests/*")
 
 

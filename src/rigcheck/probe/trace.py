@@ -1,4 +1,4 @@
-"""Telemetry traces on disk: read any of three formats into a :class:`Trace`.
+"""Telemetry traces on disk: read any of four formats into a :class:`Trace`.
 
 Formats (told apart by their first line):
 
@@ -12,6 +12,8 @@ Formats (told apart by their first line):
   Timestamps (``2026/11/22 18:08:32.717``) become seconds since the first sample. Several GPUs
   interleave, told apart by ``index`` (else ``uuid`` / ``pci.bus_id``). Columns rigcheck does not use
   are ignored, and named in the trace's diagnostics.
+- **nvidia-smi dmon** output (``# gpu pwr gtemp ...`` or ``#Date Time gpu ...`` on line 1), read by
+  rigcheck.probe.trace_dmon.
 - **rigcheck JSONL** and **rigcheck CSV** (``rigcheck.trace/1``): rigcheck's own file format, read and written
   by rigcheck.model.trace. A CSV trace (``t_s,gpu,...`` on line 1) has its header in the sidecar
   ``FILE.meta.json``, read here when it is there; without it the samples still read (a diagnostic says what is
@@ -61,6 +63,7 @@ from rigcheck.probe.smi.values import (
     parse_str,
     parse_watts,
 )
+from rigcheck.probe.trace_dmon import DmonReader, header_names
 
 # An nvidia-smi trace without a timestamp column is taken to be sampled at the issue's `-lms 100`.
 DEFAULT_INTERVAL_S = 0.1
@@ -68,7 +71,7 @@ DEFAULT_INTERVAL_S = 0.1
 
 # --- reading ------------------------------------------------------------------------------------
 
-EXPECTED = "a telemetry trace (nvidia-smi --query-gpu CSV, or rigcheck CSV/JSONL)"
+EXPECTED = "a telemetry trace (nvidia-smi --query-gpu CSV, nvidia-smi dmon output, or rigcheck CSV/JSONL)"
 # Bytes read at a time: large enough that decoding and splitting run in C over many lines at once.
 _CHUNK = 1 << 20
 
@@ -96,7 +99,9 @@ class TraceStream:
         first_no, first = next(lines)
         lines = itertools.chain([(first_no, first)], lines)
         head = first.strip()
-        if head.startswith(CSV_COMMENT.strip()):
+        if header_names(head) is not None:  # before the CSV comment: both start with "# "
+            samples = DmonReader(self.path, self.header).read(lines)
+        elif head.startswith(CSV_COMMENT.strip()):
             samples = read_rigcheck_csv(lines, self.path, self.header)
         elif head.startswith("{"):
             samples = read_rigcheck_jsonl(lines, self.path, self.header)
@@ -124,7 +129,7 @@ class TraceStream:
             blocks = text_blocks(fh, self.path, EXPECTED)
             number, lines = _first_text(blocks, self.path)
             head = lines[0].strip()
-            if head.startswith(CSV_COMMENT.strip()) or head.startswith("{") or is_rigcheck_csv_columns(head):
+            if head.startswith(("#", "{")) or is_rigcheck_csv_columns(head):  # not an nvidia-smi CSV
                 yield from self._samples(_numbered(itertools.chain([(number - 1, lines)], blocks)))
                 return
             rest = itertools.chain([(number, lines[1:])], blocks)
@@ -557,7 +562,7 @@ class _SmiCsvReader:
         if not _looks_like_smi_header(headers):
             raise ParseError(
                 "not a telemetry trace: expected an nvidia-smi --query-gpu CSV header (timestamp, index, power.draw, "
-                "temperature.gpu, ...), a rigcheck.trace/1 CSV or JSONL",
+                "temperature.gpu, ...), nvidia-smi dmon output (# gpu pwr gtemp ...), a rigcheck.trace/1 CSV or JSONL",
                 path=path,
                 line=header_no,
             )
