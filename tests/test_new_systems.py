@@ -70,3 +70,34 @@ def test_a_grace_superchips_sys_to_every_nic_is_information() -> None:
         gpu.name = "NVIDIA H100 80GB HBM3"
     (finding,) = [f for f in run_checks(snap) if f.id == "topology.nic-cross-socket"]
     assert finding.severity is Severity.WARN
+
+
+VGPU_GUEST = FIXTURES / "smi-extra" / "006-vgpu-guest-rtxa6000-24q-535-sram-na.txt"
+
+
+def test_a_vgpu_guests_dram_ecc_counts_are_read_beside_sram_counters_printed_na() -> None:
+    """SRAM N/A, DRAM 0: the totals were null (reported_na) and doctor said the counts could not be read."""
+    snap = load_file(str(VGPU_GUEST))
+    gpu = snap.gpus[0]
+    assert gpu.ecc_enabled is True
+    assert (gpu.ecc_uncorrected_volatile, gpu.ecc_uncorrected_aggregate, gpu.ecc_corrected_volatile) == (0, 0, 0)
+    assert any("the SRAM counters print N/A" in d.message for d in snap.diagnostics)
+    assert not [f for f in run_checks(snap) if f.id == "health.memory-errors-unavailable"]
+
+
+def test_sram_na_alone_or_a_dram_na_still_leaves_the_total_unknown() -> None:
+    text = VGPU_GUEST.read_text(encoding="utf-8")
+    dram_na = text.replace("DRAM Uncorrectable            : 0", "DRAM Uncorrectable            : N/A")
+    gpu = parse_query_text(dram_na).gpus[0]
+    assert gpu.ecc_uncorrected_volatile is None  # a DRAM count N/A is never summed around
+    assert gpu.ecc_corrected_volatile == 0
+    xml = (
+        '<?xml version="1.0" ?>\n<nvidia_smi_log><driver_version>535.183.06</driver_version><attached_gpus>1'
+        '</attached_gpus><gpu id="00000000:02:00.0"><product_name>NVIDIA RTXA6000-24Q</product_name>'
+        "<ecc_mode><current_ecc>Enabled</current_ecc><pending_ecc>Enabled</pending_ecc></ecc_mode>"
+        "<ecc_errors><volatile><sram_correctable>N/A</sram_correctable><sram_uncorrectable_parity>N/A"
+        "</sram_uncorrectable_parity><sram_uncorrectable_secded>N/A</sram_uncorrectable_secded>"
+        "<dram_correctable>0</dram_correctable><dram_uncorrectable>0</dram_uncorrectable></volatile>"
+        "</ecc_errors></gpu></nvidia_smi_log>\n"
+    )
+    assert parse_query_xml(xml).gpus[0].ecc_uncorrected_volatile == 0

@@ -215,19 +215,25 @@ class _Builder:
         return printed
 
     def total(self, attr: str, raws: list[Raw]) -> None:
-        """Sum of counters (None with the first reason when any is N/A)."""
+        """Sum of counters (None with the first reason when any is N/A), except an optional counter printed N/A
+        beside counted ones (Raw.optional: a vGPU guest's SRAM counts): summed around, with a note."""
         if ECC in self.fields.cut_groups or attr in self.fields.cut_groups:
             self.gpu.mark_missing(attr, Missing.TRUNCATED)
             return
         if not raws:
             return
+        read = [(raw, self.read(raw, parse_int, attr)) for raw in raws]
+        skipped = [raw for raw, r in read if r.value is None and raw.optional and r.reason is Missing.REPORTED_NA]
         total = 0
-        for raw in raws:
-            result = self.read(raw, parse_int, attr)
+        for raw, result in read:
+            if raw in skipped and len(skipped) < len(read):
+                continue
             if result.value is None:
                 self.set(attr, result)
                 return
             total += result.value
+        if skipped:
+            self.note(f"{attr}: the SRAM counters print N/A; the total counts the others", skipped[0])
         self.set(attr, Parsed(total))
 
 

@@ -367,7 +367,7 @@ def _collect_ecc(fields: GpuFields, entry: _Entry) -> None:
     assert entry.value is not None
     path = entry.path
     last = path[-1]
-    raw = Raw(entry.value, entry.line, entry.cut)
+    raw = Raw(entry.value, entry.line, entry.cut, optional=last.startswith("sram"))
     volatile = "volatile" in path
     aggregate = "aggregate" in path
     if not (volatile or aggregate):

@@ -253,10 +253,11 @@ def _collect_ecc(tree: _Tree, ecc: ET.Element, fields: GpuFields) -> None:
             text = (child.text or "").strip()
             if not text or len(child):
                 continue
+            sram = child.tag.startswith("sram")
             if "uncorrectable" in child.tag:
-                unc.append(Raw(text))
+                unc.append(Raw(text, optional=sram))
             elif "correctable" in child.tag and corr is not None:
-                corr.append(Raw(text))
+                corr.append(Raw(text, optional=sram))
 
 
 def _read_tree(text: str, path: str | None) -> _Tree:

@@ -94,6 +94,9 @@ class Raw:
     text: str
     line: int | None = None
     cut: bool = False
+    # A counter a GPU may print N/A beside counted ones (SRAM ECC on a vGPU guest, whose DRAM counts are there):
+    # totals sum around it where it is N/A, and say so, instead of losing the others.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
