@@ -184,3 +184,12 @@ def test_placeholder_gets_no_power_findings() -> None:
     from rigcheck.model import Gpu
 
     assert check_power(make_snapshot([Gpu(index=0, read_error=Missing.GPU_LOST)])) == []
+
+
+def test_no_power_brake_is_said_only_where_the_clock_event_reasons_are_known() -> None:
+    """`nvidia-smi -q -d POWER` holds limits and draw but no clock-event reasons: "no power brake" was said anyway."""
+    known = make_gpu(0, power_limit_w=480.0, power_default_limit_w=480.0, clock_event_reasons_active=[])
+    unknown = known.model_copy(update={"index": 1, "clock_event_reasons_active": None})
+    found = check_power(make_snapshot([known, unknown]))
+    assert only(found, "power.ok", "GPU0").message.endswith("; no power brake")
+    assert "brake" not in only(found, "power.ok", "GPU1").message

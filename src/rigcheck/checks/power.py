@@ -273,7 +273,9 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
                 gpu,
                 "power.ok",
                 Severity.OK,
-                f"power limit {fmt(set_limit, 'W')} (default {fmt(default, 'W')}{max_text}){draw_text}; no power brake",
+                f"power limit {fmt(set_limit, 'W')} (default {fmt(default, 'W')}{max_text}){draw_text}"
+                # the brake is said absent only where the input holds the clock-event reasons (-d POWER does not)
+                + ("; no power brake" if gpu.clock_event_reasons_active is not None else ""),
                 measured=fmt(set_limit, "W"),
                 expected=f">= {fmt(default, 'W')} (default)",
                 source=LIMIT_SOURCE,
