@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigcheck.checks import run_checks
-from rigcheck.model import Severity
+from rigcheck.model import Missing, Severity
 from rigcheck.probe.from_file import load_file, load_files, load_text
 from rigcheck.probe.smi.query_text import parse_query_text
 from rigcheck.probe.smi.query_xml import parse_query_xml
@@ -101,3 +101,25 @@ def test_sram_na_alone_or_a_dram_na_still_leaves_the_total_unknown() -> None:
         "</ecc_errors></gpu></nvidia_smi_log>\n"
     )
     assert parse_query_xml(xml).gpus[0].ecc_uncorrected_volatile == 0
+
+
+P4_VGPU = FIXTURES / "smi-extra" / "007-grid-p4-1q-vgpu-guest-513-v11.xml"
+
+
+def test_a_vgpu_guests_zero_placeholders_are_implausible_not_readings() -> None:
+    """`<gpu_temp>0 C</gpu_temp>` was read as 0 C ("thermal.ok ... in the guide's excellent range") and the
+    `<max_clocks>` of 0 MHz as the GPU's maximum clocks."""
+    snap = load_file(str(P4_VGPU))
+    gpu = snap.gpus[0]
+    assert gpu.temp_c is None
+    assert gpu.missing["temp_c"] is Missing.IMPLAUSIBLE
+    assert (gpu.clock_sm_max_mhz, gpu.missing["clock_sm_max_mhz"]) == (None, Missing.IMPLAUSIBLE)
+    assert not [f for f in run_checks(snap) if f.id == "thermal.ok"]
+    assert any("temp_c" in d.message and "0" in d.message for d in snap.diagnostics)
+
+
+def test_processes_whose_memory_is_not_reported_are_said_to_run_not_to_hold_memory() -> None:
+    (finding,) = [f for f in run_checks(load_file(str(P4_VGPU))) if f.id == "fabric.gpu-processes"]
+    assert finding.message == (
+        "3 processes run on the GPU (memory use not reported): pid 1188, pid 2124, C:\\Windows\\explorer.exe 15104"
+    )

@@ -219,7 +219,13 @@ def _check_processes(gpu: Gpu) -> list[Finding]:
             gpu,
             "fabric.gpu-processes",
             Severity.INFO,
-            f"{len(held)} {'process holds' if len(held) == 1 else 'processes hold'} GPU memory: {list_names(held)}",
+            (
+                f"{len(held)} {'process holds' if len(held) == 1 else 'processes hold'} GPU memory: {list_names(held)}"
+                if any(p.used_memory_mib is not None for p in gpu.processes)
+                # a vGPU guest or WDDM prints the processes with their memory N/A: they run, what they hold is unknown
+                else f"{len(held)} {'process runs' if len(held) == 1 else 'processes run'} on the GPU (memory use "
+                f"not reported): {list_names(held)}"
+            ),
             measured=list_names(held),
             expected="no processes on a node about to be benchmarked or accepted",
             advice="stop them (or wait for the job) before a benchmark or an acceptance run",

@@ -40,6 +40,16 @@ _TEMPERATURE = Bounds(
     "GPU shutdown thresholds are around 90-105 C (95 C on the H100 of tests/fixtures/corpus/h100-vm): a die "
     "above 150 C has shut down long before",
 )
+# A die's own reading: a running GPU is above the air or liquid that cools it, so 0 C is a sensor that is not
+# there (a vGPU guest prints "0 C" for the host's GPU); thresholds keep the wider range above.
+_TEMPERATURE_READING = Bounds(
+    1,
+    150,
+    "C",
+    "nvml.h nvmlDeviceGetTemperature (unsigned degrees C); 0 C is the placeholder of a sensor not exposed (a vGPU "
+    "guest's <gpu_temp>0 C</gpu_temp>): a working die sits above its coolant, and data-centre inlet air is "
+    "18-27 C (ASHRAE TC 9.9 recommended envelope)",
+)
 # "GPU T.Limit Temp" is the margin left below T.Limit: negative once the GPU is past it.
 _TLIMIT_MARGIN = Bounds(
     -150,
@@ -60,6 +70,14 @@ _PERCENT = Bounds(
     100,
     "%",
     "nvml.h nvmlUtilization_t.gpu: percent of the sample period during which a kernel ran",
+)
+# A maximum clock of 0 MHz is no clock: the placeholder of a vGPU guest (<max_clocks> of 0 MHz).
+_MAX_CLOCK = Bounds(
+    1,
+    30000,
+    "MHz",
+    "nvml.h nvmlDeviceGetMaxClockInfo: the highest clock the GPU can run; 0 is a placeholder (a vGPU guest's "
+    "<max_clocks> print 0 MHz), above 30,000 MHz is no card's clock (see the current clocks' bounds)",
 )
 _CLOCK = Bounds(
     0,
@@ -116,10 +134,9 @@ BOUNDS: dict[str, Bounds] = {
         ),
         _POWER,
     ),
+    **dict.fromkeys(("temp_c", "temp_memory_c"), _TEMPERATURE_READING),
     **dict.fromkeys(
         (
-            "temp_c",
-            "temp_memory_c",
             "temp_slowdown_c",
             "temp_shutdown_c",
             "temp_max_operating_c",
@@ -136,12 +153,10 @@ BOUNDS: dict[str, Bounds] = {
             "clock_graphics_mhz",
             "clock_sm_mhz",
             "clock_mem_mhz",
-            "clock_graphics_max_mhz",
-            "clock_sm_max_mhz",
-            "clock_mem_max_mhz",
         ),
         _CLOCK,
     ),
+    **dict.fromkeys(("clock_graphics_max_mhz", "clock_sm_max_mhz", "clock_mem_max_mhz"), _MAX_CLOCK),
     "memory_total_mib": _MEMORY,
     "memory_used_mib": _MEMORY,
     **dict.fromkeys(("pcie_gen_current", "pcie_gen_max", "pcie_gen_gpu_max"), _PCIE_GEN),
