@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rigcheck.checks import run_checks
 from rigcheck.model import Missing, Severity
 from rigcheck.probe.from_file import load_file, load_files, load_text
@@ -123,3 +125,40 @@ def test_processes_whose_memory_is_not_reported_are_said_to_run_not_to_hold_memo
     assert finding.message == (
         "3 processes run on the GPU (memory use not reported): pid 1188, pid 2124, C:\\Windows\\explorer.exe 15104"
     )
+
+
+HANDLE_ERROR_NEW = FIXTURES / "smi-err-extra" / "008-4xrtxpro6000-610-gpu1-handle-error-new-form.txt"
+NO_DEVICES = FIXTURES / "smi-err-extra" / "009-rtx5090-575-no-devices-were-found.txt"
+
+
+def test_a_gpu_nvidia_smi_could_not_open_in_the_new_form_fails_under_its_index() -> None:
+    """`... for GPU1: 0000:34:00.0: Unknown Error` (the index before the bus id): GPU1 vanished from the snapshot
+    and doctor passed the machine (exit 0, 3 GPUs)."""
+    snap = load_file(str(HANDLE_ERROR_NEW))
+    assert [g.index for g in snap.gpus] == [0, 1, 2, 3]
+    lost = snap.gpus[1]
+    assert (lost.pci_bus_id, lost.read_error) == ("0000:34:00.0", Missing.ERROR)
+    failed = [(f.id, f.gpu) for f in run_checks(snap) if f.severity is Severity.FAIL]
+    assert ("health.gpu-unreadable", 1) in failed
+
+
+@pytest.mark.parametrize(
+    ("line", "index", "reason"),
+    [
+        ("Unable to determine the device handle for GPU0: 0000:03:00.0: GPU is lost.", 0, Missing.GPU_LOST),
+        ("Unable to determine the device handle for GPU 3: 0000:41:00.0: Unknown Error", 3, Missing.ERROR),
+        ("Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error", 0, Missing.ERROR),  # old form
+    ],
+)
+def test_each_form_of_the_handle_error_alone_is_a_failed_gpu(line: str, index: int, reason: Missing) -> None:
+    snap = load_text(line + "\n")
+    assert [(g.index, g.read_error) for g in snap.gpus] == [(index, reason)]
+
+
+def test_no_devices_were_found_alone_is_no_gpu_not_an_unknown_file() -> None:
+    """It was refused as "not a recognised input" (exit 2); it is nvidia-smi saying the machine has no GPU."""
+    snap = load_file(str(NO_DEVICES))
+    assert snap.gpus == []
+    assert snap.gpu_absent_reason == "No devices were found (nvidia-smi)"
+    (finding,) = [f for f in run_checks(snap) if f.severity is Severity.FAIL]
+    assert finding.id == "health.no-gpu"

@@ -128,7 +128,11 @@ def _says_smi_failed(text: str) -> bool:
     from rigcheck.probe.driver import driver_state_from_text
     from rigcheck.probe.smi.unreadable import handle_errors
 
-    return bool(handle_errors(text)) or driver_state_from_text(text) is not None
+    return bool(handle_errors(text)) or driver_state_from_text(text) is not None or _NO_DEVICES.search(text) is not None
+
+
+# nvidia-smi's whole output where the driver runs but sees no GPU (or could open none: after the handle errors).
+_NO_DEVICES = re.compile(r"^\s*No devices were found\s*$", re.MULTILINE | re.IGNORECASE)
 
 
 def snapshot_from_smi_error(text: str, path: str | None) -> Snapshot:
@@ -144,7 +148,14 @@ def snapshot_from_smi_error(text: str, path: str | None) -> Snapshot:
     driver = driver_state_from_text(text)
     absent = None
     if not gpus:
-        absent = driver.nvml_error if driver is not None and driver.nvml_error else "nvidia-smi could not read any GPU"
+        said = _NO_DEVICES.search(text)
+        absent = (
+            driver.nvml_error
+            if driver is not None and driver.nvml_error
+            else said.group(0).strip() + " (nvidia-smi)"
+            if said is not None
+            else "nvidia-smi could not read any GPU"
+        )
     return Snapshot(
         source=Source(kind="nvidia-smi-error", path=path),
         gpus=gpus,

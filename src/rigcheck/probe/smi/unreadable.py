@@ -16,6 +16,7 @@ with the read error as its reason.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from rigcheck.model.snapshot import Diagnostic, Gpu, Missing
 from rigcheck.probe.smi.values import na_reason, text_lines
@@ -79,8 +80,10 @@ def mark_unreadable(gpus: list[Gpu], source: str, diagnostics: list[Diagnostic],
         diagnostics.append(Diagnostic(source=source, message=f"GPU unreadable: {what}{place}", gpu=gpu.index))
 
 
+# "... for GPU0000:3B:00.0: Unknown Error" (older drivers) or "... for GPU1: 0000:34:00.0: Unknown Error" (newer
+# ones put nvidia-smi's index first).
 _HANDLE_ERROR = re.compile(
-    r"Unable to (?:determine|detect) the device handle for GPU\s*"
+    r"Unable to (?:determine|detect) the device handle for GPU\s*(?:(?P<ordinal>\d+)\s*:\s*)?"
     r"(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*:\s*(?P<error>.*?)\s*$",
     re.IGNORECASE,
 )
@@ -95,9 +98,20 @@ def _bus_key(bus: str) -> str:
     return f"{int(domain, 16):08x}:{rest}".lower()
 
 
-def handle_errors(text: str) -> list[tuple[int, str, Missing, str]]:
-    """The GPUs nvidia-smi could not open: (line, bus id as printed, reason, message), in file order."""
-    out: list[tuple[int, str, Missing, str]] = []
+class HandleError(NamedTuple):
+    """A GPU nvidia-smi could not open: the line, its bus id as printed, why, the message, and the index nvidia-smi
+    gives it where it prints one."""
+
+    line: int
+    bus: str
+    reason: Missing
+    message: str
+    printed_index: int | None
+
+
+def handle_errors(text: str) -> list[HandleError]:
+    """The GPUs nvidia-smi could not open, in file order."""
+    out: list[HandleError] = []
     for number, line in enumerate(text_lines(text), start=1):
         match = _HANDLE_ERROR.search(line)
         if match is None:
@@ -106,23 +120,27 @@ def handle_errors(text: str) -> list[tuple[int, str, Missing, str]]:
         reason = na_reason(error) or Missing.ERROR
         if reason not in _ERRORS:
             reason = Missing.ERROR
-        out.append((number, match.group("bus"), reason, match.group(0).strip()))
+        ordinal = match.group("ordinal")
+        out.append(
+            HandleError(number, match.group("bus"), reason, match.group(0).strip(), int(ordinal) if ordinal else None)
+        )
     return out
 
 
 def add_handle_errors(text: str, gpus: list[Gpu], source: str, diagnostics: list[Diagnostic]) -> None:
     """Add a placeholder for each GPU nvidia-smi could not open, unless the text lists it anyway.
 
-    Its index is the first one missing from the GPUs listed (nvidia-smi skips the index of a GPU it could
-    not open), else the next after them.
+    Its index is the one nvidia-smi prints with the error where it is free, else the first one missing from the
+    GPUs listed (nvidia-smi skips the index of a GPU it could not open), else the next after them.
     """
     listed = {_bus_key(g.pci_bus_id) for g in gpus if g.pci_bus_id and _BUS.match(g.pci_bus_id)}
-    for number, bus, reason, message in handle_errors(text):
+    for number, bus, reason, message, printed in handle_errors(text):
         if _bus_key(bus) in listed:
             continue
         listed.add(_bus_key(bus))
         taken = {g.index for g in gpus}
-        index = next(i for i in range(len(taken) + 1) if i not in taken)
+        gap = next(i for i in range(len(taken) + 1) if i not in taken)
+        index = printed if printed is not None and printed not in taken else gap
         gpu = Gpu(index=index, pci_bus_id=bus, read_error=reason, read_error_detail=f"{message} (line {number})")
         gpu.mark_unset_missing(reason)
         gpus.append(gpu)
