@@ -6,18 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from rigcheck.checks.burn import NOT_IN_TRACE, analyze_trace
-from rigcheck.cli.burn_analyze import burn_analyze
 from rigcheck.errors import ParseError
 from rigcheck.model.telemetry import Sample, Trace
 from rigcheck.probe.trace import TraceStream, read_trace
 from rigcheck.probe.trace_dmon import header_names
+from tests.test_burn_analysis import _app
 from tests.test_schemas import assert_valid
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -256,19 +254,6 @@ def test_csv_and_dmon_are_told_apart(tmp_path: Path) -> None:
 
 
 # --- burn --analyze ---------------------------------------------------------------------------------------
-
-
-def _app() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.command()
-    def burn(
-        analyze: Annotated[Path, typer.Option("--analyze")],
-        as_json: Annotated[bool, typer.Option("--json")] = False,
-    ) -> None:
-        burn_analyze(analyze, as_json)
-
-    return app
 
 
 def test_burn_analyze_json_on_the_h200_capture() -> None:
