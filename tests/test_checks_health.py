@@ -11,6 +11,7 @@ from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Host, Missing, Severity, Snapshot
 from rigcheck.model.snapshot import DriverState, PciGpu
 from rigcheck.probe.driver import driver_state_from_text
+from rigcheck.probe.from_file import load_file
 from rigcheck.probe.live import probe_machine
 from tests.checkutil import ids, only
 from tests.fakenvml import SCENARIOS
@@ -256,3 +257,22 @@ def test_gpu_cut_off_by_a_truncated_file_fails_with_advice_to_save_it_again() ->
     assert unreadable.advice is not None
     assert "save the whole output again" in unreadable.advice
     assert "dmesg" not in unreadable.advice
+
+
+_HANDLE_ERROR_NEW = (
+    Path(__file__).parent / "fixtures" / "smi-err-extra" / "008-4xrtxpro6000-610-gpu1-handle-error-new-form.txt"
+)
+
+
+def test_a_table_that_skips_an_index_warns_that_a_gpu_is_missing(tmp_path: Path) -> None:
+    """Without its error line, the table of GPUs 0, 2 and 3 passed the machine without a word about GPU1."""
+    lines = _HANDLE_ERROR_NEW.read_text(encoding="utf-8").splitlines()
+    table = tmp_path / "table.txt"
+    table.write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    snap = load_file(str(table))
+    assert [g.index for g in snap.gpus] == [0, 2, 3]
+    (gap,) = [f for f in run_checks(snap) if f.id == "health.gpu-index-gap"]
+    assert gap.severity is Severity.WARN
+    assert gap.message == "the nvidia-smi table lists GPUs 0, 2, 3: GPU1 missing from it"
+    # With the error line the GPU is a placeholder under its index: nothing is missing.
+    assert not [f for f in run_checks(load_file(str(_HANDLE_ERROR_NEW))) if f.id == "health.gpu-index-gap"]

@@ -4,12 +4,12 @@ Finding ids: health.no-gpu, health.driver-not-loaded, health.driver-version-mism
 (rigcheck.checks.driver: no GPU to read), health.gpu-unreadable, health.ok, health.ecc-uncorrected-volatile,
 health.ecc-uncorrected-aggregate, health.remapped-rows-pending, health.remapped-rows-failure,
 health.retired-pages-pending, health.retired-pages-dbe, health.memory-errors-unavailable,
-health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disabled.
+health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disabled, health.gpu-index-gap.
 """
 
 from __future__ import annotations
 
-from rigcheck.checks.common import gpu_finding, has_problem, missing_text, why_missing
+from rigcheck.checks.common import gpu_finding, has_problem, host_finding, missing_text, why_missing
 from rigcheck.checks.driver import DRIVER_IDS, absence_finding
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
 
@@ -28,6 +28,7 @@ FINDING_IDS: tuple[str, ...] = (
     "health.mig-enabled",
     "health.compute-mode",
     "health.ecc-disabled",
+    "health.gpu-index-gap",
 )
 
 
@@ -59,7 +60,33 @@ def check_health(snapshot: Snapshot) -> list[Finding]:
             out.append(_unreadable(gpu))
             continue
         out += _check_gpu(gpu, windows=windows)
-    return out
+    return out + _index_gap(snapshot)
+
+
+def _index_gap(snapshot: Snapshot) -> list[Finding]:
+    """``health.gpu-index-gap``: the `nvidia-smi` table numbers its GPUs 0, 1, 2 ... and skips the index of one
+    it cannot open; a gap with no placeholder (its error line not in the paste) is a GPU missing from view.
+    A warning: `nvidia-smi -i 0,2` skips indices on purpose."""
+    if snapshot.source.kind != "nvidia-smi-table" or snapshot.gpu_selection is not None or not snapshot.gpus:
+        return []
+    listed = {g.index for g in snapshot.gpus}
+    gaps = [i for i in range(max(listed)) if i not in listed]
+    if not gaps:
+        return []
+    names = ", ".join(f"GPU{i}" for i in gaps)
+    return [
+        host_finding(
+            "health.gpu-index-gap",
+            Severity.WARN,
+            f"the nvidia-smi table lists GPUs {', '.join(map(str, sorted(listed)))}: {names} missing from it",
+            measured=f"{len(listed)} GPUs listed, highest index {max(listed)}",
+            expected="indices 0 to N-1 without a gap",
+            advice="nvidia-smi skips a GPU it cannot open (its 'Unable to determine the device handle' line comes "
+            "first: keep it in the saved output); unless the table was taken with `-i`, check `nvidia-smi -L`, "
+            "`lspci | grep -i nvidia` and `dmesg` for the missing GPU",
+            source="nvidia-smi: GPU indices follow the PCI bus order of the GPUs it enumerates (nvidia-smi(1), -i)",
+        )
+    ]
 
 
 def _unreadable(gpu: Gpu) -> Finding:
