@@ -17,7 +17,7 @@ from rigcheck.cli.app import main
 from rigcheck.errors import ParseError, UsageError
 from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, Versions, parse_bench
 from rigcheck.probe.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
-from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
+from rigcheck.probe.nccl_tests_doc import collective_document, error_tolerance, parse_link
 from rigcheck.report.bench import collective_summary
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -494,3 +494,27 @@ def test_a_run_that_failed_midway_keeps_the_sizes_before() -> None:
 )
 def test_the_banners_version_code_names_nccl(banner: str, version: str) -> None:
     assert parse_nccl_tests(banner + "\n" + text(PCIE_2080TI)).nccl_version == version
+
+
+OLD_FAILED = Path(__file__).parent / "fixtures" / "nccl-tests-extra" / "old-allgather-12xv100-dgx2-oob-4-failed.txt"
+
+
+def test_old_layout_rows_past_the_tolerance_are_wrong_when_the_footer_counts_failures(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The error column `1e+00` at 4 GiB and 8 GiB with "Out of bounds values : 4 FAILED": every row said correct."""
+    with pytest.raises(SystemExit) as ended:
+        main(["bench", "allgather", "--from", str(OLD_FAILED), "--json"])
+    assert ended.value.code == 1
+    doc = json.loads(capsys.readouterr().out)
+    wrong = [(r["size_bytes"], r["max_error"], r["in_place_max_error"]) for r in doc["results"] if not r["correct"]]
+    assert wrong == [(4294967280, 1.0, 1.0), (8589934560, 1.0, 1.0)]
+    assert doc["source"]["out_of_bounds"] == 4
+
+
+@pytest.mark.parametrize(
+    ("dtype", "reduction", "tolerance"),
+    [("float", True, 1e-5), ("half", True, 5e-2), ("float", False, 0.0), ("int32", True, 0.0)],
+)
+def test_the_error_tolerance_follows_nccl_tests(dtype: str, reduction: bool, tolerance: float) -> None:
+    assert error_tolerance(dtype, reduction=reduction) == tolerance

@@ -341,3 +341,29 @@ def test_unnamed_waivers_are_counted_and_close_the_matrix_before_them() -> None:
     assert parsed.unnamed_waived == 2
     (testcase,) = parsed.testcases
     assert (testcase.status, testcase.rows, testcase.truncated) == ("passed", {0: [55.10]}, False)
+
+
+V010 = TOOLS / "nvbandwidth-8xh100-v0.10-d2d-read-write-two-runs.txt"
+MULTINODE = TOOLS / "nvbandwidth-2x4gb200-multinode-v0.7-d2d-read.txt"
+
+
+def test_nvbandwidth_0_10_prints_the_cuda_version_dotted_with_its_integer() -> None:
+    """`CUDA Runtime Version: 13.2 (13020)`: the version read was "0.1" (13 taken as CUDA's integer)."""
+    run = parse_nvbandwidth(V010.read_text(encoding="utf-8"))
+    assert run.cuda_runtime == 13020
+    assert (run.version, run.cuda_driver) == ("v0.10.0", 13020)
+    with_parens = parse_nvbandwidth(
+        "nvbandwidth Version: v0.10.0\nCUDA Driver Version (API): 13.2 (13020)\n" + V010.read_text(encoding="utf-8")
+    )
+    assert with_parens.cuda_driver == 13020
+
+
+def test_multinode_nvbandwidth_d2d_is_read_by_bench_p2p(capsys: pytest.CaptureFixture[str]) -> None:
+    """`multinode_device_to_device_memcpy_read_ce` was refused: "no device_to_device_* testcase"."""
+    with pytest.raises(SystemExit):
+        main(["bench", "p2p", "--from", str(MULTINODE), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gpus"] == 8
+    cells = [c for row in doc["matrices"]["multinode_device_to_device_memcpy_read_ce"] for c in row if c is not None]
+    assert len(cells) == 56
+    assert 797.0 < min(cells) <= max(cells) < 799.0

@@ -290,6 +290,16 @@ def _judge(
 # --- the document -----------------------------------------------------------------------------------------------
 
 
+# nccl-tests' tolerance for a row's largest difference (its DeltaMaxValue): a reduction of floating-point data
+# may differ by rounding (half and bfloat16 5e-2, float 1e-5, double 1e-12); a copy (all-gather, broadcast) and
+# integer data must match exactly.
+_TOLERANCE = {"half": 5e-2, "bfloat16": 5e-2, "float": 1e-5, "double": 1e-12}
+
+
+def error_tolerance(dtype: str, *, reduction: bool) -> float:
+    return _TOLERANCE.get(dtype.lower(), 0.0) if reduction else 0.0
+
+
 def _row(
     op: CollectiveOp, r: Row, *, run: NcclTestsRun, method: Method, ranks: int, ceiling: Ceiling | None
 ) -> CollectiveRow:
@@ -300,6 +310,9 @@ def _row(
         note = "not checked (-c 0)"
     elif run.layout == "old":
         note = "old layout: max error printed, no count"
+        if run.out_of_bounds:  # the footer counted failures: name the rows whose error is past the tolerance
+            tolerance = error_tolerance(r.dtype, reduction=op in ("allreduce", "reducescatter"))
+            wrong = [1 for e in (o.max_error, i.max_error if i else None) if e is not None and e > tolerance]
     return CollectiveRow(
         name=op,
         unit="GB/s",

@@ -33,8 +33,9 @@ TOOL = "nvbandwidth"
 Status = Literal["passed", "waived", "error"]
 
 _VERSION = re.compile(r"nvbandwidth Version:\s*(\S+)")
-_RUNTIME = re.compile(r"CUDA Runtime Version:\s*(\d+)")
-_CUDA_DRIVER = re.compile(r"CUDA Driver Version:\s*(\d+)")
+# "CUDA Runtime Version: 12040" (up to v0.8), "CUDA Runtime Version: 13.2 (13020)" (v0.10): the integer either way.
+_RUNTIME = re.compile(r"CUDA Runtime Version:\s*(?:\d+\.\d+\s*\((\d+)\)|(\d+))")
+_CUDA_DRIVER = re.compile(r"CUDA Driver Version(?: \(API\))?:\s*(?:\d+\.\d+\s*\((\d+)\)|(\d+))")
 _DRIVER = re.compile(r"^\s*Driver Version:\s*(\S+)")
 _DEVICE = re.compile(
     r"^\s*(?:Process \d+ \([^)]*\): )?[Dd]evice (\d+): (.+?)(?: \(([0-9a-fA-F]{4,8}:[0-9a-fA-F:.]+)\))?\s*$"
@@ -151,9 +152,9 @@ def _parse_text(text: str) -> NvbandwidthRun:
         if run.version is None and (m := _VERSION.search(line)):
             run.version = m.group(1)
         elif run.cuda_runtime is None and (m := _RUNTIME.search(line)):
-            run.cuda_runtime = int(m.group(1))
+            run.cuda_runtime = int(m.group(1) or m.group(2))
         elif run.cuda_driver is None and (m := _CUDA_DRIVER.search(line)):
-            run.cuda_driver = int(m.group(1))
+            run.cuda_driver = int(m.group(1) or m.group(2))
         elif run.driver_version is None and (m := _DRIVER.match(line)):
             run.driver_version = m.group(1)
         elif current is None and (m := _DEVICE.match(line)):

@@ -89,7 +89,8 @@ def _reads(command: Command, testcase: NvbTestcase) -> bool:
         return _host_direction(testcase.name) is not None
     if command == "membw":
         return testcase.name == "device_local_copy"
-    return testcase.name.startswith("device_to_device")
+    # multinode nvbandwidth names its GPU-to-GPU testcases "multinode_device_to_device_*": the same matrix
+    return testcase.name.startswith(("device_to_device", "multinode_device_to_device"))
 
 
 def wrong_tool(output: ToolOutput, command: Command) -> InputError | None:
@@ -111,12 +112,14 @@ def wrong_tool(output: ToolOutput, command: Command) -> InputError | None:
     )
     held = ", ".join(t.name for t in run.testcases)
     hint = f"; read it with {' or '.join(readers)}" if readers else ""
+    if any(t.unit != "GB/s" and t.status == "passed" for t in run.testcases):
+        hint += " (latency testcases are not read: no bench document holds a latency per GPU pair or host)"
     wanted = {
         "p2p": "device_to_device_*",
         "membw": "device_local_copy",
         "hostlink": "host_to_device_* / device_to_host_*",
     }
-    return InputError(f"holds nvbandwidth's {held}, no {wanted[command]} testcase{hint}", path=output.path)
+    return InputError(f"holds nvbandwidth's {held}, no {wanted[command]} bandwidth testcase{hint}", path=output.path)
 
 
 # --- the parts every imported document shares ---------------------------------------------------------------
