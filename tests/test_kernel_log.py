@@ -324,7 +324,7 @@ def test_snapshot_json_unchanged_without_events() -> None:
     assert "kernel_log" not in Snapshot().model_dump(by_alias=True)
 
 
-# --- sweep 3b: wordings of real logs that were misread (fixtures in kernel-log-extra, sources in its README) ---
+# --- wordings of real logs that were misread (fixtures in kernel-log-extra, sources in its README) ---
 
 
 def _extra(prefix: str) -> Path:

@@ -109,7 +109,7 @@ def test_a_missing_row_in_the_middle_is_refused() -> None:
 
 
 def test_header_nic_named_by_itself_is_a_device_before_its_row() -> None:
-    """The sweep's case: "mlx4_0" counted as a device only once its own row was read."""
+    """The real paste's case: "mlx4_0" counted as a device only once its own row was read."""
     lines = REAL.read_text(encoding="utf-8").split("\n")
     topo, _ = read_topo("\n".join(lines[:3]) + "\n")
     assert topo.labels == ["GPU0"]
