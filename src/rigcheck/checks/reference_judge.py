@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 
-from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import PCIE_LINKS, BandFact, band_for, p2p_band, pcie_p2p_band
 from rigcheck.facts.catalog import GpuSpec
@@ -32,16 +31,6 @@ ADD_TOPOLOGY = "add the machine's `nvidia-smi topo -m` output with a second --fr
 # The testcases whose figure a band is about: copy-engine copies, as the bands were measured (facts/bands.py).
 HOSTLINK_CHECKS = {"host_to_device_memcpy_ce": "hostlink_h2d", "device_to_host_memcpy_ce": "hostlink_d2h"}
 P2P_JUDGED = ("p2pBandwidthLatencyTest", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_ce")
-
-
-def resolve_gpu(name: str) -> GpuSpec:
-    """--gpu NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
-    spec = catalog.lookup(name)
-    if spec is None:
-        near = catalog.candidates(name)
-        hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
-        raise UsageError(f"--gpu {name!r}: not a GPU rigcheck knows{hint}")
-    return spec
 
 
 class Machine:

@@ -95,7 +95,8 @@ def _gpu_bands(spec: GpuSpec, site: SiteConfig | None) -> list[Band]:
     return bands
 
 
-def _resolve(name: str) -> GpuSpec:
+def resolve_gpu(name: str) -> GpuSpec:
+    """--gpu NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
     spec = catalog.lookup(name)
     if spec is None:
         near = catalog.candidates(name)
@@ -124,7 +125,7 @@ NOTES = (
 def explain_bands(names: Sequence[str] | None, site: SiteConfig | None, site_name: str | None) -> VerifyBandsDocument:
     """`verify --explain`: every catalogue SKU with a band (``names`` None), or the named GPUs (an unknown name
     is a UsageError naming close candidates), each with its bands in CHECKS order."""
-    specs = [s for s in catalog.GPUS if _gpu_bands(s, None)] if names is None else [_resolve(n) for n in names]
+    specs = [s for s in catalog.GPUS if _gpu_bands(s, None)] if names is None else [resolve_gpu(n) for n in names]
     seen: set[str] = set()
     gpus: list[GpuBands] = []
     notes = list(NOTES)

@@ -69,7 +69,8 @@ def _not_a_measurement(path: str, text: str, command: Command) -> InputError:
 def imported_document(command: Command, files: Sequence[Path], *, gpu: str | None) -> BenchDoc:
     """The document of the tool output among ``files``, its ceilings and judgement from the machine the others
     describe (and ``gpu``)."""
-    from rigcheck.checks.reference_judge import Machine, judge, resolve_gpu
+    from rigcheck.checks.reference_judge import Machine, judge
+    from rigcheck.checks.verify_bands import resolve_gpu
     from rigcheck.probe.from_file import read_text
     from rigcheck.probe.reference_import import detect_tool, read_tool_output, wrong_tool
 
