@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from rigcheck.cli import bench_common, monitor_cmd
-from rigcheck.cli.app import main
 from rigcheck.probe import live
 from rigcheck.probe.nvml import NvmlPoller
 from tests.fakenvml import SCENARIOS, FakeNvml
+from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREES = {"no-gpu": FIXTURES / "sysfs/no-gpu", "two-gpu": FIXTURES / "sysfs/two-gpu"}
@@ -64,15 +64,6 @@ LIVE_COMMANDS = [
     ["verify", "--json"],
     ["fleet"],
 ]
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    assert isinstance(code, int)
-    return code, out, err
 
 
 def fake_machine(monkeypatch: pytest.MonkeyPatch, scenario: str, tree: str) -> None:

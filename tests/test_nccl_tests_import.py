@@ -19,6 +19,7 @@ from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, Vers
 from rigcheck.probe.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
 from rigcheck.probe.nccl_tests_doc import collective_document, error_tolerance, parse_link
 from rigcheck.report.bench import collective_summary
+from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -40,15 +41,6 @@ def manifest_busbw(name: str) -> dict[int, float]:
     line = next(ln for ln in section.splitlines() if "out-of-place busbw" in ln)
     pairs = line.split(":", 1)[1].split(",")
     return {int(size): float(busbw) for size, busbw in (p.strip().split(": ") for p in pairs)}
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    assert isinstance(code, int)
-    return code, out, err
 
 
 # --- the corpus: every figure the MANIFEST lists ------------------------------------------------------------------

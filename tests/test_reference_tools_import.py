@@ -20,21 +20,13 @@ from rigcheck.probe import live
 from rigcheck.probe.nvbandwidth import looks_like_nvbandwidth, parse_nvbandwidth
 from rigcheck.probe.p2p_latency_test import looks_like_p2p_latency_test, parse_p2p_latency_test
 from rigcheck.probe.reference_import import detect_tool
+from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TOOLS = FIXTURES / "reference-tools"
 H100 = TOOLS / "nvbandwidth-1xh100-vm-v0.8.txt"
 RTX2080TI_P2P = FIXTURES / "corpus/p2p/001-2x2080ti-cannot-access-peer.txt"
 H100_Q = FIXTURES / "corpus/h100-vm/q.txt"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    assert isinstance(code, int)
-    return code, out, err
 
 
 @pytest.fixture(autouse=True)
