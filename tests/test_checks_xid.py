@@ -165,3 +165,61 @@ def test_nvswitch_log_alone_is_not_a_box_without_gpus() -> None:
     found = {f.id: f.severity for f in run_checks(snap)}
     assert "health.no-gpu" not in found
     assert found["xid.sxid"] is Severity.WARN
+
+
+# Xid 154 names the driver's new recovery action; it was a fail whatever the action (issue 23).
+@pytest.mark.parametrize(
+    ("name", "action_words"),
+    [
+        ("020-", "reboot the node"),  # 0x2 (Node Reboot Required)
+        ("021-", "reset the GPU"),  # 0x1 (GPU Reset Required), after Xid 79
+        ("022-", "reset the GPU"),  # 0x1 (PF FLR): a later driver's label for the function-level reset
+    ],
+)
+def test_real_xid154_lines_fail_naming_the_action(name: str, action_words: str) -> None:
+    snap = load_files([str(next(EXTRA.glob(name + "*")))])
+    (finding,) = [f for f in check_xid(snap) if f.id == "xid.hardware"]
+    assert finding.severity is Severity.FAIL
+    assert "Xid 154's new action: 0x" in finding.message
+    (said,) = [part for part in finding.advice.split("; Xid ") if "154" in part]
+    assert action_words in said
+
+
+def test_xid154_back_to_none_does_not_fail() -> None:
+    # Synthetic line in the catalog's form ("changed from 0x0 (None) to 0x2 (Node Reboot Required)"), the other way.
+    line = (
+        "[ 812.5] NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) "
+        "to 0x0 (None)\n"
+    )
+    findings = check_xid(Snapshot(kernel_events=parse_kernel_events(line)))
+    assert [(f.id, f.severity) for f in findings] == [("xid.recovered", Severity.INFO)]
+    assert "usable again" in findings[0].advice
+
+
+@pytest.mark.parametrize(
+    ("label", "severity", "words"),
+    [
+        ("0x3 (Drain P2P)", Severity.FAIL, "peer-to-peer"),
+        ("0x4 (Drain and Reset)", Severity.FAIL, "drain the node and reset the GPU"),
+        ("0x2 (OS Reboot)", Severity.FAIL, "reboot the node"),
+        ("0x7 (Something New)", Severity.FAIL, "contact NVIDIA support"),  # neither the words nor the value known
+    ],
+)
+def test_xid154_each_action(label: str, severity: Severity, words: str) -> None:
+    line = f"NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to {label}\n"
+    (finding,) = check_xid(Snapshot(kernel_events=parse_kernel_events(line)))
+    assert finding.severity is severity
+    assert words in finding.advice
+
+
+def test_xid64_is_an_rma_not_a_reset() -> None:
+    # Synthetic line in the wording of NVIDIA's dynamic page retirement guide ("XID 64 Dynamic Page Retirement: Fatal
+    # error, unable to retire page"); it said "reset the GPU (`nvidia-smi -r` ...)".
+    line = "NVRM: Xid (PCI:0000:3b:00): 64, Dynamic Page Retirement: Fatal error, unable to retire page (0x12b3c4)\n"
+    (finding,) = check_xid(Snapshot(kernel_events=parse_kernel_events(line)))
+    assert (finding.id, finding.severity) == ("xid.hardware", Severity.FAIL)
+    assert "RMA" in finding.advice
+    assert "support" in finding.advice
+    assert "drain" in finding.advice
+    assert "nvidia-smi -r" not in finding.advice
+    assert "a100-gpu-mem-error-mgmt" in finding.source

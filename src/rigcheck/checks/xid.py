@@ -24,11 +24,14 @@ from rigcheck.checks.common import host_finding
 from rigcheck.facts.xid import (
     ACTION_WORDS,
     CAUSED_BY,
+    MEMORY_SOURCE,
     NONFATAL,
+    RECOVERY_SOURCE,
     SXID_CATALOG,
     XID_CATALOG,
     bus_key,
     lookup,
+    recovery_action,
     severity_of,
 )
 from rigcheck.model import Finding, Severity, Snapshot, gpu_subject
@@ -41,6 +44,7 @@ FINDING_IDS: tuple[str, ...] = (
     "xid.application",
     "xid.application-limit",
     "xid.accepted",
+    "xid.recovered",
     "xid.init-failed",
     "xid.gsp-timeout",
     "xid.sxid-fatal",
@@ -107,13 +111,22 @@ def _describe(codes: Counter[int], kind: Literal["xid", "sxid"], said: dict[int,
 
 def _actions(events: list[KernelEvent], kind: Literal["xid", "sxid"]) -> str:
     """The catalog's action per code; a line that says non-fatal, or a cleanup caused by another Xid, says so."""
-    seen: dict[int, str] = {}
+    seen: dict[tuple[int, str], str] = {}
     for e in events:
         code = e.code if e.code is not None else 79
-        if code in seen:
+        recovery = recovery_action(e.message) if kind == "xid" and code == 154 else None
+        key = (code, recovery.label if recovery else "")
+        if key in seen:
             continue
         entry = lookup(kind, code)
         words = ACTION_WORDS[entry.action] if entry else "look the code up in NVIDIA's catalog"
+        if recovery is not None:  # the driver's own verdict, in the line
+            words = (
+                "the driver's recovery action is back to None: the GPU is usable again (the Xid that set the "
+                "earlier action is judged by its own line)"
+                if recovery.action == "none"
+                else f"the driver now asks for {recovery.label}: {ACTION_WORDS[recovery.action]}"
+            )
         if NONFATAL.search(e.message):
             words = f"the line says non-fatal: no action now, watch for repeats (a fatal one: {words})"
         cause = CAUSED_BY.search(e.message) if code == 45 else None
@@ -122,8 +135,8 @@ def _actions(events: list[KernelEvent], kind: Literal["xid", "sxid"]) -> str:
             words = f"caused by an earlier Xid {cause.group(1)}" + (
                 f" ({earlier.meaning}): find that line; its action: {ACTION_WORDS[earlier.action]}" if earlier else ""
             )
-        seen[code] = f"{'Xid' if kind == 'xid' else 'SXid'} {code}: {words}"
-    return "; ".join(seen[c] for c in sorted(seen))
+        seen[key] = f"{'Xid' if kind == 'xid' else 'SXid'} {code}: {words}"
+    return "; ".join(seen[k] for k in sorted(seen))
 
 
 def _span(events: list[KernelEvent]) -> str:
@@ -133,12 +146,18 @@ def _span(events: list[KernelEvent]) -> str:
     return times[0] if times[0] == times[-1] else f"{times[0]} .. {times[-1]}"
 
 
-_Verdict = Literal["limit", "fail", "warn", "info", "ok"]
+_Verdict = Literal["limit", "fail", "warn", "info", "cleared", "ok"]
 _BUCKETS: dict[_Verdict, tuple[str, Severity, str, str]] = {  # id, severity, what, expected
     "limit": ("xid.application-limit", Severity.FAIL, "application faults over the site's limit", "within the limit"),
     "fail": ("xid.hardware", Severity.FAIL, "GPU fault", "no Xid"),
     "warn": ("xid.warning", Severity.WARN, "to watch", "no Xid"),
     "info": ("xid.application", Severity.INFO, "application fault (the GPU is fine)", "no application faults"),
+    "cleared": (
+        "xid.recovered",
+        Severity.INFO,
+        "the driver's recovery action changed back to None (the GPU is usable again)",
+        "recovery action None",
+    ),
     "ok": ("xid.accepted", Severity.OK, "accepted by the site file", "codes the site accepts"),
 }
 
@@ -221,6 +240,9 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
         if e.kind == "xid" or off_bus:
             verdict: _Verdict = _xid_verdict(e)
             code = e.code if e.code is not None else 79
+            recovery = recovery_action(e.message) if code == 154 else None
+            if recovery is not None and recovery.action == "none":
+                verdict = "cleared"
             if site is not None and code in site.severity:
                 overridden[code] = f"Xid {code} {verdict} -> {site.severity[code]}"
                 verdict = site.severity[code]
@@ -245,6 +267,7 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
             procs = sorted({e.process for e in events if e.process})
             changed = [overridden[c] for c in sorted(codes) if c in overridden]
             limits = [counted[c] for c in sorted(codes) if c in counted]
+            actions = sorted({r.label for e in events if e.code == 154 and (r := recovery_action(e.message))})
             findings.append(
                 Finding(
                     id=finding_id,
@@ -253,6 +276,7 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
                     subject=subject,
                     gpu=index,
                     message=f"{name}: kernel log, {what}: {_describe(codes, 'xid')}"
+                    + (f"; Xid 154's new action: {', '.join(actions)}" if actions else "")
                     + (f"; processes: {', '.join(procs)}" if procs else "")
                     + (f" (severity set by the site file: {', '.join(changed)})" if changed else ""),
                     measured="; ".join([f"{len(events)} event(s), {_span(events)}", *limits]),
@@ -260,7 +284,9 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
                     advice=_actions(events, "xid"),
                     source=(f"site file {origin}: {', '.join(changed)}; " if changed else "")
                     + (f"site file {origin}: xid.limits; " if limits else "")
-                    + XID_CATALOG,
+                    + XID_CATALOG
+                    + (f"; {RECOVERY_SOURCE}" if 154 in codes else "")
+                    + (f"; {MEMORY_SOURCE}" if 64 in codes else ""),
                 )
             )
     return findings

@@ -28,7 +28,18 @@ SXID_CATALOG = (
 )
 
 Cause = Literal["hardware", "driver", "application"]
-Action = Literal["none", "restart_app", "restart_app_reset_later", "reset_gpu", "reboot", "drain", "contact_support"]
+Action = Literal[
+    "none",
+    "restart_app",
+    "restart_app_reset_later",
+    "reset_gpu",
+    "reboot",
+    "drain",
+    "drain_p2p",
+    "recover_imex",
+    "rma",
+    "contact_support",
+]
 Verdict = Literal["fail", "warn", "info"]
 
 ACTION_WORDS: dict[Action, str] = {
@@ -39,6 +50,14 @@ ACTION_WORDS: dict[Action, str] = {
     "reset_gpu": "reset the GPU (`nvidia-smi -r` with no process on it), else reboot the node",
     "reboot": "reboot the node",
     "drain": "drain the node and reset the GPU",
+    "drain_p2p": "stop the peer-to-peer/NVLink traffic to the GPU (drain the jobs that use it), then read its recovery "
+    "action again (`nvidia-smi -q`, GPU Recovery Action): the driver then names the action that remains",
+    "recover_imex": "recover the IMEX domain (restart the IMEX service on the domain's nodes); the GPU itself needs "
+    "no reset",
+    # No reset here: a reset only activates remaps already recorded; one that failed to record stays failed.
+    "rma": "drain the node and take the GPU out of service: its memory repair is exhausted, an RMA condition in "
+    "NVIDIA's memory-error guide; run NVIDIA's field diagnostic and contact NVIDIA support or the system vendor "
+    "for an RMA (`nvidia-bug-report.sh` for the case)",
     "contact_support": "collect `nvidia-bug-report.sh` and contact NVIDIA support",
 }
 
@@ -55,7 +74,9 @@ class Code:
 def _c(code: int, meaning: str, cause: Cause, action: Action, severity: Verdict | None = None) -> Code:
     if severity is None:  # the default: an application fault is counted; the GPU's own faults need the action
         severity = (
-            "info" if cause == "application" else ("fail" if action in ("reset_gpu", "reboot", "drain") else "warn")
+            "info"
+            if cause == "application"
+            else ("fail" if action in ("reset_gpu", "reboot", "drain", "drain_p2p", "rma") else "warn")
         )
     return Code(code, meaning, cause, action, severity)
 
@@ -106,7 +127,9 @@ XIDS: dict[int, Code] = {
         _c(61, "internal micro-controller breakpoint/warning", "driver", "reset_gpu"),
         _c(62, "internal micro-controller halt", "hardware", "reset_gpu"),
         _c(63, "ECC page retirement or row remapping recorded (pending until reset)", "hardware", "reset_gpu", "warn"),
-        _c(64, "ECC page retirement or row remapping failed to record", "hardware", "reset_gpu"),
+        # The catalog's immediate action is a reset, but NVIDIA's memory-error guide lists a row-remapping failure
+        # among its RMA conditions (MEMORY_SOURCE): the GPU goes out of service, not back after a reset.
+        _c(64, "ECC page retirement or row remapping failed to record", "hardware", "rma"),
         _c(66, "illegal access by the driver", "driver", "restart_app", "warn"),
         _c(67, "illegal access by the driver", "driver", "restart_app", "warn"),
         _c(68, "NVDEC0 exception", "application", "restart_app"),
@@ -153,9 +176,9 @@ XIDS: dict[int, Code] = {
         _c(148, "NVLink NVLPW control error", "hardware", "reset_gpu"),
         _c(149, "NVLink NETIR (fabric/network interface) error", "hardware", "reset_gpu"),
         _c(150, "NVLink MSE (management) error", "hardware", "reset_gpu"),
-        _c(
-            154, "the GPU's recovery action changed (the driver's own verdict: reset, reboot, drain)", "driver", "drain"
-        ),
+        # The line names the new action; recovery_action() judges each line by it (this entry is the fallback for a
+        # line that names none).
+        _c(154, "the driver changed the GPU's recovery action (its own verdict)", "driver", "drain"),
     )
 }
 
@@ -193,6 +216,75 @@ _FATAL = re.compile(r"(?<![-\w])fatal\b", re.IGNORECASE)
 CAUSED_BY = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 
 
+MEMORY_SOURCE = (
+    "NVIDIA GPU Memory Error Management, RMA policy (a row-remapping failure is an RMA condition), "
+    "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
+)
+RECOVERY_SOURCE = (
+    "NVIDIA Xid catalog, Xid 154 ('GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)'; "
+    "values None, Drain P2P, Drain and Reset, GPU Reset Required, Node Reboot Required); nvml.h "
+    "nvmlDeviceGpuRecoveryAction_t (0 none, 1 GPU reset, 2 node reboot, 3 drain P2P, 4 drain and reset, "
+    "5 recover IMEX domain)"
+)
+
+# "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"; later drivers print "PF FLR" (a
+# function-level reset) and "OS Reboot" for the same two actions. The words after "to" are the new action.
+_RECOVERY_CHANGE = re.compile(r"recovery action changed\b.*?\bto\s+(0x[0-9A-Fa-f]+)\s*\(([^)]*)\)", re.IGNORECASE)
+_RECOVERY_WORDS: dict[str, Action] = {
+    "none": "none",
+    "gpu reset required": "reset_gpu",
+    "gpu reset": "reset_gpu",
+    "reset": "reset_gpu",
+    "pf flr": "reset_gpu",
+    "bus reset": "reset_gpu",
+    "gpu reset bus": "reset_gpu",
+    "node reboot required": "reboot",
+    "node reboot": "reboot",
+    "os reboot": "reboot",
+    "reboot": "reboot",
+    "system reboot": "reboot",
+    "drain p2p": "drain_p2p",
+    "drain and reset": "drain",
+    "recover imex domain": "recover_imex",
+}
+# nvmlDeviceGpuRecoveryAction_t, for a label this table does not know.
+_RECOVERY_VALUES: dict[int, Action] = {
+    0: "none",
+    1: "reset_gpu",
+    2: "reboot",
+    3: "drain_p2p",
+    4: "drain",
+    5: "recover_imex",
+}
+
+
+@dataclass(frozen=True)
+class RecoveryAction:
+    """The new action an Xid 154 line names: ``label`` as printed ("0x2 (Node Reboot Required)")."""
+
+    label: str
+    action: Action
+
+    @property
+    def severity(self) -> Verdict:
+        """None: the GPU is usable again; IMEX-domain recovery leaves the GPU itself alone; the rest are faults."""
+        return "info" if self.action == "none" else ("warn" if self.action == "recover_imex" else "fail")
+
+
+def recovery_action(message: str) -> RecoveryAction | None:
+    """The recovery action an Xid 154 line changes to; None where the line names none that can be read."""
+    m = _RECOVERY_CHANGE.search(message)
+    if m is None:
+        return None
+    words = " ".join(m.group(2).split())
+    action = _RECOVERY_WORDS.get(words.lower())
+    if action is None:
+        action = _RECOVERY_VALUES.get(int(m.group(1), 16))
+    if action is None:  # neither the words nor the value are known: a fault until someone reads the line
+        action = "contact_support"
+    return RecoveryAction(f"{m.group(1)} ({words})", action)
+
+
 def lookup(kind: Literal["xid", "sxid"], code: int) -> Code | None:
     return (XIDS if kind == "xid" else SXIDS).get(code)
 
@@ -202,6 +294,8 @@ def severity_of(kind: Literal["xid", "sxid"], code: int, message: str) -> Verdic
 
     A code rigcheck's table does not hold is a ``warn`` (look it up), an SXid the same unless its line says fatal.
     """
+    if kind == "xid" and code == 154 and (recovery := recovery_action(message)) is not None:
+        return "fail" if recovery.action == "contact_support" else recovery.severity
     if NONFATAL.search(message):
         return "warn"
     if _FATAL.search(message):
