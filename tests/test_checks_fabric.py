@@ -91,9 +91,47 @@ def test_recovery_action_other_than_none_fails(action: str, fails: bool) -> None
     assert ("fabric.recovery-action" in _ids(snap)) is fails
 
 
-def test_in_progress_is_a_warning() -> None:
-    snap = parse_query_text(_q("        State : In Progress\n        Status : N/A\n"))
-    assert _ids(snap) == {"fabric.not-registered": Severity.WARN}
+EXTRA = Path(__file__).parent / "fixtures" / "fabricmanager-extra"
+
+
+@pytest.mark.parametrize("state", ["In Progress", "Not Started"])
+def test_not_registered_fails_with_wait_and_recheck(state: str) -> None:
+    """Not ready is not healthy: CUDA answers 802 until registration completes; the action is to wait."""
+    snap = parse_query_text(_q(f"        State : {state}\n        Status : N/A\n"))
+    findings = check_fabric(snap)
+    assert [(f.id, f.severity) for f in findings] == [("fabric.not-registered", Severity.FAIL)]
+    assert "802" in findings[0].message
+    assert findings[0].advice is not None
+    assert findings[0].advice.startswith("wait a minute and re-check")
+
+
+def test_real_fabric_block_in_progress_exits_1() -> None:
+    """gpu-operator #2511: an R580 Fabric block still In Progress (was a warning, exit 0)."""
+    snap = load_file(str(EXTRA / "gpuop2511-q-fabric-in-progress-580.txt"))
+    assert snap.gpus[0].fabric_state == "In Progress"
+    findings = run_checks(snap)
+    bad = [f for f in findings if f.severity is Severity.FAIL]
+    assert [f.id for f in bad] == ["fabric.not-registered"]
+    assert bad[0].advice is not None
+    assert "re-check" in bad[0].advice
+    assert "restart" not in bad[0].message  # the reason says what is wrong, the advice what to do
+
+
+def test_systemd_job_failed_line_is_a_failed_service() -> None:
+    """gpu-operator #356: `service nvidia-fabricmanager start` printing "Job for ... failed" (was info, exit 0)."""
+    text = (EXTRA / "gpuop356-service-start-job-failed.txt").read_text(encoding="utf-8")
+    fm = fabric_manager_from_text(text)
+    assert fm is not None
+    assert fm.state == "failed"
+    findings = run_checks(load_file(str(EXTRA / "gpuop356-service-start-job-failed.txt")))
+    failed = [f for f in findings if f.severity is Severity.FAIL]
+    assert [f.id for f in failed] == ["fabric.manager-failed"]
+    assert failed[0].advice is not None
+    assert failed[0].advice.startswith("restart the service")
+    newer = "Jan 05 14:44:41 h systemd[1]: Failed to start nvidia-fabricmanager.service - NVIDIA fabric manager."
+    fm = fabric_manager_from_text(newer)  # synthetic: newer systemd's wording of the same failure
+    assert fm is not None
+    assert fm.state == "failed"
 
 
 def test_nvlink_errors_corpus() -> None:

@@ -5,17 +5,19 @@ counters, and Fabric Manager on NVSwitch systems.
   the GPU cannot be used until that is done: a fail.
 - The fabric is judged beyond "not N/A": a registration "Completed" with an error status (NVML writes the
   error in ``status``: "Insufficient Resources", …), a health summary "Unhealthy", or clique 0 on a multi-node
-  NVLink GPU (GB200/GB300, or one whose cluster UUID names a cluster) each fail; "Not Started"/"In Progress"
-  on a GPU that has a fabric is a warning (CUDA answers 802 until it completes).
+  NVLink GPU (GB200/GB300, or one whose cluster UUID names a cluster) each fail; so does "Not Started"/"In
+  Progress" on a GPU that has a fabric: not ready is not healthy (CUDA answers 802 "system not yet initialized"
+  until registration completes), and its action is to wait and re-check, not to fix anything yet.
 - NVLink replay and recovery errors count against DCGM's limit of 1 (a warning); CRC errors matter only at 100
   a second (DCGM), which one snapshot cannot tell, so they are information.
 - An InfoROM that fails validation (corrupt checksum) is a warning, as DCGM's InfoROM health watch has it: the
   GPU may run, but its ECC and page-retirement records cannot be trusted.
 - Compute processes holding GPU memory are information: a node about to be benchmarked or accepted should be
   idle, and they name what to stop.
-- Fabric Manager not running on a machine with NVSwitches (or one whose NVSwitches are unknown: a log alone)
-  fails; on a box whose GPUs are all PCIe cards it is a warning (nothing for it to manage). CUDA's 802 "system
-  not yet initialized" is that failure seen from CUDA.
+- Fabric Manager failed or inactive on a machine with NVSwitches (or one whose NVSwitches are unknown: a log
+  alone, or systemd's "Job for nvidia-fabricmanager.service failed") fails, with the action to restart the
+  service and read its log; on a box whose GPUs are all PCIe cards it is a warning (nothing for it to manage).
+  CUDA's 802 "system not yet initialized" is that failure seen from CUDA.
 
 Finding ids: see FINDING_IDS.
 """
@@ -81,6 +83,21 @@ FM_ADVICE = (
 )
 
 
+# Registration is a transient state: Fabric Manager registers each GPU shortly after it starts (NVIDIA Fabric
+# Manager User Guide, "GPU fabric registration"), so the first action is to wait, then read the state again.
+WAIT_ADVICE = (
+    "wait a minute and re-check (`nvidia-smi --query-gpu=index,fabric.state,fabric.status --format=csv`, or "
+    "`rigcheck doctor` again) before running jobs; if it stays Not Started or In Progress, Fabric Manager is not "
+    "doing its part: `systemctl status nvidia-fabricmanager` and `journalctl -u nvidia-fabricmanager` (its version "
+    "must equal the driver's), restart it, and reset a GPU that still does not register"
+)
+RESTART_ADVICE = (
+    "restart the service (`sudo systemctl restart nvidia-fabricmanager`) and read its log for why it stopped "
+    "(`journalctl -u nvidia-fabricmanager -b`, /var/log/fabricmanager.log): its version must equal the driver's; "
+    "then check `nvidia-smi -q` shows Fabric State Completed, Status Success on every GPU"
+)
+
+
 def _fabric_gpu(gpu: Gpu) -> bool:
     """The GPU reports a fabric at all (state printed, not N/A)."""
     return gpu.fabric_state is not None and gpu.fabric_state.lower() != "not supported"
@@ -114,8 +131,11 @@ def _check_fabric(gpu: Gpu) -> list[Finding]:
     if state.lower() == "completed" and status is not None and status.lower() != "success":
         return [_fabric_fail(gpu, "fabric.registration-error", f"{where}: the GPU did not join the NVLink fabric")]
     if state.lower() != "completed":
-        message = f"{where}: the GPU has not joined the NVLink fabric yet (CUDA reports 802 until it has)"
-        return [_fabric_finding(gpu, "fabric.not-registered", Severity.WARN, message)]
+        message = (
+            f"{where}: the GPU is not ready, it has not finished registering with the NVLink fabric (CUDA answers "
+            "802 'system not yet initialized' until it has)"
+        )
+        return [_fabric_finding(gpu, "fabric.not-registered", Severity.FAIL, message, advice=WAIT_ADVICE)]
     health = (gpu.fabric_health or "").lower()
     if health == "unhealthy":
         return [_fabric_fail(gpu, "fabric.unhealthy", f"{where}, but its fabric health is Unhealthy")]
@@ -135,7 +155,7 @@ def _fabric_fail(gpu: Gpu, finding_id: str, message: str) -> Finding:
     return _fabric_finding(gpu, finding_id, Severity.FAIL, message)
 
 
-def _fabric_finding(gpu: Gpu, finding_id: str, severity: Severity, message: str) -> Finding:
+def _fabric_finding(gpu: Gpu, finding_id: str, severity: Severity, message: str, advice: str | None = None) -> Finding:
     return gpu_finding(
         gpu,
         finding_id,
@@ -143,7 +163,7 @@ def _fabric_finding(gpu: Gpu, finding_id: str, severity: Severity, message: str)
         message,
         measured=f"{gpu.fabric_state} / {gpu.fabric_status}",
         expected="Completed / Success, health Healthy, a clique on multi-node NVLink",
-        advice=FM_ADVICE + "; a GPU that stays out of the fabric needs a reset, then the vendor",
+        advice=advice or FM_ADVICE + "; a GPU that stays out of the fabric needs a reset, then the vendor",
         source=FABRIC_SOURCE,
     )
 
@@ -272,7 +292,7 @@ def _check_manager(snapshot: Snapshot) -> list[Finding]:
         message = f"Fabric Manager is {fm.state}: {why}"
         if none_here:
             message += "; this machine's GPUs are PCIe cards with no NVSwitch, so it has nothing to manage"
-        advice = "disable the service on machines without NVSwitch" if none_here else FM_ADVICE
+        advice = "disable the service on machines without NVSwitch" if none_here else RESTART_ADVICE
         severity = Severity.WARN if none_here else Severity.FAIL
         return [
             host_finding(

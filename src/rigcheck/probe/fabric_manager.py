@@ -34,6 +34,12 @@ _STATE_LINES: tuple[tuple[re.Pattern[str], FabricManagerState], ...] = (
     (re.compile(r"fabricmanager\.service: (Main|Control) process exited, code=(exited|killed|dumped)", re.I), "failed"),
     (re.compile(r"fabricmanager\.service: Failed with result", re.IGNORECASE), "failed"),
     (re.compile(r"Failed to start NVIDIA fabric manager", re.IGNORECASE), "failed"),
+    # What systemctl/service print when a start or restart fails ("Job for nvidia-fabricmanager.service failed
+    # because the control process exited with error code."), newer systemd's "Failed to start
+    # nvidia-fabricmanager.service - ...", and journalctl -x's "A start job for unit ... has failed".
+    (re.compile(r"Job for nvidia-fabricmanager\.service (?:failed|canceled)", re.IGNORECASE), "failed"),
+    (re.compile(r"Failed to start nvidia-fabricmanager\.service", re.IGNORECASE), "failed"),
+    (re.compile(r"start job for unit nvidia-fabricmanager\.service has failed", re.IGNORECASE), "failed"),
     # systemd names the unit ("Started nvidia-fabricmanager.service - NVIDIA fabric manager service.", older:
     # "Started NVIDIA fabric manager service."); the start script quotes it ('Stopped "Nvidia Fabric Manager"').
     (re.compile(r"\bStarted \"?(?:NVIDIA fabric ?manager|nvidia-fabricmanager)", re.IGNORECASE), "running"),
