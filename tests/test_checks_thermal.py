@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from rigcheck.checks.thermal import check_thermal
-from rigcheck.model import Missing, Severity
+from rigcheck.checks.thermal import check_thermal, is_loaded
+from rigcheck.model import Missing, Severity, Snapshot
 from tests.checkutil import ids, only
 from tests.snapshots import RTX_3090, make_gpu, make_snapshot
+
+FIXTURES = Path(__file__).parent / "fixtures" / "snapshots"
 
 
 def run(**overrides: object) -> list:
@@ -81,6 +85,52 @@ def test_slowdown_reasons(reasons: list[str], finding_id: str, severity: Severit
     found = run(temp_c=70.0, clock_event_reasons_active=reasons)
     assert only(found, finding_id).severity is severity
     assert "thermal.ok" not in ids(found)
+
+
+LOADED = {"utilization_gpu_percent": 98.0, "power_draw_w": 640.0}
+
+
+@pytest.mark.parametrize(
+    ("reasons", "finding_id"),
+    [
+        (["sw_thermal_slowdown"], "thermal.sw-thermal-slowdown"),
+        (["hw_slowdown"], "thermal.hw-slowdown"),
+        (["hw_slowdown", "hw_thermal_slowdown"], "thermal.hw-thermal-slowdown"),
+    ],
+)
+def test_slowdown_under_load_fails_naming_the_cause_and_the_guide(reasons: list[str], finding_id: str) -> None:
+    found = run(temp_c=86.0, clock_event_reasons_active=reasons, **LOADED)
+    f = only(found, finding_id)
+    assert f.severity is Severity.FAIL
+    assert "under load (98% utilization, 640 W of 700 W)" in f.message
+    if finding_id != "thermal.hw-slowdown":
+        assert "84-90 C" in (f.advice or "")
+        assert "airflow" in (f.advice or "")
+        assert "fan curve" in (f.advice or "")
+        assert "slot between cards" in (f.advice or "")
+
+
+def test_loaded_is_utilization_or_half_the_power_limit() -> None:
+    assert is_loaded(make_gpu(0, utilization_gpu_percent=50.0))
+    assert is_loaded(make_gpu(0, utilization_gpu_percent=30.0, power_draw_w=360.0))  # over half of 700 W
+    assert not is_loaded(make_gpu(0, utilization_gpu_percent=30.0, power_draw_w=300.0))
+    assert not is_loaded(make_gpu(0, utilization_gpu_percent=None, power_draw_w=None))
+
+
+def test_real_3090_box_hot_fan_at_100_with_sw_thermal_slowdown_fails() -> None:
+    """The 2x RTX 3090 box (topo/019's rig) at 86 C, fan 100%, software thermal slowdown active under load:
+    it exited 0 with "warnings to look at"; under load it is a verdict."""
+    snap = Snapshot.model_validate_json((FIXTURES / "2x-3090-phb-throttling.json").read_text())
+    found = check_thermal(snap)
+    f = only([x for x in found if x.gpu == 0], "thermal.sw-thermal-slowdown")
+    assert f.severity is Severity.FAIL
+    assert "86 C, fan at 100%" in f.message
+    assert [x.id for x in found if x.severity is Severity.FAIL] == ["thermal.sw-thermal-slowdown"]  # GPU1: 83 C, none
+
+
+def test_healthy_loaded_gpu_at_75_c_passes() -> None:
+    found = run(temp_c=75.0, clock_event_reasons_active=["sw_power_cap"], **LOADED)
+    assert ids(found) == ["thermal.ok"]
 
 
 def test_hw_slowdown_with_power_brake_is_left_to_power() -> None:

@@ -1,5 +1,11 @@
 """Thermal: is the card cool enough (the guide's "Cooling" section)?
 
+Under load (the snapshot shows the GPU loaded: :func:`is_loaded`), a slowdown is a verdict, not a hint:
+hardware slowdown and hardware thermal slowdown fail, and so does software thermal slowdown, since one loaded
+reading with it active is all of the loaded time the snapshot saw (over SW_THERMAL_FAIL_SHARE). On an idle or
+lightly used GPU the software slowdown and the bare hardware slowdown stay warnings (nothing is held back).
+The hardware power brake fails in the power check (power.brake-active).
+
 Finding ids: thermal.ok, thermal.warm, thermal.throttle-range, thermal.near-slowdown, thermal.at-slowdown,
 thermal.near-shutdown, thermal.hw-thermal-slowdown, thermal.sw-thermal-slowdown, thermal.hw-slowdown,
 thermal.slowdown-history, thermal.fan-at-max, thermal.temperature-unavailable.
@@ -50,11 +56,57 @@ NEAR_MARGIN_C = 5.0
 # Fan duty at or above this is the cooler's limit. nvml.h nvmlDeviceGetFanSpeed reports percent of max.
 FAN_MAX_PERCENT = 100.0
 
+# A GPU is loaded when its utilization is >= 50% or it draws >= 50% of its power limit: the rule of a loaded sample
+# of `rigcheck burn --analyze` (checks/burn.py), rigcheck's (a light training load runs at ~45% utilization but
+# well over half its power).
+LOADED_UTIL_PERCENT = 50.0
+LOADED_POWER_FRACTION = 0.5
+# Software thermal slowdown over this share of the loaded time fails a burn (and a loaded snapshot, where the one
+# reading is all of it). rigcheck's choice: the driver steps clocks down a bin or two under it, so a brief touch on
+# a warm afternoon costs little, but one loaded sample in ten means the cooler cannot hold the card below its
+# target under sustained load, and the guide's advice (airflow, spacing, fan curve) applies.
+SW_THERMAL_FAIL_SHARE = 0.10
 THRESHOLD_SOURCE = "the card's own thresholds: nvml.h nvmlDeviceGetTemperatureThreshold (SLOWDOWN, SHUTDOWN)"
 COOLING_ADVICE = (
     "improve airflow: clean dust filters, leave a slot between cards or use blower-style cards in dense builds, "
     "raise the case fan curve, lower the room temperature; " + LIFESPAN
 )
+
+
+THROTTLE_ADVICE = (
+    "the guide puts the start of throttling at 84-90 C: " + COOLING_ADVICE + "; check the fan curve lets the fans "
+    "ramp before the card reaches its target temperature"
+)
+
+
+def is_loaded(gpu: Gpu) -> bool:
+    """Whether the reading shows the GPU under load (LOADED_UTIL_PERCENT, LOADED_POWER_FRACTION); False when
+    neither utilization nor power with a limit is known."""
+    util = num(gpu.utilization_gpu_percent)
+    if util is not None and util >= LOADED_UTIL_PERCENT:
+        return True
+    draw = num(gpu.power_draw_w)
+    limit = num(gpu.power_enforced_limit_w) or num(gpu.power_limit_w)
+    return draw is not None and limit is not None and limit > 0 and draw >= LOADED_POWER_FRACTION * limit
+
+
+def _load_words(gpu: Gpu) -> str:
+    """ "at 100% utilization, 279 W of 280 W" (what the reading shows of the load)."""
+    parts = []
+    if gpu.utilization_gpu_percent is not None:
+        parts.append(f"{fmt(gpu.utilization_gpu_percent, '%')} utilization")
+    limit = gpu.power_enforced_limit_w or gpu.power_limit_w
+    if gpu.power_draw_w is not None and limit is not None:
+        parts.append(f"{fmt(gpu.power_draw_w, 'W')} of {fmt(limit, 'W')}")
+    return ", ".join(parts)
+
+
+def _heat_words(gpu: Gpu, temp: float | None) -> str:
+    """ " (86 C, fan at 100%)", " (86 C)", " (fan at 100%)" or ""."""
+    parts = [fmt(temp, "C")] if temp is not None else []
+    if gpu.fan_percent is not None:
+        parts.append(f"fan at {fmt(gpu.fan_percent, '%')}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def check_thermal(snapshot: Snapshot) -> list[Finding]:
@@ -174,17 +226,19 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             out.append(threshold)
 
     reasons = active_reasons(gpu)
+    loaded = is_loaded(gpu)
+    under = f" under load ({_load_words(gpu)})" if loaded else ""
     if "hw_thermal_slowdown" in reasons:
         out.append(
             gpu_finding(
                 gpu,
                 "thermal.hw-thermal-slowdown",
                 Severity.FAIL,
-                "hardware thermal slowdown is active: the GPU or its memory is too hot and clocks are cut by half "
-                "or more" + (f" at {fmt(temp, 'C')}" if temp is not None else ""),
+                f"hardware thermal slowdown is active{under}: the GPU or its memory is too hot and clocks are cut by "
+                "half or more" + (f" at {fmt(temp, 'C')}" if temp is not None else ""),
                 measured="hw_thermal_slowdown active",
                 expected="not active",
-                advice=COOLING_ADVICE,
+                advice=THROTTLE_ADVICE,
                 source=f"{NVML_REASONS}: nvmlClocksEventReasonHwThermalSlowdown",
             )
         )
@@ -193,8 +247,10 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             gpu_finding(
                 gpu,
                 "thermal.hw-slowdown",
-                Severity.WARN,
-                "hardware slowdown is active (clocks cut by half or more) without a thermal or power-brake sub-reason",
+                # Under load it costs half the clocks or more; idle, it can be a flicker of a P-state change.
+                Severity.FAIL if loaded else Severity.WARN,
+                f"hardware slowdown is active{under} (clocks cut by half or more) without a thermal or power-brake "
+                "sub-reason",
                 measured="hw_slowdown active",
                 expected="not active",
                 advice=(
@@ -210,12 +266,14 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             gpu_finding(
                 gpu,
                 "thermal.sw-thermal-slowdown",
-                Severity.WARN,
-                "software thermal slowdown is active: the driver lowers clocks to keep the GPU under its maximum "
-                "operating temperature" + (f" ({fmt(temp, 'C')})" if temp is not None else ""),
-                measured="sw_thermal_slowdown active",
-                expected="not active",
-                advice=COOLING_ADVICE,
+                # A loaded reading with it active is all of the loaded time seen: over SW_THERMAL_FAIL_SHARE.
+                Severity.FAIL if loaded else Severity.WARN,
+                f"software thermal slowdown is active{under}: the cooling cannot hold the card, so the driver "
+                f"lowers clocks to keep it under its maximum operating temperature{_heat_words(gpu, temp)}",
+                measured="sw_thermal_slowdown active" + (" under load" if loaded else ""),
+                expected="not active"
+                + (f" (under load: under {SW_THERMAL_FAIL_SHARE:.0%} of the loaded time)" if loaded else ""),
+                advice=THROTTLE_ADVICE if loaded else COOLING_ADVICE,
                 source=f"{NVML_REASONS}: nvmlClocksEventReasonSwThermalSlowdown",
             )
         )
