@@ -239,3 +239,55 @@ def test_without_offload_no_offload_key() -> None:
     result = CliRunner().invoke(_app(), ["plan", "--params", "7B", "--gpus", "8", "--nodes", "2"])
     assert isinstance(result.exception, UsageError)
     assert result.exception.exit_code == 2
+
+
+def _terminal(*args: str) -> str:
+    result = CliRunner().invoke(_app(), ["plan", "--params", "7B", *args])
+    assert result.exit_code == 0, result.output
+    return " ".join(result.stdout.split())
+
+
+def test_multinode_zero2_shows_deepspeeds_estimate_beside_its_own() -> None:
+    """Issue 23: 2 x 8 GPUs, ZeRO-2 CPU offload said it followed DeepSpeed's estimator and printed 336 GB alone;
+    estimate_zero2_model_states_mem_needs gives 7e9 x max(4 x 16, 16) x 1.5 = 672 GB."""
+    text = _terminal("--gpus", "16", "--nodes", "2", "--strategy", "zero2", "--offload", "cpu")
+    assert "672.0 GB" in text
+    assert "CPU RAM 336.0 GB and NVMe 0.0 GB per node (672.0 GB and 0.0 GB for all 2)" in text
+    assert "max(4 x 16 GPUs, 16)" in text
+    assert "the 8 GPUs of one node" in text  # the why
+
+
+@pytest.mark.parametrize(
+    ("gpus", "nodes", "strategy", "dtype"),
+    [
+        ("8", "1", "zero2", "bf16"),
+        ("16", "2", "zero2", "bf16"),
+        ("16", "4", "zero1", "fp32"),
+        ("16", "2", "zero3", "bf16"),
+    ],
+)
+def test_cpu_bytes_against_deepspeeds_formulas(gpus: str, nodes: str, strategy: str, dtype: str) -> None:
+    """The estimators' own arithmetic (stage_1_and_2.py / stage3.py, DeepSpeed 0.19.8), written out here."""
+    p, t, n = 7e9, int(gpus), int(nodes)
+    off = _plan(
+        "--gpus",
+        gpus,
+        "--nodes",
+        nodes,
+        "--strategy",
+        strategy,
+        "--dtype",
+        dtype,
+        "--offload",
+        "cpu",
+        "--from",
+        str(H100),
+    )["offload"]
+    deepspeed = p * max(4 * t, 16) * 1.5 if strategy != "zero3" else p * 18 / n * 1.5
+    notes = " ".join(off["notes"])
+    if strategy == "zero3" or n == 1:
+        assert off["cpu_bytes"] == pytest.approx(deepspeed)  # the same figure: no second one printed
+        assert "DeepSpeed's estimator" not in notes
+    else:  # per node, 4 x this node's GPUs; the estimator's figure beside it
+        assert off["cpu_bytes"] == pytest.approx(p * max(4 * t // n, 16) * 1.5)
+        assert f"{deepspeed / 1e9:,.1f} GB" in notes

@@ -9,8 +9,10 @@ same way) and the estimators' additional_buffer_factor f = 1.5:
   same optimizer, DS_STAGE12_OFFLOAD): GPU l x P (the 16-bit parameters, on every GPU); CPU RAM
   P x max(4 x n, 16) x f per node, 16 = fp32 gradients 4 + master weights 4 + momentum 4 + variance 4 and
   4 x n the fp32 model each process creates when it loads (DS_MEMORY_DOC). The estimator does not divide the
-  16 by the nodes; neither does this. NVMe: nothing, and --offload nvme is refused: stage 1/2 take any offload
-  device as CPU (DS_STAGE12_OFFLOAD).
+  16 by the nodes; neither does this. Its 4 x term counts every GPU of the job (max(4 x T, 16), T = n x N),
+  though a node's RAM holds the fp32 copies of its own n processes only: on more than one node the plan
+  prints the estimator's figure beside its own and says why (estimator_cpu_bytes). NVMe: nothing, and
+  --offload nvme is refused: stage 1/2 take any offload device as CPU (DS_STAGE12_OFFLOAD).
 - ZeRO-3, parameters and optimizer offloaded to CPU (DS_ZERO3_ESTIMATOR, zero.Init assumed): GPU 2l x L, the
   largest layer's 16-bit parameters and gradients gathered; CPU RAM P x (16 + l) / N x f per node
   (DeepSpeed's 18 = 16 + 2 bytes of 16-bit parameters).
@@ -53,7 +55,8 @@ DS_MEMORY_DOC = (
 )
 DS_ZERO2_ESTIMATOR = (
     "DeepSpeed estimate_zero2_model_states_mem_needs (deepspeed/runtime/zero/stage_1_and_2.py), "
-    "cpu_offload=True: GPU 2 x params, CPU params x max(4 x GPUs, 16) x additional_buffer_factor 1.5"
+    "cpu_offload=True: GPU 2 x params, CPU params x max(4 x total GPUs (nodes x GPUs per node), 16) x "
+    "additional_buffer_factor 1.5, printed 'per CPU'; the same in DeepSpeed 0.19.8"
 )
 DS_ZERO3_ESTIMATOR = (
     "DeepSpeed estimate_zero3_model_states_mem_needs (deepspeed/runtime/zero/stage3.py), cpu_offload and "
@@ -324,6 +327,33 @@ def _tiers(  # noqa: PLR0917 - the estimator's inputs, one for one
     ]
 
 
+def estimator_cpu_bytes(params: int, gpus_per_node: int, nodes: int, strategy: str, tier: str) -> float | None:
+    """CPU RAM as DeepSpeed's own estimator computes it (DS_ZERO2_ESTIMATOR, DS_ZERO3_ESTIMATOR with zero.Init),
+    16-bit training; None for NVMe offload, for which DeepSpeed publishes no estimator."""
+    if strategy in {"zero1", "zero2"}:
+        return params * max(4 * gpus_per_node * nodes, FP32_STATES) * BUFFER_FACTOR
+    return params * (FP32_STATES + 2) / nodes * BUFFER_FACTOR if tier == "cpu" else None
+
+
+def _estimator_note(ours: float, theirs: float | None, n: int, nodes: int, strategy: str) -> str | None:
+    """Where rigcheck's CPU figure differs from DeepSpeed's estimator's: both, and why."""
+    if theirs is None or abs(ours - theirs) < 0.005 * theirs:
+        return None
+    if strategy in {"zero1", "zero2"}:
+        return (
+            f"DeepSpeed's estimator (estimate_zero2_model_states_mem_needs) gives {_gb(theirs)} of CPU RAM, printed "
+            f"'per CPU': params x max(4 x {n * nodes} GPUs, 16) x {BUFFER_FACTOR}, its 4 x term counting every GPU "
+            f"of the job. rigcheck counts the {n} GPUs of one node (a node's RAM holds the fp32 model copies of its "
+            f"own processes only): {_gb(ours)} per node, {_gb(ours * nodes)} for all {nodes} nodes. Size each node "
+            f"for {_gb(theirs)} to follow DeepSpeed's estimate"
+        )
+    return (
+        f"DeepSpeed's estimator (estimate_zero3_model_states_mem_needs, zero_init) gives {_gb(theirs)} of CPU RAM "
+        f"per node for 16-bit training (params x 18 / {nodes} nodes x {BUFFER_FACTOR}); rigcheck's "
+        f"{_gb(ours)} counts the parameters at this dtype's width"
+    )
+
+
 def plan_offload(
     params: int,
     gpus: int,
@@ -374,7 +404,9 @@ def plan_offload(
             "default swap buffers; max_in_cpu and pinned-memory overheads are not counted"
         )
 
-    fit = [_fit("cpu", by_tier["cpu"], ram, "CPU RAM")]
+    estimator = estimator_cpu_bytes(params, n, nodes, strategy, tier)
+    differs = _estimator_note(by_tier["cpu"], estimator, n, nodes, strategy)
+    fit = [_fit("cpu", by_tier["cpu"], ram, "CPU RAM per node")]
     if tier == "nvme":
         fit.append(_fit("nvme", by_tier["nvme"], nvme_free, "NVMe space"))
 
@@ -405,7 +437,7 @@ def plan_offload(
     nvme_s = sum(x.time_s for x in traffic if x.link == "nvme") if tier == "nvme" else None
     total_s = host_s + (nvme_s or 0.0)
     ratio = total_s / compute_time_s if compute_time_s else None
-    notes = [f.verdict for f in fit]
+    notes = [f.verdict for f in fit] + ([differs] if differs else [])
     step = f"offload traffic {total_s:,.2f} s per step (host link {host_s:,.2f} s" + (
         f", NVMe {nvme_s:,.2f} s)" if nvme_s is not None else ")"
     )

@@ -23,6 +23,11 @@ def _offload_title(off: PlanOffload) -> str:
         f"Offload to {off.tier.upper()} ({off.strategy}, {off.nodes} node(s) x {off.gpus_per_node} GPUs): "
         f"GPU {_gbytes(off.gpu_bytes)} per GPU, CPU RAM {_gbytes(off.cpu_bytes)} and NVMe {_gbytes(off.nvme_bytes)} "
         "per node"
+        + (
+            f" ({_gbytes(off.cpu_bytes * off.nodes)} and {_gbytes(off.nvme_bytes * off.nodes)} for all {off.nodes})"
+            if off.nodes > 1
+            else ""
+        )
     )
 
 
