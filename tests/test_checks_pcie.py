@@ -1,11 +1,19 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from rigcheck.checks import run_checks
 from rigcheck.checks.pcie import check_pcie
+from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Missing, Severity
+from rigcheck.probe.from_file import load_file
 from tests.checkutil import ids, only
 from tests.snapshots import make_gpu, make_snapshot
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+SNAPSHOTS = Path(__file__).parent / "fixtures" / "snapshots"
 
 
 def run(**overrides: object) -> list:
@@ -19,9 +27,10 @@ def test_full_link_is_ok_with_bandwidth() -> None:
     assert "63 GB/s" in found[0].message
 
 
-def test_width_below_max_warns_with_bandwidths() -> None:
+def test_width_below_max_fails_with_bandwidths() -> None:
     f = only(run(pcie_gen_current=4, pcie_gen_max=4, pcie_gen_gpu_max=4, pcie_width_current=8), "pcie.width-below-max")
-    assert f.severity is Severity.WARN
+    assert f.severity is Severity.FAIL
+    assert "does not idle down" in f.message
     assert "x8 of x16" in f.message
     assert "15.8 GB/s" in f.message
     assert "31.5 GB/s" in f.message
@@ -49,10 +58,10 @@ def test_gen_below_max_at_idle_is_no_shortfall(state: dict) -> None:
     "state",
     [
         {"pstate": "P0", "clock_event_reasons_active": [], "utilization_gpu_percent": 10.0},
-        {"pstate": "P2", "clock_event_reasons_active": ["sw_power_cap"], "utilization_gpu_percent": 100.0},
+        {"pstate": "P2", "clock_event_reasons_active": ["sw_power_cap"], "utilization_gpu_percent": 40.0},
     ],
 )
-def test_gen_below_max_when_busy_warns(state: dict) -> None:
+def test_gen_below_max_when_busy_but_not_loaded_warns(state: dict) -> None:
     f = only(run(pcie_gen_current=1, **state), "pcie.gen-below-max")
     assert f.severity is Severity.WARN
     assert "Gen1" in f.message
@@ -72,8 +81,41 @@ def test_width_shortfall_at_idle_is_costed_at_the_max_generation() -> None:
     )
     assert ids(found) == ["pcie.width-below-max"]
     f = found[0]
-    assert f.severity is Severity.WARN
+    assert f.severity is Severity.FAIL  # idle or not: the width does not idle down
     assert "x8 of x16: ~15.8 GB/s of ~31.5 GB/s per direction at Gen4" in f.message
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        CORPUS / "smi-xml/001-tesla-t4-515-v11.xml",  # a Tesla T4 at Gen3 x8 of x16, idle
+        SNAPSHOTS / "2x-3090-phb-throttling.json",  # the 3090 pair of topo/019, x8/x8 under load
+    ],
+)
+def test_real_links_below_the_slot_width_exit_1(path: Path) -> None:
+    """Two real machines whose links trained at x8 of x16: they warned, exit 0; the host bandwidth is halved."""
+    snap = load_file(str(path))
+    findings = run_checks(snap)
+    below = [f for f in findings if f.id == "pcie.width-below-max"]
+    assert below
+    assert all(f.severity is Severity.FAIL for f in below)
+    assert exit_code_for(findings) == 1
+
+
+def test_gen_below_max_under_load_fails() -> None:
+    """Synthetic: a GPU at 100% utilization whose link reads Gen3 of Gen5: idle downclocking does not explain it."""
+    found = run(pcie_gen_current=3, utilization_gpu_percent=100.0, power_draw_w=650.0, clock_event_reasons_active=[])
+    f = only(found, "pcie.gen-below-max")
+    assert f.severity is Severity.FAIL
+    assert "under load" in f.message
+    assert "reseat" in (f.advice or "")
+
+
+def test_gen_below_max_loaded_by_power_alone_fails() -> None:
+    found = run(
+        pcie_gen_current=4, utilization_gpu_percent=None, power_draw_w=600.0, pstate="P0", clock_event_reasons_active=[]
+    )
+    assert only(found, "pcie.gen-below-max").severity is Severity.FAIL
 
 
 def test_gen_below_max_unknown_idleness_is_info() -> None:

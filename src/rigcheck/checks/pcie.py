@@ -1,4 +1,16 @@
-"""PCIe: did each GPU's link train at the speed and width it can do?
+"""PCIe: did each GPU's link train at the speed and width the slot allows?
+
+What "max" means, per source: NVML's nvmlDeviceGetMaxPcieLinkGeneration/Width and nvidia-smi's -q "Max" (query
+field pcie.link.gen.max / pcie.link.width.max) are the link's max with this device in this system, so the
+slot's limit is in them; nvmlDeviceGetGpuMaxPcieLinkGeneration, -q "Device Max" (pcie.link.gen.gpumax) is the
+card's own, "Host Max" the slot's. The snapshot keeps the first as pcie_gen_max / pcie_width_max and the card's
+as pcie_gen_gpu_max.
+
+- A width below the max fails: the width is trained once and does not idle down, so x8 where the slot allows
+  x16 halves the host bandwidth for good (a slot wired or shared for fewer lanes, a riser, a badly seated card).
+- A generation below the max is normal power saving at idle (said in pcie.ok); it fails only under load
+  (rigcheck.checks.thermal.is_loaded: the link should be back at its max), warns on a GPU busy but not loaded,
+  and is information when whether the GPU is busy is unknown.
 
 Finding ids: pcie.ok, pcie.link-unavailable, pcie.width-below-max, pcie.gen-below-max, pcie.slot-limits-gen,
 pcie.replays.
@@ -7,6 +19,7 @@ pcie.replays.
 from __future__ import annotations
 
 from rigcheck.checks.common import fmt, gpu_finding, has_problem, is_idle, missing_text, readable_gpus
+from rigcheck.checks.thermal import is_loaded
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
 
@@ -84,13 +97,14 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             gpu_finding(
                 gpu,
                 "pcie.width-below-max",
-                Severity.WARN,
+                Severity.FAIL,
                 f"PCIe link trained at x{width} of x{width_max}"
                 + (
                     f": ~{fmt(now_bw, 'GB/s', 1)} of ~{fmt(full_bw, 'GB/s', 1)} per direction at Gen{top}"
                     if now_bw is not None and full_bw is not None
                     else ""
-                ),
+                )
+                + f"; the slot allows x{width_max}, and a link's width does not idle down",
                 measured=f"x{width}",
                 expected=f"x{width_max}",
                 advice=(
@@ -98,13 +112,23 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
                     "or runs through a riser: move it to a full x16 slot (see the board manual's lane map), reseat "
                     "it, or drop the riser; on a two-card consumer board x8/x8 may be all the CPU has"
                 ),
-                source=f"{LINK_SOURCE}; {PCIE_SOURCE}",
+                source=f"{LINK_SOURCE} (max: with this device in this system); {PCIE_SOURCE}",
             )
         )
 
     idle = is_idle(gpu)
-    if gen is not None and gen_max is not None and gen < gen_max and not idle:
-        if idle is None:
+    # The idle reason (or P8) wins over a utilization averaged over the last second: the work just stopped.
+    loaded = is_loaded(gpu) and not idle
+    if gen is not None and gen_max is not None and gen < gen_max and (loaded or not idle):
+        if loaded:
+            severity = Severity.FAIL
+            why = "under load, where the link runs at its max (idle downclocking does not explain it)"
+            advice = (
+                "a loaded GPU runs its link at full speed: reseat the card, drop risers or extension cables, set the "
+                "slot to Gen Auto/its max in the BIOS, and check `pcie.replays` (a link that retrains down after "
+                "errors)"
+            )
+        elif idle is None:
             severity = Severity.INFO
             why = "possibly idle power saving (whether the GPU is busy is not known)"
             advice = (
@@ -112,7 +136,7 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
             )
         else:
             severity = Severity.WARN
-            why = "while the GPU is busy"
+            why = "while the GPU is busy (not idle, not fully loaded: re-check under load)"
             advice = (
                 "a busy GPU should run its link at full speed: reseat the card, drop risers or extension cables, "
                 "set the slot to Gen Auto/its max in the BIOS, and check `pcie.replays`"
@@ -170,7 +194,7 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
     if not has_problem(out) and None not in (gen, gen_max, width, width_max):
         link = gpu_pcie_link(gpu)
         bw = f" (~{fmt(link.gbps, 'GB/s', 1)} per direction)" if link is not None and link.gbps is not None else ""
-        downshift = f"; Gen{gen} now: idle power saving, it rises under load" if gen != gen_max else ""
+        downshift = f"; Gen{gen} now: idle power saving (normal), it rises under load" if gen != gen_max else ""
         out.append(
             gpu_finding(
                 gpu,
