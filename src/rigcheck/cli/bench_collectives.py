@@ -26,6 +26,7 @@ from rigcheck.cli.bench_nccl_tests import (
     FromOption,
     GpuOption,
     LinkOption,
+    NicsOption,
     PcieOption,
     imported_document,
 )
@@ -172,6 +173,7 @@ def _command(op: str) -> Callable[..., None]:
         link: LinkOption = None,
         pcie: PcieOption = None,
         gpu: GpuOption = None,
+        nics: NicsOption = None,
         as_json: JsonOut = False,
         html_file: HtmlFileOption = None,
         markdown_file: MarkdownFileOption = None,
@@ -184,10 +186,13 @@ def _command(op: str) -> Callable[..., None]:
                     **{"--repeats": repeats, "--warmup": warmup, "--timeout": timeout, "--compare-p2p": compare_p2p},
                 )
             )
-            doc = imported_document(op, from_files, link=link, pcie=pcie, gpu=gpu)
+            doc = imported_document(op, from_files, link=link, pcie=pcie, gpu=gpu, nics=nics)
             finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
-        if link is not None or pcie is not None or gpu is not None:
-            raise UsageError("--link, --pcie and --gpu name the link of an nccl-tests output: they go with --from FILE")
+        if link is not None or pcie is not None or gpu is not None or nics is not None:
+            raise UsageError(
+                "--link, --pcie, --gpu and --nics describe the machine of an nccl-tests output: "
+                "they go with --from FILE"
+            )
         _run(
             op,
             cpu=cpu,

@@ -2,7 +2,8 @@
 
 The first ``--from`` file that is nccl-tests output is the measurement; the others describe the machine
 (`nvidia-smi topo -m`, `-q`, a snapshot...), read with every command's ``--from`` machinery and combined as
-`doctor --from A --from B` combines them. ``--link``, ``--pcie`` and ``--gpu`` name the link instead.
+`doctor --from A --from B` combines them. ``--link``, ``--pcie`` and ``--gpu`` name the link instead; ``--nics``
+each node's NICs, which a run across hosts is judged against.
 """
 
 from __future__ import annotations
@@ -39,11 +40,26 @@ PcieOption = Annotated[
 GpuOption = Annotated[
     str | None, typer.Option("--gpu", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
 ]
+NicsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--nics",
+        help="With --from: each node's RDMA NICs as N x Gb/s (8x400); a run across hosts is judged against their "
+        "aggregate (default: the machine description's active ports, else 1x100).",
+        metavar="NxRATE",
+    ),
+]
 MEASUREMENT = "nccl-tests output (all_reduce_perf ...) or a machine description"
 
 
 def imported_document(
-    op: str, files: Sequence[Path], *, link: str | None, pcie: str | None, gpu: str | None
+    op: str,
+    files: Sequence[Path],
+    *,
+    link: str | None,
+    pcie: str | None,
+    gpu: str | None,
+    nics: str | None = None,
 ) -> CollectiveDocument:
     """The document of the nccl-tests output among ``files``, with the machine the others describe."""
     from rigcheck.model.bench import CollectiveOp
@@ -53,7 +69,7 @@ def imported_document(
 
     if op not in get_args(CollectiveOp):
         raise UsageError(f"unknown collective {op!r}")
-    choice = parse_link(link, pcie, gpu)  # a bad option is refused before any file is read
+    choice = parse_link(link, pcie, gpu, nics)  # a bad option is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")

@@ -87,8 +87,7 @@ HOSTLINK_FRACTION = 0.75
 NVLINK_P2P_FRACTION = 0.78
 # GPU to GPU over PCIe, often staged through host memory: 20-26 GB/s of 31.5 on Gen4 x16 (64-83%).
 PCIE_P2P_FRACTION = 0.55
-HOPPER_ALLREDUCE_FLOOR = 460.0  # 8-GPU NVSwitch busbw: ~480 peak, 475 measured on H200
-A100_ALLREDUCE_FLOOR = 180.0  # 8-GPU NVSwitch busbw: ~200 measured
+# The all-reduce floors are per condition (NVLS on/off, message size, across nodes): facts/allreduce_bands.py.
 
 # The PCIe link each SKU is built for: (generation, width). Pre-Blackwell GeForce and every Ampere/Ada card are
 # Gen4 x16, Hopper and Blackwell Gen5 x16 (the RTX 5060 Ti has eight lanes), Turing/Volta/Pascal Gen3 x16.
@@ -311,18 +310,17 @@ def spec_p2p_band(spec: GpuSpec) -> BandFact | None:
     return pcie_p2p_band(*link) if link else None
 
 
-def allreduce_band(spec: GpuSpec, *, gpus: int, nvswitch: bool) -> BandFact | None:
-    """The all-reduce bus-bandwidth band of ``gpus`` GPUs of this SKU in one box, where a public measurement
-    gives one (8-GPU NVSwitch H100/H200...); None elsewhere."""
-    if not nvswitch or gpus != 8 or spec.form_factor != "sxm":
+def allreduce_band(
+    spec: GpuSpec, *, gpus: int, nvswitch: bool, nvls: bool | None = True, size_bytes: int = 8 << 30
+) -> BandFact | None:
+    """The all-reduce bus-bandwidth band of ``gpus`` GPUs of this SKU in one box on NVSwitch, for one condition
+    (NVLS on/off/unknown, the largest size measured; facts/allreduce_bands.py); None where no public figure
+    gives one. NVLink SHARP lets the busbw pass the NVLink line rate, so no theoretical peak bounds it."""
+    from rigcheck.facts.allreduce_bands import node_condition
+
+    switch = nvswitch and spec.form_factor == "sxm"
+    found = node_condition(spec.chip, gpus=gpus, nvswitch=switch, size=size_bytes, nvls=nvls, nvls_why="")
+    if found.floor is None or found.source is None:
         return None
-    # NVLink SHARP lets the busbw pass the NVLink line rate, so no theoretical peak bounds it: peak is None.
-    if spec.chip == "GH100":
-        floor, source = HOPPER_ALLREDUCE_FLOOR, HOPPER_ALLREDUCE
-        basis = "8 GPUs on NVSwitch (NVLink SHARP), measured busbw ~475-480 GB/s"
-    elif spec.chip == "GA100":
-        floor, source = A100_ALLREDUCE_FLOOR, A100_ALLREDUCE
-        basis = "8 GPUs on NVSwitch, measured busbw ~200 GB/s"
-    else:
-        return None
-    return BandFact("allreduce", "GB/s", floor, None, f"floor {floor:g} GB/s busbw: {source}", basis)
+    basis = f"{gpus} GPUs on NVSwitch, {found.condition}"
+    return BandFact("allreduce", "GB/s", found.floor, None, f"floor {found.floor:g} GB/s busbw: {found.source}", basis)

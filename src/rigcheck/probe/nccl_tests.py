@@ -64,6 +64,11 @@ _FAILURE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b")
 _BINARY = re.compile(r"\b([a-z_]+_perf)(?:_mpi)?\b")
 _INT = re.compile(r"^-?\d+$")
 _CUT_ROW = re.compile(r"^\s*\d+(?:\s+\d+)?\s*$")
+# What says whether NVLink SHARP took part: NCCL's INFO lines (NCCL_DEBUG=INFO) and the environment as the
+# command line or NCCL's "set by environment" line gives it.
+_NVLS_SUPPORT = re.compile(r"\bNVLS multicast support is (not )?available")
+_NVLS_USED = re.compile(r"\b(\d+) nvls channels\b|\bConnected NVLS\b")
+_ENV = re.compile(r"\b(NCCL_NVLS_ENABLE|NCCL_ALGO)(?:=| set by environment to )([\w,^]+)")
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,9 @@ class NcclTestsRun:
     avg_busbw_gbps: float | None = None
     check_disabled: bool = False  # -c 0: the #wrong cells print N/A
     failure: str | None = None  # the first "Test CUDA|NCCL failure" line: the run stopped there
+    nvls_support: bool | None = None  # "NVLS multicast support is (not) available" (NCCL INFO); None: not printed
+    nvls_channels: int | None = None  # "16 nvls channels" / "Connected NVLS": NCCL built NVLS channels
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_NVLS_ENABLE / NCCL_ALGO as the file shows them
     cut: bool = False  # the file ends inside a row or before the footer
     cut_row_line: int | None = None  # the line of the row the file ends inside (a measurement cut short)
     notes: list[str] = field(default_factory=list)
@@ -338,6 +346,7 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
             banner_version = _version_code(line)
         if run.failure is None and _FAILURE.search(line):
             run.failure = line.strip()
+        _nvls_evidence(run, line)
     run.nccl_version = run.nccl_version or banner_version  # NCCL's own "NCCL version" line first: it has +cudaX
     if not reader.rows and run.failure is not None and reader.header_at:
         run.layout = reader.layout or "new"  # a run that failed before its first size: no rows, its error kept
@@ -348,6 +357,17 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
     run.rows, run.layout = reader.rows, reader.layout or "new"
     _finish(run, reader)
     return run
+
+
+def _nvls_evidence(run: NcclTestsRun, line: str) -> None:
+    """What a line says of NVLink SHARP: support (any device without it turns it off), channels, the env."""
+    if (m := _NVLS_SUPPORT.search(line)) is not None:
+        supported = m.group(1) is None
+        run.nvls_support = supported if run.nvls_support is None else run.nvls_support and supported
+    if (m := _NVLS_USED.search(line)) is not None:
+        run.nvls_channels = max(run.nvls_channels or 0, int(m.group(1)) if m.group(1) else 1)
+    for m in _ENV.finditer(line):
+        run.env.setdefault(m.group(1), m.group(2))
 
 
 def _version_code(line: str) -> str | None:

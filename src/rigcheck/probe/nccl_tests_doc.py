@@ -4,8 +4,9 @@ Which collective a file holds: the binary it names (its command line, a log line
 (nccl-tests' redop/root columns and count = size / type size, divided by the ranks for all-gather and
 reduce-scatter). The ceiling is the rate per direction of the slowest link between the ranks' GPUs — what
 nccl-tests' PERFORMANCE.md compares busbw with — from a machine description (a snapshot, topo -m, -q) or a
-link named (``LinkChoice``); none across hosts (the network bounds it). The all-reduce is judged against
-`verify`'s band (facts/bands.py allreduce_band) where one exists.
+link named (``LinkChoice``); none across hosts (the network bounds it). The all-reduce is judged against the
+band of its condition (facts/allreduce_bands.py): NVSwitch with NVLS on or off at the largest size, PCIe, or
+across hosts the NICs' aggregate; the verdict names the condition and the margin.
 """
 
 from __future__ import annotations
@@ -14,7 +15,19 @@ from dataclasses import dataclass
 
 from rigcheck.errors import ParseError, UsageError
 from rigcheck.facts import catalog, legend
-from rigcheck.facts.bands import PCIE_LINKS, PCIE_LINKS_SOURCE, allreduce_band
+from rigcheck.facts.allreduce_bands import (
+    DEFAULT_NICS,
+    HOPPER_RING_MAX,
+    Condition,
+    is_nvswitch_board,
+    network_condition,
+    node_condition,
+    nvls_state,
+    parse_nics,
+    pcie_condition,
+    size_text,
+)
+from rigcheck.facts.bands import PCIE_LINKS, PCIE_LINKS_SOURCE
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.facts.nvlink import NvlinkVariant, variant_for, variant_for_chip
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
@@ -54,10 +67,14 @@ class LinkChoice:
     code: str | None = None
     pcie: tuple[int, int] | None = None
     gpu: GpuSpec | None = None
+    nics: tuple[int, float] | None = None  # --nics: NICs per node and Gb/s each
 
 
-def parse_link(code: str | None, pcie: str | None, gpu: str | None) -> LinkChoice:
-    """--link, --pcie and --gpu read; UsageError (one line) for what names nothing."""
+def parse_link(code: str | None, pcie: str | None, gpu: str | None, nics: str | None = None) -> LinkChoice:
+    """--link, --pcie, --gpu and --nics read; UsageError (one line) for what names nothing."""
+    nic_count = parse_nics(nics) if nics is not None else None
+    if nics is not None and nic_count is None:
+        raise UsageError(f"--nics {nics!r}: NICs per node x Gb/s each, e.g. 8x400")
     if code is not None:
         code = code.strip().upper()
         if legend.lookup(code) is None and legend.nvlink_count(code) is None:
@@ -78,7 +95,7 @@ def parse_link(code: str | None, pcie: str | None, gpu: str | None) -> LinkChoic
                 f"--gpu {gpu!r} is not in rigcheck's catalog"
                 + (f" (did you mean: {', '.join(close)}?)" if close else "")
             )
-    return LinkChoice(code, link, spec)
+    return LinkChoice(code, link, spec, nic_count)
 
 
 # --- which collective -----------------------------------------------------------------------------------------
@@ -248,6 +265,73 @@ def ceiling_of(
     return Ceiling(gbps=round(rate, 2), link=text, source=source), None, spec
 
 
+def _switch(spec: GpuSpec, ranks: int, snapshot: Snapshot | None, code: str | None) -> tuple[bool, str]:
+    """(the GPUs on NVSwitch, how it is known): the snapshot's switch links or NVSwitches, every pair joined by
+    all of the part's links (only a switch gives that to 8 GPUs), or an 8-GPU SXM board (HGX/DGX)."""
+    if snapshot is not None and (
+        (snapshot.fabric_manager is not None and (snapshot.fabric_manager.nvswitches or 0) > 0)
+        or any(lk.remote_device_type == "switch" for g in snapshot.gpus for lk in g.nvlinks or ())
+    ):
+        return True, "the machine description shows NVSwitches"
+    if code is not None and spec.nvlink_links > 0 and legend.nvlink_count(code) == spec.nvlink_links:
+        return True, f"every pair {code}"
+    if code is None and is_nvswitch_board(spec.architecture, spec.form_factor, ranks):
+        return True, f"{ranks} {spec.name} (an 8-GPU SXM board is NVSwitch)"
+    return False, ""
+
+
+def _nics(choice: LinkChoice, snapshot: Snapshot | None) -> tuple[tuple[int, float], str]:
+    """(NIC count, Gb/s each; where from): --nics, the snapshot's active RDMA ports, else the stated default."""
+    if choice.nics is not None:
+        return choice.nics, "--nics"
+    ports = snapshot.system.ib_ports if snapshot is not None else None
+    active = [p.rate_gbps for p in ports or [] if p.state == "ACTIVE" and p.rate_gbps]
+    if active:
+        return (len(active), sum(active) / len(active)), "the machine description's active RDMA ports"
+    count, gbit = DEFAULT_NICS
+    return DEFAULT_NICS, f"no NIC known: the default {count}x{gbit:g}G; give --nics 8x400 for the real fabric"
+
+
+def _condition(
+    run: NcclTestsRun,
+    *,
+    spec: GpuSpec | None,
+    ranks: int,
+    size: int,
+    busbw: float,
+    snapshot: Snapshot | None,
+    choice: LinkChoice,
+    code: str | None,
+    ceiling: Ceiling | None,
+) -> Condition:
+    """The band of the run's condition: across nodes the NICs; on one node NVSwitch (NVLS on/off) or PCIe."""
+    if len(run.hosts) > 1:
+        nics, where = _nics(choice, snapshot)
+        return network_condition(nics, f"{len(run.hosts)} hosts; {where}")
+    if spec is None:
+        return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
+    switch, _ = _switch(spec, ranks, snapshot, code)
+    if switch:
+        nvls, why = nvls_state(
+            env=run.env,
+            support=run.nvls_support,
+            channels=run.nvls_channels,
+            nccl_version=run.nccl_version,
+            busbw=busbw,
+            ring_max=HOPPER_RING_MAX if spec.chip == "GH100" else None,
+        )
+        return node_condition(spec.chip, gpus=ranks, nvswitch=True, size=size, nvls=nvls, nvls_why=why)
+    if ceiling is not None and "PCIe" in ceiling.link and not (code and legend.nvlink_count(code)):
+        return pcie_condition(ceiling.gbps, ceiling.link, size)
+    built = PCIE_LINKS.get(spec.name)
+    if ceiling is None and spec.form_factor != "sxm" and built is not None:
+        # A PCIe card with no link named: its link as built. A bridge or P2P only raises the figure.
+        rate = pcie_bandwidth_gbps(*built)
+        assert rate is not None  # the facts give known links only
+        return pcie_condition(round(rate, 2), f"Gen{built[0]} x{built[1]} as built", size)
+    return Condition(None, f"no public all-reduce figure for {ranks} x {spec.name} without NVSwitch", None)
+
+
 def _judge(
     op: str,
     *,
@@ -256,35 +340,41 @@ def _judge(
     ranks: int,
     run: NcclTestsRun,
     snapshot: Snapshot | None,
+    choice: LinkChoice,
     code: str | None,
+    ceiling: Ceiling | None,
 ) -> CollectiveJudgement | None:
-    """The all-reduce band's verdict at the largest size; None for the other collectives."""
+    """The all-reduce band's verdict at the largest size, naming the condition it assumed and the margin;
+    None for the other collectives."""
     if op != "allreduce" or not rows:
         return None
-    busbw = max(rows, key=lambda r: r.size_bytes).busbw_gbps
-
-    def unjudged(reason: str) -> CollectiveJudgement:
-        return CollectiveJudgement(band_floor_gbps=None, verdict="unjudged", reason=reason, source=None)
-
-    if len(run.hosts) > 1:
-        return unjudged(f"no band: the ranks span {len(run.hosts)} hosts (the band is of one 8-GPU node)")
-    if spec is None:
-        return unjudged("no band: the GPU model is unknown (add --gpu)")
-    switch = snapshot is not None and (
-        (snapshot.fabric_manager is not None and (snapshot.fabric_manager.nvswitches or 0) > 0)
-        or any(lk.remote_device_type == "switch" for g in snapshot.gpus for lk in g.nvlinks or ())
+    last = max(rows, key=lambda r: r.size_bytes)
+    busbw, size = last.busbw_gbps, last.size_bytes
+    found = _condition(
+        run,
+        spec=spec,
+        ranks=ranks,
+        size=size,
+        busbw=busbw,
+        snapshot=snapshot,
+        choice=choice,
+        code=code,
+        ceiling=ceiling,
     )
-    # Every pair joined by all of the part's links: only an NVSwitch gives that to 8 GPUs.
-    switch = switch or (code is not None and legend.nvlink_count(code) == spec.nvlink_links and spec.nvlink_links > 0)
-    band = allreduce_band(spec, gpus=ranks, nvswitch=switch)
-    if band is None:
-        return unjudged(
-            f"no band: no public all-reduce figure for {ranks} x {spec.name}" + ("" if switch else " without NVSwitch")
+    if found.floor is None:
+        return CollectiveJudgement(
+            band_floor_gbps=None, verdict="unjudged", reason=f"no band: {found.condition}", source=None
         )
-    verdict = "pass" if busbw >= band.expected_min else "fail"
-    sign = ">=" if verdict == "pass" else "<"
-    reason = f"busbw {busbw:g} GB/s at the largest size {sign} floor {band.expected_min:g} ({band.basis})"
-    return CollectiveJudgement(band_floor_gbps=band.expected_min, verdict=verdict, reason=reason, source=band.source)
+    verdict = "pass" if busbw >= found.floor else "fail"
+    margin = busbw / found.floor - 1
+    side = f"{margin:.0%} above" if margin >= 0 else f"{-margin:.0%} below"
+    close = (
+        f"; the floor is within 5% of the lowest healthy figure published ({found.lowest_healthy:g})"
+        if found.close
+        else ""
+    )
+    reason = f"busbw {busbw:g} GB/s at {size_text(size)}, floor {found.floor:g} ({found.condition}), {side}{close}"
+    return CollectiveJudgement(band_floor_gbps=found.floor, verdict=verdict, reason=reason, source=found.source)
 
 
 # --- the document -----------------------------------------------------------------------------------------------
@@ -408,5 +498,15 @@ def collective_document(
         notes=notes,
         source=source,
         ceiling=ceiling,
-        judgement=_judge(op, rows=rows, spec=spec, ranks=ranks, run=run, snapshot=snapshot, code=code),
+        judgement=_judge(
+            op,
+            rows=rows,
+            spec=spec,
+            ranks=ranks,
+            run=run,
+            snapshot=snapshot,
+            choice=choice,
+            code=code,
+            ceiling=ceiling,
+        ),
     )
