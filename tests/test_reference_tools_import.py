@@ -299,7 +299,7 @@ def test_reports_show_source_verdicts_and_matrices(tmp_path: Path, capsys: pytes
     assert "10.47" in out
     markdown = md.read_text()
     assert "## Judged against verify's bands" in markdown
-    assert "| p2p | GPU0->GPU1 | 5.72 | 8.70 | fail |" in markdown
+    assert "| p2p | GPU0->GPU1 | 5.72 | 8.70 | -34% | fail |" in markdown
     assert "## Matrix latency\\_us\\_peer" in markdown or "## Matrix latency_us_peer" in markdown
     html = page.read_text()
     assert "Judged against verify" in html

@@ -5,7 +5,9 @@ beside the ceiling of the link each ran on and judged against the band `rigcheck
 What the machine is comes from, first to last: ``--gpu NAME`` (a catalog SKU, for every GPU of the file), the
 machine description given with it (a snapshot: `nvidia-smi -q`, `topo -m`...; its GPUs matched by bus id, else
 index), the device names the tool printed (matched to the catalog as nvidia-smi's names are). The PCIe link is
-the snapshot's (as trained) where it has one, else the SKU's as built (facts/bands.py PCIE_LINKS); a pair's link
+the snapshot's (as trained) where it has one, else the SKU's as built (facts/bands.py PCIE_LINKS); host copies
+are judged against the link the slot allows (checks/verify_figures.py hostlink_band_of): a card in an older host
+is a platform note, a link trained below its slot fails; a pair's link
 is the snapshot's topology, else what the SKU is built with (SXM: its NVLinks; no NVLink: PCIe); a pair that
 cannot use peer access copies over PCIe through the host whatever joins it.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 
+from rigcheck.checks.verify_figures import hostlink_band_of, margin_pct, margin_text, slot_notes
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import PCIE_LINKS, BandFact, band_for, p2p_band, pcie_p2p_band
 from rigcheck.facts.catalog import GpuSpec
@@ -91,8 +94,9 @@ def _judge(check: str, subject: str, value: float, band: BandFact | None, why_no
             check=check, subject=subject, value=value, floor=None, verdict="unjudged", reason=why_not, source=None
         )
     verdict = "pass" if value >= band.expected_min else "fail"
+    margin = margin_pct(value, band.expected_min)
     fraction = f", {value / band.peak:.0%} of {band.peak:g}" if band.peak else ""
-    reason = f"{value:g} GB/s {'>=' if verdict == 'pass' else '<'} floor {band.expected_min:g}{fraction} ({band.basis})"
+    reason = f"{value:g} GB/s, floor {band.expected_min:g} ({band.basis}), {margin_text(margin)}{fraction}"
     return FigureJudgement(
         check=check,
         subject=subject,
@@ -101,6 +105,7 @@ def _judge(check: str, subject: str, value: float, band: BandFact | None, why_no
         verdict=verdict,
         reason=reason,
         source=band.source,
+        margin_pct=margin,
     )
 
 
@@ -156,7 +161,7 @@ def judge_hostlink(doc: HostlinkDocument, machine: Machine) -> HostlinkDocument:
         check = HOSTLINK_CHECKS.get(row.name)
         if check is not None:
             spec = machine.spec(row.gpu)
-            band = band_for(spec, check) if spec else None
+            band = hostlink_band_of(check, machine.gpu(row.gpu), spec)
             why = (
                 f"{row.device_name}: no SKU known, so no band: {ADD_MACHINE}"
                 if spec is None
@@ -164,13 +169,21 @@ def judge_hostlink(doc: HostlinkDocument, machine: Machine) -> HostlinkDocument:
             )
             judgements.append(_judge(check, f"GPU{row.gpu}", row.gbps, band, why))
     notes = list(doc.notes)
+    gpus = {row.gpu: gpu for row in rows if (gpu := machine.gpu(row.gpu)) is not None}
+    notes += slot_notes(sorted(gpus.items()))
+    if any(machine.gpu(row.gpu) is None for row in rows if HOSTLINK_CHECKS.get(row.name)):
+        notes.append(
+            "the link the slot allows is not known for some GPUs: judged against the card's own link as built, "
+            f"which a card in an older host cannot reach: {ADD_MACHINE}"
+        )
     if links:
         notes.append("PCIe links: " + "; ".join(links[g] for g in sorted(links)))
     if any(r.pcie_link is None for r in rows):
         notes.append(f"no PCIe link known for some GPUs: {ADD_MACHINE}")
     notes.append(
         f"pcie_theoretical_gbps: the link's encoded rate per direction ({PCIE_SOURCE}); judged: the "
-        "copy-engine testcases against verify's hostlink bands (the SKU's link as built)"
+        "copy-engine testcases against verify's hostlink bands (the link the slot allows, as the machine "
+        "description reads it: a link trained below it fails)"
     )
     return doc.model_copy(
         update={"results": rows, "judgement": judgements, "snapshot": machine.snapshot, "notes": notes}

@@ -4,8 +4,10 @@ Each figure (checks/verify_figures.py) is held, and each judgement shown in one 
 
 - **band**: the floor of what a healthy card of its SKU reaches (facts/bands.py, or the site file's); under it
   fails. No band (an unknown SKU, a check the SKU has no figure for) or a CPU run: not judged, and why.
-- **peers**: the best of the identical GPUs in the box (same name); more than 10% under it fails, gpu-fryer's
-  rule. P2P pairs are peers when their link code is the same (NV18 with NV18, PIX with PIX).
+- **peers**: the identical GPUs in the box (same name): with three or more, more than 10% under the median of
+  them all fails (one card reading high moves no one); two must agree within 10%, else both are measured again
+  and, still apart, both fail naming each other. P2P pairs are peers when their link code is the same (NV18
+  with NV18, PIX with PIX). Host copies are held to the PCIe link the slot allows (a slower slot is a note).
 - **baseline**: the same check of the same GPU (by UUID, else index) in an earlier `verify --json`; under
   baseline x (1 - tolerance) fails, the tolerance being the larger of 5% and the run's own spread.
 - **result**: wrong results (a product, copy or reduction that differed from its reference), a GPU lost, a
@@ -13,8 +15,9 @@ Each figure (checks/verify_figures.py) is held, and each judgement shown in one 
 
 A check fails when any judgement fails, is incomplete when it has no figure (its step failed or was cut short
 before measuring it, or a partial document has nothing for its GPU), passes otherwise. A figure just under its
-band floor (within NEAR_FLOOR) and failing on nothing else is listed in ``near_floor``, for the runner to
-measure again and hand back through ``remeasured``: the best of all its figures is then judged.
+band floor (within NEAR_FLOOR) and failing on nothing else, or one of two identical GPUs apart, is listed in
+``near_floor``, for the runner to measure again and hand back through ``remeasured``: the best of all its
+figures is then judged. Each judgement carries its margin (``margin_pct``) from what it was held to.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from rigcheck.checks.driver import DRIVER_IDS
-from rigcheck.checks.verify_bands import effective_band, with_site_floor
+from rigcheck.checks.verify_bands import with_site_floor
 from rigcheck.checks.verify_dcgm import judge_dcgm
 from rigcheck.checks.verify_figures import (
     Figure,
@@ -33,13 +36,16 @@ from rigcheck.checks.verify_figures import (
     baseline_judgement,
     burn_figures,
     check_verdict,
+    gpu_band,
     hostlink_figures,
     matmul_figures,
     membw_figures,
     num,
     p2p_figures,
+    pair_apart,
     peer_judgement,
     result_judgement,
+    slot_notes,
 )
 from rigcheck.facts import bands as facts_bands
 from rigcheck.facts.catalog import GpuSpec, lookup
@@ -71,7 +77,7 @@ MEASURED_STEPS: Final = (*GPU_STEPS, "p2p", "allreduce")
 
 @dataclass(frozen=True)
 class NearFloor:
-    """A figure under its band floor by at most NEAR_FLOOR (5%): re-measured before it fails."""
+    """A figure under its band floor by at most NEAR_FLOOR (5%), or two identical GPUs apart: re-measured."""
 
     step: str  # "matmul" | "membw" | "hostlink" | "p2p" | "allreduce"
     check_id: str
@@ -155,16 +161,6 @@ def _units(inputs: VerifyInputs, chosen: Sequence[int] | None, notes: list[str])
 # --- bands ------------------------------------------------------------------------------------------------
 
 
-def _gpu_band(j: _Judge, unit: _Unit, check_id: str) -> tuple[Band | None, str]:
-    """The band of one GPU's check, or why there is none."""
-    band = effective_band(unit.spec, check_id, j.site, gpu_name=unit.name)
-    if band is not None:
-        return band, band.source
-    if unit.spec is None:
-        return None, f"no band: {unit.name} is not in rigcheck's catalog"
-    return None, f"no band: rigcheck has no {check_id} figure for the {unit.spec.name}"
-
-
 def _nvswitch(snapshot: Snapshot) -> bool:
     """Whether the GPUs sit on an NVSwitch fabric: a link ends at a switch, or the host shows NVSwitches."""
     if snapshot.fabric_manager is not None and (snapshot.fabric_manager.nvswitches or 0) > 0:
@@ -242,8 +238,8 @@ def _short(check: VerifyCheck, problems: Sequence[str]) -> str:
             continue
         if jd.rule == "band" and check.expected_min is not None:
             words.append(f"{value}<{num(check.expected_min)}{unit}")
-        elif jd.rule == "peers" and check.peer_best is not None:
-            words.append(f"{value} vs peer {num(check.peer_best)}{unit}")
+        elif jd.rule == "peers" and jd.reference is not None:
+            words.append(f"{value} vs peers {num(jd.reference)}{unit}")
         elif jd.rule == "baseline" and check.baseline is not None:
             words.append(f"{value} vs baseline {num(check.baseline)}{unit}")
         elif jd.rule == "result":
@@ -286,8 +282,11 @@ def _figure_check(
                 text = "CPU run: the ranks share the host's cores, not judged against each other"
                 judgements.append(Judgement(rule="peers", verdict="not_judged", text=text))
             else:
-                peer, peer_best = peer_judgement(value, fig.unit, peers[0], peers[1])
+                twice = (key, fig.check_id) in j.remeasured
+                peer, peer_best = peer_judgement(value, fig.unit, peers[0], peers[1], remeasured=twice)
                 judgements.append(peer)
+                if not twice and len(peers[0]) == 1 and pair_apart(value, peers[0][0]):
+                    j.near_floor.append(NearFloor(step=fig.step, check_id=fig.check_id, gpu=key))
         if j.baseline is not None and band is not None:
             judgements.append(baseline_judgement(value, fig.unit, base, fig.spread))
     judgements.append(result_judgement(fig.problems))
@@ -471,7 +470,8 @@ def _gpu_checks(
                 if j.units[k].name == unit.name
             ]
             base = _baseline_value(base_gpu.checks, fig.check_id) if base_gpu is not None else None
-            band = _gpu_band(j, unit, fig.check_id)
+            gpu = None if j.cpu else j.inputs.snapshot.gpu(unit.index)
+            band = gpu_band(fig.check_id, unit.spec, unit.name, gpu, j.site)
             checks.append(
                 _figure_check(
                     j, fig, key=unit.index, value=value, band=band, peers=(others, "identical peers"), base=base
@@ -591,6 +591,7 @@ def judge(
         )
     node = _node_checks(j, set(units)) + (dcgm.node if dcgm else [])
     notes += _absent_notes(j, figures) + (dcgm.notes if dcgm else [])
+    notes += [] if inputs.cpu else slot_notes((g.index, g) for g in inputs.snapshot.gpus if g.index in units)
     verdict = worst([*(g.verdict for g in judged_gpus), *(c.verdict for c in node)])
     reason = drain_reason(verdict, _drain_items(j, judged_gpus, node))
     return Judged(

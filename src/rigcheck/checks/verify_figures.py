@@ -23,6 +23,10 @@ from typing import Final
 
 from rigcheck.checks.burn import brake_seconds
 from rigcheck.checks.power import BRAKE_HISTORY_WARN_US
+from rigcheck.checks.verify_bands import effective_band, with_site_floor
+from rigcheck.facts.bands import HOSTLINK, BandFact, band_for, hostlink_band
+from rigcheck.facts.catalog import GpuSpec
+from rigcheck.facts.pcie import SlotReadings, slot_pcie_link
 from rigcheck.model.bench import (
     BenchRow,
     CollectiveDocument,
@@ -36,11 +40,12 @@ from rigcheck.model.bench import (
     P2PRow,
 )
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
-from rigcheck.model.verify import Band, Judgement, Verdict
+from rigcheck.model.site_config import SiteConfig
+from rigcheck.model.verify import Band, Judgement, RuleVerdict, Verdict
 
 # Without the SKU's own (bf16 where it has it), the dtype judged is the first of these that ran.
 MATMUL_PREFERENCE = ("bf16", "fp16", "tf32", "fp32")
-PEER_MARGIN: Final = 0.10  # gpu-fryer: a GPU more than 10% below the best of its box fails
+PEER_MARGIN: Final = 0.10  # a GPU more than 10% under the median of its identical peers fails (gpu-fryer's 10%)
 BASELINE_TOLERANCE: Final = 0.05  # the least regression a baseline comparison forgives
 
 
@@ -283,6 +288,47 @@ def burn_figures(burn: BurnResult) -> list[Figure]:
     return figures
 
 
+def hostlink_band_of(check: str, gpu: SlotReadings | None, spec: GpuSpec | None) -> BandFact | None:
+    """A GPU's host-copy band: on the link its slot allows where the machine description reads it (a card in
+    an older host is held to the host's generation: a platform limit, see :func:`slot_notes`), else on the
+    SKU's own link as built."""
+    slot = slot_pcie_link(gpu)
+    if slot is None:
+        return band_for(spec, check) if spec is not None else None
+    card = f"; the card can do Gen{slot.card_gen}" if slot.slot_limits else ""
+    return hostlink_band(check, slot.allowed.gen, slot.allowed.width, link=f"the link the slot allows{card}")
+
+
+def gpu_band(
+    check: str, spec: GpuSpec | None, name: str, gpu: SlotReadings | None, site: SiteConfig | None
+) -> tuple[Band | None, str]:
+    """The band of one GPU's check (the site's floor laid over the catalogue's), or why there is none. Host
+    copies are held to the link the slot allows (``gpu``: the machine description's GPU; None on a CPU run)."""
+    if check in HOSTLINK and gpu is not None:
+        band = with_site_floor(hostlink_band_of(check, gpu, spec), check, site, gpu_name=name)
+    else:
+        band = effective_band(spec, check, site, gpu_name=name)
+    if band is not None:
+        return band, band.source
+    if spec is None:
+        return None, f"no band: {name} is not in rigcheck's catalog"
+    return None, f"no band: rigcheck has no {check} figure for the {spec.name}"
+
+
+def slot_notes(gpus: Iterable[tuple[int, SlotReadings]]) -> list[str]:
+    """One platform note per slot limit: GPUs whose slot allows an older PCIe generation than the card runs."""
+    limited: dict[tuple[str, int | None], list[str]] = {}
+    for index, gpu in gpus:
+        slot = slot_pcie_link(gpu)
+        if slot is not None and slot.slot_limits:
+            limited.setdefault((slot.allowed.label, slot.card_gen), []).append(str(index))
+    return [
+        f"GPU {', '.join(indices)}: the slot allows PCIe {label}, the card Gen{card}: a platform limit, not a GPU "
+        f"fault; host copies are judged against {label}"
+        for (label, card), indices in limited.items()
+    ]
+
+
 def keys_of(figures: Iterable[Figure]) -> set[int]:
     return {f.key for f in figures if f.key is not None}
 
@@ -303,42 +349,77 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.1f}%"
 
 
+def margin_pct(value: float, reference: float) -> float | None:
+    """How far ``value`` is from ``reference``, in percent of it (+ above, - below); None for a zero reference."""
+    return round((value / reference - 1) * 100, 1) if reference else None
+
+
+def margin_text(margin: float | None) -> str:
+    """+21.2 -> "21% above", -3.24 -> "3.2% below": whole percents from 10%, a decimal under it."""
+    if margin is None:
+        return "margin unknown"
+    size = f"{abs(margin):.0f}%" if abs(margin) >= 10 else f"{abs(margin):.1f}%"
+    return f"{size} {'above' if margin >= 0 else 'below'}"
+
+
 # --- the four rules ---------------------------------------------------------------------------------------
 
 
 def band_judgement(value: float, unit: str, band: Band | None, why: str) -> Judgement:
-    """The SKU band: at or over ``expected_min`` passes."""
+    """The SKU band: at or over ``expected_min`` passes; the line says how far over or under it."""
     if band is None:
         return Judgement(rule="band", verdict="not_judged", text=why)
     of_peak = f", {band.expected_min / band.peak:.0%} of the {num(band.peak)} peak" if band.peak else ""
-    if value >= band.expected_min:
-        return Judgement(
-            rule="band", verdict="pass", text=f"{num(value)} {unit} >= floor {num(band.expected_min)}{of_peak}"
-        )
-    under = 1 - value / band.expected_min
-    return Judgement(
-        rule="band",
-        verdict="fail",
-        text=f"{num(value)} {unit} < floor {num(band.expected_min)} ({_pct(under)} under{of_peak})",
-    )
+    margin = margin_pct(value, band.expected_min)
+    text = f"{num(value)} {unit}, floor {num(band.expected_min)}, {margin_text(margin)}{of_peak}"
+    verdict: RuleVerdict = "pass" if value >= band.expected_min else "fail"
+    return Judgement(rule="band", verdict=verdict, text=text, reference=band.expected_min, margin_pct=margin)
 
 
-def peer_judgement(value: float, unit: str, others: Sequence[float], what: str) -> tuple[Judgement, float | None]:
-    """gpu-fryer's rule: more than PEER_MARGIN under the best of ``others`` (the identical peers) fails."""
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def peer_judgement(
+    value: float, unit: str, others: Sequence[float], what: str, *, remeasured: bool = False
+) -> tuple[Judgement, float | None]:
+    """A figure against its identical peers (``others``: theirs, not its own); returns the judgement and the
+    best of the peers.
+
+    Three or more alike (itself and at least two peers): more than PEER_MARGIN under the median of them all
+    fails, so one card reading high moves no one (gpu-fryer's rule held to the best of the box failed seven
+    healthy H100s beside one at 870 TFLOPS). Two alike: they must agree within PEER_MARGIN; when they do not,
+    neither can be called the slow one, so both fail naming each other (after ``remeasured``, once measured
+    again: :func:`pair_apart` asks for that first)."""
     if not others:
         return Judgement(rule="peers", verdict="not_judged", text=f"no {what} measured beside it"), None
     best = max(others)
-    n = f"{len(others)} {what}"
-    if value >= best:
-        return Judgement(
-            rule="peers", verdict="pass", text=f"{num(value)} {unit}: the best, {n} at most {num(best)}"
-        ), best
-    under = 1 - value / best
-    if value < best * (1 - PEER_MARGIN):
-        text = f"{num(value)} {unit} is {_pct(under)} under the best of {n} ({num(best)}): more than 10%"
-        return Judgement(rule="peers", verdict="fail", text=text), best
-    text = f"{num(value)} {unit} is {_pct(under)} under the best of {n} ({num(best)}): within 10%"
-    return Judgement(rule="peers", verdict="pass", text=text), best
+    if len(others) == 1:
+        other = others[0]
+        apart = pair_apart(value, other)
+        margin = margin_pct(value, other)
+        words = f"{num(value)} {unit} vs {num(other)} of its one {what.removesuffix('s')}, {margin_text(margin)}"
+        if apart:
+            again = "re-measured and still apart" if remeasured else "apart"
+            text = f"{words}: {again} by more than 10%, and two cannot tell which is slow (both flagged)"
+            return Judgement(rule="peers", verdict="fail", text=text, reference=other, margin_pct=margin), best
+        text = f"{words}: the two agree within 10%"
+        return Judgement(rule="peers", verdict="pass", text=text, reference=other, margin_pct=margin), best
+    middle = median([value, *others])
+    margin = margin_pct(value, middle)
+    words = f"{num(value)} {unit}, median {num(middle)} of it and {len(others)} {what}, {margin_text(margin)}"
+    if value < middle * (1 - PEER_MARGIN):
+        text = f"{words}: more than 10% under"
+        return Judgement(rule="peers", verdict="fail", text=text, reference=middle, margin_pct=margin), best
+    return Judgement(rule="peers", verdict="pass", text=words, reference=middle, margin_pct=margin), best
+
+
+def pair_apart(a: float, b: float) -> bool:
+    """Two identical GPUs' figures more than PEER_MARGIN apart (the lower under the higher by more)."""
+    high, low = max(a, b), min(a, b)
+    return low < high * (1 - PEER_MARGIN)
 
 
 def baseline_judgement(value: float, unit: str, base: float | None, spread: float) -> Judgement:
@@ -346,11 +427,11 @@ def baseline_judgement(value: float, unit: str, base: float | None, spread: floa
     if base is None:
         return Judgement(rule="baseline", verdict="not_judged", text="not in the baseline")
     tolerance = max(BASELINE_TOLERANCE, spread)
-    change = value / base - 1 if base else 0.0
-    words = f"{num(value)} {unit} vs baseline {num(base)} ({change * 100:+.1f}%"
-    if value < base * (1 - tolerance):
-        return Judgement(rule="baseline", verdict="fail", text=f"{words}, beyond the {_pct(tolerance)} noise)")
-    return Judgement(rule="baseline", verdict="pass", text=f"{words}, within the {_pct(tolerance)} noise)")
+    margin = margin_pct(value, base)
+    words = f"{num(value)} {unit}, baseline {num(base)}, {margin_text(margin)}"
+    verdict: RuleVerdict = "fail" if value < base * (1 - tolerance) else "pass"
+    text = f"{words} ({'beyond' if verdict == 'fail' else 'within'} the {_pct(tolerance)} noise)"
+    return Judgement(rule="baseline", verdict=verdict, text=text, reference=base, margin_pct=margin)
 
 
 def result_judgement(problems: Sequence[str]) -> Judgement:

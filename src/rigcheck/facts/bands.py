@@ -7,8 +7,8 @@ a card below it is slower than every healthy card measured, not merely an unluck
 
 Check ids: ``matmul_bf16`` / ``matmul_fp16`` / ``matmul_tf32`` (TFLOPS, dense), ``membw`` (GB/s, device copy
 counting read + write, against the memory spec), ``hostlink_h2d`` / ``hostlink_d2h`` (GB/s, pinned, against the
-SKU's PCIe link encoded rate), ``p2p`` (GB/s one direction between two GPUs, against the pair's link),
-``allreduce`` (GB/s bus bandwidth across the node's GPUs).
+PCIe link the slot allows, floors from published healthy copies per generation), ``p2p`` (GB/s one direction
+between two GPUs, against the pair's link), ``allreduce`` (GB/s bus bandwidth across the node's GPUs).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rigcheck.facts.nvlink import NVLINK_VARIANTS, NvlinkVariant, variant_for_ch
 from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
 
 MATMUL_CHECKS = ("matmul_bf16", "matmul_fp16", "matmul_tf32")
+HOSTLINK = ("hostlink_h2d", "hostlink_d2h")
 CHECKS = (*MATMUL_CHECKS, "membw", "hostlink_h2d", "hostlink_d2h", "p2p", "allreduce")
 
 # Sources of the fractions: short enough for a verdict's one line; the figures they give sit beside each fraction.
@@ -81,8 +82,44 @@ TF32_SCALE = 0.9
 TF32_CAP = 0.65
 # Device copy: H100 89% (torch), 4090 91%, V100 83% (p2pBandwidthLatencyTest); the issue's HBM 87-90%.
 MEMBW_FRACTION = 0.80
-# Pinned host copies: torch h2d 87.5% of Gen5 x16, nvbandwidth's copy-engine h2d 78.5%.
-HOSTLINK_FRACTION = 0.75
+# Pinned host copies: a floor per PCIe generation for an x16 link (scaled by lanes), under the LOWEST published
+# healthy figure of that generation (the lower direction, GB/s) with a margin, and over the best healthy figure of
+# the generation below (so a link trained one generation down, or to half its lanes, fails):
+# - Gen3 x16: CUDA bandwidthTest h2d/d2h T4 9.7/11.1, V100 SXM2 9.6/11.4 (HOST_GEN3); P100 PCIe 12.2/12.9, NUMA-local
+#   (https://github.com/mpicbg-scicomp/gearshifft/pull/82). Floor 8.0: 17% under 9.6, over Gen2 x16's 6.4 encoded.
+# - Gen4 x16: nvbandwidth CE 8x RTX 4090 h2d 23.90-26.38, d2h 26.25-27.11 (HOST_GEN4); A100 PCIe bandwidthTest h2d
+#   24.1-25.8, d2h 25.4-26.2 at 100 MB-1 GB. Floor 20.0: 16% under 23.9, over Gen3's best 13.2.
+# - Gen5 x16: nvbandwidth CE H100 SXM5 h2d 49.47, d2h 54.36 (H100_EVIDENCE); 8x RTX 5090 h2d 56.30-56.41, d2h
+#   57.29-57.35 (HOST_GEN5). Floor 42.0: 15% under 49.47, over Gen4's best 27.1.
+HOST_GEN3 = (
+    "CUDA bandwidthTest T4 and V100 SXM2, "
+    "https://github.com/router-gao/cuda-demo/blob/dca1c6b28a29b06f1468d2e1bdc2fc3054d7c6a2/cuda-samples/02-cuda-bandwidth.md"
+)
+HOST_GEN4 = (
+    "nvbandwidth 8x RTX 4090, https://github.com/NVIDIA/nvbandwidth/issues/15; CUDA bandwidthTest A100 PCIe, "
+    "https://github.com/jdh4/della-gpu-A100/blob/00d5c87254a67d0611cdf1f12b2dfe68aca2463d/README.md"
+)
+HOST_GEN5 = f"nvbandwidth 8x RTX 5090, https://github.com/tinygrad/open-gpu-kernel-modules/issues/29; {H100_EVIDENCE}"
+
+
+@dataclass(frozen=True)
+class HostlinkEvidence:
+    """The host-copy floor of one PCIe generation on x16, and the published healthy figures it sits under."""
+
+    floor_x16: float
+    lowest_healthy: float  # the lowest published healthy x16 figure (GB/s, one direction, pinned)
+    best_healthy: float  # the highest published healthy x16 figure
+    source: str
+
+
+HOSTLINK_EVIDENCE: dict[int, HostlinkEvidence] = {
+    3: HostlinkEvidence(8.0, 9.6, 13.2, HOST_GEN3),
+    4: HostlinkEvidence(20.0, 23.9, 27.11, HOST_GEN4),
+    5: HostlinkEvidence(42.0, 49.47, 57.35, HOST_GEN5),
+}
+# A generation without published figures here (Gen1, Gen2, Gen6): half the encoded rate, under every measured
+# generation's floor fraction (Gen3 0.51, Gen4 0.63, Gen5 0.67 of their encoded x16 rates).
+HOSTLINK_UNMEASURED_FRACTION = 0.5
 # NVLink P2P: 83% (p2pBandwidthLatencyTest on NV18) and NCCL's ~82% effective.
 NVLINK_P2P_FRACTION = 0.78
 # GPU to GPU over PCIe, often staged through host memory: 20-26 GB/s of 31.5 on Gen4 x16 (64-83%).
@@ -215,24 +252,37 @@ def _membw_band(spec: GpuSpec) -> BandFact | None:
     )
 
 
+def hostlink_band(check: str, gen: int, width: int, *, link: str = "as built") -> BandFact | None:
+    """The pinned host-copy band (``hostlink_h2d`` / ``hostlink_d2h``) of a PCIe link: the generation's published
+    x16 floor scaled by lanes (HOSTLINK_EVIDENCE), else half the encoded rate; ``link`` says whose link it is
+    ("the slot's", "as built"...). None for an unknown generation or width."""
+    rate = pcie_bandwidth_gbps(gen, width)
+    if rate is None:
+        return None
+    peak = round(rate, 2)
+    evidence = HOSTLINK_EVIDENCE.get(gen)
+    if evidence is not None:
+        floor = round(evidence.floor_x16 * width / 16, 1)
+        under = 1 - evidence.floor_x16 / evidence.lowest_healthy
+        why = (
+            f"Gen{gen} x16 floor {evidence.floor_x16:g} GB/s x {width}/16 lanes, {under:.0%} under the lowest "
+            f"published healthy Gen{gen} x16 copy ({evidence.lowest_healthy:g}): {evidence.source}"
+        )
+    else:
+        floor = round(peak * HOSTLINK_UNMEASURED_FRACTION, 1)
+        why = f"{HOSTLINK_UNMEASURED_FRACTION:.2f} x encoded rate (no published Gen{gen} copy at hand)"
+    source = f"{why}; rate: {PCIE_SOURCE}"
+    basis = f"PCIe Gen{gen} x{width}, {link}, encoded {peak:.1f} GB/s one direction"
+    return BandFact(check, "GB/s", floor, peak, source, basis)
+
+
 def _hostlink_bands(spec: GpuSpec) -> list[BandFact]:
+    """The SKU's host-copy bands on its own link as built: where the slot's link is not known."""
     link = PCIE_LINKS.get(spec.name)
     if link is None:
         return []
-    gen, width = link
-    rate = pcie_bandwidth_gbps(gen, width)
-    if rate is None:
-        return []
-    peak = round(rate, 2)
-    source = (
-        f"{HOSTLINK_FRACTION:.2f} x PCIe Gen{gen} x{width} encoded rate: {H100_EVIDENCE}; rate: {PCIE_SOURCE}; "
-        f"link: {PCIE_LINKS_SOURCE} ({spec.source})"
-    )
-    basis = f"PCIe Gen{gen} x{width} encoded, one direction, {peak:.1f} GB/s"
-    return [
-        BandFact(check, "GB/s", round(peak * HOSTLINK_FRACTION, 1), peak, source, basis)
-        for check in ("hostlink_h2d", "hostlink_d2h")
-    ]
+    bands = [hostlink_band(check, *link, link=f"as built ({spec.name}, {PCIE_LINKS_SOURCE})") for check in HOSTLINK]
+    return [b for b in bands if b is not None]
 
 
 def bands_for(spec: GpuSpec) -> list[BandFact]:

@@ -115,6 +115,46 @@ def gpu_pcie_link(gpu: PcieReadings | None) -> PcieLink | None:
     return PcieLink(gen, width, pcie_bandwidth_gbps(gen, width))
 
 
+class SlotReadings(PcieReadings, Protocol):
+    """A GPU's PCIe readings with the card's own maximum generation (rigcheck.model.snapshot.Gpu has it)."""
+
+    @property
+    def pcie_gen_gpu_max(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class SlotLink:
+    """The link a GPU's slot allows, the card's own maximum generation, and the link as it reads now."""
+
+    allowed: PcieLink  # max generation x max width, both system-limited
+    card_gen: int | None  # the card's own maximum generation (None: not read)
+    now: tuple[int | None, int | None]  # (generation, width) as read, maybe at idle
+
+    @property
+    def slot_limits(self) -> bool:
+        """The slot (or platform) allows an older generation than the card can run: a platform finding."""
+        return self.card_gen is not None and self.card_gen > self.allowed.gen
+
+
+def slot_pcie_link(gpu: SlotReadings | None) -> SlotLink | None:
+    """The link the slot allows a GPU: the host-link floor's link (facts/bands.py hostlink_band).
+
+    NVML's nvmlDeviceGetMaxPcieLinkGeneration and nvmlDeviceGetMaxPcieLinkWidth (nvidia-smi ``pcie.link.gen.max``,
+    -q "Max") are the maximum "possible with this device and system", the lower of the card's and the slot's;
+    nvmlDeviceGetGpuMaxPcieLinkGeneration (``pcie.link.gen.gpumax``, -q "Device Max") is the card's own (nvml.h).
+    Unlike :func:`gpu_pcie_link` the width is the max: a link trained narrower than its slot is a fault the
+    host copies show, not a smaller link to judge them against. None when neither generation or width is known.
+    """
+    if gpu is None:
+        return None
+    gen = gpu.pcie_gen_max or gpu.pcie_gen_current
+    width = gpu.pcie_width_max or gpu.pcie_width_current
+    if gen is None or width is None:
+        return None
+    now = (gpu.pcie_gen_current, gpu.pcie_width_current)
+    return SlotLink(PcieLink(gen, width, pcie_bandwidth_gbps(gen, width)), gpu.pcie_gen_gpu_max, now)
+
+
 # A PCI address: NVML's "00000000:1B:00.0" (8-digit domain) or sysfs' "0000:1b:00.0".
 BDF_RE = re.compile(r"^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$")
 

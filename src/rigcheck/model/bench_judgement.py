@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema
 
+from rigcheck.model.absent import absent_unless_set
 from rigcheck.model.document import Plain
 
 Verdict = Literal["pass", "fail", "unjudged"]
@@ -26,3 +27,6 @@ class FigureJudgement(Plain):
     verdict: Verdict
     reason: str
     source: str | None = Field(description="the band's source; null when unjudged")
+    margin_pct: float | None = absent_unless_set(
+        "how far the figure is from the floor, in percent of it: +21.2 above, -19.8 below; absent when unjudged"
+    )

@@ -62,6 +62,12 @@ class Judgement(Plain):
     rule: Rule
     verdict: RuleVerdict
     text: str
+    reference: float | None = absent_unless_set(
+        "the figure it was held to: the band floor, the identical peers' median, the baseline figure"
+    )
+    margin_pct: float | None = absent_unless_set(
+        "how far the figure is from its reference, in percent of it: +21.2 above, -19.8 below"
+    )
 
 
 class VerifyCheck(Plain):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 Imported = HostlinkDocument | MembwDocument | P2PDocument
-JUDGEMENT_HEADERS = ("check", "subject", "GB/s", "floor", "verdict", "why")
+JUDGEMENT_HEADERS = ("check", "subject", "GB/s", "floor", "margin", "verdict", "why")
 
 
 def imported(doc: object) -> Imported | None:
@@ -46,8 +46,17 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _margin(value: float | None) -> str:
+    """+21.2 -> "+21%", -3.24 -> "-3.2%": how far over or under its floor a figure is; "-" when unjudged."""
+    if value is None:
+        return "-"
+    return f"{value:+.0f}%" if abs(value) >= 10 else f"{value:+.1f}%"
+
+
 def judgement_rows(judged: Sequence[FigureJudgement]) -> list[list[str]]:
-    return [[j.check, j.subject, _num(j.value), _num(j.floor), j.verdict, j.reason] for j in judged]
+    return [
+        [j.check, j.subject, _num(j.value), _num(j.floor), _margin(j.margin_pct), j.verdict, j.reason] for j in judged
+    ]
 
 
 def judgement_sources(judged: Sequence[FigureJudgement]) -> list[str]:
@@ -92,10 +101,10 @@ def terminal_parts(doc: Imported) -> list[RenderableType]:
     if judged:
         table = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
         for i, header in enumerate(JUDGEMENT_HEADERS):
-            table.add_column(header, justify="left" if i in {0, 1, 4, 5} else "right", no_wrap=i != 5)
+            table.add_column(header, justify="left" if i in {0, 1, 5, 6} else "right", no_wrap=i != 6)
         styles = {"pass": "green", "fail": "bold red", "unjudged": "yellow"}
         for j, cells in zip(judged, judgement_rows(judged), strict=True):
-            table.add_row(*cells[:4], Text(cells[4], style=styles[j.verdict]), cells[5])
+            table.add_row(*cells[:5], Text(cells[5], style=styles[j.verdict]), cells[6])
         parts += [Text("judged against verify's bands", style="bold"), table]
         parts += [Text(f"band source: {s}", style="dim") for s in judgement_sources(judged)]
     for name, lines in matrices(doc):
@@ -110,7 +119,7 @@ def markdown_lines(doc: Imported) -> list[str]:
     judged = doc.judgement or []
     if judged:
         out += ["## Judged against verify's bands", ""]
-        out += ["| " + " | ".join(JUDGEMENT_HEADERS) + " |", "| --- | --- | ---: | ---: | --- | --- |"]
+        out += ["| " + " | ".join(JUDGEMENT_HEADERS) + " |", "| --- | --- | ---: | ---: | ---: | --- | --- |"]
         out += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in judgement_rows(judged)]
         out += ["", *[f"- band source: {md_text(s)}" for s in judgement_sources(judged)], ""]
     for name, lines in matrices(doc):

@@ -13,7 +13,7 @@ from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 
-HEADERS = ("GPU", "check", "verdict", "figure", "floor", "peer best", "baseline", "src")
+HEADERS = ("GPU", "check", "verdict", "figure", "floor", "margin", "peer best", "baseline", "src")
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta"}
 VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE"}
 
@@ -31,6 +31,15 @@ def _figure(check: VerifyCheck) -> str:
     if check.value is None:
         return "not measured"
     return f"{_fig(check.value)} {check.unit or ''}".rstrip()
+
+
+def margin(check: VerifyCheck) -> str:
+    """The figure's margin from its floor ("+21%", "-8.8%"), else from its peers; "-" when neither was held."""
+    for rule in ("band", "peers"):
+        found = next((j.margin_pct for j in check.judgements if j.rule == rule and j.margin_pct is not None), None)
+        if found is not None:
+            return f"{found:+.0f}%" if abs(found) >= 10 else f"{found:+.1f}%"
+    return "-"
 
 
 def subject(gpu: VerifyGpu | None, *, cpu: bool = False) -> str:
@@ -65,6 +74,7 @@ def cells(gpu: VerifyGpu | None, check: VerifyCheck, refs: dict[str, int], *, cp
         check.verdict,
         _figure(check),
         _fig(check.expected_min),
+        margin(check),
         _fig(check.peer_best),
         _fig(check.baseline),
         f"[{ref}]" if ref else "",
