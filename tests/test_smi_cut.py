@@ -53,6 +53,9 @@ def _cuts(text: str) -> Iterator[int]:
             yield from {m.start(1) + 1, m.end(1) - 1, m.end(1)}
 
 
+PARTIAL_LISTS = frozenset({"clock_event_reasons_supported", "clock_event_reasons_active", "clock_event_durations_us"})
+
+
 def _notes(snapshot: Snapshot) -> list[str]:
     return [d.message for d in snapshot.diagnostics if d.message.startswith(INPUT_ENDS_EARLY)]
 
@@ -71,6 +74,15 @@ def _check(cut: Snapshot, whole: Snapshot, where: str) -> None:
             if name in BOOKKEEPING or (base.read_error is not None and name not in IDENTITY):
                 continue  # a placeholder keeps only who the GPU is
             value = getattr(gpu, name)
+            if name in PARTIAL_LISTS and value is not None:
+                # The reasons (and their counters) a cut block printed whole are readings: a part of the whole
+                # file's, never a different value.
+                whole_value = getattr(base, name)
+                assert whole_value is not None, (where, gpu.index, name, value)
+                assert set(value) <= set(whole_value), (where, gpu.index, name, value)
+                if isinstance(value, dict):
+                    assert all(value[k] == whole_value[k] for k in value), (where, gpu.index, name, value)
+                continue
             assert value is None or value == getattr(base, name), (where, gpu.index, name, value, getattr(base, name))
             truncated |= gpu.missing.get(name) is Missing.TRUNCATED
     lost = len(cut.gpus) < len(whole.gpus)
@@ -162,8 +174,15 @@ def test_q_minus_d_performance_ending_in_its_reasons_is_whole() -> None:
     )
     gpu = parse_query_text(text, "perf.txt").gpus[0]
     assert gpu.clock_event_reasons_active == ["sw_power_cap"]
-    # Cut before its last reason, the list may be short: not read.
+    # Ending before its last reason, after a whole line: the lines it holds are readings, not a cut block.
     gpu = parse_query_text(text[: text.index("        Display")], "perf.txt").gpus[0]
+    assert gpu.clock_event_reasons_active == ["sw_power_cap"]
+    assert gpu.clock_event_reasons_supported == ["idle", "sw_power_cap"]
+    # Cut inside a line (no line end): that line alone is lost, the whole ones before it are read.
+    gpu = parse_query_text(text[: text.index("Active", text.index("SW Power Cap"))], "perf.txt").gpus[0]
+    assert gpu.clock_event_reasons_supported == ["idle"]
+    # Cut inside its first line: nothing of the block was read whole, so it is truncated.
+    gpu = parse_query_text(text[: text.index("Not Active")], "perf.txt").gpus[0]
     assert gpu.clock_event_reasons_active is None
     assert gpu.missing["clock_event_reasons_active"] == Missing.TRUNCATED
 

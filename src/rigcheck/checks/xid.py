@@ -440,6 +440,8 @@ def _aer(snapshot: Snapshot) -> list[Finding]:
 
 
 def _driver_messages(snapshot: Snapshot) -> list[Finding]:
+    # An API mismatch the driver state holds is health.driver-version-mismatch's finding already.
+    mismatch_reported = snapshot.driver is not None and snapshot.driver.nvml == "version_mismatch"
     lines = [
         e
         for e in snapshot.kernel_events
@@ -447,6 +449,7 @@ def _driver_messages(snapshot: Snapshot) -> list[Finding]:
         and "fallen off the bus" not in e.message
         and not is_init_failure(e)
         and not is_gsp_timeout(e)
+        and not (mismatch_reported and e.message.startswith("API mismatch"))
     ]
     if not lines:
         return []

@@ -62,7 +62,7 @@ def api_mismatch(text: str) -> tuple[str, str] | None:
     start = text.find("API mismatch")
     if start < 0:
         return None
-    joined = " ".join(_CONTINUATION_RE.sub(" ", text[start : start + 600]).split())
+    joined = " ".join(_CONTINUATION_RE.sub(" ", ascii_quotes(text[start : start + 600])).split())
     m = _API_MISMATCH_RE.search(joined)
     return (m.group(1), m.group(2)) if m else None
 
@@ -92,18 +92,51 @@ def probe_driver(root: Path, nvml: NvmlState, nvml_error: str | None = None) -> 
     return state
 
 
+# Typographic quotes, as a paste from a web page, a chat or a word processor prints them, read as ASCII ones: each
+# maps one character to one, so positions in the normalised text are positions in the original.
+_QUOTES = str.maketrans(
+    {
+        "\u2018": "'",  # left single quotation mark
+        "\u2019": "'",  # right single quotation mark (the apostrophe in "couldn’t")
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",  # prime
+        "\u02bc": "'",  # modifier letter apostrophe
+        "\u00b4": "'",  # acute accent, typed for an apostrophe
+        "\uff07": "'",  # fullwidth apostrophe
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+    }
+)
+
+
+def ascii_quotes(text: str) -> str:
+    """``text`` with typographic quotes and apostrophes as ASCII ones (same length, same positions)."""
+    return text.translate(_QUOTES)
+
+
 def _nvml_state_from_text(text: str) -> tuple[NvmlState, str] | None:
+    text = ascii_quotes(text)
     m = _INIT_FAILED_RE.search(text)
     if m is not None:
         words = m.group(1).strip()
         return _INIT_ERROR_STATES.get(words.lower(), "error"), words
+    lowered = text.lower()
     for phrase, state in _SMI_MESSAGES:
-        at = text.find(phrase)
+        at = lowered.find(phrase.lower())
         if at >= 0:
             line_start = text.rfind("\n", 0, at) + 1
             line_end = text.find("\n", at)
             return state, text[line_start : line_end if line_end >= 0 else len(text)].strip()
     return None
+
+
+def says_nvml_failed(text: str) -> bool:
+    """Whether the text holds nvidia-smi's (or NVML's) own failure words, not only the kernel's NVRM lines."""
+    return _nvml_state_from_text(text) is not None
 
 
 def driver_state_from_text(text: str) -> DriverState | None:

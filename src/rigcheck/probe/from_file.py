@@ -115,7 +115,9 @@ def detect_kind(text: str) -> InputKind | None:
     if _Q_SECTION.search(clean):
         return "nvidia-smi-q"
     if _says_smi_failed(clean):
-        return "nvidia-smi-error"
+        # A kernel log with the driver's API-mismatch line and other GPU events (RmInitAdapter failures naming a
+        # bus id, Xids) is read as the kernel log it is: nvidia-smi's error output would lose those GPUs.
+        return "kernel-log" if _kernel_log_beyond_driver_state(clean) else "nvidia-smi-error"
     if _looks_like_kernel_log(clean):  # Xid/SXid/AER lines; a log with "API mismatch" is read just above
         return "kernel-log"
     if _looks_like_fabric_manager(clean):
@@ -166,6 +168,16 @@ def snapshot_from_smi_error(text: str, path: str | None) -> Snapshot:
     )
 
 
+def _kernel_log_beyond_driver_state(text: str) -> bool:
+    """A kernel log that says more than the driver's state, and no nvidia-smi failure words of its own."""
+    from rigcheck.probe.driver import says_nvml_failed
+    from rigcheck.probe.kernel_log import has_gpu_events
+    from rigcheck.probe.smi.unreadable import handle_errors
+
+    own = says_nvml_failed(text) or bool(handle_errors(text)) or _NO_DEVICES.search(text) is not None
+    return not own and has_gpu_events(text)
+
+
 def _looks_like_kernel_log(text: str) -> bool:
     from rigcheck.probe.kernel_log import looks_like_kernel_log
 
@@ -173,10 +185,11 @@ def _looks_like_kernel_log(text: str) -> bool:
 
 
 def _gpu_events(text: str) -> list[KernelEvent]:
-    """A broken driver's log may hold Xid/SXid/AER lines too: keep them (its NVRM lines are the driver state)."""
-    from rigcheck.probe.kernel_log import parse_kernel_events
+    """A broken driver's log may hold Xid/SXid/AER lines and GPUs the driver could not bring up (RmInitAdapter,
+    fallen off the bus): keep them; its API-mismatch lines are the driver state, reported by that."""
+    from rigcheck.probe.kernel_log import is_driver_state_event, parse_kernel_events
 
-    return [e for e in parse_kernel_events(text) if e.kind != "nvrm"]
+    return [e for e in parse_kernel_events(text) if not is_driver_state_event(e)]
 
 
 def _looks_like_nvlink_errors(text: str) -> bool:

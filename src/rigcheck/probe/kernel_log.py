@@ -29,6 +29,7 @@ from rigcheck.errors import ProbeError, UsageError
 from rigcheck.facts.xid import bus_key
 from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
 from rigcheck.model.snapshot import Gpu, Missing, Snapshot, Source
+from rigcheck.probe.driver import api_mismatch, driver_state_from_text
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?" + _BDF + r")\): (\d+),? ?(.*)$")
@@ -146,6 +147,16 @@ def parse_kernel_events(text: str) -> list[KernelEvent]:
     return [e for line in _joined(text.splitlines()) if (e := _event_of(line)) is not None]
 
 
+def is_driver_state_event(event: KernelEvent) -> bool:
+    """The kernel's "API mismatch" message: the driver's state (DriverState), not an event of a GPU."""
+    return event.kind == "nvrm" and event.message.startswith("API mismatch")
+
+
+def has_gpu_events(text: str) -> bool:
+    """Whether the log holds an event other than the driver's API-mismatch message."""
+    return any(not is_driver_state_event(e) for e in parse_kernel_events(text))
+
+
 def looks_like_kernel_log(text: str) -> bool:
     """Whether the text holds a line this module reads, or a line of the NVIDIA driver itself (the detector of
     `--from`; the outputs it must not take, nvidia-smi's and Fabric Manager's, are told apart before it)."""
@@ -219,6 +230,8 @@ def snapshot_from_kernel_log(text: str, path: str | None) -> Snapshot:
         gpu_absent_reason=None if gpus else "the kernel log names no GPU",
     )
     snapshot.software.driver_version = driver_version_of(text)
+    if api_mismatch(text) is not None:  # the kernel refused a client of another version: the driver's state
+        snapshot.driver = driver_state_from_text(text)
     return snapshot
 
 

@@ -301,7 +301,10 @@ def _collect(section: _Section) -> GpuFields:
             fields.ecc_uncorrected_aggregate.append(raw)
             fields.ecc_corrected_volatile.append(raw)
     for group, names, last_keys in _GROUPS:
-        if _group_cut(section, names, last_keys):
+        # A block the input ends inside keeps its whole lines: each is a reading (a `grep -A8` of the reasons, a
+        # paste that stops after "SW Thermal Slowdown"); only a line the input cuts short is truncated (its Raw
+        # says so). The block is truncated as a whole only where no line of it was read whole.
+        if _group_cut(section, names, last_keys) and not _whole_lines_in(section, names):
             fields.cut_groups.add(group)
     fields.cut_groups |= _ecc_cut(section)
     return fields
@@ -338,6 +341,11 @@ _GROUPS: tuple[tuple[str, set[str], set[str]], ...] = (
     (REASONS, _REASON_SECTIONS, {"display clock setting", "display clocks setting", "unknown"}),
     (COUNTERS, _COUNTER_SECTIONS, {"hw power braking", "hw power brake slowdown"}),
 )
+
+
+def _whole_lines_in(section: _Section, names: set[str]) -> bool:
+    """Whether the section named ``names`` holds a value on a line the input does not cut."""
+    return any(names & set(e.path[:-1]) and e.value is not None and not e.cut for e in section.entries)
 
 
 def _group_cut(section: _Section, names: set[str], last_keys: set[str]) -> bool:

@@ -42,6 +42,7 @@ _CODE_SHAPE_RE = re.compile(r"^[A-Z][A-Z0-9#]*$")
 _HEADER_NAME_RE = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID|\S+")
 _NIC_LEGEND_RE = re.compile(r"^\s*(\S+)\s*:\s*(\S+)\s*$")
 _OLD_LEGEND_RE = re.compile(r"^\s*SOC\s*=|PCIe switch")
+_NODE_VALUE_RE = re.compile(r"^(?:\d+(?:[-,]\d+)*|N/A)$")
 _SPACE_RUN_RE = re.compile(r"\S {2,}\S")  # two words in one tab cell, apart by a run of spaces
 
 
@@ -114,7 +115,11 @@ def _header_names(line: str) -> list[_Cell]:
     if _mixed(line):
         line = line.expandtabs(_TAB)
     if "\t" in line:
-        return [c for c in _tab_fields(line) if c.text]
+        # A tab cell may hold two names a single space apart ("NIC3 CPU Affinity", "mlx5_3 CPU Affinity": a tab
+        # that became one space): each is a column.
+        return [
+            _Cell(m.group(0), c.col + m.start()) for c in _tab_fields(line) for m in _HEADER_NAME_RE.finditer(c.text)
+        ]
     names: list[_Cell] = []
     for piece in re.finditer(r"\S+(?: \S+)*", line):
         for m in _HEADER_NAME_RE.finditer(piece.group(0)):
@@ -415,6 +420,34 @@ def _legends(lines: list[str]) -> tuple[Literal["new", "old", "none"], dict[str,
     return legend, nic_names
 
 
+def _unnamed_affinity_columns(lines: list[str], labels: list[str], columns: list[_Cell]) -> list[_Cell]:
+    """``columns``, with the affinity columns the header lost named: where the header names the first of
+    nvidia-smi's affinity columns in their fixed order (CPU Affinity, NUMA Affinity, GPU NUMA ID) and every GPU
+    row holds the same larger number of values after its link codes (a paste whose header lost "NUMA Affinity"),
+    the values are those columns, in that order. Any other header is left as it is (a wrong count is refused)."""
+    names = [c.text for c in columns]
+    if names != list(AFFINITY_COLUMNS[: len(names)]):
+        return columns
+    rows: list[list[str]] = []
+    for line in lines:
+        if not line.strip():
+            break
+        cells = _split(line).cells
+        if cells and _GPU_RE.match(cells[0].text):
+            rows.append([c.text for c in cells[1 + len(labels) :] if c.text])
+    counts = {len(values) for values in rows}
+    if len(counts) != 1 or not len(names) < (count := counts.pop()) <= len(AFFINITY_COLUMNS):
+        return columns
+    # NUMA Affinity and GPU NUMA ID are node numbers (a list on a GB200) or N/A: anything else is not theirs.
+    if not all(_NODE_VALUE_RE.match(value) for values in rows for value in values[len(names) :]):
+        return columns
+    out = list(columns)
+    for name in AFFINITY_COLUMNS[len(names) : count]:
+        after = out[-1].col + len(out[-1].text) + 1 if out else _TAB * (len(labels) + 1)
+        out.append(_Cell(name, after))
+    return out
+
+
 def parse_topo(text: str, path: str | None = None) -> TopoMatrix:
     """Read ``nvidia-smi topo -m`` output; raise :class:`ParseError` (with path and line) if it is not."""
     return read_topo(text, path)[0]
@@ -433,6 +466,7 @@ def read_topo(text: str, path: str | None = None) -> tuple[TopoMatrix, TopoCut |
     if devices and devices[0].col == 0:
         columns = [_Cell(c.text, c.col + _TAB) for c in columns]
 
+    columns = _unnamed_affinity_columns(lines[header_at + 1 :], labels, columns)
     rows = _read_rows(lines, header_at, labels, columns, path)
     cut = _cut(rows, labels, lines, columns, path)
     read = labels[: len(rows.codes)]
