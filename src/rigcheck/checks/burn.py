@@ -13,7 +13,8 @@ unless a source is named:
   loaded samples whose reasons were read.
 - **Limiter**: "thermal" when thermal reasons (sw_thermal_slowdown, hw_thermal_slowdown, or hw_slowdown
   without a power brake while within NEAR_MARGIN_C of the slowdown threshold — or at the guide's 84 C when
-  the threshold is unknown) hold >= 20% of loaded time; else "power" when sw_power_cap or
+  the threshold is unknown) hold >= SW_THERMAL_FAIL_SHARE (10%, rigcheck.checks.thermal says why) of loaded
+  time; else "power" when sw_power_cap or
   hw_power_brake_slowdown hold >= 20% of it, or the median power while loaded is >= AT_CAP_FRACTION of the
   limit; else "none". Thermal wins when both pass: it is the one that harms the card. Without a reasons
   column: "thermal" when the peak reaches the card's slowdown threshold, "power" at the cap by power
@@ -24,6 +25,11 @@ unless a source is named:
   "thermally limited", "not limited" or "limiter unknown".
 - **Clock drop**: from the card's max SM clock (else the median over the first 3 s of load) to the median
   over the rest of the load.
+- **Problems** (:func:`load_problems`, what makes `burn` and its verify stage exit 1; each named): a lost GPU;
+  hardware thermal slowdown, hardware slowdown without its thermal or power-brake sub-reason, or the hardware
+  power brake held for >= 1 s of loaded time (HW_SLOWDOWN_FAIL_S: clocks cut by half or more; shorter is a
+  flicker); software thermal slowdown in >= 10% of the loaded samples; a thermal limiter, or a peak in the
+  guide's 84-90 C throttling range.
 - **Nulls**: every number left None gets its reason in ``missing`` (field -> a short phrase: "not in the
   trace", "the GPU was never loaded", "never reached the cap", "not measured by --analyze", "not lost", ...).
 """
@@ -35,9 +41,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rigcheck.checks.burn_plateau import _Rle
+from rigcheck.checks.burn_problems import HW_SLOWDOWN_FAIL_S, bare_hw_slowdown_seconds
+
+# Re-exported: the verdict's rule lives in burn_problems, its callers import it from here.
+from rigcheck.checks.burn_problems import brake_seconds as brake_seconds  # noqa: PLC0414
+from rigcheck.checks.burn_problems import is_problem as is_problem  # noqa: PLC0414
+from rigcheck.checks.burn_problems import load_problems as load_problems  # noqa: PLC0414
 from rigcheck.checks.common import fmt
-from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, BRAKE_HISTORY_WARN_US, LIMIT_TOLERANCE
-from rigcheck.checks.thermal import COOLING_ADVICE, EXCELLENT_MAX_C, GOOD_BELOW_C, NEAR_MARGIN_C, THROTTLE_RANGE_C
+from rigcheck.checks.power import AT_CAP_FRACTION, BRAKE_ADVICE, LIMIT_TOLERANCE
+from rigcheck.checks.thermal import (
+    COOLING_ADVICE,
+    EXCELLENT_MAX_C,
+    GOOD_BELOW_C,
+    LOADED_POWER_FRACTION,
+    LOADED_UTIL_PERCENT,
+    NEAR_MARGIN_C,
+    SW_THERMAL_FAIL_SHARE,
+    THROTTLE_ADVICE,
+    THROTTLE_RANGE_C,
+)
 from rigcheck.model.burn import GpuBurnAnalysis, Limiter
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Reading, Sample, SampleBatch, Trace, TraceGpu, counter_median
@@ -45,10 +67,8 @@ from rigcheck.model.telemetry import Reading, Sample, SampleBatch, Trace, TraceG
 if TYPE_CHECKING:
     from rigcheck.checks.burn_columns import GpuColumns
 
-LOADED_UTIL_PERCENT = 50.0
-LOADED_POWER_FRACTION = 0.5
 LOADED_CLOCK_FRACTION = 0.5
-LIMITER_SHARE = 0.2  # a reason holding this share of loaded time names the limiter
+LIMITER_SHARE = 0.2  # a power reason holding this share of loaded time names the limiter
 FIRST_SECONDS_S = 3.0  # "the first seconds" of load, for the clock drop
 MAX_GAP_INTERVALS = 3.0  # a gap longer than this many intervals counts as this many
 # A GPU whose samples stop this long before the others' end is taken as lost (multi-GPU traces).
@@ -95,6 +115,11 @@ LOST_ADVICE = (
     "load — the guide: one independent cable per socket, enough unused watts), reseat the card, and look for "
     "Xid 79 in the kernel log (`sudo dmesg | grep -i xid`)"
 )
+HW_SLOWDOWN_ADVICE = (
+    "hardware slowdown without a thermal or power-brake sub-reason under load: NVML raises it for high "
+    "temperature, an external power brake, or power draw high enough for fast-trigger protection; check the "
+    "cooling and the power cables (one independent cable per socket, no pigtails) and the PSU"
+)
 NOT_LOADED_ADVICE = (
     "the trace never loads this GPU (utilization under 50% and power under half its limit throughout): record "
     "one while a sustained load runs (`rigcheck burn`, gpu-burn, or the training job itself)"
@@ -123,17 +148,6 @@ def analyze_trace(trace: Trace) -> list[GpuBurnAnalysis]:
     result = agg.finish(trace.interval_s)
     assert result is not None, "time-ordered samples and known clock ceilings always give an exact analysis"
     return result
-
-
-def is_problem(analysis: GpuBurnAnalysis) -> bool:
-    """What makes `burn --analyze` exit 1: thermal throttling, a lost GPU, or >= 1 s of hardware power brake."""
-    if analysis.lost_at_s is not None or analysis.limiter == "thermal" or analysis.verdict.startswith("throttling"):
-        return True
-    return brake_seconds(analysis) * 1e6 >= BRAKE_HISTORY_WARN_US
-
-
-def brake_seconds(analysis: GpuBurnAnalysis) -> float:
-    return analysis.reasons_time_fraction.get("hw_power_brake_slowdown", 0.0) * analysis.loaded_s
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -511,7 +525,9 @@ def _analysis(st: _GpuState, gpu: TraceGpu, trace_end: float, interval: float | 
     result.time_to_power_cap_s = st.time_to_cap
     result.limiter = _limiter(result, st)
     band = _band(result)
-    result.verdict = f"{band}, {LIMITER_WORDS[result.limiter]}" + _lost_words(lost_at)
+    bare = bare_hw_slowdown_seconds(result)
+    hw_words = f"; hardware slowdown for {bare:.1f} s" if bare >= HW_SLOWDOWN_FAIL_S else ""
+    result.verdict = f"{band}, {LIMITER_WORDS[result.limiter]}{hw_words}" + _lost_words(lost_at)
     result.advice = _advice(result, gpu, band)
     _explain_nulls(result, st)
     return result
@@ -565,7 +581,7 @@ def _limiter(result: GpuBurnAnalysis, st: _GpuState) -> Limiter:
     slowdown = result.temp_slowdown_c
     power_at_cap = power is not None and limit is not None and power >= AT_CAP_FRACTION * limit
     if st.with_reasons:
-        if st.thermal / st.with_reasons >= LIMITER_SHARE:
+        if st.thermal / st.with_reasons >= SW_THERMAL_FAIL_SHARE:
             return "thermal"
         if st.power_capped / st.with_reasons >= LIMITER_SHARE or power_at_cap:
             return "power"
@@ -633,7 +649,9 @@ def _power_advice(result: GpuBurnAnalysis, gpu: TraceGpu) -> str:
 def _advice(result: GpuBurnAnalysis, gpu: TraceGpu, band: str) -> str:
     parts: list[str | None] = [LOST_ADVICE if result.lost_at_s is not None else None]
     if result.limiter == "thermal" or band == "throttling":
-        parts.append(COOLING_ADVICE)
+        parts.append(THROTTLE_ADVICE)
+    if bare_hw_slowdown_seconds(result) >= HW_SLOWDOWN_FAIL_S:
+        parts.append(HW_SLOWDOWN_ADVICE)
     if result.limiter == "power":
         parts.append(_power_advice(result, gpu))
     elif result.limiter == "none":
