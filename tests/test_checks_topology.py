@@ -37,8 +37,8 @@ def test_pcie_only_pair_explains_ddp_vs_zero() -> None:
     f = only(found, "topology.pcie-only")
     assert f.severity is Severity.INFO
     assert f.message.startswith("PHB")
-    assert "DDP" in (f.advice or "")
-    assert "ZeRO" in (f.advice or "")
+    assert "DDP and ZeRO-1/2 move the same bytes" in (f.advice or "")
+    assert "ZeRO-3/FSDP 1.5x" in (f.advice or "")
     assert "topology.mixed-links" not in ids(found)
     assert "topology.cross-numa" not in ids(found)
 
@@ -216,3 +216,14 @@ def test_sxm_mesh_from_link_state_alone_stays_unknown_and_says_how_to_add_it() -
     assert "0 NVLink" not in summary.message
     assert "nvidia-smi topo -m" in (summary.advice or "")
     assert "topology.nvlink" not in ids(found)
+
+
+def test_nvlink_advice_is_scaled_to_the_pair_bandwidth() -> None:
+    """It said "fine for DDP and for ZeRO/FSDP" for every NVLink pair; a TITAN RTX NV2 bridge (2 x 25 GB/s) is
+    below PCIe 5.0 x16, an H100's NV18 nine times that."""
+    titan = only(check_topology(two_titan_rtx_nv2()), "topology.nvlink").advice or ""
+    h100 = only(check_topology(healthy_8x_h100()), "topology.summary").advice or ""
+    assert "50 GB/s per direction" in titan
+    assert "rarely what limits" not in titan
+    assert "450 GB/s per direction" in h100
+    assert "rarely what limits DDP, ZeRO or FSDP" in h100

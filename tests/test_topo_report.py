@@ -35,6 +35,9 @@ SYS = (
 )
 CONTRACT_KEYS = {"schema", "labels", "matrix", "gpus", "nics", "pairs"}
 
+BYTES = " DDP and ZeRO-1/2 move the same bytes per step over it, ZeRO-3/FSDP 1.5x"
+PLAN = " (`rigcheck plan --params N --gpus G` times a step)"
+
 
 def _load(rel: str) -> tuple[TopoMatrix, list[GpuPair]]:
     topo = parse_topo((CORPUS / rel).read_text(encoding="utf-8"), rel)
@@ -79,7 +82,7 @@ def test_dict_for_3xa6000_is_exact() -> None:
     assert doc["legend"] == "new"
     assert doc["summary"] == (
         "3 GPUs: NVLink (NV4) for 1 of 3 pairs, the rest over NODE; collectives run at the slowest path, "
-        "so ZeRO will be limited by PCIe across the CPU's host bridges"
+        "PCIe across the CPU's host bridges:" + BYTES
     )
 
 
@@ -108,7 +111,7 @@ def test_dict_for_4x_rtx6000ada_with_nics_and_numa() -> None:
         "explanation": SYS + " (GPU0 is on NUMA node 0, GPU2 on NUMA node 1).",
     }
     assert doc["summary"] == (
-        "4 GPUs over NODE/SYS: no NVLink; DDP is fine, ZeRO will be limited by the link between CPU sockets"
+        "4 GPUs over NODE/SYS: no NVLink; every collective crosses the link between CPU sockets:" + BYTES + PLAN
     )
 
 
@@ -164,15 +167,16 @@ def test_explanations_are_one_sentence_everywhere() -> None:
     [
         (
             "topo/007-8xh100-nv18-2numa-no-nics-spaces.txt",
-            "8 GPUs: all pairs NVLink (NV18): fast enough for ZeRO/FSDP as well as DDP",
+            "8 GPUs: all pairs NVLink (NV18): 450-900 GB/s per direction by GPU model, several times any PCIe slot: "
+            "the wire is rarely what limits DDP, ZeRO or FSDP",
         ),
         (
             "topo/017-2x5090-phb-tabs.txt",
-            "2 GPUs over PHB: no NVLink; DDP is fine, ZeRO will be limited by PCIe through the CPU",
+            "2 GPUs over PHB: no NVLink; every collective crosses PCIe through the CPU:" + BYTES + PLAN,
         ),
         (
             "topo/010-2x2080ti-pix-numa1.txt",
-            "2 GPUs over PIX: no NVLink; DDP is fine, ZeRO will be limited by PCIe through a switch",
+            "2 GPUs over PIX: no NVLink; every collective crosses PCIe through a switch:" + BYTES + PLAN,
         ),
         ("h100-vm/topo-m.txt", "1 GPU: no GPU pairs, so nothing travels between GPUs"),
         (
@@ -199,7 +203,7 @@ def test_render_plain_text() -> None:
     first = flat.index("NV4 GPU pair 0–1: " + NV4.removeprefix("NV4: "))
     second = flat.index("NODE GPU pairs 0–2, 1–2: " + NODE.removeprefix("NODE: "))
     assert first < second
-    assert flat.rstrip().endswith("so ZeRO will be limited by PCIe across the CPU's host bridges")
+    assert flat.rstrip().endswith("PCIe across the CPU's host bridges:" + BYTES)
 
 
 def test_render_nics_and_unknown_names() -> None:
@@ -246,7 +250,7 @@ def test_topology_from_pairs() -> None:
     }
     assert doc["summary"] == (
         "3 GPUs: NVLink (NV12) for 1 of 3 pairs, the rest over SYS; collectives run at the slowest path, "
-        "so ZeRO will be limited by the link between CPU sockets; 1 pair not in this input (save "
+        "the link between CPU sockets:" + BYTES + "; 1 pair not in this input (save "
         "`nvidia-smi topo -m > topo.txt` on the machine and add it with another `--from topo.txt`)"
     )
     assert [(p.a, p.b) for p in sorted_pairs(pairs)] == [(0, 1), (1, 2), (0, 2)]
@@ -344,3 +348,26 @@ def test_pairs_of_a_lost_gpu_are_unknown_for_that_reason_and_one_gpu_keeps_its_g
     text = _render(one)
     assert "GPU0   X" in text  # a one-GPU matrix misses no pair: it is drawn
     assert one.summary == "1 GPU: no GPU pairs, so nothing travels between GPUs"
+
+
+def test_two_socket_box_does_not_say_ddp_is_fine() -> None:
+    """Issue 23: a two-socket PCIe box said "DDP is fine, ZeRO will be limited by the link between CPU sockets";
+    DDP's all-reduce crosses the same link, and ZeRO-1/2 move DDP's bytes (plan/comm.py)."""
+    summary = summarize_topology(*_load("topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt"))
+    assert "DDP is fine" not in summary
+    assert "ZeRO will be limited" not in summary
+    assert "every collective crosses the link between CPU sockets" in summary
+    assert "DDP and ZeRO-1/2 move the same bytes" in summary
+
+
+def test_nvlink_sentence_scaled_to_the_bridge() -> None:
+    """An RTX 3090 bridge's NV4 (4 x 14.0625 GB/s) and an H100's NV18 (18 x 25) are 8x apart: not one sentence."""
+    from rigcheck.model.topo import nvlink_words
+
+    bridge = nvlink_words("NV4", ("NVIDIA GeForce RTX 3090",))
+    sxm = nvlink_words("NV18", ("NVIDIA H100 80GB HBM3",))
+    assert bridge.startswith("56 GB/s per direction")
+    assert "rarely what limits" not in bridge
+    assert "ZeRO-3/FSDP 1.5x" in bridge
+    assert sxm.startswith("450 GB/s per direction")
+    assert "rarely what limits DDP, ZeRO or FSDP" in sxm

@@ -22,7 +22,17 @@ from rigcheck.checks.topology_nics import nic_findings
 from rigcheck.facts.legend import KIND_MEANING, LEGEND_SOURCE, kind_of, lookup, nvlink_count, rank_of
 from rigcheck.model import Finding, LinkKind, Severity, Snapshot, pair_subject
 from rigcheck.model.links import link_state_text, nvlink_ring, pairs_with_link_state
-from rigcheck.model.topo import ADD_TOPOLOGY, FROM_LINK_STATE, NCCL_MESH, NCCL_MESH_SOURCE, SUMMARY_ABOVE
+from rigcheck.model.topo import (
+    ADD_TOPOLOGY,
+    FROM_LINK_STATE,
+    NCCL_MESH,
+    NCCL_MESH_SOURCE,
+    STRATEGY_BYTES,
+    SUMMARY_ABOVE,
+    gpu_names,
+    nvlink_words,
+    plan_hint,
+)
 
 FINDING_IDS: tuple[str, ...] = (
     "topology.single-gpu",
@@ -37,10 +47,8 @@ FINDING_IDS: tuple[str, ...] = (
 )
 
 
-DDP_VS_ZERO = (
-    "DDP syncs gradients once per step, so a slower link costs it less; ZeRO/FSDP communicate every layer, "
-    "so they need fast links"
-)
+# As `rigcheck plan` counts a step (plan/comm.py): a slow path slows DDP as much as ZeRO-1/2; ZeRO-3/FSDP most.
+DDP_VS_ZERO = f"collectives over this path set the pace of every strategy: {STRATEGY_BYTES} ({plan_hint()})"
 
 
 class _Link(NamedTuple):
@@ -167,10 +175,11 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
     for link in links:
         (known if link.kind is not None or link.is_nvlink else unknown).append(link)
 
+    models = gpu_names(snapshot)
     if len(indices) > SUMMARY_ABOVE:
-        out += _folded_link_findings(known)
+        out += _folded_link_findings(known, models)
     else:
-        out += [_link_finding(link) for link in known]
+        out += [_link_finding(link, models) for link in known]
 
     if unknown:
         names = [f"{link.subject} ({link.missing_reason})" for link in unknown]
@@ -217,13 +226,14 @@ def check_topology(snapshot: Snapshot) -> list[Finding]:
     if nv and pcie:
         out.append(_mixed_links(nv, pcie, indices, mesh=not unknown and nvlink_ring(indices, [(x.a, x.b) for x in nv])))
 
-    out.append(_summary(snapshot, indices, links=links, known=known, unknown=unknown, numa=numa))
+    out.append(_summary(snapshot, indices, links=links, known=known, unknown=unknown, numa=numa, names=models))
     out += nic_findings(snapshot, indices)
     return out
 
 
-def _link_text(link: _Link) -> tuple[str, str, str, str]:
-    """(id, message, measured, advice) of a known link: the same for every pair with the same code."""
+def _link_text(link: _Link, names: tuple[str, ...]) -> tuple[str, str, str, str]:
+    """(id, message, measured, advice) of a known link: the same for every pair with the same code; ``names``:
+    the GPUs' names, which give an NVLink pair's bandwidth."""
     if link.is_nvlink:
         n = link.nvlinks
         count = f"{n} NVLink{'s' if n != 1 else ''}" if n else "NVLink"
@@ -232,7 +242,7 @@ def _link_text(link: _Link) -> tuple[str, str, str, str]:
             f"{link.label} ({count}): {KIND_MEANING['nvlink']}"
             + (f" ({FROM_LINK_STATE})" if link.from_link_state else ""),
             link.label + (" (from NVLink state)" if link.from_link_state else ""),
-            "the fastest path: fine for DDP and for ZeRO/FSDP, which communicate every layer",
+            f"the fastest path here: {nvlink_words(link.label, names)}",
         )
     entry = lookup(link.code) if link.code is not None else None
     meaning = KIND_MEANING[link.kind] if link.kind is not None else "a PCIe path"
@@ -241,12 +251,12 @@ def _link_text(link: _Link) -> tuple[str, str, str, str]:
         "topology.pcie-only",
         f"{link.label}: {meaning}; no NVLink",
         f"{link.label} ({legend})" if legend else link.label,
-        DDP_VS_ZERO + "; prefer DDP (or ZeRO-1/2 with larger buckets) on this pair",
+        DDP_VS_ZERO + "; where memory allows, prefer DDP or ZeRO-1/2 to ZeRO-3/FSDP on this pair",
     )
 
 
-def _link_finding(link: _Link) -> Finding:
-    finding_id, message, measured, advice = _link_text(link)
+def _link_finding(link: _Link, names: tuple[str, ...]) -> Finding:
+    finding_id, message, measured, advice = _link_text(link, names)
     return pair_finding(
         link.a,
         link.b,
@@ -259,7 +269,7 @@ def _link_finding(link: _Link) -> Finding:
     )
 
 
-def _folded_link_findings(known: list[_Link]) -> list[Finding]:
+def _folded_link_findings(known: list[_Link], names: tuple[str, ...]) -> list[Finding]:
     """One host finding per link code (and origin) with its pairs counted, for a machine above
     SUMMARY_ABOVE GPUs: 512 GPUs have 130,816 pairs that mostly say the same thing, and a finding each was
     most of the doctor's time (docs/checks.md)."""
@@ -268,7 +278,7 @@ def _folded_link_findings(known: list[_Link]) -> list[Finding]:
         groups.setdefault((link.label, link.code or "", link.from_link_state), []).append(link)
     out: list[Finding] = []
     for members in sorted(groups.values(), key=lambda m: (rank_of(m[0].label), m[0].a, m[0].b)):
-        finding_id, message, measured, advice = _link_text(members[0])
+        finding_id, message, measured, advice = _link_text(members[0], names)
         n = len(members)
         out.append(
             host_finding(
@@ -326,6 +336,7 @@ def _summary(
     known: list[_Link],
     unknown: list[_Link],
     numa: dict[int, str],
+    names: tuple[str, ...],
 ) -> Finding:
     nv = [link for link in known if link.is_nvlink]
     pcie = [link for link in known if not link.is_nvlink]
@@ -342,7 +353,8 @@ def _summary(
     else:
         counts = "how they are linked is not in this input"
     if known and nv and not pcie and not unknown:
-        advice: str | None = "all pairs on NVLink: good for ZeRO/FSDP as well as DDP"
+        slowest = max((link.label for link in nv), key=rank_of)
+        advice: str | None = f"all pairs on NVLink: {nvlink_words(slowest, names)}"
     elif known:
         advice = DDP_VS_ZERO
     else:

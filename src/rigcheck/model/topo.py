@@ -1,9 +1,11 @@
 """The topo document (``rigcheck.topo/1``): the `nvidia-smi topo -m` matrix and every GPU pair explained.
 
-What the links mean for training follows the guide: DDP syncs gradients once per step, so a slow link costs
-it little; ZeRO-DP/FSDP exchange parameters and gradients all the time, so they need fast links (NVLink, or
-at least a PCIe switch below the CPU). The sentences are part of the document (``explanation``, ``summary``),
-so they are worded here, where it is built.
+What the links mean for training follows `rigcheck plan`'s traffic model (plan/comm.py, the ZeRO paper §7):
+DDP's all-reduce and ZeRO-1/2's reduce-scatter plus all-gather move the same bytes per step over the same
+links, ZeRO-3/FSDP 1.5x that; so a slow path slows every strategy, and ZeRO-3/FSDP the most. An NVLink pair is
+described by its bandwidth (facts/nvlink.py), since an RTX 3090 bridge's NV4 (56 GB/s per direction) and an
+H100's NV18 (450) are 8x apart. The sentences are part of the document (``explanation``, ``summary``), so they
+are worded here, where it is built.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Literal, Protocol, TypeVar
 
 from pydantic import Field
 
-from rigcheck.facts.legend import LinkKind, explain, kind_of, rank_of
+from rigcheck.facts.legend import LinkKind, explain, kind_of, nvlink_count, rank_of
+from rigcheck.facts.nvlink import NVLINK_VARIANTS, variant_for
+from rigcheck.facts.pcie import pcie_bandwidth_gbps
 from rigcheck.facts.sources import NCCL_RINGS
 from rigcheck.model.document import Document, Plain
 from rigcheck.model.links import link_state_text, nvlink_pairs_of, nvlink_ring, pairs_with_link_state
@@ -98,6 +102,55 @@ _LIMITED_BY: dict[LinkKind, str] = {
 }
 
 
+# What `rigcheck plan` counts per step (plan/comm.py; ZeRO paper §7: 2Ψ for DDP and ZeRO-1/2, 3Ψ for ZeRO-3).
+STRATEGY_BYTES = "DDP and ZeRO-1/2 move the same bytes per step over it, ZeRO-3/FSDP 1.5x"
+
+
+def plan_hint(link: str | None = None) -> str:
+    """The plan command that times a step over this link."""
+    given = f" --link {link} --gpu NAME" if link else ""
+    return f"`rigcheck plan --params N --gpus G{given}` times a step"
+
+
+# An NVLink pair at least twice PCIe 5.0 x16 (63 GB/s per direction) is faster than any PCIe slot by a margin
+# that leaves the wire rarely the limit; below that it is a bridge-class link, worth timing.
+PCIE5_X16_GBPS = pcie_bandwidth_gbps(5, 16) or 63.0
+FAST_NVLINK_GBPS = 2 * PCIE5_X16_GBPS
+
+
+def nvlink_rate(links: int, gpu_names: tuple[str, ...] = ()) -> tuple[float, float] | None:
+    """Per-direction bandwidth of a pair on ``links`` NVLinks: exact where the GPUs name one NVLink variant, else
+    the range over the variants that have that many links; None when no variant does."""
+    variants = {v for name in gpu_names if (v := variant_for(name)) is not None}
+    if len(variants) == 1:
+        rate = next(iter(variants)).link_gbps * links
+        return rate, rate
+    rates = [v.link_gbps * links for v in NVLINK_VARIANTS if v.max_links >= links]
+    return (min(rates), max(rates)) if rates else None
+
+
+def nvlink_words(code: str, gpu_names: tuple[str, ...] = ()) -> str:
+    """What an NVLink pair's speed means for training, scaled to its bandwidth (NV4 on an RTX 3090 is not NV18)."""
+    links = nvlink_count(code) or 0
+    rate = nvlink_rate(links, gpu_names) if links else None
+    if rate is None:
+        return f"{STRATEGY_BYTES} ({plan_hint(code)})"
+    lo, hi = rate
+    gbps = f"{lo:.0f} GB/s per direction" if lo == hi else f"{lo:.0f}-{hi:.0f} GB/s per direction by GPU model"
+    if lo >= FAST_NVLINK_GBPS:
+        return f"{gbps}, several times any PCIe slot: the wire is rarely what limits DDP, ZeRO or FSDP"
+    if hi < FAST_NVLINK_GBPS:
+        ratio = f"{lo / PCIE5_X16_GBPS:.1f}" + (f"-{hi / PCIE5_X16_GBPS:.1f}" if hi != lo else "")
+        return (
+            f"{gbps}, {ratio}x PCIe 5.0 x16's {PCIE5_X16_GBPS:.0f} GB/s: {STRATEGY_BYTES}, and "
+            f"a large model's step can wait on it ({plan_hint(code)})"
+        )
+    return (
+        f"{gbps} (this input does not name the GPU: a bridge's is at the low end, an SXM board's at the high end; "
+        f"{plan_hint(code)})"
+    )
+
+
 class PairLink(Protocol):
     """A GPU pair and its link code: a TopoPair, or a snapshot's GpuPair where the reports summarise."""
 
@@ -163,11 +216,13 @@ def summarize_topology(
     *,
     inferred: frozenset[tuple[int, int]] = frozenset(),
     link_state: str | None = None,
+    gpu_names: tuple[str, ...] = (),
 ) -> str:
     """One line about the whole machine, e.g. "8 GPUs: all pairs NVLink (NV18)".
 
     ``inferred``: the pairs whose NVLink came from link state rather than a matrix; ``link_state``: a sentence
-    about the GPUs' NVLink state, added where the input lacks links.
+    about the GPUs' NVLink state, added where the input lacks links; ``gpu_names``: the GPUs' names where the
+    input has them (an NVLink pair's bandwidth depends on the model).
     """
     n = len(topo.gpus) or sum(1 for label in topo.labels if label.startswith("GPU"))
     gpus = f"{n} GPU{'s' if n != 1 else ''}"
@@ -200,10 +255,14 @@ def summarize_topology(
         names = ", ".join(f"GPU{p.a}-GPU{p.b}" for p in from_state)
         tail = f" ({names}: {FROM_LINK_STATE}){tail}{state}"
     if len(nvlink) == total:
-        return f"{gpus}: all pairs NVLink ({'/'.join(codes)}): fast enough for ZeRO/FSDP as well as DDP{tail}"
+        # The slowest NVLink pair sets a collective's pace: its speed is the sentence's.
+        return f"{gpus}: all pairs NVLink ({'/'.join(codes)}): {nvlink_words(worst, gpu_names)}{tail}"
     limited = _LIMITED_BY[worst_kind] if worst_kind is not None else f"the {worst} path"
     if not nvlink:
-        return f"{gpus} over {'/'.join(codes)}: no NVLink; DDP is fine, ZeRO will be limited by {limited}{tail}"
+        return (
+            f"{gpus} over {'/'.join(codes)}: no NVLink; every collective crosses {limited}: {STRATEGY_BYTES} "
+            f"({plan_hint()}){tail}"
+        )
     nv_codes = "/".join(sorted({p.link for p in nvlink if p.link is not None}, key=rank_of))
     others = [c for c in codes if kind_of(c) != "nvlink"]
     head = f"{gpus}: NVLink ({nv_codes}) for {len(nvlink)} of {total} pairs"
@@ -213,8 +272,8 @@ def summarize_topology(
     if not unknown and nvlink_ring(indices, nvlink_pairs_of(nvlink)):
         return f"{head}, the rest over {'/'.join(others)}: {NCCL_MESH}"
     return (
-        f"{head}, the rest over {'/'.join(others)}; collectives run at the slowest path, "
-        f"so ZeRO will be limited by {limited}{tail}"
+        f"{head}, the rest over {'/'.join(others)}; collectives run at the slowest path, {limited}: "
+        f"{STRATEGY_BYTES}{tail}"
     )
 
 
@@ -271,8 +330,10 @@ def topo_document(
     *,
     inferred: frozenset[tuple[int, int]] = frozenset(),
     link_state: str | None = None,
+    gpu_names: tuple[str, ...] = (),
 ) -> TopoDocument:
-    """The topo document of a matrix and its GPU pairs (``inferred``, ``link_state``: see summarize_topology)."""
+    """The topo document of a matrix and its GPU pairs (``inferred``, ``link_state``, ``gpu_names``: see
+    summarize_topology)."""
     by_index = {g.index: g for g in topo.gpus}
     return TopoDocument(
         labels=list(topo.labels),
@@ -296,7 +357,7 @@ def topo_document(
             for p in pairs
         ],
         legend=topo.legend,
-        summary=summarize_topology(topo, pairs, inferred=inferred, link_state=link_state),
+        summary=summarize_topology(topo, pairs, inferred=inferred, link_state=link_state, gpu_names=gpu_names),
     )
 
 
@@ -327,6 +388,11 @@ def _snapshot_topo_inputs(
     return matrix, pairs, frozenset(inferred), None if known and not inferred else link_state_text(snap.gpus)
 
 
+def gpu_names(snap: Snapshot) -> tuple[str, ...]:
+    """The GPUs' names a snapshot holds, once each (what nvlink_rate reads)."""
+    return tuple(sorted({g.name for g in snap.gpus if g.name}))
+
+
 def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDocument | None:
     """The topo document of a snapshot: its `topo -m` table, else the matrix of its pair links with the NVLink
     pairs its GPUs' link state shows (see model/links.py); None when it has neither a table nor a GPU."""
@@ -334,7 +400,7 @@ def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDo
     if inputs is None:
         return None
     matrix, pairs, inferred, link_state = inputs
-    return topo_document(matrix, pairs, inferred=inferred, link_state=link_state)
+    return topo_document(matrix, pairs, inferred=inferred, link_state=link_state, gpu_names=gpu_names(snap))
 
 
 @dataclass(frozen=True)
@@ -355,7 +421,7 @@ def snapshot_topo_summary(snap: Snapshot, *, affinities: bool = True) -> TopoSum
     if inputs is None:
         return None
     matrix, pairs, inferred, link_state = inputs
-    summary = summarize_topology(matrix, pairs, inferred=inferred, link_state=link_state)
+    summary = summarize_topology(matrix, pairs, inferred=inferred, link_state=link_state, gpu_names=gpu_names(snap))
     doc = topo_document(matrix, [], link_state=link_state).model_copy(update={"summary": summary})
     by_index = {g.index: g for g in matrix.gpus}
 
