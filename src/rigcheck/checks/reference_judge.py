@@ -15,8 +15,10 @@ cannot use peer access copies over PCIe through the host whatever joins it.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
-from rigcheck.checks.verify_figures import hostlink_band_of, margin_pct, margin_text, slot_notes
+from rigcheck.checks.reference_p2p import slower_than_staged
+from rigcheck.checks.verify_figures import hostlink_band_of, margin_pct, margin_text, slot_notes, trained_below
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import PCIE_LINKS, BandFact, band_for, p2p_band, pcie_p2p_band
 from rigcheck.facts.catalog import GpuSpec
@@ -167,14 +169,17 @@ def judge_hostlink(doc: HostlinkDocument, machine: Machine) -> HostlinkDocument:
                 if spec is None
                 else (f"{spec.name} has no PCIe host-link band")
             )
-            judgements.append(_judge(check, f"GPU{row.gpu}", row.gbps, band, why))
+            judged = _judge(check, f"GPU{row.gpu}", row.gbps, band, why)
+            down = trained_below(machine.gpu(row.gpu)) if judged.verdict == "fail" else None
+            judgements.append(judged.model_copy(update={"reason": f"{judged.reason}; {down}"}) if down else judged)
     notes = list(doc.notes)
     gpus = {row.gpu: gpu for row in rows if (gpu := machine.gpu(row.gpu)) is not None}
     notes += slot_notes(sorted(gpus.items()))
     if any(machine.gpu(row.gpu) is None for row in rows if HOSTLINK_CHECKS.get(row.name)):
         notes.append(
             "the link the slot allows is not known for some GPUs: judged against the card's own link as built, "
-            f"which a card in an older host cannot reach: {ADD_MACHINE}"
+            "which a card in an older host cannot reach: add the machine's `nvidia-smi -q` (or a rigcheck "
+            "snapshot) with a second --from"
         )
     if links:
         notes.append("PCIe links: " + "; ".join(links[g] for g in sorted(links)))
@@ -210,15 +215,21 @@ def _pair_band(row: P2PRow, machine: Machine) -> tuple[BandFact | None, str | No
         band = pcie_p2p_band(*pcie) if pcie else None
         return band, pair.link, nvlinks or None, f"{pair.link}: no PCIe link known: {ADD_MACHINE}"
     if spec is None:
-        return None, None, None, f"GPU {row.src} is not in rigcheck's catalog: {ADD_MACHINE}"
-    if over_pcie or spec.nvlink_links == 0:
+        named = machine.devices.get(row.src, (None, None))[0]
+        what = f"{named} is not in rigcheck's catalog" if named else "the output does not name the GPU model"
+        return None, None, None, f"GPU {row.src}: {what}: {ADD_MACHINE}"
+    if over_pcie or spec.nvlink_links == 0 or spec.nvlink_bridge:
+        # A card that takes an NVLink bridge, with no topology given: held to its PCIe band, which a bridged
+        # pair passes too (a bridge only raises the figure); the reason says so.
         band = pcie_p2p_band(*pcie) if pcie else None
+        if band is not None and spec.nvlink_bridge and not over_pcie and spec.nvlink_links:
+            band = replace(band, basis=f"{band.basis}; no topology given: an NVLink bridge, if any, is not assumed")
         return band, None, None, f"no PCIe link known for {spec.name}"
     if not spec.nvlink_bridge:  # SXM: NVLink is part of the board
         from rigcheck.facts.bands import spec_p2p_band
 
         return spec_p2p_band(spec), None, spec.nvlink_links, "no NVLink band for this SKU"
-    return None, None, None, f"{spec.name} pairs may or may not be joined by an NVLink bridge: {ADD_TOPOLOGY}"
+    return None, None, None, f"no NVLink band for {spec.name}"
 
 
 def judge_p2p(doc: P2PDocument, machine: Machine) -> P2PDocument:
@@ -240,6 +251,7 @@ def judge_p2p(doc: P2PDocument, machine: Machine) -> P2PDocument:
         if row.mode == "peer" and row.name in P2P_JUDGED:
             subject = f"GPU{row.src}->GPU{row.dst}" + ("" if row.name == P2P_JUDGED[0] else f" {row.name}")
             judgements.append(_judge("p2p", subject, row.unidirectional_gbps, band, why))
+    judgements += slower_than_staged(doc.results)
     notes = list(doc.notes)
     if any(j.verdict == "unjudged" for j in judgements):
         notes.append(f"some pairs have no known link: {ADD_TOPOLOGY}")

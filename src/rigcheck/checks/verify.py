@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from rigcheck.checks.driver import DRIVER_IDS
-from rigcheck.checks.verify_bands import with_site_floor
+from rigcheck.checks.verify_bands import node_allreduce_fact, with_site_floor
 from rigcheck.checks.verify_dcgm import judge_dcgm
 from rigcheck.checks.verify_figures import (
     Figure,
@@ -48,6 +48,7 @@ from rigcheck.checks.verify_figures import (
     slot_notes,
 )
 from rigcheck.facts import bands as facts_bands
+from rigcheck.facts.allreduce_bands import is_nvswitch_board
 from rigcheck.facts.catalog import GpuSpec, lookup
 from rigcheck.model.finding import Finding, Severity, gpu_subject
 from rigcheck.model.site_config import SiteConfig
@@ -197,19 +198,28 @@ def _least(values: Sequence[int | None]) -> int | None:
 
 
 def _allreduce_band(j: _Judge, fig: Figure) -> tuple[Band | None, str]:
-    """The node's all-reduce band: the public figure for this many GPUs of the model on an NVSwitch fabric,
-    the site's floor laid over it; none for a mix of models or GPUs without NVSwitch (unless the site sets one)."""
+    """The node's all-reduce band for its condition (facts/allreduce_bands.py): on NVSwitch (the snapshot shows
+    it, or 8 SXM GPUs of Ampere or later: an HGX board), NVLS on or off at the largest size, the site's floor
+    laid over it; none for a mix of models or GPUs without NVSwitch (unless the site sets one)."""
     names = {g.name for g in j.inputs.snapshot.gpus}
     if len(names) != 1 or None in names:
         return None, "no band: the node's GPUs are not all of one known model"
     name = str(names.pop())
     spec = lookup(name)
     ranks = fig.ranks or len(j.inputs.snapshot.gpus)
-    nvswitch = _nvswitch(j.inputs.snapshot)
-    fact = facts_bands.allreduce_band(spec, gpus=ranks, nvswitch=True) if spec is not None and nvswitch else None
+    nvswitch = _nvswitch(j.inputs.snapshot) or (
+        spec is not None and is_nvswitch_board(spec.architecture, spec.form_factor, ranks)
+    )
+    doc = j.inputs.allreduce
+    fact, why_none = (None, "")
+    if spec is not None and nvswitch and doc is not None and doc.results:
+        size = max(r.size_bytes for r in doc.results)
+        fact, why_none = node_allreduce_fact(spec, ranks=ranks, size=size, busbw=fig.value, nccl=doc.versions.nccl)
     band = with_site_floor(fact, "allreduce", j.site, gpu_name=name)
     if band is not None:
-        return band, band.source
+        return band, f"floor {band.expected_min:g} ({band.basis}): {band.source}"
+    if why_none:
+        return None, why_none
     if spec is None:
         return None, f"no band: {name} is not in rigcheck's catalog"
     if not nvswitch:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
+from rigcheck.facts.allreduce_bands import HOPPER_RING_MAX, node_condition, nvls_state
 from rigcheck.facts.bands import CHECKS, BandFact, allreduce_band, band_for, spec_p2p_band
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.model.site_config import SiteConfig
@@ -66,6 +67,26 @@ def with_site_floor(fact: BandFact | None, check: str, site: SiteConfig | None, 
         source=f"{text}; catalogue band {fact.expected_min:g} {fact.unit}: {fact.source}",
         basis=fact.basis,
     )
+
+
+def node_allreduce_fact(
+    spec: GpuSpec, *, ranks: int, size: int, busbw: float | None, nccl: str | None
+) -> tuple[BandFact | None, str]:
+    """(the all-reduce band of one NVSwitch node's condition, or why none): NVLS on or off as the NCCL version
+    and the figure show it (unknown: the NVLS-off floor), at the largest size measured."""
+    nvls, why = nvls_state(
+        env={},
+        support=None,
+        channels=None,
+        nccl_version=nccl,
+        busbw=busbw,
+        ring_max=HOPPER_RING_MAX if spec.chip == "GH100" else None,
+    )
+    found = node_condition(spec.chip, gpus=ranks, nvswitch=True, size=size, nvls=nvls, nvls_why=why)
+    if found.floor is None or found.source is None:
+        return None, f"no band: {found.condition}"
+    basis = f"{ranks} GPUs on NVSwitch, {found.condition}"
+    return BandFact("allreduce", "GB/s", found.floor, None, found.source, basis), ""
 
 
 def effective_band(spec: GpuSpec | None, check: str, site: SiteConfig | None, *, gpu_name: str) -> Band | None:
