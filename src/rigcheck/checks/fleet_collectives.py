@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from rigcheck.facts.allreduce_bands import DEFAULT_NICS
 from rigcheck.model.bench import CollectiveDocument
 from rigcheck.model.fleet import FleetCollective, NodeReport
 
@@ -38,6 +39,12 @@ def fleet_rows(doc: CollectiveDocument, nodes: Sequence[NodeReport]) -> list[Fle
     """An imported collective's sizes as the fleet's rows: the out-of-place figures (what `bench` reports),
     the ranks the tool names, NCCL, and the NICs' ceiling where every node's snapshot holds its ports."""
     expected, source = nic_busbw(nodes) if len(nodes) > 1 else (None, None)
+    if expected is None and len(nodes) > 1:
+        # No node's ports known: the stated default (facts/allreduce_bands.py), so a run across nodes at a few
+        # GB/s is not passed in silence; the source says it is a default.
+        count, gbit = DEFAULT_NICS
+        expected = count * gbit / BITS_PER_BYTE
+        source = f"no node's RDMA ports known: the default {count}x{gbit:g} Gb/s (a snapshot of each node gives them)"
     ranks = doc.source.ranks if doc.source is not None and doc.source.ranks else doc.world_size
     return [
         FleetCollective(
