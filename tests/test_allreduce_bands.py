@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.verify_bands import node_allreduce_fact
+from rigcheck.checks.verify_bands import explain_bands, node_allreduce_fact
 from rigcheck.errors import UsageError
 from rigcheck.facts import allreduce_bands as ab
 from rigcheck.facts.catalog import lookup
@@ -250,3 +250,15 @@ def test_bad_nics_are_refused(text: str) -> None:
     assert ab.parse_nics(text) is None
     with pytest.raises(UsageError, match="--nics"):
         parse_link(None, None, None, text)
+
+
+def test_verify_explain_lists_each_condition_with_its_margin() -> None:
+    doc = explain_bands(["H100 SXM5"], None, None)
+    (note,) = [n for n in doc.notes if n.startswith("allreduce:")]
+    assert "NVLS on >= 1 GiB floor 400 GB/s, lowest published healthy 430, margin 7%" in note
+    assert "NVLS off or not shown >= 1 GiB floor 300 GB/s, lowest published healthy 330, margin 9%" in note
+    assert "40% of the NICs' aggregate" in note
+    assert "CLOSE" not in note  # no floor sits within 5% of its lowest healthy figure today
+    (band,) = [b for b in doc.gpus[0].bands if b.check == "allreduce"]
+    assert band.expected_min == 400.0
+    assert "NVLS on" in band.basis

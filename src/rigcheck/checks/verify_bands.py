@@ -12,7 +12,23 @@ from collections.abc import Sequence
 
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
-from rigcheck.facts.allreduce_bands import HOPPER_RING_MAX, node_condition, nvls_state
+from rigcheck.facts.allreduce_bands import (
+    A100_TIERS,
+    CLOSE,
+    DEFAULT_NICS,
+    HOPPER_NVLS_OFF,
+    HOPPER_NVLS_ON,
+    HOPPER_RING_MAX,
+    NETWORK_FRACTION,
+    NETWORK_LOWEST_FRACTION,
+    PCIE_FRACTION,
+    PCIE_LOWEST_FRACTION,
+    PCIE_MIN_BYTES,
+    Tier,
+    node_condition,
+    nvls_state,
+    size_text,
+)
 from rigcheck.facts.bands import CHECKS, BandFact, allreduce_band, band_for, spec_p2p_band
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.model.site_config import SiteConfig
@@ -116,6 +132,33 @@ def _gpu_bands(spec: GpuSpec, site: SiteConfig | None) -> list[Band]:
     return bands
 
 
+def allreduce_conditions() -> list[str]:
+    """Each all-reduce condition's floor beside the lowest published healthy figure and the margin, a floor
+    within 5% of it marked: what `verify --explain` says of the all-reduce."""
+
+    def tier(what: str, t: Tier) -> str:
+        close = " (CLOSE: within 5%)" if t.margin < CLOSE else ""
+        return (
+            f"{what} >= {size_text(t.min_bytes)} floor {t.floor:g} GB/s, lowest published healthy "
+            f"{t.lowest_healthy:g}, margin {t.margin:.0%}{close}"
+        )
+
+    rows = [tier("8 H100/H200 NVLS on", t) for t in HOPPER_NVLS_ON]
+    rows += [tier("8 H100/H200 NVLS off or not shown", t) for t in HOPPER_NVLS_OFF]
+    rows += [tier("8 A100 SXM (ring)", t) for t in A100_TIERS]
+    count, gbit = DEFAULT_NICS
+    rows.append(
+        f"across nodes {NETWORK_FRACTION:.0%} of the NICs' aggregate (--nics, the snapshot's ports, else "
+        f"{count}x{gbit:g}G), lowest published healthy {NETWORK_LOWEST_FRACTION:.0%}"
+    )
+    rows.append(
+        f"PCIe cards {PCIE_FRACTION:.0%} of the narrowest link's rate from {size_text(PCIE_MIN_BYTES)}, lowest "
+        f"published healthy {PCIE_LOWEST_FRACTION:.1%}; NVLS is read from NCCL_NVLS_ENABLE/NCCL_ALGO, NCCL's "
+        "'NVLS multicast support' lines, the NCCL version (< 2.17: off) or a busbw only NVLS reaches"
+    )
+    return rows
+
+
 def resolve_gpu(name: str) -> GpuSpec:
     """--gpu NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
     spec = catalog.lookup(name)
@@ -136,8 +179,8 @@ NOTES = (
     "as built); a card trained to a lower generation or fewer lanes falls under the floor.",
     "p2p: one direction between each pair of GPUs, judged on the link the pair has (its NVLinks, else PCIe); "
     "the band listed is two GPUs of the SKU joined as built.",
-    "allreduce: NCCL bus bandwidth across the node; a band only where a public figure exists (8 GPUs on NVSwitch: "
-    "H100/H200, A100), listed for 8 GPUs.",
+    "allreduce: NCCL bus bandwidth at the largest size measured, held to the band of its condition "
+    "(listed for 8 GPUs, NVLS on, 8 GiB): " + "; ".join(allreduce_conditions()) + ".",
     "Each figure is also held against the best of its identical peers in the box (more than 10% below fails) "
     "and, with --baseline, against an earlier run of the node.",
 )
