@@ -6,11 +6,18 @@ kernel module, and the NVIDIA GPUs sysfs lists on the PCI bus with the driver bo
 
 Finding ids (category health): health.no-gpu, health.driver-not-loaded, health.driver-version-mismatch,
 health.driver-unusable. :func:`absence_line` gives the same conclusion as the one line the CLI prints.
+
+:func:`unbound_gpus_finding` (health.gpu-no-driver) covers the box where NVML works and lists some GPUs while
+the PCI bus holds another NVIDIA GPU that no driver took (or nouveau did): that GPU is invisible to every job,
+so it fails too, with the action to load or reinstall the driver. A GPU bound to vfio-pci is set aside for a
+virtual machine on purpose, and one bound to nvidia that NVML does not list may be an SR-IOV virtual function:
+neither is judged here.
 """
 
 from __future__ import annotations
 
 from rigcheck.checks.common import host_finding, list_names, plural
+from rigcheck.facts.pcie import normalize_bdf
 from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.model.snapshot import DriverState, PciGpu
 
@@ -196,6 +203,46 @@ def absence_finding(snapshot: Snapshot) -> Finding | None:
         return _unusable(d, gpus, bus) if gpus else _no_gpu(snapshot)
     # no_permission, error: a driver is installed; where the bus could not be listed, assume a GPU box
     return _unusable(d, gpus, bus) if gpu_box or d.pci_gpus is None else _no_gpu(snapshot)
+
+
+def _bdf(bus_id: str) -> str | None:
+    try:
+        return normalize_bdf(bus_id)
+    except ValueError:
+        return None
+
+
+def unbound_gpus_finding(snapshot: Snapshot) -> Finding | None:
+    """health.gpu-no-driver: NVML lists GPUs, but an NVIDIA GPU on the PCI bus has no driver (or nouveau); None
+    when every GPU on the bus is accounted for, or the listing cannot be compared (a bus id unknown, a --gpu
+    selection)."""
+    d = snapshot.driver
+    if d is None or d.nvml != "ok" or not d.pci_gpus or not snapshot.gpus or snapshot.gpu_selection is not None:
+        return None
+    listed = {_bdf(g.pci_bus_id) if g.pci_bus_id else None for g in snapshot.gpus}
+    if None in listed:
+        return None
+    left = [p for p in d.pci_gpus if p.driver in (None, "nouveau") and _bdf(p.bdf) not in listed]
+    if not left:
+        return None
+    drivers = sorted({p.driver or "none bound" for p in left})
+    return host_finding(
+        "health.gpu-no-driver",
+        Severity.FAIL,
+        f"{plural(len(left), 'NVIDIA GPU')} on the PCI bus without the NVIDIA driver "
+        f"({list_names([p.bdf for p in left])}; driver: {', '.join(drivers)}): NVML lists only the other "
+        f"{plural(len(listed), 'GPU')}, so no job sees "
+        f"{'it' if len(left) == 1 else 'them'}",
+        measured=f"{len(listed)} GPUs listed, {len(listed) + len(left)} on the bus",
+        expected="every NVIDIA GPU on the bus driven by nvidia",
+        advice=_other_driver_advice(left)
+        or (
+            "load or reinstall the driver: `sudo modprobe nvidia` (or reload it); if the GPU stays without a driver, "
+            "`sudo dmesg | grep -i nvrm` says why (a GPU this driver version does not support: install one that "
+            "does; the probe failing: reseat the card)"
+        ),
+        source=f"{SYSFS_SOURCE}; nvml.h nvmlDeviceGetCount",
+    )
 
 
 def absence_line(snapshot: Snapshot) -> str | None:

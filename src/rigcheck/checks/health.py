@@ -4,13 +4,14 @@ Finding ids: health.no-gpu, health.driver-not-loaded, health.driver-version-mism
 (rigcheck.checks.driver: no GPU to read), health.gpu-unreadable, health.ok, health.ecc-uncorrected-volatile,
 health.ecc-uncorrected-aggregate, health.remapped-rows-pending, health.remapped-rows-failure,
 health.retired-pages-pending, health.retired-pages-dbe, health.memory-errors-unavailable,
-health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disabled, health.gpu-index-gap.
+health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disabled, health.gpu-index-gap,
+health.gpu-no-driver (rigcheck.checks.driver: a GPU on the bus that no driver took, beside GPUs NVML lists).
 """
 
 from __future__ import annotations
 
 from rigcheck.checks.common import gpu_finding, has_problem, host_finding, missing_text, why_missing
-from rigcheck.checks.driver import DRIVER_IDS, absence_finding
+from rigcheck.checks.driver import DRIVER_IDS, absence_finding, unbound_gpus_finding
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
 
 FINDING_IDS: tuple[str, ...] = (
@@ -29,6 +30,7 @@ FINDING_IDS: tuple[str, ...] = (
     "health.compute-mode",
     "health.ecc-disabled",
     "health.gpu-index-gap",
+    "health.gpu-no-driver",
 )
 
 
@@ -48,11 +50,11 @@ NOT_APPLICABLE = frozenset({Missing.NOT_SUPPORTED, Missing.REPORTED_NA})
 
 # Findings that say a GPU, or every GPU, could not be read: every command that reads GPUs shows them and
 # exits 1 with them (a GPU gate never passes what it could not see).
-UNREADABLE_IDS: frozenset[str] = frozenset({*DRIVER_IDS, "health.gpu-unreadable"})
+UNREADABLE_IDS: frozenset[str] = frozenset({*DRIVER_IDS, "health.gpu-unreadable", "health.gpu-no-driver"})
 
 
 def check_health(snapshot: Snapshot) -> list[Finding]:
-    absent = absence_finding(snapshot)
+    absent = absence_finding(snapshot) or unbound_gpus_finding(snapshot)
     out: list[Finding] = [absent] if absent is not None else []
     windows = "windows" in (snapshot.host.os or "").lower()
     for gpu in snapshot.gpus:
@@ -94,8 +96,9 @@ def _unreadable(gpu: Gpu) -> Finding:
     detail = f": {gpu.read_error_detail}" if gpu.read_error_detail else ""
     if reason is Missing.GPU_LOST:
         advice = (
-            "a GPU that fell off the bus needs a reset or reboot (`nvidia-smi -r -i N` where allowed); check `dmesg` "
-            "for Xid 79 (fallen off the bus), reseat the card, and check its power cables and the PSU"
+            "reseat the card and check its power cables, the PSU and any riser (a reset, `nvidia-smi -r -i N` where "
+            "allowed, or a reboot only brings it back); if it falls off again, RMA it; `dmesg` shows the Xid 79 "
+            "(fallen off the bus)"
         )
     elif reason is Missing.NO_PERMISSION:
         advice = "run as root, or check the permissions of /dev/nvidia* (`ls -l /dev/nvidia*`)"

@@ -52,6 +52,7 @@ FINDING_IDS: tuple[str, ...] = (
     "xid.aer-uncorrected",
     "xid.aer-corrected",
     "xid.driver-message",
+    "xid.driver-no-device",
     "xid.log-unreadable",
     "xid.none",
 )
@@ -109,6 +110,14 @@ def _describe(codes: Counter[int], kind: Literal["xid", "sxid"], said: dict[int,
     return "; ".join(parts)
 
 
+# Xid 79 (fallen off the bus): the catalog's reboot brings the GPU back, but the cause is the card, its seating,
+# its power or the slot (NVIDIA Xid catalog: "GPU has fallen off the bus"; XID-NOTES.md).
+OFF_BUS_ACTION = (
+    "the GPU fell off the bus: reseat the card (and its power cables; check the PSU and any riser) — reboot the "
+    "node only brings it back; if it falls off again, RMA it"
+)
+
+
 def _actions(events: list[KernelEvent], kind: Literal["xid", "sxid"]) -> str:
     """The catalog's action per code; a line that says non-fatal, or a cleanup caused by another Xid, says so."""
     seen: dict[tuple[int, str], str] = {}
@@ -120,6 +129,8 @@ def _actions(events: list[KernelEvent], kind: Literal["xid", "sxid"]) -> str:
             continue
         entry = lookup(kind, code)
         words = ACTION_WORDS[entry.action] if entry else "look the code up in NVIDIA's catalog"
+        if kind == "xid" and code == 79:  # the reboot only brings it back: the fault is the card or its slot
+            words = OFF_BUS_ACTION
         if recovery is not None:  # the driver's own verdict, in the line
             words = (
                 "the driver's recovery action is back to None: the GPU is usable again (the Xid that set the "
@@ -439,6 +450,37 @@ def _aer(snapshot: Snapshot) -> list[Finding]:
     return findings
 
 
+# The driver loaded and took no GPU: another driver holds them, or none could be started (nv.c of NVIDIA's kernel
+# modules, "The NVIDIA probe routine was not called for N device(s)", "None of the NVIDIA devices were
+# initialized"). A GPU on the bus with no driver: not ready, whatever else the log says.
+_NO_DEVICE = re.compile(r"probe routine was not called|None of the NVIDIA devices were initialized")
+
+
+def _no_device(snapshot: Snapshot) -> list[Finding]:
+    lines = [e for e in snapshot.kernel_events if e.kind == "nvrm" and _NO_DEVICE.search(e.message)]
+    if not lines:
+        return []
+    held = any("not called" in e.message for e in lines)
+    return [
+        host_finding(
+            "xid.driver-no-device",
+            Severity.FAIL,
+            f"NVIDIA GPUs on the PCI bus without the NVIDIA driver: {lines[-1].message}"
+            + (" (another driver, such as nouveau, took them)" if held else ""),
+            measured=f"{len(lines)} line(s), {_span(lines)}",
+            expected="the driver probes every NVIDIA GPU",
+            advice=(
+                "load the NVIDIA driver on them: blacklist nouveau (and nvidiafb; `/etc/modprobe.d/`, rebuild the "
+                "initramfs), reboot, then `sudo modprobe nvidia`; reinstall the driver if it still takes none"
+                if held
+                else "load or reinstall the driver: the NVRM lines just before it say why each GPU was refused "
+                "(one this driver does not support: install a driver that does)"
+            ),
+            source=DRIVER_SOURCE,
+        )
+    ]
+
+
 def _driver_messages(snapshot: Snapshot) -> list[Finding]:
     # An API mismatch the driver state holds is health.driver-version-mismatch's finding already.
     mismatch_reported = snapshot.driver is not None and snapshot.driver.nvml == "version_mismatch"
@@ -449,6 +491,7 @@ def _driver_messages(snapshot: Snapshot) -> list[Finding]:
         and "fallen off the bus" not in e.message
         and not is_init_failure(e)
         and not is_gsp_timeout(e)
+        and not _NO_DEVICE.search(e.message)
         and not (mismatch_reported and e.message.startswith("API mismatch"))
     ]
     if not lines:
@@ -492,6 +535,7 @@ def check_xid(snapshot: Snapshot, site: XidSite | None = None, origin: str = "si
         *_gsp_timeouts(snapshot),
         *_sxids(snapshot),
         *_aer(snapshot),
+        *_no_device(snapshot),
         *_driver_messages(snapshot),
     ]
     if not findings and read is not None:
