@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from rigcheck.checks.thermal import check_thermal, is_loaded
+from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Missing, Severity, Snapshot
 from tests.checkutil import ids, only
 from tests.snapshots import RTX_3090, make_gpu, make_snapshot
@@ -126,6 +127,7 @@ def test_real_3090_box_hot_fan_at_100_with_sw_thermal_slowdown_fails() -> None:
     assert f.severity is Severity.FAIL
     assert "86 C, fan at 100%" in f.message
     assert [x.id for x in found if x.severity is Severity.FAIL] == ["thermal.sw-thermal-slowdown"]  # GPU1: 83 C, none
+    assert exit_code_for(found) == 1  # `rigcheck thermal` and doctor: it exited 0
 
 
 def test_healthy_loaded_gpu_at_75_c_passes() -> None:

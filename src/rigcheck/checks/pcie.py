@@ -4,7 +4,8 @@ What "max" means, per source: NVML's nvmlDeviceGetMaxPcieLinkGeneration/Width an
 field pcie.link.gen.max / pcie.link.width.max) are the link's max with this device in this system, so the
 slot's limit is in them; nvmlDeviceGetGpuMaxPcieLinkGeneration, -q "Device Max" (pcie.link.gen.gpumax) is the
 card's own, "Host Max" the slot's. The snapshot keeps the first as pcie_gen_max / pcie_width_max and the card's
-as pcie_gen_gpu_max.
+as pcie_gen_gpu_max. (`nvidia-smi --help-query-gpu`: pcie.link.gen.max / width.max are "the maximum ... possible
+with this GPU and system configuration"; the current ones "may be reduced when the GPU is not in use".)
 
 - A width below the max fails: the width is trained once and does not idle down, so x8 where the slot allows
   x16 halves the host bandwidth for good (a slot wired or shared for fewer lanes, a riser, a badly seated card).
