@@ -18,15 +18,10 @@ CASES = load_cases()
 
 # Cases the current judge gets wrong, each with the capability it lacks. strict: when the judge is fixed the
 # test says so, and the entry goes.
-MISJUDGED: dict[str, str] = {
-    "p2p-2x2080ti-cannot-access-peer": (
-        "no band for host-staged copies: a pair that CANNOT access its peer is held to the PCIe peer-copy floor "
-        "(5.72 GB/s staged through a container's host against 8.7)"
-    ),
-}
+MISJUDGED: dict[str, str] = {}
 
 # The share of cases judged (pass or fail) today; it may only rise. The goal is 75% on unseen outputs.
-MIN_JUDGED_SHARE = 0.25
+MIN_JUDGED_SHARE = 0.35
 TARGET_JUDGED_SHARE = 0.75
 
 

@@ -175,6 +175,9 @@ def _verdicts(doc: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{len(gpus)} GPU verdict(s), exit {doc.get('exit_code')}",
             )
         ]
+    wrong = [r for r in doc.get("results") or [] if isinstance(r, dict) and r.get("correct") is False]
+    if wrong:  # the tool's own data check failed (nccl-tests #wrong, out of bounds): rigcheck marks the rows
+        return [("fail", f"{len(wrong)} result row(s) with wrong data (correct: false)")]
     judgement = doc.get("judgement")
     entries = judgement if isinstance(judgement, list) else [judgement] if isinstance(judgement, dict) else []
     if not entries:
