@@ -175,14 +175,16 @@ NOTES = (
     "The floors hold for a burst of seconds: under a sustained load a card at its power cap settles lower (an "
     "H100 SXM5 at 700 W: 663 of 989 TFLOPS after 60 s), which the burn step judges.",
     "membw: a device-to-device copy counted read + write (2 x bytes copied / time), against the memory spec.",
-    "hostlink_h2d / hostlink_d2h: pinned copies each way against the SKU's own PCIe link (generation and width "
-    "as built); a card trained to a lower generation or fewer lanes falls under the floor.",
+    "hostlink_h2d / hostlink_d2h: pinned copies each way against the PCIe link the slot allows (the snapshot's "
+    "system-limited max generation and width; listed here: the SKU's own link as built), a floor per generation "
+    "under the lowest published healthy copy, scaled by lanes; a card trained to a lower generation or fewer "
+    "lanes than its slot allows falls under the floor, a card in an older host is held to the host's link.",
     "p2p: one direction between each pair of GPUs, judged on the link the pair has (its NVLinks, else PCIe); "
     "the band listed is two GPUs of the SKU joined as built.",
     "allreduce: NCCL bus bandwidth at the largest size measured, held to the band of its condition "
     "(listed for 8 GPUs, NVLS on, 8 GiB): " + "; ".join(allreduce_conditions()) + ".",
-    "Each figure is also held against the best of its identical peers in the box (more than 10% below fails) "
-    "and, with --baseline, against an earlier run of the node.",
+    "Each figure is also held against its identical peers in the box (more than 10% under their median fails; "
+    "two alike must agree within 10%) and, with --baseline, against an earlier run of the node.",
 )
 
 

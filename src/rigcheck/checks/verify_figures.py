@@ -315,6 +315,22 @@ def gpu_band(
     return None, f"no band: rigcheck has no {check} figure for the {spec.name}"
 
 
+def trained_below(gpu: SlotReadings | None) -> str | None:
+    """Why host copies under the slot's floor may be: the link read narrower or at an older generation than
+    the slot allows (a generation read at idle may be power saving; a width is not); None when it is not."""
+    slot = slot_pcie_link(gpu)
+    if slot is None:
+        return None
+    gen, width = slot.now
+    if (gen or slot.allowed.gen) >= slot.allowed.gen and (width or slot.allowed.width) >= slot.allowed.width:
+        return None
+    read = f"Gen{gen or '?'} x{width or '?'}"
+    return (
+        f"the link reads {read}, below the {slot.allowed.label} its slot allows: trained down (reseat the card, "
+        "drop risers, check the slot's link setting in the BIOS)"
+    )
+
+
 def slot_notes(gpus: Iterable[tuple[int, SlotReadings]]) -> list[str]:
     """One platform note per slot limit: GPUs whose slot allows an older PCIe generation than the card runs."""
     limited: dict[tuple[str, int | None], list[str]] = {}

@@ -86,7 +86,8 @@ MEMBW_FRACTION = 0.80
 # healthy figure of that generation (the lower direction, GB/s) with a margin, and over the best healthy figure of
 # the generation below (so a link trained one generation down, or to half its lanes, fails):
 # - Gen3 x16: CUDA bandwidthTest h2d/d2h T4 9.7/11.1, V100 SXM2 9.6/11.4 (HOST_GEN3); P100 PCIe 12.2/12.9, NUMA-local
-#   (https://github.com/mpicbg-scicomp/gearshifft/pull/82). Floor 8.0: 17% under 9.6, over Gen2 x16's 6.4 encoded.
+#   (https://github.com/mpicbg-scicomp/gearshifft/pull/82). Floor 8.0: 17% under 9.6; over what Gen2 x16 reaches
+#   (8.0 encoded, and no generation's copies reach more than 91% of their encoded rate).
 # - Gen4 x16: nvbandwidth CE 8x RTX 4090 h2d 23.90-26.38, d2h 26.25-27.11 (HOST_GEN4); A100 PCIe bandwidthTest h2d
 #   24.1-25.8, d2h 25.4-26.2 at 100 MB-1 GB. Floor 20.0: 16% under 23.9, over Gen3's best 13.2.
 # - Gen5 x16: nvbandwidth CE H100 SXM5 h2d 49.47, d2h 54.36 (H100_EVIDENCE); 8x RTX 5090 h2d 56.30-56.41, d2h
