@@ -34,7 +34,13 @@ ADD_MACHINE = (
 )
 ADD_TOPOLOGY = "add the machine's `nvidia-smi topo -m` output with a second --from (or name an SXM GPU with --gpu)"
 # The testcases whose figure a band is about: copy-engine copies, as the bands were measured (facts/bands.py).
-HOSTLINK_CHECKS = {"host_to_device_memcpy_ce": "hostlink_h2d", "device_to_host_memcpy_ce": "hostlink_d2h"}
+HOSTLINK_CHECKS = {
+    "host_to_device_memcpy_ce": "hostlink_h2d",
+    "device_to_host_memcpy_ce": "hostlink_d2h",
+    # bandwidthTest's pinned copies: cudaMemcpyAsync on a copy engine, as the CE testcases (probe/bandwidth_test_doc)
+    "bandwidthTest_h2d_pinned": "hostlink_h2d",
+    "bandwidthTest_d2h_pinned": "hostlink_d2h",
+}
 P2P_JUDGED = ("p2pBandwidthLatencyTest", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_ce")
 
 

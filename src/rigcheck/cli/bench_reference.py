@@ -33,7 +33,7 @@ FromOption = Annotated[
 GpuModelOption = Annotated[
     str | None, typer.Option("--gpu", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
 ]
-MEASUREMENT = "nvbandwidth or p2pBandwidthLatencyTest output, or a machine description"
+MEASUREMENT = "nvbandwidth, p2pBandwidthLatencyTest or bandwidthTest output, or a machine description"
 
 
 def given_options(ctx: typer.Context, *names: str) -> list[str]:
@@ -60,7 +60,8 @@ def _not_a_measurement(path: str, text: str, command: Command) -> InputError:
             "holds nccl-tests output: read it with `rigcheck bench allreduce --from` (or its collective)", path=path
         )
     return InputError(
-        f"not nvbandwidth or p2pBandwidthLatencyTest output: `rigcheck bench {command} --from` reads those (the "
+        f"not nvbandwidth, p2pBandwidthLatencyTest or bandwidthTest output: `rigcheck bench {command} --from` reads "
+        "those (the "
         "first --from file is the measurement, the others describe the machine)",
         path=path,
     )
@@ -79,7 +80,12 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")
     texts = [(path, read_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
-    measured = [i for i, (_, text) in enumerate(texts) if text and detect_tool(text) is not None]
+    from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test
+
+    def is_measurement(text: str) -> bool:
+        return detect_tool(text) is not None or looks_like_bandwidth_test(text)
+
+    measured = [i for i, (_, text) in enumerate(texts) if text and is_measurement(text)]
     if not measured:
         path, text = texts[0]
         raise _not_a_measurement(path, text, command)
@@ -88,6 +94,14 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
         raise UsageError(f"two tool outputs ({first} and {second}): give one per command, then the machine's files")
     at = measured[0]
     path, text = texts[at]
+    if detect_tool(text) is None:  # the CUDA sample bandwidthTest
+        from rigcheck.probe.bandwidth_test import parse_bandwidth_test
+        from rigcheck.probe.bandwidth_test_doc import bandwidth_test_document
+
+        run = parse_bandwidth_test(text, path)
+        sample = bandwidth_test_document(command, run, path)
+        machine = described_machine([part for i, part in enumerate(texts) if i != at])
+        return judge(sample, Machine(machine, named, {d.index: (d.name, d.bus_id) for d in run.devices}))
     output = read_tool_output(text, path)
     assert output is not None
     error = wrong_tool(output, command)

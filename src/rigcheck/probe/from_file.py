@@ -341,6 +341,10 @@ def _measurement_hint(text: str) -> str | None:
         return "nvbandwidth output: read it with `rigcheck bench hostlink --from FILE` (membw, p2p: its other tests)"
     if tool == "p2pBandwidthLatencyTest":
         return "p2pBandwidthLatencyTest output: read it with `rigcheck bench p2p --from FILE`"
+    from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test
+
+    if looks_like_bandwidth_test(text):
+        return "bandwidthTest output: read it with `rigcheck bench hostlink --from FILE` (membw: its device table)"
     if text.lstrip().startswith("{") and ("DCGM Diagnostic" in text[:4096] or "DCGM GPU Diagnostic" in text[:4096]):
         return "a DCGM diagnostic (dcgmi diag -j): put it beside a snapshot and run `rigcheck verify --from DIR`"
     return None
