@@ -10,6 +10,9 @@ is what the fleet's own phases cost.
 
 For each size it prints the wall time of the whole run and each phase's seconds from the document's
 ``phases``. Run:  python benchmarks/fleet_scale.py [--ranks 2 4 8] [--nodes 2 4] [--deadline 120]
+
+``--search-table`` prints instead the slow-node search's table of docs/fleet.md: the real planner and judge over
+the simulated fabric of tests/fleet_sim.py, 2 to 1,024 nodes (no process started; a few seconds).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 PHASES = ("rendezvous", "inspect", "gather", "collectives", "pairs", "report")
@@ -110,7 +114,14 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, nargs="*", default=[2, 4, 8])
     parser.add_argument("--nodes", type=int, nargs="*", default=[2, 4])
     parser.add_argument("--deadline", type=float, default=120.0)
+    parser.add_argument("--search-table", action="store_true", help="print the search's simulated table")
     args = parser.parse_args()
+    if args.search_table:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.fleet_sim
+        from tests import fleet_sim
+
+        print("\n".join(fleet_sim.markdown(fleet_sim.table_rows())))
+        return 0
     os.environ.pop("RIGCHECK_FLEET_TEST_SLOW_NODE", None)
     print(f"machine: {os.cpu_count()} CPUs; gloo over loopback; `rigcheck fleet --cpu`; seconds")
     header = f"{'fleet':<12} {'wall':>7}  {'bare':>7}  " + "  ".join(f"{p[:6]:>6}" for p in PHASES)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet import HANG_RANK_VAR, SLOW_NODE_VAR, node_names
+from rigcheck.bench.fleet import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
 from rigcheck.bench.fleet_env import (
     SLURM_PORT_BASE,
     SLURM_PORT_SPAN,
@@ -315,7 +315,7 @@ def _free_port() -> int:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (SLOW_NODE_VAR, HANG_RANK_VAR)}
+    env = {k: v for k, v in os.environ.items() if k not in (SLOW_NODE_VAR, HANG_RANK_VAR, SIZES_VAR, PAIR_BYTES_VAR)}
     # one host: gloo on loopback whatever the hostname resolves to; torchrun's own OMP default, without its banner
     env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", **extra)
     return env
@@ -404,10 +404,15 @@ def test_two_launches_are_two_nodes() -> None:
     assert _phases(data)["pairs"] == "done"
 
 
+# Small measurements for the launches of many processes on a small machine: one collective size, 64 KiB pairs.
+SMALL = {SIZES_VAR: "4096", PAIR_BYTES_VAR: str(64 << 10)}
+
+
 @needs_torch
 def test_a_slow_node_is_named_by_the_pairs() -> None:
-    """Four one-rank nodes; node 2's ranks are late in every all-reduce (the test hook): slow for real."""
-    results = _finish(_nodes(4, 1, _env(**{SLOW_NODE_VAR: "2"})))
+    """Four one-rank nodes; node 2's ranks are late in every all-reduce (the test hook, one number): slow for
+    real, on CPU processes too (its lateness scales with the step, where a fixed 50 ms went unseen)."""
+    results = _finish(_nodes(4, 1, _env(**{SLOW_NODE_VAR: "2"}, **SMALL)))
     _, data = _the_document(results)
     host = socket.gethostname()
     assert data["slow_nodes"] == [f"{host}#2"], data["pairs"]
@@ -415,10 +420,24 @@ def test_a_slow_node_is_named_by_the_pairs() -> None:
     # all end at once; one whose ranks succeeded would wait at torchrun's exit barrier for the one that failed)
     assert [c for c, _, _ in results] == [1, 1, 1, 1]
     assert [f["node"] for f in data["findings"] if f["id"] == "fleet.slow-node"] == [f"{host}#2"]
-    assert {p["round"] for p in data["pairs"]} == {1, 2}  # round 1 finds the slow pair, round 2 the node
+    assert {p["round"] for p in data["pairs"]} == {1, 2, 3}  # the block of four: every pair of it
     slow = [p for p in data["pairs"] if p["verdict"] == "slow"]
     assert slow
     assert all(f"{host}#2" in (p["a"], p["b"]) for p in slow)
+
+
+@needs_torch
+def test_three_slow_nodes_of_eight_are_named() -> None:
+    """Eight one-rank nodes, three of them slow (the hook's list): 3 of 8 is the share at which the median
+    reference took the slow figure for the normal one. Exit 1 on every node, exactly those three named."""
+    results = _finish(_nodes(8, 1, _env(**{SLOW_NODE_VAR: "0,2,5"}, **SMALL)), timeout=240)
+    _, data = _the_document(results)
+    host = socket.gethostname()
+    assert data["slow_nodes"] == [f"{host}#{nr}" for nr in (0, 2, 5)], data["pairs"]
+    assert [c for c, _, _ in results] == [1] * 8
+    assert sorted(f["node"] for f in data["findings"] if f["id"] == "fleet.slow-node") == data["slow_nodes"]
+    assert "slow_links" not in data
+    assert [c["size_bytes"] for c in data["collectives"]] == [4096]
 
 
 @needs_torch

@@ -28,9 +28,12 @@ always destroyed. Ctrl-C / SIGTERM (KeyboardInterrupt) ends the rank at once (to
 a launcher, a rank whose launcher died (its parent changed) exits: no rank outlives a killed torchrun.
 
 Test hooks, read from the environment and inert unless set (the tests use them; never set them otherwise):
-``RIGCHECK_FLEET_TEST_SLOW_NODE=<node rank>`` makes that node's ranks late by ``SLOW_EXTRA_S`` in each timed
-all-reduce (rigcheck.bench.fleet_rounds): the node is slow for real. ``RIGCHECK_FLEET_TEST_HANG_RANK=<rank>``
-makes that rank stop before the gather phase and sleep until it is killed, so the deadline must name it.
+``RIGCHECK_FLEET_TEST_SLOW_NODE=<node rank>[,<node rank>...]`` makes those nodes' ranks late in each timed
+all-reduce by ``SLOW_SCALE`` times their fastest one (``SLOW_EXTRA_S`` at least; rigcheck.bench.fleet_rounds):
+the nodes are slow for real, on CPU as on GPUs. ``RIGCHECK_FLEET_TEST_HANG_RANK=<rank>`` makes that rank stop
+before the gather phase and sleep until it is killed, so the deadline must name it.
+``RIGCHECK_FLEET_TEST_SIZES=<bytes>[,<bytes>...]`` and ``RIGCHECK_FLEET_TEST_PAIR_BYTES=<bytes>`` replace the
+collectives' sizes and the pairs' size, so a test of many processes on a small machine stays short.
 
 torch is imported lazily (through the modules this one calls).
 """
@@ -85,7 +88,12 @@ from rigcheck.model.verify import Verdict
 
 SLOW_NODE_VAR: Final = "RIGCHECK_FLEET_TEST_SLOW_NODE"
 HANG_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_HANG_RANK"
-SLOW_EXTRA_S: Final = 0.05  # the slow node's lateness per all-reduce: 2-3x a 32 MiB pair's time on gloo
+SIZES_VAR: Final = "RIGCHECK_FLEET_TEST_SIZES"
+PAIR_BYTES_VAR: Final = "RIGCHECK_FLEET_TEST_PAIR_BYTES"
+SLOW_EXTRA_S: Final = 0.02  # the slow node's least lateness per all-reduce (the first, with nothing to scale by)
+# ... and its lateness as a multiple of its fastest all-reduce: a slow node's pairs then take 4x a healthy one's
+# time or more, under CPU_SLOW_FRACTION (half) of the reference whatever the size and the machine's load.
+SLOW_SCALE: Final = 3.0
 BYE_S: Final = 10.0  # rank 0 keeps the store up this long at most for the others' last reads
 ORPHAN_POLL_S: Final = 1.0
 
@@ -150,6 +158,13 @@ def _need_gpu(env: FleetEnv, cpu: bool) -> None:
 def _hook_int(environ: Mapping[str, str], name: str) -> int | None:
     text = environ.get(name, "").strip()
     return int(text) if text.lstrip("-").isdigit() else None
+
+
+def _hook_ints(environ: Mapping[str, str], name: str) -> list[int]:
+    """A test hook's comma-separated numbers ("0,2,5"; one number is a list of one); what is not a number is
+    left out."""
+    items = (item.strip() for item in environ.get(name, "").split(","))
+    return [int(item) for item in items if item.lstrip("-").isdigit()]
 
 
 @dataclass
@@ -359,9 +374,10 @@ def _measurement_rig(run: _Run) -> tuple[Rig, Any]:
     torch: Any = require_torch()
     import torch.distributed as dist
 
-    slow = _hook_int(run.environ, SLOW_NODE_VAR) == run.env.node_rank
+    slow = run.env.node_rank in _hook_ints(run.environ, SLOW_NODE_VAR)
+    late = (SLOW_EXTRA_S, SLOW_SCALE) if slow else (0.0, 0.0)
     if run.cpu:
-        return Rig("gloo", torch.device("cpu"), SLOW_EXTRA_S if slow else 0.0), None
+        return Rig("gloo", torch.device("cpu"), *late), None
     # Without this, torchrun's default (1: tear down) kills the process when a NCCL operation times out, and
     # rank 0 could not report; 2 (clean up only) aborts the communicator and lets the operation raise.
     os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "2"
@@ -369,7 +385,7 @@ def _measurement_rig(run: _Run) -> tuple[Rig, Any]:
     group = dist.new_group(backend="nccl", timeout=timedelta(seconds=run.deadline_s))
     run.groups.append(group)
     run.backend = "nccl"
-    return Rig("nccl", torch.device("cuda", run.env.local_rank), SLOW_EXTRA_S if slow else 0.0), group
+    return Rig("nccl", torch.device("cuda", run.env.local_rank), *late), group
 
 
 def _collectives(run: _Run, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
@@ -416,7 +432,7 @@ def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
     run.mark("pairs")
     since = run.clock()
     until = since + run.deadline_s
-    size = GPU_PAIR_BYTES if rig.cuda else CPU_PAIR_BYTES
+    size = next(iter(_hook_ints(run.environ, PAIR_BYTES_VAR)), GPU_PAIR_BYTES if rig.cuda else CPU_PAIR_BYTES)
     names = [layout.names[nr] for nr in sorted(layout.names)]
     round_no = 1
     status: PhaseStatus = "done"
@@ -492,8 +508,8 @@ def _add_round(
         )
         if figure.error:
             run.notes.append(f"pairs round {round_no}: {a} with {b}: {figure.error}")
-    reference = reference_busbw(run.pairs)
     fraction = slow_fraction(run.backend)
+    reference = reference_busbw(run.pairs, fraction)
     run.pairs = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference, fraction)}) for p in run.pairs]
     shown = ", ".join(f"{p.a}+{p.b} {p.busbw_gbps or 0:.2f} GB/s" for p in run.pairs if p.round == round_no)
     run.say(f"fleet: pairs round {round_no}: {shown}")
@@ -615,7 +631,8 @@ def _measure(run: _Run, inspect: Callable[[], NodeReport], sizes: Sequence[int] 
         return
     run.say(f"fleet: {len(layout.names)} node(s), {run.env.world_size} rank(s): measuring")
     rig, group = _measurement_rig(run)
-    chosen = list(sizes) if sizes is not None else default_sizes(run.cpu)
+    hooked = [size for size in _hook_ints(run.environ, SIZES_VAR) if size > 0]
+    chosen = list(sizes) if sizes is not None else hooked or default_sizes(run.cpu)
     if _collectives(run, rig, group, chosen) and len(layout.names) > 1:
         _pairs(run, rig, layout)
     elif run.lead:

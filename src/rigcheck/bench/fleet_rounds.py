@@ -16,9 +16,13 @@ last operation's handle is waited on again after the timing, which raises what t
 runtime sets TORCH_NCCL_ASYNC_ERROR_HANDLING so that a timed-out communicator is aborted without killing the
 process: rank 0 still reports).
 
-Test hook: ``slow_s`` > 0 (RIGCHECK_FLEET_TEST_SLOW_NODE, read by rigcheck.bench.fleet) sleeps that long in
-each all-reduce of this rank's, between the start of its timing and the operation: the rank really is late,
-its partners wait for it inside the operation, and their times (and the max) grow.
+Test hook: ``slow_s`` > 0 (RIGCHECK_FLEET_TEST_SLOW_NODE, read by rigcheck.bench.fleet) makes this rank late in
+each all-reduce, sleeping between the start of its timing and the operation: the rank really is late, its
+partners wait for it inside the operation, and their times (and the max) grow. The lateness is ``slow_scale``
+times this rank's fastest all-reduce so far (``slow_s`` at least): a fixed 50 ms was lost in a CPU pair's own
+time on a busy machine, while a multiple of the step keeps the slow node's pairs at a fraction of the others'
+at any message size and load. The fastest, not the last: a late rank's last all-reduce includes its wait for
+another late rank, and scaling that would grow the lateness round after round.
 """
 
 from __future__ import annotations
@@ -76,7 +80,8 @@ class Rig:
 
     backend: str  # "gloo" or "nccl"
     device: Any  # torch.device
-    slow_s: float = 0.0  # the test hook's lateness per all-reduce (0: none)
+    slow_s: float = 0.0  # the test hook's least lateness per all-reduce (0: none)
+    slow_scale: float = 0.0  # ... and its lateness as a multiple of this rank's fastest all-reduce
 
     @property
     def cuda(self) -> bool:
@@ -113,12 +118,14 @@ class _Step:
         self.tensor = None if size_bytes is None else torch.zeros(size_bytes // ELEMENT_BYTES, device=rig.device)
         self.error: BaseException | None = None
         self.last: Any = None  # the last NCCL work queued
+        self.op_s = 0.0  # the fastest all-reduce on this rank so far (the test hook's scale)
 
     def __call__(self) -> None:
         if self.tensor is None or self.error is not None:
             return
         if self.rig.slow_s > 0:
-            time.sleep(self.rig.slow_s)
+            time.sleep(max(self.rig.slow_s, self.rig.slow_scale * self.op_s))
+        started = time.perf_counter()
         try:
             work = self.dist.all_reduce(self.tensor, group=self.group, async_op=self.rig.cuda)
             if work is not None:
@@ -128,6 +135,8 @@ class _Step:
                 self.last = work
         except RuntimeError as exc:  # DistBackendError & co: kept, reported through the flags
             self.error = exc
+        took = time.perf_counter() - started
+        self.op_s = took if self.op_s == 0.0 else min(self.op_s, took)
 
     def settle(self) -> None:
         """NCCL, after the timing's synchronize: wait on the last operation again, which raises what the watchdog

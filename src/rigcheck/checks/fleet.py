@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, Literal
 
 from rigcheck.checks.common import list_names, num, readable_gpus
+from rigcheck.checks.fleet_collectives import nic_busbw
 from rigcheck.checks.fleet_pairs import (
     CPU_SLOW_FRACTION,
     MAX_ROUNDS,
@@ -29,6 +30,7 @@ from rigcheck.checks.fleet_pairs import (
     pair_verdict,
     plan_round,
     reference_busbw,
+    search_judgement,
 )
 from rigcheck.checks.fleet_pairs import (
     FINDING_IDS as PAIR_IDS,
@@ -60,6 +62,7 @@ __all__ = [
     "pair_verdict",
     "plan_round",
     "reference_busbw",
+    "search_judgement",
     "slow_fraction",
 ]
 
@@ -534,15 +537,17 @@ def fleet_document(
     incomplete when one of its ranks is missing or its verify is incomplete. The fleet fails when any finding
     fails or any node does; it is incomplete when partial (a rank missing, a phase timed out or failed) or a
     node is incomplete; else it passes. Each pair's verdict is restated against the final reference (a pair of
-    round 1 was measured before there was one)."""
+    round 1 was measured before there was one). On NCCL the pairs are also held against what the nodes' NICs
+    carry (their snapshots' RDMA ports), the check that sees a fleet slow all over."""
     names = [n.name for n in nodes]
     fraction = slow_fraction(backend)
-    slow, pair_findings, _ = judge_pairs(pairs, nodes=names, fraction=fraction)
-    reference = reference_busbw(pairs)
+    ceiling = nic_busbw(nodes)[0] if backend == "nccl" and len(nodes) > 1 and pairs else None
+    judgement = search_judgement(pairs, nodes=names, fraction=fraction, ceiling=ceiling)
+    reference = judgement.reference
     settled = [p.model_copy(update={"verdict": pair_verdict(p.busbw_gbps, reference, fraction)}) for p in pairs]
     findings = [
         *compare_nodes(nodes),
-        *pair_findings,
+        *judgement.findings,
         *(_missing_finding(m, nodes) for m in missing),
         *_bandwidth(collectives),
         *_wrong_results(collectives),
@@ -568,7 +573,8 @@ def fleet_document(
         findings=findings,
         collectives=list(collectives),
         pairs=settled,
-        slow_nodes=slow,
+        slow_nodes=judgement.slow,
+        slow_links=[list(link) for link in judgement.links],
         missing_ranks=list(missing),
         partial=partial,
         phases=list(phases),

@@ -122,6 +122,11 @@ class FleetDocument(Document):
     collectives: list[FleetCollective]
     pairs: list[FleetPair]
     slow_nodes: list[str]
+    slow_links: list[list[str]] = absent_unless_set(
+        "pairs of nodes slow together though each is fine with other nodes: the link between them (switch port, "
+        "cable, routing), each as its two node names; absent when none",
+        empty=[],
+    )
     missing_ranks: list[MissingRank]
     partial: bool = Field(description="a rank went missing or a phase timed out: the rest is still reported")
     phases: list[FleetPhase]

@@ -53,6 +53,7 @@ def headline(doc: FleetDocument) -> str:
     nodes = f"{len(doc.nodes)} node{'s' if len(doc.nodes) != 1 else ''}"
     ranks = f", {doc.world_size} ranks" if doc.world_size else ""
     slow = f"; slow: {', '.join(doc.slow_nodes)}" if doc.slow_nodes else ""
+    slow += f"; slow links: {', '.join(' – '.join(link) for link in doc.slow_links)}" if doc.slow_links else ""
     missing = f"; {len(doc.missing_ranks)} rank(s) missing" if doc.missing_ranks else ""
     how = doc.launcher or "saved files"
     backend = f", {doc.backend}" if doc.backend else ""
