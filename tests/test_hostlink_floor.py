@@ -185,7 +185,8 @@ def test_verify_holds_host_copies_to_the_slots_link() -> None:
     check = gpu_check(gen4, 0, "hostlink_h2d")
     assert (check.verdict, check.expected_min) == ("pass", 20.0)
     band = next(j for j in check.judgements if j.rule == "band")
-    assert band.text.startswith("25.6 GB/s, floor 20.0, 28% above")
+    assert band.text.startswith("25.6 GB/s, floor 20.0 (PCIe Gen4 x16, the link the slot allows; the card can do Gen5")
+    assert band.text.endswith("), 28% above")
     assert any(
         n.startswith("GPU 0, 1, 2, 3, 4, 5, 6, 7: the slot allows PCIe Gen4 x16, the card Gen5") for n in gen4.notes
     )

@@ -44,12 +44,15 @@ def test_every_numeric_judgement_carries_its_margin() -> None:
     judged = judge(node_inputs(bf16=bf16))
     slow = gpu_check(judged, 3, "matmul_bf16")
     by_rule = {j.rule: j for j in slow.judgements}
-    assert by_rule["band"].text == "616 TFLOPS, floor 712, 14% below, 72% of the 989 peak"
+    assert by_rule["band"].text == "616 TFLOPS, floor 712 (BF16 dense tensor, 989.4 TFLOPS), 14% below"
     assert (by_rule["band"].margin_pct, by_rule["peers"].margin_pct) == (-13.5, -20.0)
     assert by_rule["result"].margin_pct is None  # a rule without a figure has none
     healthy = gpu_check(judged, 0, "hostlink_h2d")
     band = next(j for j in healthy.judgements if j.rule == "band")
-    assert band.text.startswith("55.1 GB/s, floor 42.0, 31% above")
+    assert (
+        band.text
+        == "55.1 GB/s, floor 42.0 (PCIe Gen5 x16, the link the slot allows, encoded 63.0 GB/s one direction), 31% above"
+    )
     dumped = json.loads(as_document(judged).model_dump_json(by_alias=True))
     gpu3 = next(g for g in dumped["gpus"] if g["index"] == 3)
     matmul = next(c for c in gpu3["checks"] if c["id"] == "matmul_bf16")
@@ -74,7 +77,7 @@ def test_verify_tables_show_the_margin_column() -> None:
     text = console.export_text()
     assert "margin" in text
     assert "-14%" in text  # GPU3's matmul: 616 against 712
-    assert "616 TFLOPS, floor 712, 14% below" in text  # the failing line
+    assert "616 TFLOPS, floor 712 (BF16 dense tensor, 989.4 TFLOPS), 14% below" in text  # the failing line
     md = markdown(doc)
     assert "| GPU | check | verdict | figure | floor | margin | peer best | baseline | src |" in md
     assert "| GPU3 | matmul_bf16 | fail | 616 TFLOPS | 712 | -14% |" in md

@@ -382,12 +382,12 @@ def margin_text(margin: float | None) -> str:
 
 
 def band_judgement(value: float, unit: str, band: Band | None, why: str) -> Judgement:
-    """The SKU band: at or over ``expected_min`` passes; the line says how far over or under it."""
+    """The SKU band: at or over ``expected_min`` passes; the line names what the floor assumes (the band's
+    basis: the peak, the link, the condition) and how far over or under it the figure is."""
     if band is None:
         return Judgement(rule="band", verdict="not_judged", text=why)
-    of_peak = f", {band.expected_min / band.peak:.0%} of the {num(band.peak)} peak" if band.peak else ""
     margin = margin_pct(value, band.expected_min)
-    text = f"{num(value)} {unit}, floor {num(band.expected_min)}, {margin_text(margin)}{of_peak}"
+    text = f"{num(value)} {unit}, floor {num(band.expected_min)} ({band.basis}), {margin_text(margin)}"
     verdict: RuleVerdict = "pass" if value >= band.expected_min else "fail"
     return Judgement(rule="band", verdict=verdict, text=text, reference=band.expected_min, margin_pct=margin)
 
