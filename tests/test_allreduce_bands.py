@@ -262,3 +262,20 @@ def test_verify_explain_lists_each_condition_with_its_margin() -> None:
     (band,) = [b for b in doc.gpus[0].bands if b.check == "allreduce"]
     assert band.expected_min == 400.0
     assert "NVLS on" in band.basis
+
+
+def test_more_ranks_than_an_hgx_board_holds_are_judged_across_nodes() -> None:
+    # Synthetic: the DGX sweep without its rank lines and with 16 ranks' busbw/algbw ratio (2 x 15/16 = 1.875)
+    # stands for a two-node run whose excerpt names no host; an 8-GPU SXM board cannot hold 16 H100s.
+    rows = [line for line in _scaled(H100_NVLS, 1.0).splitlines() if "Rank" not in line]
+    text = "\n".join(
+        line.replace(cells[7], f"{float(cells[6]) * 1.875:.2f}", 1)
+        if len(cells := line.split()) >= 13 and cells[0].isdigit()
+        else line
+        for line in rows
+    )
+    doc = _doc(text, gpu="H100 SXM5", nics="8x400")
+    assert doc.world_size == 16
+    verdict, floor, reason = _verdict(doc)
+    assert (verdict, floor) == ("pass", 160.0)
+    assert "16 ranks of H100 SXM5, more than one 8-GPU board holds" in reason

@@ -70,3 +70,12 @@ def test_bridge_capable_cards_without_topology_are_held_to_pcie(capsys: pytest.C
     judged = _bench(capsys, str(A6000_6), "--gpu", "RTX A6000", expect=0)
     assert {j["verdict"] for j in judged} == {"pass"}
     assert all("an NVLink bridge, if any, is not assumed" in j["reason"] for j in judged)
+
+
+def test_a_pair_without_peer_access_is_held_to_the_staged_band(capsys: pytest.CaptureFixture[str]) -> None:
+    # 2x RTX 2080 Ti that CANNOT access each other: 5.72 GB/s staged through host memory, published as a working
+    # box; the direct-P2P floor (8.7 on Gen3 x16) failed it, the staged one (0.30 x 15.75 = 4.7) does not.
+    path = HERE / "corpus" / "p2p" / "001-2x2080ti-cannot-access-peer.txt"
+    judged = _bench(capsys, str(path), expect=0)
+    assert [(j["verdict"], j["floor"]) for j in judged] == [("pass", 4.7), ("pass", 4.7)]
+    assert "staged through host memory (no peer access)" in judged[0]["reason"]

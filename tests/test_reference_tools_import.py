@@ -70,7 +70,7 @@ def test_2080ti_p2p_latency_test_every_matrix() -> None:
 
 
 def test_2080ti_p2p_cli_rows_ceiling_and_failed_judgement(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = bench_json(["bench", "p2p", "--from", str(RTX2080TI_P2P)], capsys, expect=1)
+    doc = bench_json(["bench", "p2p", "--from", str(RTX2080TI_P2P)], capsys, expect=0)
     assert isinstance(doc, P2PDocument)
     assert doc.source is not None
     assert doc.source.tool == "p2pBandwidthLatencyTest"
@@ -86,9 +86,11 @@ def test_2080ti_p2p_cli_rows_ceiling_and_failed_judgement(capsys: pytest.Capture
     assert peer.theoretical_gbps == pytest.approx(15.75, abs=0.01)
     assert doc.matrices["unidirectional_gbps_peer"] == [[538.62, 5.72], [5.72, 532.54]]
     assert doc.judgement is not None
+    # Staged through host memory (no peer access): held to the staged band, 0.30 x 15.75 (it failed 8.7, the
+    # direct-P2P floor, though the box was published working).
     assert [(j.subject, j.verdict, j.floor) for j in doc.judgement] == [
-        ("GPU0->GPU1", "fail", 8.7),
-        ("GPU1->GPU0", "fail", 8.7),
+        ("GPU0->GPU1", "pass", 4.7),
+        ("GPU1->GPU0", "pass", 4.7),
     ]
 
 
@@ -294,14 +296,14 @@ def test_reports_show_source_verdicts_and_matrices(tmp_path: Path, capsys: pytes
     code, out, _ = run(
         ["bench", "p2p", "--from", str(RTX2080TI_P2P), "--markdown", str(md), "--html", str(page)], capsys
     )
-    assert code == 1
+    assert code == 0
     assert "read from p2pBandwidthLatencyTest output" in out
-    assert "fail" in out
+    assert "pass" in out
     assert "matrix cpu_latency_us_peer" in out
     assert "10.47" in out
     markdown = md.read_text()
     assert "## Judged against verify's bands" in markdown
-    assert "| p2p | GPU0->GPU1 | 5.72 | 8.70 | -34% | fail |" in markdown
+    assert "| p2p | GPU0->GPU1 | 5.72 | 4.70 | +22% | pass |" in markdown
     assert "## Matrix latency\\_us\\_peer" in markdown or "## Matrix latency_us_peer" in markdown
     html = page.read_text()
     assert "Judged against verify" in html

@@ -218,7 +218,7 @@ def _pair_band(row: P2PRow, machine: Machine) -> tuple[BandFact | None, str | No
             generation = spec.nvlink_generation if spec else None
             band = p2p_band(nvlinks=nvlinks, nvlink_generation=generation, pcie_gen=None, pcie_width=None)
             return band, pair.link, nvlinks, f"{pair.link}: the NVLink generation is unknown: {ADD_MACHINE}"
-        band = pcie_p2p_band(*pcie) if pcie else None
+        band = pcie_p2p_band(*pcie, staged=row.peer_access is False) if pcie else None
         return band, pair.link, nvlinks or None, f"{pair.link}: no PCIe link known: {ADD_MACHINE}"
     if spec is None:
         named = machine.devices.get(row.src, (None, None))[0]
@@ -227,7 +227,7 @@ def _pair_band(row: P2PRow, machine: Machine) -> tuple[BandFact | None, str | No
     if over_pcie or spec.nvlink_links == 0 or spec.nvlink_bridge:
         # A card that takes an NVLink bridge, with no topology given: held to its PCIe band, which a bridged
         # pair passes too (a bridge only raises the figure); the reason says so.
-        band = pcie_p2p_band(*pcie) if pcie else None
+        band = pcie_p2p_band(*pcie, staged=row.peer_access is False) if pcie else None
         if band is not None and spec.nvlink_bridge and not over_pcie and spec.nvlink_links:
             band = replace(band, basis=f"{band.basis}; no topology given: an NVLink bridge, if any, is not assumed")
         return band, None, None, f"no PCIe link known for {spec.name}"

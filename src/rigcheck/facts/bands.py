@@ -321,19 +321,33 @@ def _variant(generation: int, links: int) -> NvlinkVariant | None:
     return next((v for v in found if links <= v.max_links), found[-1])
 
 
-def pcie_p2p_band(gen: int, width: int) -> BandFact | None:
-    """The one-direction copy band of two GPUs on PCIe links of this generation and width."""
+# A pair that cannot use peer access (GeForce RTX 4090 pairs: the driver disables P2P) copies through host
+# memory, twice over the links: published healthy staged copies 5.70-5.72 GB/s on a 2x RTX 2080 Ti container (36%
+# of Gen3 x16 as built, tests/fixtures/corpus/p2p/001-2x2080ti-cannot-access-peer.txt), 18.41-22.61 on RTX 4090s
+# (58-72% of Gen4 x16, tests/fixtures/p2p-bands/, tests/calibration), 20.1-22.4 (nccl #814). 0.30: 17% under 36%.
+STAGED_P2P_FRACTION = 0.30
+STAGED_P2P = (
+    "staged GPU copies through host memory, 2x RTX 2080 Ti 5.72 GB/s (Anthony-Hoo/Anthony-Hoo.github.io "
+    "posts/AutoDL_Multi-GPU_Interconnection_Test.md), 2x RTX 4090 20.91, https://github.com/NVIDIA/nccl/issues/814"
+)
+
+
+def pcie_p2p_band(gen: int, width: int, *, staged: bool = False) -> BandFact | None:
+    """The one-direction copy band of two GPUs on PCIe links of this generation and width; ``staged``: a pair
+    without peer access, whose copies cross host memory (STAGED_P2P_FRACTION)."""
     rate = pcie_bandwidth_gbps(gen, width)
     if rate is None:
         return None
     peak = round(rate, 2)
+    fraction, source = (STAGED_P2P_FRACTION, STAGED_P2P) if staged else (PCIE_P2P_FRACTION, PCIE_P2P)
+    how = ", staged through host memory (no peer access)" if staged else ""
     return BandFact(
         "p2p",
         "GB/s",
-        round(peak * PCIE_P2P_FRACTION, 1),
+        round(peak * fraction, 1),
         peak,
-        f"{PCIE_P2P_FRACTION:.2f} x PCIe encoded rate: {PCIE_P2P}; rate: {PCIE_SOURCE}",
-        f"PCIe Gen{gen} x{width} encoded, one direction, {peak:.1f} GB/s",
+        f"{fraction:.2f} x PCIe encoded rate: {source}; rate: {PCIE_SOURCE}",
+        f"PCIe Gen{gen} x{width} encoded, one direction, {peak:.1f} GB/s{how}",
     )
 
 

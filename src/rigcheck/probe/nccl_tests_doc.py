@@ -308,6 +308,10 @@ def _condition(
     if len(run.hosts) > 1:
         nics, where = _nics(choice, snapshot)
         return network_condition(nics, f"{len(run.hosts)} hosts; {where}")
+    if not run.hosts and spec is not None and is_nvswitch_board(spec.architecture, spec.form_factor, 8) and ranks > 8:
+        # No rank lines name the hosts, but an HGX board holds 8 of these GPUs: more ranks span nodes.
+        nics, where = _nics(choice, snapshot)
+        return network_condition(nics, f"{ranks} ranks of {spec.name}, more than one 8-GPU board holds; {where}")
     if spec is None:
         return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
     switch, _ = _switch(spec, ranks, snapshot, code)
