@@ -2,8 +2,8 @@
 judges against (`verify --explain`).
 
 A check holds one figure (``value`` in ``unit``) and the judgements made of it, each shown: against the SKU's
-achievable band (``expected_min``, ``expected_source``), against the best of the GPU's identical peers in the
-box (``peer_best``), against an earlier run of this node (``baseline``). Its verdict is ``fail`` when any
+achievable band (``expected_min``, ``expected_source``), against the median of the GPU's identical peers in the
+box (``peer_best`` keeps their best), against an earlier run of this node (``baseline``). Its verdict is ``fail`` when any
 judgement fails, ``incomplete`` when the figure could not be measured (cut short by the budget, the step
 failed, a file is missing), ``pass`` otherwise. A GPU's verdict is the worst of its checks, the node's the
 worst of its GPUs and its node checks (fail > incomplete > pass).
