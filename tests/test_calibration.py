@@ -12,13 +12,37 @@ import json
 
 import pytest
 
-from tests.calibration.runner import CASES_DIR, MANIFEST, Case, Result, load_cases, results, summary
+from tests.calibration.runner import (
+    CASES_DIR,
+    MANIFEST,
+    Case,
+    Result,
+    judged_share,
+    load_cases,
+    results,
+    summary,
+)
 
 CASES = load_cases()
 
 # Cases the current judge gets wrong, each with the capability it lacks. strict: when the judge is fixed the
 # test says so, and the entry goes.
-MISJUDGED: dict[str, str] = {}
+MISJUDGED: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "gpuburn-6gpu-load-module-error",
+            "gpuburn-8x1080ti-cublas-init",
+            "gpuburn-8xv100-cuda-error-unknown",
+            "gpuburn-a2000-no-results",
+        ),
+        'gpu-burn output whose test never ran ("Couldn\'t init a GPU test", no Gflop/s, or no progress line) is '
+        "read as 'OK (gpu-burn: no wrong result); under load: not loaded', exit 0: a burn that loaded no GPU passes",
+    ),
+    "incident-hgx-xid45-caused-by-xid149": (
+        "an Xid 45 line that names its cause ('caused by previous Xid 149' / 'Xid 145', NVLink faults) is judged "
+        "as Xid 45 alone (a cleaned-up channel) instead of by the fault it names"
+    ),
+}
 
 # The share of cases judged (pass or fail) today; it may only rise. The issue's goal is 75% on unseen outputs.
 MIN_JUDGED_SHARE = 0.35
@@ -32,7 +56,7 @@ def _result(case_id: str) -> Result:
 def test_manifest_is_complete_and_every_file_is_there() -> None:
     raw = json.loads(MANIFEST.read_text(encoding="utf-8"))
     assert raw["format"] == "rigcheck-calibration/1"
-    assert len(CASES) >= 40
+    assert sum(c.measurement for c in CASES) >= 40
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     for case in CASES:
@@ -70,20 +94,19 @@ def test_judge_agrees_with_the_source(case: Case) -> None:
 
 def test_share_judged_does_not_fall() -> None:
     rows = results()
-    share = sum(r.outcome != "unjudged" for r in rows) / len(rows)
     print(summary(rows))
-    assert share >= MIN_JUDGED_SHARE, summary(rows)
+    assert judged_share(rows) >= MIN_JUDGED_SHARE, summary(rows)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="readers and bands missing: CUDA bandwidthTest, gpu-burn output, dcgmi text tables and a DCGM "
-    "diagnostic without a snapshot in verify --from, mamf-finder tables, multi-node all-reduce without --gpu, "
-    "nvbandwidth without a catalogued device name",
+    reason="readers and bands missing: gpu-burn output, dcgmi text tables and a DCGM diagnostic without a snapshot "
+    "in verify --from, mamf-finder tables (bench matmul --from), GPUs outside the catalogue (GB300, GTX 1070, "
+    "RTX 3060 Ti), nvbandwidth without device names, bands for all-gather/reduce-scatter/broadcast",
 )
 def test_share_judged_reaches_the_goal() -> None:
     rows = results()
-    assert sum(r.outcome != "unjudged" for r in rows) / len(rows) >= TARGET_JUDGED_SHARE, summary(rows)
+    assert judged_share(rows) >= TARGET_JUDGED_SHARE, summary(rows)
 
 
 def test_outcome_reader_sees_a_fail_and_a_pass() -> None:
