@@ -195,7 +195,7 @@ def markdown(rows: Sequence[Row]) -> list[str]:
     for r in rows:
         low, high = min(r.rounds), max(r.rounds)
         rounds = str(low) if low == high else f"{low}–{high}"
-        named = f"{r.named}/{r.slow}" if r.n > 2 or not r.slow else f"0/{r.slow} (pair named)"
+        named = f"{r.named}/{r.slow}" if r.n > 2 or not r.slow else f"0/{r.slow} (no reference)"
         links = f"{r.links_named}/{r.links}" if r.links else "—"
         out.append(
             f"| {r.n} | {r.share:.1%} | {r.slow // r.cases if r.cases else 0} | {r.cases} | {rounds} | {named} "
