@@ -45,7 +45,7 @@ MISJUDGED: dict[str, str] = {
 }
 
 # The share of cases judged (pass or fail) today; it may only rise. The goal is 75% on unseen outputs.
-MIN_JUDGED_SHARE = 0.35
+MIN_JUDGED_SHARE = 0.5
 TARGET_JUDGED_SHARE = 0.75
 
 

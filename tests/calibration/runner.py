@@ -38,6 +38,7 @@ class Case:
     evidence: str
     command: tuple[str, ...]
     note: str = ""
+    measurement: bool = True  # False: an incident of the shared corpus (a kernel log...), judged by the doctor
 
     @property
     def path(self) -> Path:
@@ -100,6 +101,7 @@ def load_cases() -> list[Case]:
             evidence=c["evidence"],
             command=tuple(c["command"]),
             note=c.get("note", ""),
+            measurement=c.get("measurement", True),
         )
         for c in data["cases"]
     ]
@@ -165,6 +167,9 @@ def _verdicts(doc: dict[str, Any]) -> list[tuple[str, str]]:
     if schema.startswith("rigcheck.verify/"):
         top = doc.get("verdict")
         return [(str(top), str(doc.get("reason", "")))] if top in ("pass", "fail") else []
+    if schema.startswith("rigcheck.doctor/"):  # a finding that fails makes the document's exit code 1
+        failed = [str(f.get("id")) for f in doc.get("findings") or [] if f.get("severity") == "fail"]
+        return [("fail", "doctor: " + ", ".join(failed))] if failed else [("pass", "doctor: no finding fails")]
     if schema.startswith("rigcheck.burn/"):
         gpus = doc.get("gpus") or []
         if not gpus:
@@ -175,6 +180,9 @@ def _verdicts(doc: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{len(gpus)} GPU verdict(s), exit {doc.get('exit_code')}",
             )
         ]
+    error = str(doc.get("error") or "")
+    if error.startswith("the run failed"):  # the tool's own failure line (a CUDA or NCCL failure), not a cut file
+        return [("fail", error)]
     wrong = [r for r in doc.get("results") or [] if isinstance(r, dict) and r.get("correct") is False]
     if wrong:  # the tool's own data check failed (nccl-tests #wrong, out of bounds): rigcheck marks the rows
         return [("fail", f"{len(wrong)} result row(s) with wrong data (correct: false)")]
@@ -217,10 +225,18 @@ def results() -> tuple[Result, ...]:
     return tuple(judge(case) for case in load_cases())
 
 
+def judged_share(rows: tuple[Result, ...]) -> float:
+    """The share of the measurement cases rigcheck gave a pass or fail (incidents are judged by the doctor)."""
+    measured = [r for r in rows if r.case.measurement]
+    return sum(r.outcome != "unjudged" for r in measured) / max(len(measured), 1)
+
+
 def summary(rows: tuple[Result, ...]) -> str:
-    judged = [r for r in rows if r.outcome != "unjudged"]
+    measured = [r for r in rows if r.case.measurement]
+    judged = [r for r in measured if r.outcome != "unjudged"]
     lines = [
-        f"calibration: {len(rows)} cases, {len(judged)} judged ({100 * len(judged) / max(len(rows), 1):.0f}%), "
+        f"calibration: {len(rows)} cases ({len(measured)} measurements, {len(rows) - len(measured)} incidents), "
+        f"{len(judged)} measurements judged ({100 * judged_share(rows):.0f}%), "
         f"{sum(r.case.verdict == 'healthy' and r.outcome == 'fail' for r in rows)} healthy failed, "
         f"{sum(r.case.verdict == 'sick' and r.outcome == 'pass' for r in rows)} sick passed"
     ]
