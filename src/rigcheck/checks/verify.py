@@ -207,8 +207,10 @@ def _allreduce_band(j: _Judge, fig: Figure) -> tuple[Band | None, str]:
     name = str(names.pop())
     spec = lookup(name)
     ranks = fig.ranks or len(j.inputs.snapshot.gpus)
+    # An 8-GPU SXM board is NVSwitch, unless the snapshot shows where its NVLinks end and none ends at a switch.
+    shown = any(link.remote_device_type for g in j.inputs.snapshot.gpus for link in g.nvlinks or ())
     nvswitch = _nvswitch(j.inputs.snapshot) or (
-        spec is not None and is_nvswitch_board(spec.architecture, spec.form_factor, ranks)
+        not shown and spec is not None and is_nvswitch_board(spec.architecture, spec.form_factor, ranks)
     )
     doc = j.inputs.allreduce
     fact, why_none = (None, "")
