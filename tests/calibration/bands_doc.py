@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigcheck.checks.verify_bands import explain_bands
-from tests.calibration.runner import Result, results
+from tests.calibration.runner import Result, judged_share, results
 
 # A floor this close above a published healthy figure fails a healthy card on an ordinary bad day.
 NEAR_PERCENT = 5.0
@@ -80,7 +80,7 @@ def _cell(text: str) -> str:
 
 def render(rows: tuple[Result, ...] | None = None) -> str:
     rows = results() if rows is None else rows
-    judged = [r for r in rows if r.outcome != "unjudged"]
+    measured = [r for r in rows if r.case.measurement]
     lines = [
         "# Bands: every floor beside the published figures it was checked against",
         "",
@@ -94,8 +94,8 @@ def render(rows: tuple[Result, ...] | None = None) -> str:
         f"margin between them. A margin under {NEAR_PERCENT:g}% is marked {NEAR_MARK}: an ordinary bad day on a",
         "healthy machine fails there. A negative margin is a published healthy machine the floor fails.",
         "",
-        f"Calibration: {len(rows)} cases, {len(judged)} judged "
-        f"({100 * len(judged) / max(len(rows), 1):.0f}%), "
+        f"Calibration: {len(rows)} cases ({len(measured)} measurement outputs, {len(rows) - len(measured)} "
+        f"incidents for the doctor), {100 * judged_share(rows):.0f}% of the measurements judged, "
         f"{sum(r.case.verdict == 'healthy' and r.outcome == 'fail' for r in rows)} healthy failed, "
         f"{sum(r.case.verdict == 'sick' and r.outcome == 'pass' for r in rows)} sick passed.",
         "",
