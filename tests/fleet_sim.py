@@ -27,6 +27,7 @@ from rigcheck.checks.fleet_pairs import (
     plan_round,
     reference_busbw,
     search_judgement,
+    wants_more,
 )
 from rigcheck.model.fleet import FleetPair
 
@@ -65,7 +66,7 @@ def search(fabric: Fabric, fraction: float = SLOW_FRACTION) -> tuple[list[FleetP
     plans a pair; each pair's verdict against the reference of the pairs before it."""
     pairs: list[FleetPair] = []
     for round_no in range(1, MAX_ROUNDS + 1):
-        if round_no > 1 and not search_judgement(pairs, nodes=fabric.nodes, fraction=fraction).more:
+        if round_no > 1 and not wants_more(pairs, nodes=fabric.nodes, fraction=fraction):
             break
         plan = plan_round(fabric.nodes, round_no, pairs, fraction=fraction)
         if not plan:

@@ -19,7 +19,7 @@ Phases, each recorded as a FleetPhase on rank 0, each with a deadline (``deadlin
   (``cpu``) or a NCCL group (each rank on GPU ``local_rank``), the time being the slowest rank's.
 - **pairs** (two nodes or more): rounds planned by rank 0 with checks.fleet.plan_round, sent through the store
   (``round/<n>``); all the pairs of a round measured at once, each on its own group; stops when plan_round plans
-  nothing, judge_pairs wants no more, or the deadline would be overrun.
+  nothing, wants_more says the search is over, or the deadline would be overrun.
 - **report**: rank 0 builds the document (checks.fleet.fleet_document) and sends the fleet's verdict to every
   rank (``end``), so each rank can exit as rank 0 does.
 
@@ -67,11 +67,11 @@ from rigcheck.bench.fleet_rounds import (
 from rigcheck.bench.fleet_store import Control, open_store, prefixed
 from rigcheck.checks.fleet import (
     fleet_document,
-    judge_pairs,
     pair_verdict,
     plan_round,
     reference_busbw,
     slow_fraction,
+    wants_more,
 )
 from rigcheck.checks.fleet_collectives import nic_busbw
 from rigcheck.errors import BenchError, RigcheckError, UsageError
@@ -480,8 +480,8 @@ def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
 
 
 def _more(run: _Run, names: Sequence[str], round_no: int) -> bool:
-    """Round 1 always runs; later ones while judge_pairs wants another."""
-    return round_no == 1 or judge_pairs(run.pairs, nodes=names, fraction=slow_fraction(run.backend))[2]
+    """Round 1 always runs; later ones while the search wants another."""
+    return round_no == 1 or wants_more(run.pairs, nodes=names, fraction=slow_fraction(run.backend))
 
 
 def _add_round(

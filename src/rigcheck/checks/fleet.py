@@ -31,6 +31,7 @@ from rigcheck.checks.fleet_pairs import (
     plan_round,
     reference_busbw,
     search_judgement,
+    wants_more,
 )
 from rigcheck.checks.fleet_pairs import (
     FINDING_IDS as PAIR_IDS,
@@ -64,6 +65,7 @@ __all__ = [
     "reference_busbw",
     "search_judgement",
     "slow_fraction",
+    "wants_more",
 ]
 
 FINDING_IDS: tuple[str, ...] = (

@@ -120,10 +120,15 @@ def reference_busbw(pairs: Sequence[FleetPair], fraction: float = SLOW_FRACTION)
     None when fewer than two distinct pairs were measured, or when every measured pair holds one same node (its
     figures cannot tell that node from the others)."""
     measured = [(p, value) for p in pairs if (value := _busbw(p)) is not None]
-    if len({_key(p.a, p.b) for p, _ in measured}) < 2:
+    keys = {_key(p.a, p.b) for p, _ in measured}
+    if len(keys) < 2:
         return None
-    common = set.intersection(*({p.a, p.b} for p, _ in measured))
-    if common:
+    common = set(next(iter(keys)))
+    for key in keys:
+        common &= key
+        if not common:
+            break
+    else:
         return None
     best: dict[str, float] = {}
     for p, value in measured:
@@ -303,6 +308,21 @@ def _pair_finding(pair: FleetPair, verdict: PairVerdict, state: _State) -> Fleet
     )
 
 
+def _more(state: _State, pairs: Sequence[FleetPair], nodes: Sequence[str]) -> bool:
+    """Another round is needed: a suspect, a node never judged, a block pair not measured, or no reference."""
+    judged = state.good | state.slow | state.suspects
+    names = sorted(set(nodes))
+    unjudged = [n for n in names if n not in judged] if len(names) > 1 else []
+    pending = any(_key(a, b) not in state.tried for r in range(1, BLOCK_ROUNDS + 1) for a, b in block_pairs(names, r))
+    return bool(state.suspects) or bool(unjudged) or pending or (state.reference is None and bool(pairs))
+
+
+def wants_more(pairs: Sequence[FleetPair], *, nodes: Sequence[str] = (), fraction: float = SLOW_FRACTION) -> bool:
+    """Whether the search needs another round (:func:`search_judgement`'s ``more``, without its findings): what
+    the runtime asks before planning each round after the first."""
+    return _more(_classify(pairs, fraction), pairs, nodes)
+
+
 @dataclass(frozen=True)
 class PairJudgement:
     """What the pairs say: the slow nodes, the slow links (both ends good), the findings, whether another round
@@ -390,16 +410,11 @@ def search_judgement(
         below = _below_nics(measured, state.reference, ceiling)
         if below is not None:
             findings.append(below)
-    judged = state.good | state.slow | state.suspects
-    names = sorted(set(nodes))
-    unjudged = [n for n in names if n not in judged] if len(names) > 1 else []
-    pending = any(_key(a, b) not in state.tried for r in range(1, BLOCK_ROUNDS + 1) for a, b in block_pairs(names, r))
-    more = bool(state.suspects) or bool(unjudged) or pending or (state.reference is None and bool(pairs))
     return PairJudgement(
         slow=sorted(state.slow),
         links=sorted(set(links)),
         findings=findings,
-        more=more,
+        more=_more(state, pairs, nodes),
         reference=state.reference,
         rounds=max((p.round for p in pairs), default=0),
     )
