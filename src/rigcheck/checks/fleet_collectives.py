@@ -21,7 +21,8 @@ BITS_PER_BYTE: Final = 8
 def nic_busbw(nodes: Sequence[NodeReport]) -> tuple[float | None, str | None]:
     """What the nodes' NICs can carry as all-reduce bus bandwidth: the slowest node's active RDMA ports, summed
     (NCCL spreads an inter-node all-reduce over every NIC, one ring each, so the bus bandwidth it reaches is
-    bounded by the node's aggregate NIC rate). None when a node's ports are unknown or none is active."""
+    bounded by the node's aggregate NIC rate). None when a node's ports are unknown or none is active. Also the
+    ceiling the slow-node pairs are held against (checks/fleet_pairs.py: fleet.pairs-below-nics)."""
     totals: list[tuple[float, str, int]] = []
     for node in nodes:
         ports = node.snapshot.system.ib_ports if node.snapshot is not None else None
