@@ -279,3 +279,22 @@ def test_more_ranks_than_an_hgx_board_holds_are_judged_across_nodes() -> None:
     verdict, floor, reason = _verdict(doc)
     assert (verdict, floor) == ("pass", 160.0)
     assert "16 ranks of H100 SXM5, more than one 8-GPU board holds" in reason
+
+
+def test_an_nccl_log_given_beside_the_output_says_nvls_was_off(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Synthetic: the DGX sweep at ring speed (367 GB/s at 16 GiB) and, as a second --from, two INFO lines in
+    # NCCL's own wording (an NCCL_DEBUG=INFO log of the run, taken apart from the output).
+    measured, log = tmp_path / "allreduce.txt", tmp_path / "nccl.log"
+    measured.write_text(_scaled(H100_NVLS, 367.2 / 479.9))
+    log.write_text(
+        "node:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "node:1:9 [0] NCCL INFO NVLS multicast support is not available on dev 0\n"
+    )
+    code, out, err = run(["bench", "allreduce", "--from", str(measured), "--from", str(log), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["versions"]["nccl"] == "2.21.5+cuda12.4"
+    assert "floor 300 (NVLS off, >= 1 GiB; NCCL: NVLS multicast support is not available)" in doc["judgement"]["reason"]
+    assert any("read as the run's NCCL log" in n for n in doc["notes"])

@@ -64,7 +64,7 @@ def imported_document(
     """The document of the nccl-tests output among ``files``, with the machine the others describe."""
     from rigcheck.model.bench import CollectiveOp
     from rigcheck.probe.from_file import read_text
-    from rigcheck.probe.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
+    from rigcheck.probe.nccl_tests import add_log_evidence, looks_like_nccl_log, looks_like_nccl_tests, parse_nccl_tests
     from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
 
     if op not in get_args(CollectiveOp):
@@ -81,5 +81,10 @@ def imported_document(
     at = measured[0] if measured else 0  # none: the first file is read as one, and its error says what it lacks
     path, text = texts[at]
     run = parse_nccl_tests(text, path)
-    snapshot = described_machine([part for i, part in enumerate(texts) if i != at])
+    # An NCCL_DEBUG=INFO log of the run given beside it says whether NVLS ran; the rest describe the machine.
+    logs = [i for i, (_, body) in enumerate(texts) if i != at and body and looks_like_nccl_log(body)]
+    for i in logs:
+        add_log_evidence(run, texts[i][1])
+        run.notes.append(f"{texts[i][0]}: read as the run's NCCL log (NVLS state, NCCL version)")
+    snapshot = described_machine([part for i, part in enumerate(texts) if i != at and i not in logs])
     return collective_document(run, op=cast("CollectiveOp", op), path=path, snapshot=snapshot, choice=choice)

@@ -359,6 +359,19 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
     return run
 
 
+def looks_like_nccl_log(text: str) -> bool:
+    """Whether ``text`` holds NCCL_DEBUG=INFO lines (a log beside an nccl-tests output, not a machine file)."""
+    return any(" NCCL INFO " in line for line in clean_lines(text)[:5000])
+
+
+def add_log_evidence(run: NcclTestsRun, text: str) -> None:
+    """What an NCCL_DEBUG=INFO log of the same run says of NVLS and NCCL's version, added to ``run``."""
+    for line in clean_lines(text):
+        _nvls_evidence(run, line)
+        if run.nccl_version is None and (m := _NCCL_VERSION.search(line)) is not None:
+            run.nccl_version = m.group(1)
+
+
 def _nvls_evidence(run: NcclTestsRun, line: str) -> None:
     """What a line says of NVLink SHARP: support (any device without it turns it off), channels, the env."""
     if (m := _NVLS_SUPPORT.search(line)) is not None:
