@@ -55,16 +55,42 @@ def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
     return trace, analyze_trace(trace)
 
 
+def _gpu_burn(path: str) -> tuple[Trace, list[GpuBurnAnalysis], bool] | None:
+    """gpu-burn's output read as a trace, judged, with gpu-burn's own verdicts added; None for any other file
+    (standard input is left to the trace readers: it cannot be read twice)."""
+    from rigcheck.probe import gpu_burn as gb
+    from rigcheck.probe.trace import open_input, read_chunk
+
+    if path == "-":
+        return None
+    with open_input(path) as fh:
+        head = read_chunk(fh, path).decode("utf-8", "replace")
+    if not gb.looks_like_gpu_burn(head):
+        return None
+    from rigcheck.probe.from_file import read_text
+
+    run = gb.parse_gpu_burn(read_text(path, "gpu-burn output"), path)
+    trace = gb.trace_of(run, path)
+    return trace, gb.with_gpu_burn(analyze_trace(trace), run), gb.is_faulty(run)
+
+
 def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> None:
-    """Analyse a recorded trace (rigcheck CSV/JSONL, or nvidia-smi --query-gpu CSV) and set the exit code."""
+    """Analyse a recorded trace (rigcheck CSV/JSONL, nvidia-smi --query-gpu CSV or dmon, gpu-burn's output) and
+    set the exit code."""
+    faulty = False
     try:
-        trace, analyses = _analyze(str(file), plot=html_file is not None)
+        burn = _gpu_burn(str(file))
+        if burn is not None:
+            trace, analyses, faulty = burn
+        else:
+            trace, analyses = _analyze(str(file), plot=html_file is not None)
     except InputError as exc:
         note(f"error: {exc}")
         raise typer.Exit(exc.exit_code) from None
     for line in trace.diagnostics:
         note(line)
-    doc = BurnResult.of_analysis(trace, analyses, analysis_exit_code(analyses))
+    code = EXIT_PROBLEMS if faulty else analysis_exit_code(analyses)
+    doc = BurnResult.of_analysis(trace, analyses, code)
     write_pages(doc, html_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(doc.exit_code)

@@ -22,7 +22,9 @@ from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 # A clock-event reason's name, as the schema lists them (readers keep any name a file gives).
 ReasonName = Annotated[str, WithJsonSchema({"enum": list(CLOCK_EVENT_REASONS)})]
 # Where a trace came from: the sampler of this process, or the format of the file read.
-TraceSource = Literal["rigcheck-sampler", "nvidia-smi-csv", "nvidia-smi-dmon", "rigcheck-csv", "rigcheck-jsonl"]
+TraceSource = Literal[
+    "rigcheck-sampler", "nvidia-smi-csv", "nvidia-smi-dmon", "rigcheck-csv", "rigcheck-jsonl", "gpu-burn"
+]
 PowerSource = Literal["instant", "average"]
 
 
