@@ -30,8 +30,8 @@ HEADLINE: dict[str, tuple[str, Severity, int]] = {
     "driver_version_mismatch": ("health.driver-version-mismatch", Severity.FAIL, 1),
     "driver_not_loaded": ("health.driver-not-loaded", Severity.FAIL, 1),
     "gpu_every_call_fails": ("health.gpu-unreadable", Severity.FAIL, 1),
-    "hot_throttling": ("thermal.sw-thermal-slowdown", Severity.WARN, 0),
-    "pcie_sys_no_p2p": ("p2p.not-supported", Severity.WARN, 0),
+    "hot_throttling": ("thermal.sw-thermal-slowdown", Severity.FAIL, 1),  # under load: a verdict
+    "pcie_sys_no_p2p": ("p2p.not-supported", Severity.WARN, 1),  # GPU1 at x8 of x16 fails (pcie.width-below-max)
     "ecc_errors_pending_remap": ("health.ecc-uncorrected-volatile", Severity.FAIL, 1),
     "gpu_off_bus": ("health.gpu-unreadable", Severity.FAIL, 1),
     "hgx_recovery_reset": ("fabric.recovery-action", Severity.FAIL, 1),
