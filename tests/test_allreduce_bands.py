@@ -82,7 +82,7 @@ def test_healthy_8xh100_without_nvls_passes_the_nvls_off_floor() -> None:
     text = _scaled(H100_NVLS, 367.2 / 479.9, extra="host:1:1 [0] NCCL INFO NCCL_NVLS_ENABLE set by environment to 0.")
     verdict, floor, reason = _verdict(_doc(text))
     assert (verdict, floor) == ("pass", 300.0)
-    assert "floor 300 (NVLS off, >= 1 GiB; NCCL_NVLS_ENABLE=0)" in reason
+    assert "floor 300 (NVLS off, >= 1 GiB; NCCL_NVLS_ENABLE=0;" in reason
 
 
 def test_nvls_on_but_at_ring_speed_fails_where_nvls_unknown_would_pass() -> None:
@@ -171,6 +171,7 @@ def test_8xa100_sxm4_with_no_machine_description_is_judged_as_nvswitch() -> None
     assert "235.26 GB/s at 8 GiB" in reason
     assert "ring (A100 has no NVLS)" in reason
     assert "no public figure" not in reason
+    assert "8 A100 SXM4 40GB (an 8-GPU SXM board is NVSwitch)" in reason  # the rule that judged it, said
 
 
 def test_nvswitch_board_is_8_sxm_gpus_of_ampere_or_later() -> None:
@@ -296,5 +297,5 @@ def test_an_nccl_log_given_beside_the_output_says_nvls_was_off(
     assert code == 0, err
     doc = json.loads(out)
     assert doc["versions"]["nccl"] == "2.21.5+cuda12.4"
-    assert "floor 300 (NVLS off, >= 1 GiB; NCCL: NVLS multicast support is not available)" in doc["judgement"]["reason"]
+    assert "floor 300 (NVLS off, >= 1 GiB; NCCL: NVLS multicast support is not available;" in doc["judgement"]["reason"]
     assert any("read as the run's NCCL log" in n for n in doc["notes"])

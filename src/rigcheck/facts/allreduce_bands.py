@@ -45,13 +45,13 @@ A100_RING = (
     "https://github.com/NVIDIA/nccl-tests/issues/149; microsoft/superbenchmark tests/data/nccl_allreduce.log "
     "(235.26 GB/s at 8 GiB)"
 )
-# An 8-GPU SXM board of Ampere or later is NVSwitch: HGX A100 8-GPU has six NVSwitches, HGX H100/H200 8-GPU four
-# (NVIDIA DGX A100 / DGX H100 user guides, system topology); 4-GPU HGX boards join their GPUs directly.
+# An 8-GPU SXM board of Ampere or later is NVSwitch: NVIDIA lists the HGX A100, H100, H800, H200, B200 and B300
+# 8-GPU baseboards as its NVSwitch platforms (NVIDIA AI Enterprise, NVSwitch platform support), and Fabric Manager
+# exists for these "NVSwitch-based single-node HGX and DGX systems"; 4-GPU HGX boards join their GPUs directly.
 HGX_NVSWITCH = (
-    "NVIDIA DGX A100 User Guide (six NVSwitches), "
-    "https://docs.nvidia.com/dgx/dgxa100-user-guide/introduction-to-dgxa100.html; "
-    "DGX H100/H200 User Guide (four NVSwitch chips), "
-    "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html"
+    "NVIDIA AI Enterprise, NVIDIA NVSwitch, platform support (HGX A100/H100/H800/H200/B200/B300 8-GPU baseboards), "
+    "https://docs.nvidia.com/ai-enterprise/release-8/8.0/infra-software/vgpu/features/nvswitch.html; "
+    "NVIDIA Fabric Manager User Guide, https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide"
 )
 NVSWITCH_ARCHITECTURES: Final = frozenset({"Ampere", "Hopper", "Blackwell"})
 NVSWITCH_BOARD_GPUS: Final = 8

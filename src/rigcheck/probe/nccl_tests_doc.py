@@ -11,12 +11,13 @@ across hosts the NICs' aggregate; the verdict names the condition and the margin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rigcheck.errors import ParseError, UsageError
 from rigcheck.facts import catalog, legend
 from rigcheck.facts.allreduce_bands import (
     DEFAULT_NICS,
+    HGX_NVSWITCH,
     HOPPER_RING_MAX,
     Condition,
     is_nvswitch_board,
@@ -314,7 +315,7 @@ def _condition(
         return network_condition(nics, f"{ranks} ranks of {spec.name}, more than one 8-GPU board holds; {where}")
     if spec is None:
         return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
-    switch, _ = _switch(spec, ranks, snapshot, code)
+    switch, how = _switch(spec, ranks, snapshot, code)
     if switch:
         nvls, why = nvls_state(
             env=run.env,
@@ -324,7 +325,10 @@ def _condition(
             busbw=busbw,
             ring_max=HOPPER_RING_MAX if spec.chip == "GH100" else None,
         )
-        return node_condition(spec.chip, gpus=ranks, nvswitch=True, size=size, nvls=nvls, nvls_why=why)
+        found = node_condition(spec.chip, gpus=ranks, nvswitch=True, size=size, nvls=nvls, nvls_why=why)
+        if found.floor is not None and how.endswith("is NVSwitch)"):  # the board rule, not a file, said NVSwitch
+            return replace(found, condition=f"{found.condition}; {how}", source=f"{found.source}; {HGX_NVSWITCH}")
+        return found
     if ceiling is not None and "PCIe" in ceiling.link and not (code and legend.nvlink_count(code)):
         return pcie_condition(ceiling.gbps, ceiling.link, size)
     built = PCIE_LINKS.get(spec.name)
