@@ -207,7 +207,7 @@ def _dir(tmp_path: Path, *dcgm: Path, case: str = "h100x8-pass", snapshot_only: 
     return target
 
 
-def _verify(directory: Path, gpus: list[int] | None = None) -> VerifyDocument:
+def _verify(directory: Path, gpus: list[int] | None = None, only: tuple[str, ...] | None = None) -> VerifyDocument:
     return verify_saved(
         load_saved(directory),
         site=None,
@@ -217,6 +217,7 @@ def _verify(directory: Path, gpus: list[int] | None = None) -> VerifyDocument:
         site_name=None,
         clock=lambda: 0.0,
         started=0.0,
+        only=only,
     )
 
 
@@ -225,7 +226,7 @@ def _checks(doc: VerifyDocument, gpu: int) -> dict[str, VerifyCheck]:
 
 
 def test_a_passing_dcgm_run_passes_beside_the_saved_node(tmp_path: Path) -> None:
-    doc = _verify(_dir(tmp_path, H100_PASS))
+    doc = _verify(_dir(tmp_path, H100_PASS), only=("matmul", "membw", "dcgm"))  # the stages the directory holds
     assert doc.verdict == "pass"
     assert doc.drain_reason is None
     for gpu in range(8):
@@ -274,7 +275,7 @@ def test_a_document_without_dcgm_has_no_dcgm_key(tmp_path: Path) -> None:
 
 
 def test_dcgm_level_3_counts_as_a_measurement_level_1_does_not(tmp_path: Path) -> None:
-    assert _verify(_dir(tmp_path / "r3", H100_PASS, snapshot_only=True)).verdict == "pass"
+    assert _verify(_dir(tmp_path / "r3", H100_PASS, snapshot_only=True), only=("dcgm",)).verdict == "pass"
     data = json.loads(H100_PASS.read_text(encoding="utf-8"))
     categories = data["DCGM GPU Diagnostic"]["test_categories"]
     data["DCGM GPU Diagnostic"]["test_categories"] = [c for c in categories if c["category"] == "Deployment"]
@@ -360,3 +361,167 @@ def test_verify_reads_a_diagnostic_saved_with_a_header_and_says_so(tmp_path: Pat
 def test_text_without_a_whole_diagnostic_stays_not_json(text: str) -> None:
     with pytest.raises(InputError, match=r"^diag\.json:\d+: not JSON"):
         parse_dcgm_diag_text(text, path="diag.json")
+
+
+# --- the table dcgmi prints without -j (fixtures in dcgm-text, sources in its README) ------------------------
+
+TEXT = HERE / "fixtures" / "dcgm-text"
+
+
+def _table(prefix: str) -> Path:
+    return next(TEXT.glob(prefix + "*"))
+
+
+def _by_test(diag: DcgmDiag) -> dict[str, list[tuple[int | None, str]]]:
+    return {t.name: [(r.gpu, r.status) for r in t.results] for t in diag.tests}
+
+
+def test_a_dcgm_4_table_reads_as_its_json_would() -> None:
+    diag = _read(_table("001"))  # it was "not JSON"
+    assert (diag.source, diag.layout, diag.version, diag.driver, diag.gpu_count) == (
+        "text",
+        "4.x",
+        "4.4.2",
+        "580.105.08",
+        1,
+    )
+    assert [(t.category, t.name) for t in diag.tests] == [
+        ("Deployment", "software"),
+        ("Hardware", "memory"),
+        ("Integration", "pcie"),
+    ]
+    assert _by_test(diag) == {"software": [(0, "pass")], "memory": [(0, "pass")], "pcie": [(0, "pass")]}
+    assert check_id(diag.tests[1].name) == check_id("memory")  # the same check id as the JSON's test
+    four = _read(_table("006"))
+    assert (four.version, four.gpu_count) == ("4.2.3", 4)
+    assert _by_test(four) == {"software": [(g, "pass") for g in range(4)]}
+
+
+def test_a_dcgm_3_table_with_a_failing_gpu_and_its_wrapped_warning() -> None:
+    diag = _read(_table("002"))
+    assert _by_test(diag) == {"GPU Memory": [(g, "pass") for g in range(1, 8)] + [(0, "fail")]}
+    failed = diag.tests[0].results[-1]
+    [warning] = failed.warnings
+    assert warning.text == (
+        "GPU 0 Thermal violations totaling 13.3 seconds started at 9.7 seconds into the test for GPU 0 Verify "
+        "that the cooling on this machine is functional, including external, thermal material interface, fans, "
+        "and any other components."
+    )
+    assert warning.error_id is None  # the table prints no DCGM error id
+    assert diag.notes == ["the table ends inside its line 8 ('|                           | ts.'): read as printed"]
+
+
+def test_all_is_the_gpus_the_table_names_and_messages_stay_with_their_gpu() -> None:
+    diag = _read(_table("004"))
+    assert _by_test(diag) == {
+        "GPU Memory": [(1, "pass"), (0, "fail")],
+        "Diagnostic": [(0, "fail"), (1, "fail")],
+        "Targeted Stress": [(0, "fail"), (1, "fail")],
+    }
+    memory = {r.gpu: r for r in diag.tests[0].results}
+    assert memory[1].info == ["GPU 1 Allocated 15568304202 bytes (98.3%)"]
+    assert memory[0].warnings[0].text.startswith("GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system")
+    diagnostic = {r.gpu: r for r in diag.tests[1].results}
+    assert diagnostic[0].warnings[0].text.startswith("GPU 0 API call cuMemGetInfo failed: 'context is destroyed'")
+    assert diagnostic[1].warnings == []  # GPU 0's message is not GPU 1's
+
+
+def test_deployment_words_are_the_nodes_and_their_error_text_is_joined_as_printed() -> None:
+    diag = _read(_table("008"))
+    persistence = next(t for t in diag.tests if t.name == "Persistence Mode")
+    [result] = persistence.results
+    assert (result.gpu, result.entity, result.status) == (None, None, "fail")  # of the node, as in the JSON
+    assert persistence.category == "Deployment"
+    assert result.warnings[0].text == (
+        "Persistence mode for GPU 0 is currently disabled. The DCGM diagnostic requires peristence mode to be "
+        'enabled. Enable persistence mode by running "nvidia-smi -i <gpuId> -pm 1 " as root.'
+    )
+    assert _by_test(diag)["Memtest"] == [(None, "pass")]
+    assert diag.tests[-1].results[0].entity == "all GPUs"  # no GPU is named anywhere: the judge resolves All
+    old = _read(_table("007"))  # DCGM 1.x, indented as posted
+    assert [t.category for t in old.tests][-3:] == ["Performance"] * 3
+    assert _by_test(old)["CUDA Toolkit Libraries"] == [(None, "skip")]
+
+
+def test_an_error_row_without_its_test_is_kept_not_dropped() -> None:
+    diag = _read(_table("003"))
+    [test] = diag.tests
+    [result] = test.results
+    assert (test.category, result.status) == ("Deployment", "unknown")
+    assert result.warnings[0].text == "GPU 3 has uncorrectable memory errors and row remappings are pending"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Synthetic: the box of a run that printed no result row (dcgmi's header, then nothing).
+        "+---------------------------+------------------------------------------------+\n"
+        "| Diagnostic                | Result                                         |\n"
+        "+===========================+================================================+\n"
+        "+---------------------------+------------------------------------------------+\n",
+        "|-----  Deployment  --------+------------------------------------------------|\n",
+    ],
+)
+def test_a_table_that_cannot_be_read_says_how_to_save_the_json(text: str) -> None:
+    with pytest.raises(InputError) as caught:
+        parse_dcgm_diag_text(text, path="diag.txt")
+    assert "run `dcgmi diag -r 3 -j > diag.json`" in str(caught.value)
+
+
+def _with_table(tmp_path: Path, table: Path, name: str = "dcgmi-r2.txt") -> Path:
+    directory = _dir(tmp_path)
+    shutil.copy(table, directory / name)
+    return directory
+
+
+def test_verify_judges_a_saved_table_failing_the_gpu_dcgm_failed(tmp_path: Path) -> None:
+    doc = _verify(_with_table(tmp_path, _table("002")))
+    assert doc.verdict == "fail"
+    assert {g.index: g.verdict for g in doc.gpus} == {i: "fail" if i == 0 else "pass" for i in range(8)}
+    failed = _checks(doc, 0)["dcgm.gpu-memory"]
+    assert failed.judgements[0].text.startswith("DCGM Fail: GPU 0 Thermal violations totaling 13.3 seconds")
+    assert failed.expected_source is not None
+    assert "the `dcgmi diag` table, dcgmi-r2.txt" in failed.expected_source
+    assert doc.drain_reason == "rigcheck verify: fail gpu0 dcgm.gpu-memory DCGM fail"
+    assert any(n.startswith("dcgmi-r2.txt: the `dcgmi diag` table was read") for n in doc.notes)
+    assert any("the table ends inside its line 8" in n for n in doc.notes)
+    assert_valid(doc.to_json_dict())
+
+
+def test_verify_reads_a_table_saved_under_a_json_name_and_refuses_one_it_cannot_read(tmp_path: Path) -> None:
+    doc = _verify(_with_table(tmp_path / "json", _table("004"), name="diag.json"))
+    assert _checks(doc, 0)["dcgm.diagnostic"].verdict == "fail"
+    assert _checks(doc, 1)["dcgm.diagnostic"].verdict == "fail"
+    broken = _dir(tmp_path / "broken")
+    (broken / "diag.log").write_text("| Diagnostic                | Result                                         |\n")
+    with pytest.raises(InputError, match=r"run `dcgmi diag -r 3 -j > diag\.json`"):
+        load_saved(broken)
+
+
+def test_all_is_each_judged_gpu_only_where_the_run_covered_them(tmp_path: Path) -> None:
+    doc = _verify(_with_table(tmp_path / "all", _table("008")))  # no device count: All is every judged GPU
+    assert all(_checks(doc, g)["dcgm.memtest"].verdict == "pass" for g in range(8))
+    assert next(c for c in doc.node if c.id == "dcgm.persistence-mode").verdict == "fail"
+    four = _verify(_with_table(tmp_path / "four", _table("006")))  # 4 GPUs in the run, 8 in the snapshot
+    assert [c.id for c in four.node if c.id.startswith("dcgm")] == []
+    assert all("dcgm.software" in _checks(four, g) for g in range(4))
+    assert "dcgm.software" not in _checks(four, 5)
+
+
+def test_a_table_of_only_deployment_tests_measured_nothing(tmp_path: Path) -> None:
+    directory = _dir(tmp_path, snapshot_only=True)
+    shutil.copy(_table("005"), directory / "dcgmi-r3.txt")
+    doc = _verify(directory)
+    assert doc.verdict == "incomplete"
+    assert doc.dcgm is not None
+    assert doc.dcgm.file == "dcgmi-r3.txt"
+    run = next(c for c in doc.node if c.id == "run")
+    assert "only the doctor checks and DCGM's deployment tests were judged" in run.detail
+
+
+def test_doctor_from_a_table_names_what_it_is() -> None:
+    from rigcheck.errors import ParseError
+    from rigcheck.probe.from_file import load_file
+
+    with pytest.raises(ParseError, match=r"a DCGM diagnostic table \(`dcgmi diag` without -j\)"):
+        load_file(str(_table("001")))

@@ -1,5 +1,7 @@
-"""DCGM's own diagnostic (`dcgmi diag -j`) judged into verify checks (pure): one check ``dcgm.<test>`` per DCGM
-test and GPU, or of the node for a result of no single GPU (a software test, a CPU or NVSwitch entity).
+"""DCGM's own diagnostic (`dcgmi diag -j`, or the table dcgmi prints without -j) judged into verify checks (pure):
+one check ``dcgm.<test>`` per DCGM test and GPU, or of the node for a result of no single GPU (a software test, a
+CPU or NVSwitch entity). A table's "All" is each judged GPU where the run covered the snapshot's GPUs (its device
+count agrees or is not given), else the node's.
 
 DCGM has already judged each test against its own thresholds; rigcheck keeps its word and shows it:
 
@@ -20,7 +22,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Final
 
-from rigcheck.model.dcgm import DcgmDiag, DcgmMessage, DcgmResult, DcgmTest
+from rigcheck.model.dcgm import ALL_GPUS, DcgmDiag, DcgmMessage, DcgmResult, DcgmTest
 from rigcheck.model.verify import Judgement, Verdict, VerifyCheck
 
 SHOWN_MESSAGES: Final = 3  # DCGM messages quoted in one judgement
@@ -50,7 +52,7 @@ def measured(diag: DcgmDiag | None) -> bool:
     if diag is None:
         return False
     return any(
-        r.gpu is not None and r.status in ("pass", "warn", "fail")
+        (r.gpu is not None or r.entity == ALL_GPUS) and r.status in ("pass", "warn", "fail")
         for t in diag.tests
         if (t.category or "").lower() != DEPLOYMENT and t.name.lower() != "software"
         for r in t.results
@@ -114,13 +116,16 @@ def judge_dcgm(
         out.notes.append(f"{what}: not judged on a CPU run")
         return out
     version = f"DCGM {diag.version}" if diag.version else "DCGM (version not given)"
-    source = f"{version}'s own verdict (`dcgmi diag -j`{f', {file}' if file else ''})"
+    how = "`dcgmi diag -j`" if diag.source == "json" else "the `dcgmi diag` table"
+    source = f"{version}'s own verdict ({how}{f', {file}' if file else ''})"
+    out.notes.extend(f"{what}: {note}" for note in diag.notes)
     if diag.runtime_error is not None:
         out.node.append(_runtime_error(diag.runtime_error, source))
+    every = _every_gpu(diag, gpus, known, what, out.notes)
     elsewhere: set[int] = set()
     for test in diag.tests:
         unrun: dict[str, list[str]] = {}
-        for result in test.results:
+        for result in (r for each in test.results for r in _each_gpu(each, every)):
             if result.status in ("skip", "not-run"):
                 unrun.setdefault(result.status, []).append(
                     f"GPU {result.gpu}" if result.gpu is not None else (result.entity or "the node")
@@ -147,6 +152,29 @@ def judge_dcgm(
         listed = ", ".join(map(str, sorted(elsewhere)))
         out.notes.append(f"{what} has results for GPU {listed}, which the snapshot does not have: not judged")
     return out
+
+
+def _every_gpu(
+    diag: DcgmDiag, gpus: Collection[int], known: Collection[int], what: str, notes: list[str]
+) -> list[int] | None:
+    """The GPUs a text table's "All" stands for: the judged ones, where the run covered the GPUs the snapshot
+    knows (the table's device count agrees, or it gives none); None (All stays the node's) where it did not."""
+    if not any(r.entity == ALL_GPUS for t in diag.tests for r in t.results):
+        return None
+    if diag.gpu_count is not None and diag.gpu_count != len(known):
+        notes.append(
+            f"{what} ran on {diag.gpu_count} GPU(s) and says 'All' without naming them; the snapshot has "
+            f"{len(known)}: its results are the node's"
+        )
+        return None
+    return sorted(gpus)
+
+
+def _each_gpu(result: DcgmResult, every: list[int] | None) -> list[DcgmResult]:
+    """A result of "all GPUs" as one result per GPU it stands for; any other result as it is."""
+    if result.entity != ALL_GPUS or every is None:
+        return [result]
+    return [result.model_copy(update={"gpu": gpu, "entity": None}) for gpu in every]
 
 
 def _runtime_error(error: str, source: str) -> VerifyCheck:

@@ -14,6 +14,8 @@ from rigcheck.model.document import Plain
 
 # DCGM's statuses ("Pass", "FAIL", "Skip", "Not Run", ...) folded; "unknown" keeps a word DCGM may add later.
 DcgmStatus = Literal["pass", "fail", "warn", "skip", "not-run", "unknown"]
+# A text table's "Pass - All": every GPU of the run, which the table does not list (the judge resolves it).
+ALL_GPUS = "all GPUs"
 
 
 class DcgmMessage(Plain):
@@ -27,7 +29,9 @@ class DcgmResult(Plain):
     """One test's outcome on one GPU, or on the node when DCGM gave it for no single GPU."""
 
     gpu: int | None = Field(description="DCGM's GPU id; null: the node (a software test, several GPUs, no GPU)")
-    entity: str | None = Field(description="what the result is of when not one GPU: 'GPUs 0,1', 'CPU 0', ...")
+    entity: str | None = Field(
+        description="what the result is of when not one GPU: 'GPUs 0,1', 'CPU 0', 'all GPUs' (a text table's All)"
+    )
     status: DcgmStatus
     status_text: str = Field(description="the status as DCGM wrote it")
     warnings: list[DcgmMessage]
@@ -45,11 +49,21 @@ class DcgmTest(Plain):
 class DcgmDiag(Plain):
     """A whole `dcgmi diag -j` output."""
 
-    layout: Literal["3.x", "4.x"] = Field(description='"DCGM GPU Diagnostic" (3.x) or "DCGM Diagnostic" (4.x)')
+    layout: Literal["3.x", "4.x"] = Field(
+        description='"DCGM GPU Diagnostic" (3.x) or "DCGM Diagnostic" (4.x); of a text table: per-plugin rows '
+        '("Pass - GPUs: 1, 2", DCGM 1.x-3.x) or a row per GPU ("GPU0: Pass", 4.x)'
+    )
     version: str | None = Field(description="DCGM's version when the output gives it")
     driver: str | None = Field(description="the driver DCGM detected, when given")
     runtime_error: str | None = Field(description="why DCGM could not run the diagnostic at all, when it says")
     tests: list[DcgmTest]
+    source: Literal["json", "text"] = Field(
+        default="json", description="read from `dcgmi diag -j` (json) or from the table dcgmi prints without -j"
+    )
+    gpu_count: int | None = Field(
+        default=None, description="how many GPUs the run names (a text table's 'GPU Device IDs Detected'), when said"
+    )
+    notes: list[str] = Field(default_factory=list, description="what the reader could not take as printed, and why")
 
     def gpus(self) -> list[int]:
         """Every GPU some result names, in order."""

@@ -10,6 +10,8 @@ DCGM has written two layouts, both read here, by their shape rather than by a ve
   {"version", "Driver Version Detected"}}``; a result names its entity (``entity_group`` "GPU", ``entity_id``),
   a test may carry a ``test_summary``.
 
+The table dcgmi prints without ``-j`` is read into the same model by rigcheck.probe.dcgm_diag_text.
+
 Keys this reader does not know are ignored; a result for no single GPU (a software test, several GPUs, a CPU or
 NVSwitch entity) is the node's. JSON that is not a DCGM diagnostic is one InputError line saying what it is.
 """
@@ -23,6 +25,7 @@ from typing import Final, Literal
 
 from rigcheck.errors import InputError
 from rigcheck.model.dcgm import DcgmDiag, DcgmMessage, DcgmResult, DcgmStatus, DcgmTest
+from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text, parse_dcgm_diag_table
 
 ROOT_4X: Final = "DCGM Diagnostic"
 ROOT_3X: Final = "DCGM GPU Diagnostic"
@@ -49,13 +52,16 @@ def is_dcgm_diag(data: object) -> bool:
 
 
 def parse_dcgm_diag_text(text: str, *, path: str | None = None) -> DcgmDiag:
-    """:func:`parse_dcgm_diag` of JSON text, text around the JSON allowed (:func:`diag_in_text`); InputError
-    when it holds no JSON diagnostic (a truncated file, ...)."""
+    """:func:`parse_dcgm_diag` of JSON text, text around the JSON allowed (:func:`diag_in_text`), or of the table
+    dcgmi prints without -j (rigcheck.probe.dcgm_diag_text); InputError when it holds neither (a truncated file,
+    ...)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         embedded = diag_in_text(text)
         if embedded is None:
+            if not text.lstrip().startswith("{") and looks_like_dcgm_text(text):
+                return parse_dcgm_diag_table(text, path=path)
             raise InputError(f"not JSON: {exc.msg}", path=path, line=exc.lineno) from None
         data = embedded.data
     return parse_dcgm_diag(data, path=path)

@@ -347,6 +347,13 @@ def _measurement_hint(text: str) -> str | None:
         return "bandwidthTest output: read it with `rigcheck bench hostlink --from FILE` (membw: its device table)"
     if text.lstrip().startswith("{") and ("DCGM Diagnostic" in text[:4096] or "DCGM GPU Diagnostic" in text[:4096]):
         return "a DCGM diagnostic (dcgmi diag -j): put it beside a snapshot and run `rigcheck verify --from DIR`"
+    from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text
+
+    if looks_like_dcgm_text(text):
+        return (
+            "a DCGM diagnostic table (`dcgmi diag` without -j): put it beside a snapshot and run "
+            "`rigcheck verify --from DIR`"
+        )
     return None
 
 

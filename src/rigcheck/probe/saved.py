@@ -10,7 +10,8 @@ Every ``*.json`` directly in the directory (not below it) is read, in name order
 - ``rigcheck.burn/1`` — the burn;
 - a DCGM diagnostic (`dcgmi diag -r N -j`, no "schema" key: known by its top-level key) — judged as
   ``dcgm.<test>`` checks (rigcheck.checks.verify_dcgm); one saved with other lines around its JSON is read
-  with a note.
+  with a note; so is the table dcgmi prints without ``-j``, saved as ``*.txt``, ``*.log`` or ``*.out`` (or under
+  a ``.json`` name), read by rigcheck.probe.dcgm_diag_text.
 
 Another rigcheck schema, or JSON of no rigcheck schema, is skipped with a note. What cannot be used stops the
 read with one line of InputError naming the file: not JSON, a rigcheck document that fails validation, two
@@ -44,6 +45,7 @@ from rigcheck.model.io import snapshot_from_dict
 from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument, VerifyInputs
 from rigcheck.probe.dcgm_diag import diag_in_text, is_dcgm_diag, parse_dcgm_diag
+from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text, parse_dcgm_diag_table
 from rigcheck.probe.files import input_limits, read_capped
 from rigcheck.probe.from_file import MAX_INPUT_BYTES
 
@@ -215,14 +217,50 @@ def json_files(directory: Path, holding: str) -> list[Path]:
         raise InputError(f"cannot list: {exc.strerror or exc}", path=where) from None
 
 
+# Where a `dcgmi diag` table (dcgmi without -j) is saved: `dcgmi diag -r 3 > diag.txt`, `| tee dcgmi-r3.log`.
+TABLE_SUFFIXES = (".txt", ".log", ".out")
+
+
+def _dcgm_table(path: Path) -> DcgmDiag | None:
+    """The diagnostic of a `dcgmi diag` table saved in ``path`` (also under a .json name), None when the file is
+    not one; InputError saying how to save the JSON when it is one that cannot be read."""
+    try:
+        raw = read_capped(str(path), MAX_INPUT_BYTES)
+    except OSError:
+        return None  # read_json_document says why, for a .json file; another file is simply not a table
+    text = raw.decode("utf-8-sig", errors="replace")
+    if text.lstrip().startswith("{") or not looks_like_dcgm_text(text):
+        return None
+    return parse_dcgm_diag_table(text, path=str(path))
+
+
+def _take_table(found: _Found, path: Path, diag: DcgmDiag) -> None:
+    _once(found.dcgm, "DCGM diagnostic", path)
+    found.dcgm = (diag, path.name)
+    found.files.append(path.name)
+    found.notes.append(
+        f"{path.name}: the `dcgmi diag` table was read; it holds no DCGM error ids, and a test's info lines only "
+        "with -v (`dcgmi diag -r 3 -j > diag.json` saves both)"
+    )
+
+
 def load_saved(directory: Path) -> VerifyInputs:
     """The documents saved in ``directory`` as the judge's inputs (``findings`` left empty: the caller runs the
-    checks); ``files`` names the documents used, ``notes`` the files skipped or ignored."""
+    checks); ``files`` names the documents used, ``notes`` the files skipped or ignored. A `dcgmi diag` table
+    (*.txt, *.log, *.out, or a *.json that is the table) is read as the DCGM diagnostic."""
     paths = json_files(directory, "the saved documents")
+    tables = sorted(p for suffix in TABLE_SUFFIXES for p in directory.glob(f"*{suffix}") if p.is_file())
     found = _Found()
     for path in paths:
-        _take(found, path, read_json_document(path, found.notes))
-    snapshot = _snapshot(found, directory, len(paths))
+        table = _dcgm_table(path)
+        if table is not None:
+            _take_table(found, path, table)
+        else:
+            _take(found, path, read_json_document(path, found.notes))
+    for path in tables:
+        if (table := _dcgm_table(path)) is not None:
+            _take_table(found, path, table)
+    snapshot = _snapshot(found, directory, len(paths) + sum(p.name in found.files for p in tables))
     return VerifyInputs(
         snapshot=snapshot,
         findings=[],
