@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.calibration.bands_doc import NEAR_MARK, published, render
+from rigcheck.checks.verify_bands import explain_bands
+from tests.calibration.bands_doc import BELOW_MARK, NEAR_MARK, published, render
 from tests.calibration.runner import Case, Figure, Result
 
 DOC = Path(__file__).parent.parent / "docs" / "bands.md"
@@ -59,3 +60,26 @@ def test_doc_names_no_path_of_the_machine() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert "/work/" not in text
     assert "/tmp/" not in text
+
+
+def test_a_floor_above_a_healthy_figure_is_marked_below() -> None:
+    text = render((_result("under", "healthy", (15.0, 17.3)),))
+    row = next(line for line in text.splitlines() if "`under`" in line and line.startswith("| p2p"))
+    assert "-13.3%" in row
+    assert BELOW_MARK in row
+
+
+def _catalogue_row(text: str, gpu: str, check: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"| {gpu} | {check} |"))
+
+
+def test_a_figure_judged_against_one_sku_is_not_lent_to_another_with_the_same_floor() -> None:
+    # The host-link condition names the SKU; another SKU with the same floor must not borrow its figure.
+    bands = {g.name: {b.check: b.expected_min for b in g.bands} for g in explain_bands(None, None, None).gpus}
+    floor = bands["A100 SXM4 40GB"]["hostlink_h2d"]
+    other = next(n for n, b in bands.items() if n != "A100 SXM4 40GB" and b.get("hostlink_h2d") == floor)
+    reason = f"x GB/s, floor {floor} (PCIe Gen4 x16, as built (A100 SXM4 40GB, x))"
+    figure = Figure("hostlink_h2d", "GPU0", floor + 5, floor, "pass", reason)
+    text = render((Result(_case("a100", "healthy"), 0, "pass", "", [figure]),))
+    assert "`a100`" in _catalogue_row(text, "A100 SXM4 40GB", "hostlink_h2d")
+    assert "`a100`" not in _catalogue_row(text, other, "hostlink_h2d")

@@ -105,9 +105,9 @@ def test_share_judged_does_not_fall() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="readers and bands missing: gpu-burn output, dcgmi text tables and a DCGM diagnostic without a snapshot "
-    "in verify --from, mamf-finder tables (bench matmul --from), GPUs outside the catalogue (GB300, GTX 1070, "
-    "RTX 3060 Ti), nvbandwidth without device names, bands for all-gather/reduce-scatter/broadcast",
+    reason="readers and bands missing: a DCGM diagnostic (JSON or text table) without a snapshot in verify --from, "
+    "gpu-burn output with no progress line, mamf-finder tables (bench matmul --from), GPUs outside the catalogue "
+    "(GB300, GTX 1070, RTX 3060 Ti), nvbandwidth without device names, all-gather/reduce-scatter/broadcast bands",
 )
 def test_share_judged_reaches_the_goal() -> None:
     rows = results()

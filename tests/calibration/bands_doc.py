@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigcheck.checks.verify_bands import explain_bands
-from tests.calibration.runner import Result, judged_share, results
+from tests.calibration.runner import Figure, Result, judged_share, results
 
 # A floor this close above a published healthy figure fails a healthy card on an ordinary bad day.
 NEAR_PERCENT = 5.0
 NEAR_MARK = "**near**"
+BELOW_MARK = "**below a healthy figure**"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ def _margin_cell(healthy: tuple[float, str] | None, floor: float) -> str:
         return "—"
     m = margin_percent(healthy[0], floor)
     text = f"{m:+.1f}%"
+    if m < 0:
+        return f"{text} {BELOW_MARK}"
     return f"{text} {NEAR_MARK}" if m < NEAR_PERCENT else text
 
 
@@ -62,16 +65,25 @@ def published(rows: tuple[Result, ...]) -> list[Published]:
     return [Published(k[0], k[1], k[2], lowest.get(k), highest_sick.get(k)) for k in sorted(keys)]
 
 
-def _lowest_by_floor(rows: tuple[Result, ...]) -> dict[tuple[str, float], tuple[float, str]]:
-    out: dict[tuple[str, float], tuple[float, str]] = {}
-    for r in rows:
-        if r.case.verdict != "healthy":
+def _healthy_figures(rows: tuple[Result, ...]) -> list[tuple[Figure, str]]:
+    return [(f, r.case.id) for r in rows if r.case.verdict == "healthy" for f in r.figures]
+
+
+def _lowest_for(
+    gpu: str, check: str, floor: float, healthy: list[tuple[Figure, str]], names: list[str]
+) -> tuple[float, str] | None:
+    """The lowest healthy figure judged against this floor; where the judgement's condition names a SKU (the
+    host link "as built (A100 SXM4 40GB, ...)"), only that SKU's own figures."""
+    found: tuple[float, str] | None = None
+    for f, case_id in healthy:
+        if f.check != check or f.floor != floor:
             continue
-        for f in r.figures:
-            key = (f.check, f.floor)
-            if key not in out or f.value < out[key][0]:
-                out[key] = (f.value, r.case.id)
-    return out
+        named = [n for n in names if n in f.condition]
+        if named and gpu not in named:
+            continue
+        if found is None or f.value < found[0]:
+            found = (f.value, case_id)
+    return found
 
 
 def _cell(text: str) -> str:
@@ -92,7 +104,8 @@ def render(rows: tuple[Result, ...] | None = None) -> str:
         "machines it was held against: this page puts each floor beside the lowest figure a healthy machine",
         "published (tests/calibration/manifest.json names each source and the verdict the source states) and the",
         f"margin between them. A margin under {NEAR_PERCENT:g}% is marked {NEAR_MARK}: an ordinary bad day on a",
-        "healthy machine fails there. A negative margin is a published healthy machine the floor fails.",
+        f"healthy machine fails there. A negative margin, marked {BELOW_MARK}, is a published healthy machine",
+        "the floor fails (or a case whose condition the judgement could not see: its note in the manifest says).",
         "",
         f"Calibration: {len(rows)} cases ({len(measured)} measurement outputs, {len(rows) - len(measured)} "
         f"incidents for the doctor), {100 * judged_share(rows):.0f}% of the measurements judged, "
@@ -125,11 +138,13 @@ def render(rows: tuple[Result, ...] | None = None) -> str:
         "| GPU | check | floor | unit | peak | basis | lowest healthy | margin |",
         "| --- | --- | ---: | --- | ---: | --- | --- | ---: |",
     ]
-    by_floor = _lowest_by_floor(rows)
+    healthy_figures = _healthy_figures(rows)
+    catalogue = explain_bands(None, None, None).gpus
+    names = [g.name for g in catalogue]
     checked = near = 0
-    for gpu in explain_bands(None, None, None).gpus:
+    for gpu in catalogue:
         for band in gpu.bands:
-            healthy = by_floor.get((band.check, float(band.expected_min)))
+            healthy = _lowest_for(gpu.name, band.check, float(band.expected_min), healthy_figures, names)
             checked += healthy is not None
             near += healthy is not None and margin_percent(healthy[0], band.expected_min) < NEAR_PERCENT
             peak = _fmt(band.peak) if band.peak is not None else "—"
@@ -140,7 +155,8 @@ def render(rows: tuple[Result, ...] | None = None) -> str:
             )
     lines += [
         "",
-        f"{checked} catalogue floors have a published healthy figure beside them, {near} of them marked {NEAR_MARK}.",
+        f"{checked} catalogue floors have a published healthy figure beside them, {near} of them within "
+        f"{NEAR_PERCENT:g}% of it or below it.",
         "",
         "## Cases not judged against a band",
         "",
