@@ -130,3 +130,23 @@ def test_device_to_device_is_read_plus_write() -> None:
     (row,) = doc.results
     assert (row.gpu, row.read_write_gbps, row.copy_gbps, row.size_bytes) == (0, 241.4, 120.7, 68000000)
     assert len(row.sizes) == 81
+
+
+def test_all_devices_sum_is_divided_among_the_listed_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    run8 = _run("8xk80-all-devices-summed-mbs.txt")
+    assert [d.index for d in run8.devices] == list(range(8))
+    assert {t.devices for t in run8.tables} == {8}
+    code, doc = _judged(capsys, "hostlink", "8xk80-all-devices-summed-mbs.txt")
+    h2d = [r for r in doc["results"] if r["direction"] == "h2d"]
+    assert [r["gpu"] for r in h2d] == list(range(8))
+    assert h2d[0]["gbps"] == pytest.approx(78952.3 * 1.024e6 / 1e9 / 8)
+    assert any("SUM" in n for n in doc["notes"])
+    assert {j["verdict"] for j in doc["judgement"]} == {"unjudged"}  # the K80 is not in the catalog: said
+    assert code == 0
+
+
+def test_pageable_rows_are_read_not_judged(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _judged(capsys, "hostlink", "k80-pageable-mbs.txt")
+    assert {r["memory"] for r in doc["results"]} == {"pageable"}
+    assert doc.get("judgement", []) == []
+    assert code == 0
