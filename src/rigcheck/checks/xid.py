@@ -9,7 +9,7 @@ A site file (``doctor --config``, model/site_config.py) may set a code's severit
 catalog and the line say) and fail a GPU's application code past a count within a window.
 
 Finding ids (category xid): xid.hardware, xid.warning, xid.application, xid.application-limit, xid.accepted,
-xid.init-failed, xid.gsp-timeout, xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
+xid.recovered, xid.init-failed, xid.gsp-timeout, xid.sxid-fatal, xid.sxid, xid.aer-uncorrected,
 xid.aer-corrected, xid.driver-message, xid.log-unreadable, xid.none.
 """
 
