@@ -79,3 +79,16 @@ def test_a_pair_without_peer_access_is_held_to_the_staged_band(capsys: pytest.Ca
     judged = _bench(capsys, str(path), expect=0)
     assert [(j["verdict"], j["floor"]) for j in judged] == [("pass", 4.7), ("pass", 4.7)]
     assert "staged through host memory (no peer access)" in judged[0]["reason"]
+
+
+def test_verify_holds_a_pair_without_peer_access_to_the_staged_band() -> None:
+    from rigcheck.checks.verify import judge
+    from tests.test_verify_judge import node_check, node_inputs, p2p_doc, rule
+
+    doc = p2p_doc({(0, 1): 20.0}, link="PIX", nvlinks=None)  # synthetic: 20 GB/s over a Gen5 x16 PCIe link
+    direct = judge(node_inputs(p2p=doc, full=False))
+    assert rule(node_check(direct, "p2p_0_1"), "band") == "fail"  # with peer access: 0.55 x 63 = 34.7
+    staged = doc.model_copy(update={"results": [r.model_copy(update={"peer_access": False}) for r in doc.results]})
+    check = node_check(judge(node_inputs(p2p=staged, full=False)), "p2p_0_1")
+    assert rule(check, "band") == "pass"
+    assert check.expected_min == pytest.approx(18.9)  # 0.30 x 63.0: copies staged through host memory

@@ -52,7 +52,7 @@ from rigcheck.facts.allreduce_bands import is_nvswitch_board
 from rigcheck.facts.catalog import GpuSpec, lookup
 from rigcheck.model.finding import Finding, Severity, gpu_subject
 from rigcheck.model.site_config import SiteConfig
-from rigcheck.model.snapshot import Snapshot
+from rigcheck.model.snapshot import P2PStatus, Snapshot
 from rigcheck.model.verify import (
     Band,
     DcgmSummary,
@@ -181,8 +181,18 @@ def _p2p_band(j: _Judge, fig: Figure) -> tuple[Band | None, str]:
         generation = spec.nvlink_generation
     gens = [(g.pcie_gen_max or g.pcie_gen_current) if g is not None else None for g in (src, dst)]
     widths = [(g.pcie_width_current or g.pcie_width_max) if g is not None else None for g in (src, dst)]
+    # No peer access (the copy reports it, or NVML's P2P status for the pair): copies staged through host memory.
+    pair = j.inputs.snapshot.pair(*fig.pair)
+    rows = j.inputs.p2p.results if j.inputs.p2p is not None else []
+    staged = any(r.peer_access is False for r in rows if r.mode == "peer" and (r.src, r.dst) == fig.pair) or (
+        pair is not None and pair.p2p_read not in (None, P2PStatus.OK, P2PStatus.UNKNOWN)
+    )
     fact = facts_bands.p2p_band(
-        nvlinks=fig.nvlinks or None, nvlink_generation=generation, pcie_gen=_least(gens), pcie_width=_least(widths)
+        nvlinks=fig.nvlinks or None,
+        nvlink_generation=generation,
+        pcie_gen=_least(gens),
+        pcie_width=_least(widths),
+        staged=staged,
     )
     name = unit.name if unit is not None else (src.name if src is not None and src.name else "")
     band = with_site_floor(fact, "p2p", j.site, gpu_name=name)

@@ -352,16 +352,22 @@ def pcie_p2p_band(gen: int, width: int, *, staged: bool = False) -> BandFact | N
 
 
 def p2p_band(
-    *, nvlinks: int | None, nvlink_generation: int | None, pcie_gen: int | None, pcie_width: int | None
+    *,
+    nvlinks: int | None,
+    nvlink_generation: int | None,
+    pcie_gen: int | None,
+    pcie_width: int | None,
+    staged: bool = False,
 ) -> BandFact | None:
     """The band of one GPU pair's one-direction copy: NVLink (links x per-link rate) when the pair has NVLinks,
-    else the PCIe link both GPUs sit on; None when neither is known."""
-    if nvlinks and nvlink_generation:
+    else the PCIe link both GPUs sit on (``staged``: without peer access, through host memory); None when
+    neither is known."""
+    if nvlinks and nvlink_generation and not staged:
         variant = _variant(nvlink_generation, nvlinks)
         if variant is not None:
             return nvlink_p2p_band(variant, nvlinks)
     if pcie_gen and pcie_width:
-        return pcie_p2p_band(pcie_gen, pcie_width)
+        return pcie_p2p_band(pcie_gen, pcie_width, staged=staged)
     return None
 
 
