@@ -9,19 +9,21 @@ with this GPU and system configuration"; the current ones "may be reduced when t
 
 - A width below the max fails: the width is trained once and does not idle down, so x8 where the slot allows
   x16 halves the host bandwidth for good (a slot wired or shared for fewer lanes, a riser, a badly seated card).
+  Where the snapshot holds the PCIe path (live, sysfs), the port above the GPU decides what the slot allows: a
+  board wired x8/x8 is x8 by design (pcie.slot-limits-width, information), not a link trained down.
 - A generation below the max is normal power saving at idle (said in pcie.ok); it fails only under load
   (rigcheck.checks.thermal.is_loaded: the link should be back at its max), warns on a GPU busy but not loaded,
   and is information when whether the GPU is busy is unknown.
 
 Finding ids: pcie.ok, pcie.link-unavailable, pcie.width-below-max, pcie.gen-below-max, pcie.slot-limits-gen,
-pcie.replays.
+pcie.slot-limits-width, pcie.replays.
 """
 
 from __future__ import annotations
 
 from rigcheck.checks.common import fmt, gpu_finding, has_problem, is_idle, missing_text, readable_gpus
 from rigcheck.checks.thermal import is_loaded
-from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
+from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, normalize_bdf, pcie_bandwidth_gbps
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
 
 FINDING_IDS: tuple[str, ...] = (
@@ -30,6 +32,7 @@ FINDING_IDS: tuple[str, ...] = (
     "pcie.width-below-max",
     "pcie.gen-below-max",
     "pcie.slot-limits-gen",
+    "pcie.slot-limits-width",
     "pcie.replays",
 )
 
@@ -56,14 +59,34 @@ def _bw(gen: int | None, width: int | None) -> str:
     return f" (~{fmt(bw, 'GB/s', 1)} per direction)" if bw is not None else ""
 
 
+def slot_width(snapshot: Snapshot, gpu: Gpu) -> int | None:
+    """The width the port above the GPU is built for: sysfs max_link_width of the first bridge on its path (the
+    root or switch port's Link Capabilities). A board that splits a CPU's x16 into x8/x8 for two cards says x8
+    there; the GPU's own max (NVML, nvidia-smi) still says x16. None where the snapshot holds no PCIe path."""
+    if gpu.pci_bus_id is None:
+        return None
+    try:
+        want = normalize_bdf(gpu.pci_bus_id)
+    except ValueError:
+        return None
+    for key, hops in snapshot.system.pcie_paths.items():
+        try:
+            same = normalize_bdf(key) == want
+        except ValueError:
+            continue
+        if same:
+            return hops[1].link_width_max if len(hops) > 1 else None
+    return None
+
+
 def check_pcie(snapshot: Snapshot) -> list[Finding]:
     findings: list[Finding] = []
     for gpu in readable_gpus(snapshot):
-        findings += _check_gpu(gpu)
+        findings += _check_gpu(gpu, slot_width(snapshot, gpu))
     return findings
 
 
-def _check_gpu(gpu: Gpu) -> list[Finding]:
+def _check_gpu(gpu: Gpu, port_width: int | None) -> list[Finding]:
     out: list[Finding] = []
     gen, gen_max, gen_gpu = gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_gen_gpu_max
     width, width_max = gpu.pcie_width_current, gpu.pcie_width_max
@@ -92,6 +115,25 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
         )
 
     top = gen_max if gen_max is not None else gen
+    if width is not None and width_max is not None and port_width is not None and width == port_width < width_max:
+        # The port is wired for this width (bifurcation, a x8 slot): the link is as built, the platform limits it.
+        out.append(
+            gpu_finding(
+                gpu,
+                "pcie.slot-limits-width",
+                Severity.INFO,
+                f"the slot is wired for x{port_width} (the card can do x{width_max}): the link trained as the slot "
+                f"allows{_bw(top, width)}",
+                measured=f"x{width}",
+                expected=f"x{port_width} (the port above the GPU, sysfs max_link_width)",
+                advice=(
+                    "host copies run at half the card's lanes by design: a board that splits x16 into x8/x8 for two "
+                    "cards, or a x8 slot; a slot wired x16 (see the board manual's lane map) doubles them"
+                ),
+                source=f"sysfs max_link_width of the upstream port; {PCIE_SOURCE}",
+            )
+        )
+        width_max = port_width
     if width is not None and width_max is not None and width < width_max:
         now_bw, full_bw = _gbps(top, width), _gbps(top, width_max)
         out.append(

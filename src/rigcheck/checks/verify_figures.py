@@ -21,8 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from rigcheck.checks.burn import brake_seconds
-from rigcheck.checks.power import BRAKE_HISTORY_WARN_US
+from rigcheck.checks.burn_problems import load_problems
 from rigcheck.checks.verify_bands import effective_band, with_site_floor
 from rigcheck.facts.bands import HOSTLINK, BandFact, band_for, hostlink_band
 from rigcheck.facts.catalog import GpuSpec
@@ -244,13 +243,7 @@ def _burn_problems(analysis: GpuBurnAnalysis, load: GpuLoadSummary | None) -> tu
         problems.append(f"{errors} wrong results under load")
     if load is not None and load.error is not None:
         problems.append(f"the load failed: {load.error}")
-    if analysis.lost_at_s is not None:
-        problems.append(f"GPU lost at {analysis.lost_at_s:.0f} s")
-    if analysis.limiter == "thermal":
-        problems.append("thermal slowdown limited the clocks")
-    brake = brake_seconds(analysis)
-    if brake * 1e6 >= BRAKE_HISTORY_WARN_US:
-        problems.append(f"hardware power brake for {brake:.0f} s")
+    problems += load_problems(analysis)  # the one rule for burn and burn --analyze: heat, brake, a lost GPU
     return tuple(problems)
 
 
