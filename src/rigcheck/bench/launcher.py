@@ -10,7 +10,9 @@ Each worker writes its rows, progress lines and its failure to its own pipe
 (one per rank: a worker killed mid-write cannot block the others on a shared queue lock).
 
 A run ends early, keeping the rows already reported and marking itself partial, when a worker: raises (the last
-line of its traceback reaches the parent), dies (exit code or signal), or outlives ``timeout_s``. The rank to
+line of its traceback reaches the parent), dies (exit code or signal), or outlives ``timeout_s`` (counted from the
+start, or inside ``setup_budget(S)`` from when every rank is in the process group, the set-up having S seconds of
+its own: `rigcheck verify` runs so, and a busy machine's slow start does not cut its stages short). The rank to
 blame is the one that died without a word, else the first to report an error (the others usually fail *because*
 a peer went away); at the timeout, the one that hung: a stopped process (state T: SIGSTOP, a debugger), else the
 rank whose phase (``ctx.phase``, sent by every rank) is behind the others', named with its pid and that phase
@@ -42,6 +44,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 from multiprocessing.connection import Connection, wait
@@ -61,6 +64,38 @@ EXIT_GRACE_S = 20.0  # after every rank said "done": time to tear its process gr
 PG_TIMEOUT_MARGIN_S = 30.0
 JOB_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR")
 DistBackend = Literal["gloo", "nccl"]
+READY_PHASE = "started"  # the phase a rank sends once it is in the process group
+
+
+@dataclass
+class SetupBudget:
+    """A set-up budget for the launches made inside :func:`setup_budget`: the workers' start and the process
+    group's init may take up to ``limit_s`` of their own, and ``timeout_s`` counts from when every rank is in the
+    group (a busy machine's slow start does not eat the measurement's time). ``used_s``: what set-up took."""
+
+    limit_s: float
+    used_s: float = 0.0
+
+
+_SETUP: ContextVar[SetupBudget | None] = ContextVar("rigcheck_setup_budget", default=None)
+
+
+@contextlib.contextmanager
+def setup_budget(limit_s: float) -> Iterator[SetupBudget]:
+    """Give every :func:`launch` in this block a set-up budget of its own (see :class:`SetupBudget`)."""
+    budget = SetupBudget(limit_s)
+    token = _SETUP.set(budget)
+    try:
+        yield budget
+    finally:
+        _SETUP.reset(token)
+
+
+def setup_text(ranks: list[_Rank], limit_s: float) -> str:
+    """One line naming the ranks that were not in the process group when the set-up budget ran out."""
+    late = [r for r in ranks if not r.ready and r.exitcode is None] or [r for r in ranks if not r.ready]
+    each = "; ".join(f"rank {r.rank} (pid {r.process.pid}) at {r.phase!r}" for r in late)
+    return f"the workers did not join the process group within the {_seconds_text(limit_s)} set-up budget: {each}"
 
 
 def _discard(_: Any) -> None:
@@ -270,7 +305,7 @@ def _worker_main(spec: _WorkerSpec, conn: Connection) -> None:
             on_progress=lambda message: conn.send(("progress", message)),
             on_phase=lambda name: conn.send(("phase", name)),
         )
-        ctx.phase("started")
+        ctx.phase(READY_PHASE)
         spec.fn(ctx, spec.payload)
     except Exception as exc:
         # Any failure of the benchmark is the parent's to report: send its type and message, then end
@@ -318,6 +353,7 @@ class _Rank:
     exitcode: int | None = None
     phase: str = "starting"  # the last phase it reached (WorkerContext.phase)
     phases: int = 0  # how many phases it reported: the rank with fewer than the others is behind
+    ready: bool = False  # it reached READY_PHASE: it is in the process group
     heard_at: float = field(default_factory=time.monotonic)  # when it last sent anything
 
 
@@ -362,6 +398,7 @@ class _Monitor:
         elif kind == "phase":
             r.phase = str(data)
             r.phases += 1
+            r.ready = r.ready or r.phase == READY_PHASE
 
     def failed(self) -> bool:
         """A rank reported an error, or ended badly before saying it was done (a crash in the teardown
@@ -513,12 +550,18 @@ def launch(
             process.start()
             writer.close()  # the worker holds the only write end: its death reads as EOF here
             ranks.append(_Rank(rank=rank, process=process, conn=reader))
-        deadline = start + timeout_s
+        setup = _SETUP.get()
+        deadline = start + timeout_s if setup is None else start + setup.limit_s  # set-up's own, until all ready
+        ready_at: float | None = None
         failed_at: float | None = None
         done_at: float | None = None
         while True:
             monitor.pump(0.05)
             now = time.monotonic()
+            if setup is not None and ready_at is None and all(r.ready for r in ranks):
+                ready_at = now  # the measurement's clock starts now
+                setup.used_s += ready_at - start
+                deadline = ready_at + timeout_s
             if monitor.failed():
                 failed_at = now if failed_at is None else failed_at
                 if monitor.all_exited() or now - failed_at >= FAILURE_GRACE_S:
@@ -532,7 +575,11 @@ def launch(
                 if now - done_at >= EXIT_GRACE_S:
                     break
             elif now >= deadline:
-                error = hung_text(ranks, timeout_s, now)
+                if setup is not None and ready_at is None:
+                    setup.used_s += now - start
+                    error = setup_text(ranks, setup.limit_s)
+                else:
+                    error = hung_text(ranks, timeout_s, now)
                 break
     except KeyboardInterrupt as exc:
         # Ctrl-C or SIGTERM (errors.Interrupted): end the run like a failure, keeping the rows measured so far;
