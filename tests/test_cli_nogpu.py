@@ -18,6 +18,7 @@ from rigcheck.probe import live
 from rigcheck.probe.nvml import NvmlPoller
 from tests.fakenvml import SCENARIOS, FakeNvml
 from tests.test_cli import run
+from tests.test_schemas import assert_valid
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TREES = {"no-gpu": FIXTURES / "sysfs/no-gpu", "two-gpu": FIXTURES / "sysfs/two-gpu"}
@@ -62,6 +63,7 @@ LIVE_COMMANDS = [
     ["bench", "train", "--tiny"],
     ["verify"],
     ["verify", "--json"],
+    ["verify", "--slurm"],
     ["fleet"],
 ]
 
@@ -88,7 +90,7 @@ def test_every_live_command_exits_1_with_one_line(
     assert code == 1
     assert err.count("\n") == 1, err
     assert err.startswith(start), err
-    if argv[0] in ("doctor", "power", "thermal", "snapshot"):  # these still show what they could read
+    if argv[0] in ("doctor", "power", "thermal", "snapshot", "verify"):  # these still show what they could read
         assert out
     else:
         assert out == ""
@@ -110,6 +112,31 @@ def test_documents_carry_the_fail(
     assert doctor["snapshot"]["driver"]["nvml"] == SCENARIOS_STATE[scenario]
     _, out, _ = run(["power", "--json"], capsys)
     assert [f["id"] for f in json.loads(out)["findings"]] == [finding["id"]]
+
+
+@pytest.mark.parametrize("machine", list(MACHINES))
+def test_verify_without_a_gpu_still_gives_its_document_and_a_drain_reason(
+    machine: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The node that most needs draining gets a reason: --json one rigcheck.verify document (fail), --slurm one
+    non-empty line naming why, both exit 1 (before, stdout was empty for both)."""
+    scenario, tree, start = MACHINES[machine]
+    fake_machine(monkeypatch, scenario, tree)
+    code, out, _ = run(["verify", "--json"], capsys)
+    doc = json.loads(out)
+    assert_valid(doc)
+    assert (code, doc["schema"], doc["verdict"], doc["gpus"]) == (1, "rigcheck.verify/1", "fail", [])
+    assert doc["node"][0]["id"] == "doctor"
+    assert doc["node"][0]["verdict"] == "fail"
+    assert {s["status"] for s in doc["steps"][1:]} == {"skipped"}
+    why = start.removeprefix("rigcheck: ")
+    assert doc["drain_reason"].startswith(f"rigcheck verify: fail {why}")
+    code, out, _ = run(["verify", "--slurm"], capsys)
+    lines = out.splitlines()
+    assert (code, len(lines)) == (1, 1)
+    assert lines[0] == doc["drain_reason"]
+    assert lines[0].isascii()
+    assert len(lines[0]) <= 200
 
 
 def test_unreadable_gpu_makes_power_and_thermal_fail(

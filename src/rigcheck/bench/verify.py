@@ -19,9 +19,13 @@ Budget (``quick`` 180 s, ``full`` 900 s, ``--cpu`` 60 s; ``budget_s`` overrides)
     (left)       5 %    11 %    30 %   re-measuring figures just under their floor
 
 A step may use the smaller of its share and what is left of the budget. A launched step (matmul, membw,
-allreduce) gets that as its workers' timeout: one that hits it is ``cut_short`` and keeps the rows measured
-before (its document is partial). The burn's load is sized to fit (the level's load, or less: a load cut
-under half the level's is ``cut_short``). hostlink and p2p run in this process and cannot be stopped midway:
+allreduce) gets that as its workers' timeout, counted from when its workers are in the process group: their
+set-up (spawn, torch's import, the group's init) has ``Plan.setup_s`` of its own (60 s, 30 s on CPU), outside the
+share and the budget, so a busy machine's slow start does not cut the measurement short (the run's wall time is
+the budget plus the set-up, which a note gives). One that hits its timeout is ``cut_short`` and keeps the rows
+measured before (its document is partial); one whose workers do not join within the set-up budget is
+``failed``. The burn's load is sized to fit (the level's load, or less: a load cut under half the level's is
+``cut_short``). hostlink and p2p run in this process and cannot be stopped midway:
 their sizes are chosen to fit their shares, they start only with their whole share left, and a note says
 when one overran. A step that would start with less than the plan's ``min_start_s`` left (hostlink, p2p and
 re-measures: their share) is ``cut_short`` with "budget spent"; one that raises BenchError or
@@ -40,7 +44,10 @@ and the burn loads the poller's GPUs; the notes say what was measured on GPUs th
 indices are taken to be the same in NVML and CUDA, as the judge takes them.
 
 ``cpu``: matmul (2 gloo ranks, small shapes), membw (one process, small sizes) and allreduce (2 gloo ranks,
-small sizes) on CPU processes; hostlink, p2p and burn are skipped ("needs a GPU"). It takes ~7 s on two cores.
+small sizes) on CPU processes; hostlink, p2p and burn are ``not_applicable`` ("needs a GPU"), and the figures are
+``unjudged`` (no GPU band holds a CPU's). It takes ~7 s on two cores. On one GPU, p2p and allreduce are
+``not_applicable`` too ("not applicable: one GPU"): the node can pass. ``only`` (`--only`): the stages not named
+are ``left_out``; neither keeps the node from passing, while a step ``skipped`` does (docs/verdicts.md).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from rigcheck.bench.device.hostlink import run_hostlink
 from rigcheck.bench.device.matmul import run_matmul
 from rigcheck.bench.device.membw import run_membw
 from rigcheck.bench.device.p2p import run_p2p
+from rigcheck.bench.launcher import SetupBudget, setup_budget
 from rigcheck.bench.verify_steps import (
     BURN_DONE_FRACTION,
     BURN_MIN_LOAD_S,
@@ -64,6 +72,7 @@ from rigcheck.bench.verify_steps import (
     launched_status,
     matmul_dtypes,
     merge_rows,
+    parse_only,
 )
 from rigcheck.checks.burn import is_problem
 from rigcheck.checks.verify import Judged, NearFloor, judge, verify_document
@@ -78,7 +87,13 @@ from rigcheck.monitor.sampler import Poller
 
 LEVEL_BUDGET_S = {"quick": 180.0, "full": 900.0}
 CPU_BUDGET_S = 60.0
-NEEDS_GPU = "needs a GPU"
+NEEDS_GPU = "not applicable: a CPU run (it needs a GPU)"
+
+
+def one_gpu(n: int) -> str:
+    """Why p2p and all-reduce do not apply: a pair needs two GPUs (not a skip: the node can still pass)."""
+    return "not applicable: one GPU" if n == 1 else f"not applicable: {n} GPUs (it needs two or more)"
+
 BURN_EXIT_INTERRUPTED = 130  # BurnResult.exit_code of a load Ctrl-C cut short, as `rigcheck burn` sets it
 
 
@@ -119,11 +134,14 @@ class _Runner:
         burn_poller: Poller | None,
         say: Callable[[str], None],
         clock: Callable[[], float],
+        only: Sequence[str] | None = None,
     ) -> None:
         self.snapshot, self.plan, self.cpu, self.budget_s = snapshot, plan, cpu, budget_s
+        self.only = tuple(only) if only is not None else None
         self.gpus = sorted(set(gpus)) if gpus is not None else None
         self.poller, self.say, self.clock = burn_poller, say, clock
         self.start = clock()
+        self.setup_s = 0.0  # seconds the launched steps spent starting workers and joining the process group
         self.inputs = VerifyInputs(snapshot=snapshot, findings=list(findings), cpu=cpu)
         self.steps = [VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=0.0, reason=None)]
         self.notes: list[str] = []
@@ -137,7 +155,8 @@ class _Runner:
         self.dtypes = ("bf16",) if cpu else matmul_dtypes(snapshot, self.gpus)
 
     def elapsed(self) -> float:
-        return self.clock() - self.start
+        """The run's clock: time since the start, less the launches' set-up (it has a budget of its own)."""
+        return self.clock() - self.start - self.setup_s
 
     def left(self) -> float:
         return self.budget_s - self.elapsed()
@@ -162,17 +181,21 @@ class _Runner:
         elif outcome.status == "cut_short":
             self.inputs.cut_short.add(name)
 
-    def step(self, name: str, body: Body, *, skip: str | None = None, again: bool = False) -> Outcome:
-        """Run one step within its share of what is left, and record it (``again``: a re-measure)."""
+    def step(self, name: str, body: Body, *, skip: Outcome | None = None, again: bool = False) -> Outcome:
+        """Run one step within its share of what is left, and record it (``again``: a re-measure; ``skip``: how
+        a step that does not run ends: not applicable, left out by --only, skipped)."""
         label = f"{name} re-measure" if again else name
         share_s = self.plan.shares[name] * self.budget_s
+        if not again and self.only is not None and name not in self.only:
+            skip = Outcome("left_out", f"left out: --only {','.join(self.only)}")
         if skip is not None or self.interrupted is not None:
-            # Not applicable here (no GPU, one GPU): skipped. Not run because Ctrl-C ended the run: cut short,
-            # so the node is not passed on the steps that did run.
-            status: StepStatus = "skipped" if skip is not None else "cut_short"
-            outcome = Outcome(status, skip or self.interrupted)
+            # Not applicable here (a CPU run, one GPU), left out by --only, or skipped; not run because Ctrl-C
+            # ended the run: cut short, so the node is not passed on the steps that did run.
+            outcome = skip if skip is not None else Outcome("cut_short", self.interrupted)
+            status = outcome.status
             self._record(label, outcome, 0.0, 0.0, first=not again)
-            self.say(f"verify: {label} {status.replace('_', ' ')}: {outcome.reason}")
+            said = outcome.reason if status in ("not_applicable", "left_out") else None  # it says so itself
+            self.say(f"verify: {label} {said or status.replace('_', ' ') + ': ' + str(outcome.reason)}")
             return outcome
         left = self.left()
         # A step that cannot be stopped midway (in this process), and a re-measure (optional: it must not
@@ -185,8 +208,10 @@ class _Runner:
         allowed = min(share_s, left)
         self.say(f"verify: {label} started, up to {allowed:.0f} s ({self._clock_text()})")
         started = self.clock()
+        setup = SetupBudget(self.plan.setup_s)
         try:
-            outcome = body(allowed)
+            with setup_budget(self.plan.setup_s) as setup:
+                outcome = body(allowed)
         except (BenchError, UsageError) as exc:
             outcome = Outcome("failed", _one_line(exc))
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as the CLI raises it: keep what was measured
@@ -196,7 +221,8 @@ class _Runner:
             if interrupt is None:
                 raise
             outcome = Outcome("cut_short", interrupted_text(signal_of(interrupt)), interrupted=True)
-        took = self.clock() - started
+        self.setup_s += setup.used_s  # set-up is not the step's time nor the run's budget (its own, per launch)
+        took = max(0.0, self.clock() - started - setup.used_s)
         if outcome.interrupted:
             self.interrupted = outcome.reason or "interrupted"
         self._record(label, outcome, took, allowed, first=not again)
@@ -326,13 +352,15 @@ class _Runner:
             outcome, inputs.allreduce = self.measure_allreduce(timeout_s)
             return outcome
 
-        pair = None if n >= 2 else f"needs two or more GPUs (this node has {n})"
+        gpu = Outcome("not_applicable", NEEDS_GPU) if self.cpu else None
+        pair = None if n >= 2 else Outcome("not_applicable", one_gpu(n))
         self.step("matmul", matmul)
         self.step("membw", membw)
-        self.step("hostlink", hostlink, skip=NEEDS_GPU if self.cpu else None)
-        self.step("p2p", p2p, skip=NEEDS_GPU if self.cpu else pair)
+        self.step("hostlink", hostlink, skip=gpu)
+        self.step("p2p", p2p, skip=gpu or pair)
         self.step("allreduce", allreduce, skip=None if self.cpu else pair)
-        self.step("burn", self.burn, skip=NEEDS_GPU if self.cpu else (NO_POLLER if self.poller is None else None))
+        no_poller = Outcome("skipped", NO_POLLER) if self.poller is None else None
+        self.step("burn", self.burn, skip=gpu or no_poller)
 
     def remeasure(self, judged: Judged) -> dict[tuple[int | None, str], list[float]]:
         """Measure each step with a figure near its floor once more (if the budget allows); the earlier
@@ -445,13 +473,17 @@ def run_verify(
     burn_poller: Poller | None = None,
     on_progress: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    only: Sequence[str] | None = None,
 ) -> VerifyDocument:
     """Measure this node in one time budget (see the module docstring), judge it, and return the document.
 
     ``snapshot`` and ``findings``: the machine and the doctor's findings, as the caller probed and checked it.
     ``burn_poller``: an open telemetry poller (the CLI's NvmlPoller) for the burn; without one it is skipped.
-    Raises UsageError for a budget that is not positive or a GPU the snapshot does not have.
+    ``only``: the stages asked for (`--only`); the others are ``left_out`` and do not keep the node from passing.
+    Raises UsageError for a budget that is not positive, a GPU the snapshot does not have or an unknown stage.
     """
+    if only is not None:
+        only = parse_only(",".join(only))
     budget = budget_s if budget_s is not None else (CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level])
     if budget <= 0:
         raise UsageError(f"the time budget must be positive, not {budget:g} s")
@@ -471,6 +503,7 @@ def run_verify(
         burn_poller=burn_poller,
         say=say,
         clock=clock,
+        only=only,
     )
     say(f"verify: {'--cpu' if cpu else level}, budget {budget:.0f} s")
     runner.measure_all()
@@ -491,5 +524,10 @@ def run_verify(
         site_name=site_name,
     )
     notes = [*runner.notes, *runner.gpus_notes()]
+    if runner.setup_s > 0:
+        notes.append(
+            f"set-up (starting the workers, joining the process group) took {runner.setup_s:.1f} s, outside the "
+            f"steps' shares and the budget (each launched step has {runner.plan.setup_s:.0f} s of its own for it)"
+        )
     say(f"verify: {doc.verdict} in {doc.elapsed_s:.0f} s of {budget:.0f} s")
     return doc.model_copy(update={"notes": [*doc.notes, *notes]}) if notes else doc

@@ -16,7 +16,7 @@ from rigcheck.bench.device.common import GIB, MIB
 from rigcheck.bench.device.matmul import CPU_QUICK_SHAPES, GPU_QUICK_SHAPES, GPU_SHAPES, GPU_WARMUP_S
 from rigcheck.bench.device.membw import GPU_SIZES
 from rigcheck.checks.verify_figures import row_key
-from rigcheck.errors import was_interrupted
+from rigcheck.errors import UsageError, was_interrupted
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import judged_matmul_check
 from rigcheck.model.bench import HostlinkDocument, HostlinkRow, MatmulDocument, MatmulRow, MembwDocument, MembwRow
@@ -24,6 +24,18 @@ from rigcheck.model.snapshot import Gpu, Snapshot
 from rigcheck.model.verify import StepStatus
 
 MEASURED_STEPS: Final = ("matmul", "membw", "hostlink", "p2p", "allreduce", "burn")
+
+
+def parse_only(text: str | None, known: tuple[str, ...] = MEASURED_STEPS) -> tuple[str, ...] | None:
+    """`verify --only matmul,membw`: the stages asked for, in the run's order; None for every stage. An unknown
+    or empty name is a UsageError (a typo must not scope the run to nothing)."""
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",")]
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise UsageError(f"--only takes stages among {', '.join(known)}, not {', '.join(map(repr, bad))}")
+    return tuple(n for n in known if n in names)
 
 # launcher.hung_text: the words of a run ended by its timeout (as opposed to a worker that failed)
 TIMED_OUT_TEXT: Final = "did not finish within"
@@ -50,6 +62,10 @@ class Plan:
     allreduce_repeats: int
     burn_load_s: float  # seconds of load the burn aims for (less when the budget leaves less)
     cpu_ranks: int = 2  # --cpu: gloo processes for matmul and all-reduce
+    # A launched step's set-up (spawning its workers, importing torch, joining the process group) is not counted
+    # in its share or the run's budget: it has this many seconds of its own (NCCL's init on 8 GPUs takes ~10-15 s;
+    # a busy 2-core machine needs several seconds per gloo worker).
+    setup_s: float = 60.0
 
 
 # quick: 180 s on an 8-GPU node. Launched steps (matmul, membw, all-reduce) pay ~10-15 s to start 8
@@ -113,6 +129,7 @@ CPU: Final = Plan(
     allreduce_warmup=1,
     allreduce_repeats=5,
     burn_load_s=0.0,
+    setup_s=30.0,
 )
 PLANS: Final[dict[str, Plan]] = {"quick": QUICK, "full": FULL, "cpu": CPU}
 

@@ -26,7 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from rigcheck.checks import verdicts
 from rigcheck.checks.driver import DRIVER_IDS
+from rigcheck.checks.verdicts import finding_verdict, node_verdict, step_verdict
 from rigcheck.checks.verify_bands import node_allreduce_fact, with_site_floor
 from rigcheck.checks.verify_dcgm import judge_dcgm
 from rigcheck.checks.verify_figures import (
@@ -67,11 +69,11 @@ from rigcheck.model.verify import (
     worst,
 )
 
+DRAIN_MAX: Final = verdicts.DRAIN_MAX  # the Slurm line's length and maker live with the verdict contract
+drain_reason = verdicts.drain_reason
 NEAR_FLOOR: Final = 0.05  # a band failure this close under the floor is measured again before it stands
-DRAIN_MAX: Final = 200  # Slurm keeps a reason short; rigcheck's line stays under this
 WORST_FINDINGS: Final = 3  # failing findings named in a doctor check's line
 CPU_SOURCE: Final = "CPU run: not judged against a GPU band"
-_UNQUOTE: Final = {ord(c): " " for c in "\"'`\\"}  # quotes would end the reason= argument early
 GPU_STEPS: Final = ("matmul", "membw", "hostlink", "burn")
 MEASURED_STEPS: Final = (*GPU_STEPS, "p2p", "allreduce")
 
@@ -313,6 +315,9 @@ def _figure_check(
             judgements.append(baseline_judgement(value, fig.unit, base, fig.spread))
     judgements.append(result_judgement(fig.problems))
     verdict = check_verdict(value, judgements)
+    held = [jd.verdict for jd in judgements if jd.rule in ("band", "peers", "baseline")]
+    if verdict == "pass" and held and all(v == "not_judged" for v in held):
+        verdict = "unjudged"  # a figure nothing was held against is not a pass (docs/verdicts.md)
     again = f"; re-measured, best of {len(earlier) + 1}" if earlier else ""
     rules = ", ".join(
         f"{jd.rule} fail ({jd.text})" if jd.verdict == "fail" else f"{jd.rule} {jd.verdict.replace('_', ' ')}"
@@ -332,7 +337,7 @@ def _figure_check(
         detail=f"{fig.measured}{again}; {rules}",
         remeasured=earlier,
     )
-    if verdict != "pass":
+    if verdict in ("fail", "incomplete"):
         j.shorts[id(check)] = _short(check, fig.problems)
     if shown_band is not None and value is not None and (key, fig.check_id) not in j.remeasured:
         failing = {jd.rule for jd in judgements if jd.verdict == "fail"}
@@ -361,8 +366,7 @@ def _incomplete(check_id: str, unit: str | None, reason: str) -> VerifyCheck:
 def _doctor_check(j: _Judge, findings: Sequence[Finding]) -> VerifyCheck:
     """The doctor's findings: any that fails fails the check (a CPU run needs no GPU driver: those are not
     counted there)."""
-    exempt = frozenset(DRIVER_IDS) if j.cpu else frozenset()
-    fails = [f for f in findings if f.severity is Severity.FAIL and f.id not in exempt]
+    fails = [f for f in findings if finding_verdict(f, cpu=j.cpu) == "fail"]  # the contract: checks/verdicts.py
     warns = sum(f.severity is Severity.WARN for f in findings)
     if fails:
         named = ", ".join(f"{f.id} ({f.subject})" for f in fails[:WORST_FINDINGS])
@@ -637,19 +641,6 @@ def _drain_items(j: _Judge, gpus: Sequence[VerifyGpu], node: Sequence[VerifyChec
     return items
 
 
-def drain_reason(verdict: Verdict, items: Sequence[str]) -> str | None:
-    """One short ASCII line for `scontrol update ... reason=`: no quotes, no line breaks, at most DRAIN_MAX
-    characters (cut with "..."); None on pass."""
-    if verdict == "pass":
-        return None
-    text = f"rigcheck verify: {verdict}" + (f" {'; '.join(items)}" if items else "")
-    text = text.encode("ascii", "replace").decode("ascii")
-    text = " ".join(text.translate(_UNQUOTE).split())
-    if len(text) > DRAIN_MAX:
-        text = text[: DRAIN_MAX - 3].rstrip() + "..."
-    return text
-
-
 def verify_document(
     judged: Judged,
     *,
@@ -663,17 +654,21 @@ def verify_document(
     site_name: str | None,
     dcgm: DcgmSummary | None = None,
 ) -> VerifyDocument:
-    """The ``rigcheck.verify/1`` document of a judged run (a step listed as skipped says its own reason: the
-    judge's "no <step> measurement" note is left out for it)."""
-    said = {f"no {s.name} measurement" for s in steps if s.status == "skipped"}
+    """The ``rigcheck.verify/1`` document of a judged run (a step listed as skipped, not applicable or left out
+    says its own reason: the judge's "no <step> measurement" note is left out for it)."""
+    said = {f"no {s.name} measurement" for s in steps if s.status in ("skipped", "not_applicable", "left_out")}
     node, verdict, drain = list(judged.node), judged.verdict, judged.drain_reason
-    unfinished = [s for s in steps if s.status in ("cut_short", "failed")]
+    unfinished = [s for s in steps if step_verdict(s.status) != "pass"]
     if unfinished:
-        # A run that did not finish (budget, Ctrl-C, a step that failed) is not a pass on what it did measure.
-        text = "; ".join(f"{s.name} {s.status.replace('_', ' ')}: {s.reason or 'no reason given'}" for s in unfinished)
+        # A run that did not finish (budget, Ctrl-C, a step that failed) or left out a stage of its level that
+        # applies (a skipped step) is not a pass on what it did measure (checks/verdicts.py STEP_RULES).
+        alike: dict[tuple[str, str], list[str]] = {}  # steps that ended alike for the same reason, named once
+        for s in unfinished:
+            alike.setdefault((s.status.replace("_", " "), s.reason or "no reason given"), []).append(s.name)
+        text = "; ".join(f"{', '.join(names)} {status}: {why}" for (status, why), names in alike.items())
         node.append(unfinished_check(f"steps that did not run to their end: {text}"))
-        if verdict == "pass":
-            verdict = "incomplete"
+        if verdict in ("pass", "unjudged"):
+            verdict = node_verdict([verdict], [s.status for s in unfinished])
             drain = drain_reason(verdict, [f"{s.name} {s.status.replace('_', ' ')}" for s in unfinished])
     return VerifyDocument(
         verdict=verdict,

@@ -1,18 +1,25 @@
 """`rigcheck verify --from DIR`: the verdict on documents saved earlier (a snapshot, bench and burn results, a
 DCGM diagnostic), with nothing run. The doctor checks run on the saved snapshot; each measurement found is a step
-"done", each one absent a step "skipped" with the file it would have come from (a DCGM diagnostic is a step only
-when there is one). The clock is the caller's (checks read none)."""
+"done", each one absent a step "skipped" with the file it would have come from (the node is then incomplete: not
+every stage was verified), but p2p and all-reduce on a one-GPU snapshot ("not_applicable") and the stages
+``--only`` leaves out ("left_out", their documents set aside). A DCGM diagnostic is a step when there is one, or
+when ``--only`` names ``dcgm`` (a DCGM run as the verification: ``--only dcgm`` leaves rigcheck's stages out).
+The clock is the caller's (checks read none)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from rigcheck.checks import run_checks
-from rigcheck.checks.verify import drain_reason, judge, unfinished_check, verify_document
+from rigcheck.checks.verdicts import drain_reason
+from rigcheck.checks.verify import judge, unfinished_check, verify_document
 from rigcheck.checks.verify_dcgm import measured
 from rigcheck.errors import UsageError
+from rigcheck.model.finding import Finding
 from rigcheck.model.site_config import SiteConfig
-from rigcheck.model.verify import DcgmSummary, VerifyDocument, VerifyInputs, VerifyStep
+from rigcheck.model.snapshot import Snapshot
+from rigcheck.model.verify import DcgmSummary, Level, StepStatus, VerifyDocument, VerifyInputs, VerifyStep, worst
 
 # Step name -> what `rigcheck` command saves it, for the "skipped" line.
 SAVED_BY: dict[str, str] = {
@@ -25,17 +32,31 @@ SAVED_BY: dict[str, str] = {
 }
 
 
-def saved_steps(inputs: VerifyInputs) -> list[VerifyStep]:
-    """One step per measurement: done when its document was read, skipped (with how to save one) when not."""
+PAIRED: Final = ("p2p", "allreduce")  # node stages that need two GPUs
+
+
+def _status(inputs: VerifyInputs, name: str, only: Sequence[str] | None) -> tuple[StepStatus, str | None]:
+    if only is not None and name not in only:
+        return "left_out", f"left out: --only {','.join(only)}"
+    if getattr(inputs, name) is not None:
+        return "done", None
+    if name in PAIRED and not inputs.cpu and len(inputs.snapshot.gpus) == 1:
+        return "not_applicable", "not applicable: one GPU"
+    return "skipped", f"no {name} document in the directory (save one with `{SAVED_BY[name]} > FILE`)"
+
+
+def saved_steps(inputs: VerifyInputs, only: Sequence[str] | None = None) -> list[VerifyStep]:
+    """One step per measurement: done when its document was read, skipped (with how to save one) when not,
+    not applicable or left out (``only``: the stages asked for) as the module docstring says."""
     steps = [VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=None, reason=None)]
-    for name, saved_by in SAVED_BY.items():
-        present = getattr(inputs, name) is not None
-        reason = None if present else f"no {name} document in the directory (save one with `{saved_by} > FILE`)"
-        steps.append(
-            VerifyStep(name=name, status="done" if present else "skipped", elapsed_s=0.0, budget_s=None, reason=reason)
-        )
+    for name in SAVED_BY:
+        status, reason = _status(inputs, name, only)
+        steps.append(VerifyStep(name=name, status=status, elapsed_s=0.0, budget_s=None, reason=reason))
     if inputs.dcgm is not None:
         steps.append(VerifyStep(name="dcgm", status="done", elapsed_s=0.0, budget_s=None, reason=None))
+    elif only is not None and "dcgm" in only:  # asked for (`--only dcgm`) and not there
+        why = "no DCGM diagnostic in the directory (save one with `dcgmi diag -r 3 -j > FILE`)"
+        steps.append(VerifyStep(name="dcgm", status="skipped", elapsed_s=0.0, budget_s=None, reason=why))
     return steps
 
 
@@ -59,16 +80,23 @@ def verify_saved(
     site_name: str | None,
     clock: Callable[[], float],
     started: float,
+    only: Sequence[str] | None = None,
 ) -> VerifyDocument:
     """Judge what ``inputs`` holds (the doctor checks run here on its snapshot) into a ``source: files`` document.
 
-    ``gpus`` naming a GPU the snapshot does not have is a UsageError: judging nothing must not read as a pass."""
+    ``gpus`` naming a GPU the snapshot does not have is a UsageError: judging nothing must not read as a pass.
+    ``only``: the stages asked for (`--only`); the documents of the others are set aside, not judged."""
     if gpus and not inputs.cpu:
         known = {g.index for g in inputs.snapshot.gpus}
         unknown = sorted(set(gpus) - known)
         if unknown:
             have = ", ".join(str(i) for i in sorted(known)) or "none"
             raise UsageError(f"--gpus {','.join(map(str, unknown))}: the saved snapshot has GPUs {have}")
+    steps = saved_steps(inputs, only)
+    for step in steps:
+        if step.status == "left_out" and getattr(inputs, step.name) is not None:
+            setattr(inputs, step.name, None)
+            inputs.notes.append(f"the {step.name} document in the directory is not judged: {step.reason}")
     inputs.findings = run_checks(inputs.snapshot, config=site)
     judged = judge(inputs, site=site, baseline=baseline, gpus=gpus)
     if all(getattr(inputs, name) is None for name in SAVED_BY) and not measured(inputs.dcgm):
@@ -87,9 +115,44 @@ def verify_saved(
         source="files",
         elapsed_s=round(clock() - started, 3),
         budget_s=None,
-        steps=saved_steps(inputs),
+        steps=steps,
         host=inputs.snapshot.host.hostname,
         baseline_name=baseline_name,
         site_name=site_name,
         dcgm=dcgm_summary(inputs),
     )
+
+
+def verify_unmeasured(
+    snapshot: Snapshot,
+    findings: list[Finding],
+    *,
+    reason: str,
+    level: Level,
+    host: str | None,
+    budget_s: float | None,
+    only: Sequence[str] | None = None,
+) -> VerifyDocument:
+    """A live run on a machine where nothing can be measured (no usable GPU: ``reason`` says why): the doctor
+    checks judged (the no-GPU or driver finding fails the node), every stage asked for skipped with ``reason``,
+    and a drain reason that says it; never a pass, and still one document for `--json` and `--slurm`."""
+    judged = judge(VerifyInputs(snapshot=snapshot, findings=findings))
+    steps = [VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=0.0, reason=None)]
+    for name in SAVED_BY:
+        left_out = only is not None and name not in only
+        status: StepStatus = "left_out" if left_out else "skipped"
+        why = f"left out: --only {','.join(only or ())}" if left_out else "nothing to measure it on (no usable GPU)"
+        steps.append(VerifyStep(name=name, status=status, elapsed_s=0.0, budget_s=0.0, reason=why))
+    doc = verify_document(
+        judged,
+        level=level,
+        source="live",
+        elapsed_s=0.0,
+        budget_s=budget_s,
+        steps=steps,
+        host=host,
+        baseline_name=None,
+        site_name=None,
+    )
+    verdict = worst([doc.verdict, "incomplete"])
+    return doc.model_copy(update={"verdict": verdict, "drain_reason": drain_reason(verdict, [reason])})

@@ -1,10 +1,11 @@
-"""Exit codes (DESIGN.md "Contracts"), decided here in cli/ and nowhere below it."""
+"""Exit codes (DESIGN.md "Contracts"), decided here in cli/ and nowhere below it: doctor's and verify's from the
+one verdict contract (rigcheck.checks.verdicts, docs/verdicts.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rigcheck.model.finding import Finding, Severity
+from rigcheck.model.finding import Finding
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1  # a finding fails (or warns, under --strict); a measurement failed
@@ -21,12 +22,15 @@ def exit_code_for_signal(signum: int) -> int:
 
 def exit_code_for(findings: Iterable[Finding], *, strict: bool = False) -> int:
     """0 when healthy; 1 when any finding fails, or warns under ``strict``. ``unknown`` never changes it."""
-    worst = {f.severity for f in findings}
-    if Severity.FAIL in worst or (strict and Severity.WARN in worst):
-        return EXIT_PROBLEMS
-    return EXIT_OK
+    from rigcheck.checks.verdicts import doctor_exit_code
+
+    return doctor_exit_code(findings, strict=strict)
 
 
 def exit_code_for_verdict(verdict: str) -> int:
-    """`rigcheck verify`: 0 on pass; 1 on fail and on incomplete (a node that could not be verified is not passed)."""
-    return EXIT_OK if verdict == "pass" else EXIT_PROBLEMS
+    """`rigcheck verify` (and fleet): 0 on pass and unjudged; 1 on fail and on incomplete (a node that could not be
+    verified is not passed)."""
+    from rigcheck.checks.verdicts import NODE_RULES
+
+    rule = next((r for v, r in NODE_RULES.items() if v == verdict), None)
+    return rule.exit_code if rule is not None else EXIT_PROBLEMS

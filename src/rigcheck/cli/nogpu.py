@@ -2,7 +2,9 @@
 or a driver that does not work): one line on stderr saying so and what the command still does, and exit 1.
 
 doctor, power, thermal and snapshot still print what they could read (their findings carry the reason, so
-their own exit code is 1 too); topo, monitor, burn, the GPU benchmarks, verify and fleet have nothing to show.
+their own exit code is 1 too), and verify its document (verdict fail, the reason in its drain reason: `--json`
+always prints one, `--slurm` always a line); topo, monitor, burn, the GPU benchmarks and fleet have nothing to
+show.
 ``--from`` files, ``bench ... --cpu``, ``verify --cpu``, ``fleet --cpu`` and ``burn --analyze`` do not read the live
 GPUs and are not affected.
 """
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 SHOWING = "showing what can be checked without one (exit 1)"
 NO_TOPOLOGY = "no topology to show (read a saved one with --from FILE)"
 NO_GPU_BENCH = "nothing to measure (add --cpu to measure CPU processes with gloo)"
+VERDICT_WITHOUT_GPU = "nothing to measure: the verdict is fail (exit 1; --cpu measures CPU processes with gloo)"
 NOTHING_TO_WATCH = "nothing to watch (`rigcheck burn --analyze FILE` reads a recorded trace)"
 
 

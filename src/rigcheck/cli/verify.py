@@ -2,8 +2,10 @@
 
 Three ways in, one document out (``rigcheck.verify/1``): measured live in a time budget (rigcheck.bench.verify),
 on CPU processes with ``--cpu``, or judged from saved documents with ``--from DIR`` (nothing runs). ``--explain``
-prints the bands instead (``rigcheck.verify-bands/1``). Exit code: 0 pass, 1 fail or incomplete (a node that
-could not be verified is not passed), 2 bad usage or input, 130/143 interrupted.
+prints the bands instead (``rigcheck.verify-bands/1``). ``--only`` scopes the run to some stages. Exit code (the
+contract of docs/verdicts.md, rigcheck.checks.verdicts): 0 pass or unjudged (a CPU run), 1 fail or incomplete (a
+node that could not be verified is not passed: no GPU visible too, still with its document and a drain reason),
+2 bad usage or input, 130/143 interrupted.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
     from rigcheck.model.site_config import SiteConfig
-    from rigcheck.model.verify import VerifyDocument
+    from rigcheck.model.verify import Level, VerifyDocument
 
 LevelOption = Annotated[
     str, typer.Option("--level", help="quick (≤ 3 min on 8 GPUs) or full (≤ 15 min): the time budget and depth.")
@@ -71,16 +73,25 @@ def verify(
     ] = None,
     slurm: Annotated[
         bool,
-        typer.Option("--slurm", help="Print only the one-line drain reason (nothing on pass), for a Slurm prolog."),
+        typer.Option("--slurm", help="Print only the one-line drain reason (nothing on exit 0), for a Slurm prolog."),
     ] = False,
+    only_text: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="Only these stages, e.g. matmul,membw (of matmul, membw, hostlink, p2p, allreduce, burn; with "
+            "--from also dcgm): the others are left out and do not make the node incomplete.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
     """Judge every GPU and the node — pass, fail or incomplete — against what each GPU should reach.
 
-    Exit code: 0 pass, 1 fail or incomplete, 2 bad usage or input, 130/143 interrupted.
+    Exit code: 0 pass (or unjudged: a CPU run), 1 fail or incomplete, 2 bad usage or input, 130/143 interrupted.
     """
+    from rigcheck.bench.verify_steps import MEASURED_STEPS, parse_only
     from rigcheck.errors import UsageError
 
     if level not in ("quick", "full"):
@@ -89,6 +100,9 @@ def verify(
         raise UsageError("--gpu NAME goes with --explain (to verify some GPUs only, use --gpus 0,1)")
     if source is not None and cpu:
         raise UsageError("--from judges saved documents and runs nothing: it takes no --cpu")
+    only = parse_only(only_text, (*MEASURED_STEPS, "dcgm") if source is not None else MEASURED_STEPS)
+    if only is not None and explain:
+        raise UsageError("--only scopes a run; --explain runs nothing")
     site = read_site_config(config) if config is not None else None
     if explain:
         _explain(gpu_names, site, config, as_json)
@@ -100,9 +114,9 @@ def verify(
     base = load_baseline(baseline) if baseline is not None else None
     names = (str(baseline) if baseline else None, str(config) if config else None)
     doc = (
-        _from_files(source, chosen, site, base, names)
+        _from_files(source, chosen, site, base, names, only)
         if source
-        else _live(level, cpu, chosen, budget, site, base, names)
+        else _live(level, cpu, chosen, budget, site, base, names, only)
     )
     _finish(doc, as_json=as_json, slurm=slurm, html_file=html_file, markdown_file=markdown_file)
 
@@ -113,6 +127,7 @@ def _from_files(
     site: SiteConfig | None,
     baseline: VerifyDocument | None,
     names: tuple[str | None, str | None],
+    only: tuple[str, ...] | None,
 ) -> VerifyDocument:
     from rigcheck.checks.verify_saved import verify_saved
     from rigcheck.probe.saved import load_saved
@@ -128,6 +143,7 @@ def _from_files(
         site_name=names[1],
         clock=time.monotonic,
         started=started,
+        only=only,
     )
 
 
@@ -139,15 +155,28 @@ def _live(
     site: SiteConfig | None,
     baseline: VerifyDocument | None,
     names: tuple[str | None, str | None],
+    only: tuple[str, ...] | None,
 ) -> VerifyDocument:
     import socket
 
-    from rigcheck.bench.verify import run_verify
+    from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S, run_verify
     from rigcheck.checks import run_checks
-    from rigcheck.cli.bench_common import machine
+    from rigcheck.cli.common import load_snapshot, note
+    from rigcheck.cli.nogpu import VERDICT_WITHOUT_GPU, absence
 
-    snap = machine(cpu=cpu)  # no GPU and no --cpu: the no-GPU rule's one line, exit 1
+    snap = load_snapshot(None, announce_absent=False)
     findings = run_checks(snap, config=site)
+    missing = None if cpu else absence(snap)
+    if missing is not None:
+        # No GPU and no --cpu: the no-GPU rule's one line on stderr, and still the document (fail, exit 1), so
+        # --json always gives one and --slurm a reason.
+        from rigcheck.checks.verify_saved import verify_unmeasured
+
+        note(f"{missing}; {VERDICT_WITHOUT_GPU}")
+        lvl: Level = "full" if level == "full" else "quick"
+        wanted = budget if budget is not None else (CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[lvl])
+        host = socket.gethostname()
+        return verify_unmeasured(snap, findings, reason=missing, level=lvl, host=host, budget_s=wanted, only=only)
     poller = None
     if not cpu:
         from rigcheck.cli.monitor_cmd import open_poller
@@ -169,6 +198,7 @@ def _live(
                 host=socket.gethostname(),
                 burn_poller=poller,
                 on_progress=progress,
+                only=only,
             )
     finally:
         if poller is not None:
@@ -178,10 +208,13 @@ def _live(
 def _finish(
     doc: VerifyDocument, *, as_json: bool, slurm: bool, html_file: Path | None, markdown_file: Path | None
 ) -> None:
+    from rigcheck.checks.verdicts import slurm_line
+
     write_pages(doc, html_file, markdown_file)
     if slurm:
-        if doc.drain_reason:
-            typer.echo(doc.drain_reason)
+        line = slurm_line(doc.verdict, doc.drain_reason)  # never an empty line where the exit code is 1
+        if line is not None:
+            typer.echo(line)
     else:
         emit(doc, Format.JSON if as_json else Format.TERMINAL)
     signum = interrupted_by()

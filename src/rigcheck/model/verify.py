@@ -5,8 +5,9 @@ A check holds one figure (``value`` in ``unit``) and the judgements made of it, 
 achievable band (``expected_min``, ``expected_source``), against the median of the GPU's identical peers in the
 box (``peer_best`` keeps their best), against an earlier run of this node (``baseline``). Its verdict is ``fail`` when any
 judgement fails, ``incomplete`` when the figure could not be measured (cut short by the budget, the step
-failed, a file is missing), ``pass`` otherwise. A GPU's verdict is the worst of its checks, the node's the
-worst of its GPUs and its node checks (fail > incomplete > pass).
+failed, a file is missing), ``unjudged`` when no band, peer or baseline held the figure (a CPU run), ``pass``
+otherwise. A GPU's verdict is the worst of its checks, the node's the worst of its GPUs, its node checks and
+its steps (fail > incomplete > unjudged > pass; docs/verdicts.md).
 
 Built by ``rigcheck.checks.verify`` (the judge, pure) from :class:`VerifyInputs` — measured by
 ``rigcheck.bench.verify`` or read from saved documents by ``rigcheck.probe.saved`` — and drawn by
@@ -38,17 +39,22 @@ from rigcheck.model.snapshot import Snapshot
 VERIFY_SCHEMA: Final = "rigcheck.verify/1"
 VERIFY_BANDS_SCHEMA: Final = "rigcheck.verify-bands/1"
 
-Verdict = Literal["pass", "fail", "incomplete"]
+# unjudged: measured, nothing failed, but no band (nor peer, nor baseline) held the figure: a CPU run, a GPU
+# rigcheck has no band for (docs/verdicts.md).
+Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 Level = Literal["quick", "full"]
 Rule = Literal["band", "peers", "baseline", "result", "findings", "dcgm"]
 RuleVerdict = Literal["pass", "fail", "not_judged"]
-StepStatus = Literal["done", "cut_short", "failed", "skipped"]
+# not_applicable: the step does not apply (p2p on one GPU, the burn on a CPU run); left_out: `--only` left it out;
+# skipped: it applies and did not run (no document of it in `--from DIR`): the node is incomplete.
+StepStatus = Literal["done", "cut_short", "failed", "skipped", "not_applicable", "left_out"]
 
-_ORDER: Final[dict[str, int]] = {"pass": 0, "incomplete": 1, "fail": 2}
+VERDICT_ORDER: Final[tuple[Verdict, ...]] = ("pass", "unjudged", "incomplete", "fail")
+_ORDER: Final[dict[str, int]] = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 
 def worst(verdicts: Iterable[Verdict]) -> Verdict:
-    """fail > incomplete > pass; ``pass`` for nothing at all."""
+    """fail > incomplete > unjudged > pass; ``pass`` for nothing at all."""
     found: Verdict = "pass"
     for v in verdicts:
         if _ORDER[v] > _ORDER[found]:

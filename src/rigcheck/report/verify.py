@@ -14,8 +14,10 @@ from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 
 HEADERS = ("GPU", "check", "verdict", "figure", "floor", "margin", "peer best", "baseline", "src")
-VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta"}
-VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE"}
+VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta", "unjudged": "yellow"}
+# unjudged: measured, nothing failed, held against no band (a CPU run): never shown as a pass
+VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE", "unjudged": "UNJUDGED"}
+HTML_CLASS = {"pass": "good", "fail": "bad", "incomplete": "warn", "unjudged": "warn"}
 
 
 def _fig(value: float | None) -> str:
@@ -49,10 +51,10 @@ def subject(gpu: VerifyGpu | None, *, cpu: bool = False) -> str:
 
 
 def rows(doc: VerifyDocument) -> list[tuple[VerifyGpu | None, VerifyCheck]]:
-    """Every check, failed ones first (then incomplete), the node's before the GPUs' within a verdict."""
+    """Every check, failed ones first (then incomplete, unjudged), the node's before the GPUs' within a verdict."""
     every: list[tuple[VerifyGpu | None, VerifyCheck]] = [(None, c) for c in doc.node]
     every += [(g, c) for g in doc.gpus for c in g.checks]
-    order = {"fail": 0, "incomplete": 1, "pass": 2}
+    order = {"fail": 0, "incomplete": 1, "unjudged": 2, "pass": 3}
     return sorted(every, key=lambda item: order[item[1].verdict])
 
 
@@ -95,7 +97,7 @@ def problem_lines(doc: VerifyDocument) -> list[str]:
     """One line per failed or incomplete check, with the judgement that decided it."""
     out: list[str] = []
     for gpu, check in rows(doc):
-        if check.verdict == "pass":
+        if check.verdict in ("pass", "unjudged"):
             continue
         failing = [j.text for j in check.judgements if j.verdict == "fail"]
         who = subject(gpu, cpu=doc.source == "cpu")
@@ -107,6 +109,9 @@ def step_lines(doc: VerifyDocument) -> list[str]:
     out = []
     for s in doc.steps:
         reason = f" — {s.reason}" if s.reason else ""
+        if s.status in ("not_applicable", "left_out"):  # its reason says so: "not applicable: one GPU"
+            out.append(f"{s.name}: {s.reason or s.status.replace('_', ' ')}")
+            continue
         if s.status == "skipped" or (doc.source == "files" and s.elapsed_s == 0):
             out.append(f"{s.name}: {'read' if s.status == 'done' else s.status.replace('_', ' ')}{reason}")
             continue
@@ -162,7 +167,7 @@ def markdown(doc: VerifyDocument) -> str:
 
 
 def html(doc: VerifyDocument) -> str:
-    good = {"pass": "good", "fail": "bad", "incomplete": "warn"}
+    good = HTML_CLASS
     body = [
         "<h1>rigcheck verify</h1>",
         f'<p class="result {good[doc.verdict]}">{esc(headline(doc))}</p>',

@@ -1,0 +1,221 @@
+"""The verdict contract of doctor and verify: one place that says, for every finding family and every outcome
+of a verify step or check, the doctor's exit code, verify's verdict, the exit code and the drain-reason text.
+
+doctor's exit code (cli/exits.exit_code_for), verify's ``doctor`` check (checks/verify) and verify's node
+verdict and exit code (checks/verify.verify_document, cli/exits.exit_code_for_verdict) all ask this module.
+docs/verdicts.md holds the same tables, word for word: tests/test_verdict_contract.py keeps them equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from rigcheck.checks import FINDING_IDS
+from rigcheck.checks.driver import DRIVER_IDS
+from rigcheck.model.finding import Finding, Severity
+from rigcheck.model.verify import VERDICT_ORDER, StepStatus, Verdict, worst
+
+EXIT_OK: Final = 0
+EXIT_PROBLEMS: Final = 1
+
+
+@dataclass(frozen=True)
+class SeverityRule:
+    """What one finding severity means, whichever family the finding is of."""
+
+    doctor_exit: int
+    strict_exit: int  # doctor --strict
+    verify: Verdict  # the verdict it gives verify's ``doctor`` check
+    drain: str  # its words in the drain reason ("" = none)
+
+
+SEVERITY_RULES: Final[dict[Severity, SeverityRule]] = {
+    Severity.FAIL: SeverityRule(EXIT_PROBLEMS, EXIT_PROBLEMS, "fail", "[gpuN ]doctor <finding id>"),
+    Severity.WARN: SeverityRule(EXIT_OK, EXIT_PROBLEMS, "pass", ""),
+    Severity.UNKNOWN: SeverityRule(EXIT_OK, EXIT_OK, "pass", ""),
+    Severity.INFO: SeverityRule(EXIT_OK, EXIT_OK, "pass", ""),
+    Severity.OK: SeverityRule(EXIT_OK, EXIT_OK, "pass", ""),
+}
+
+# Findings a `verify --cpu` run does not count: a CPU run needs no GPU and no driver, and says so in a note.
+CPU_EXEMPT: Final[frozenset[str]] = frozenset(DRIVER_IDS)
+
+
+def family(finding_id: str) -> str:
+    """A finding id's family: its prefix (``health.ecc-uncorrected`` -> ``health``)."""
+    return finding_id.split(".", 1)[0]
+
+
+def counts_in_verify(finding: Finding, *, cpu: bool) -> bool:
+    """Whether a finding takes part in verify's ``doctor`` check (all do, but a CPU run's driver findings)."""
+    return not (cpu and finding.id in CPU_EXEMPT)
+
+
+def finding_verdict(finding: Finding, *, cpu: bool = False) -> Verdict:
+    """The verdict one finding gives verify's ``doctor`` check."""
+    if not counts_in_verify(finding, cpu=cpu):
+        return "pass"
+    return SEVERITY_RULES[finding.severity].verify
+
+
+def doctor_exit_code(findings: Iterable[Finding], *, strict: bool = False) -> int:
+    """doctor's exit code: the worst its findings' severities give (``strict``: warnings count too)."""
+    rules = [SEVERITY_RULES[f.severity] for f in findings]
+    return max((r.strict_exit if strict else r.doctor_exit for r in rules), default=EXIT_OK)
+
+
+# --- verify: the steps, the checks, the node ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepRule:
+    """What a step's status makes of the node's verdict."""
+
+    node: Verdict  # the best the node can be with a step so ("pass": no effect)
+    when: str
+
+
+STEP_RULES: Final[dict[StepStatus, StepRule]] = {
+    "done": StepRule("pass", "the step ran to its end"),
+    "not_applicable": StepRule(
+        "pass", "the step does not apply: p2p and all-reduce on one GPU, hostlink, p2p and burn on a CPU run"
+    ),
+    "left_out": StepRule("pass", "the user scoped the run without it (`--only`)"),
+    "skipped": StepRule("incomplete", "the step applies and was not run (no document of it in `--from DIR`)"),
+    "cut_short": StepRule("incomplete", "the budget, Ctrl-C or the set-up budget ended it before its end"),
+    "failed": StepRule("incomplete", "it raised or its workers failed: it measured nothing to judge"),
+}
+
+# A check's verdict from how its figure was judged (checks/verify._figure_check decides it).
+CHECK_RULES: Final[tuple[tuple[str, Verdict], ...]] = (
+    ("a rule (band, peers, baseline, result, findings, dcgm) failed", "fail"),
+    ("no figure: its step failed, was cut short or ended early", "incomplete"),
+    ("a figure that no band, peer or baseline judged (a CPU run; a GPU with no band and no peer)", "unjudged"),
+    ("every rule that judged it passed", "pass"),
+)
+
+# The node's (and a GPU's) verdict is the worst of its checks' and its steps', in this order (model.verify.worst).
+ORDER: Final = VERDICT_ORDER
+
+
+@dataclass(frozen=True)
+class NodeRule:
+    exit_code: int
+    drain: str  # the drain reason's shape ("" = none: --slurm prints nothing)
+    means: str
+
+
+NODE_RULES: Final[dict[Verdict, NodeRule]] = {
+    "pass": NodeRule(EXIT_OK, "", "every stage of the level ran (or does not apply, or was left out) and passed"),
+    "unjudged": NodeRule(
+        EXIT_OK,
+        "",
+        "everything ran and nothing failed, but some figure was held against no band: a CPU run, an unknown SKU",
+    ),
+    "incomplete": NodeRule(
+        EXIT_PROBLEMS,
+        "rigcheck verify: incomplete <check or step> ...",
+        "a stage was skipped, cut short or failed: the node was not verified",
+    ),
+    "fail": NodeRule(
+        EXIT_PROBLEMS,
+        "rigcheck verify: fail <gpuN> <check> <why>; ...",
+        "a check failed (a figure under its band or peers, wrong results, a failing finding, no GPU visible)",
+    ),
+}
+
+
+def node_verdict(checks: Iterable[Verdict], steps: Iterable[StepStatus]) -> Verdict:
+    """The node's verdict: the worst of its checks' verdicts and of what its steps allow."""
+    return worst([*checks, *(STEP_RULES[s].node for s in steps)])
+
+
+def step_verdict(status: StepStatus) -> Verdict:
+    """The best verdict a node can have with a step that ended so."""
+    return STEP_RULES[status].node
+
+
+def exit_code(verdict: Verdict) -> int:
+    """verify's exit code for its node verdict."""
+    return NODE_RULES[verdict].exit_code
+
+
+def slurm_line(verdict: Verdict, drain_reason: str | None) -> str | None:
+    """What `verify --slurm` prints: the drain reason whenever the exit code is 1 (never an empty line), and
+    nothing when it is 0."""
+    if exit_code(verdict) == EXIT_OK:
+        return None
+    return drain_reason or f"rigcheck verify: {verdict}"  # a reason of no words still names the verdict
+
+
+# --- the tables of docs/verdicts.md -------------------------------------------------------------------
+
+
+def _drain_cell(text: str) -> str:
+    return f"`{text}`" if text else "none"
+
+
+def finding_table() -> list[tuple[str, ...]]:
+    """One row per finding family: what each severity of it does to doctor and verify."""
+    fail, warn = SEVERITY_RULES[Severity.FAIL], SEVERITY_RULES[Severity.WARN]
+    rows: list[tuple[str, ...]] = [
+        ("family", "fail", "warn", "unknown, info, ok", "drain-reason text", "not counted by `verify --cpu`")
+    ]
+    for name in sorted(FINDING_IDS):
+        exempt = sorted(i for i in CPU_EXEMPT if family(i) == name)
+        rows.append(
+            (
+                f"`{name}`",
+                f"doctor exit {fail.doctor_exit}; verify {fail.verify}",
+                f"doctor exit {warn.doctor_exit} ({warn.strict_exit} with --strict); verify {warn.verify}",
+                f"doctor exit {SEVERITY_RULES[Severity.UNKNOWN].doctor_exit}; verify "
+                f"{SEVERITY_RULES[Severity.UNKNOWN].verify}",
+                _drain_cell(fail.drain),
+                ", ".join(f"`{i}`" for i in exempt) or "-",
+            )
+        )
+    return rows
+
+
+def step_table() -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("step status", "node verdict at best", "when")]
+    rows += [(f"`{status}`", rule.node, rule.when) for status, rule in STEP_RULES.items()]
+    return rows
+
+
+def check_table() -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("a check whose", "verdict")]
+    rows += [(when, verdict) for when, verdict in CHECK_RULES]
+    return rows
+
+
+def node_table() -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("node verdict", "exit code", "drain reason (`--slurm`)", "means")]
+    rows += [(v, str(r.exit_code), _drain_cell(r.drain), r.means) for v, r in NODE_RULES.items()]
+    return rows
+
+
+def contract_tables() -> list[list[tuple[str, ...]]]:
+    """Every table of docs/verdicts.md, in its order, header row first."""
+    return [finding_table(), step_table(), check_table(), node_table()]
+
+
+# --- the drain reason -------------------------------------------------------------------------------------
+
+DRAIN_MAX: Final = 200  # Slurm keeps a reason short; rigcheck's line stays under this
+_UNQUOTE: Final = {ord(c): " " for c in "\"'`\\"}  # quotes would end the reason= argument early
+
+
+def drain_reason(verdict: Verdict, items: Sequence[str]) -> str | None:
+    """One short ASCII line for `scontrol update ... reason=`: no quotes, no line breaks, at most DRAIN_MAX
+    characters (cut with "..."); None where the verdict exits 0 (pass, unjudged)."""
+    if exit_code(verdict) == EXIT_OK:
+        return None
+    text = f"rigcheck verify: {verdict}" + (f" {'; '.join(items)}" if items else "")
+    text = text.encode("ascii", "replace").decode("ascii")
+    text = " ".join(text.translate(_UNQUOTE).split())
+    if len(text) > DRAIN_MAX:
+        text = text[: DRAIN_MAX - 3].rstrip() + "..."
+    return text
