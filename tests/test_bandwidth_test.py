@@ -13,6 +13,7 @@ from rigcheck.errors import InputError, ParseError
 from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test, parse_bandwidth_test
 from rigcheck.probe.bandwidth_test_doc import bandwidth_test_document
 from tests.test_cli import run
+from tests.test_schemas import assert_valid
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bandwidth-test"
 
@@ -105,6 +106,7 @@ def test_healthy_host_links_pass(name: str, capsys: pytest.CaptureFixture[str]) 
     verdicts = {j["check"]: j["verdict"] for j in doc["judgement"]}
     assert set(verdicts.values()) == {"pass"}
     assert "hostlink_h2d" in verdicts
+    assert_valid(doc)
 
 
 def test_a_gpu_run_from_the_wrong_socket_fails(capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,3 +152,16 @@ def test_pageable_rows_are_read_not_judged(capsys: pytest.CaptureFixture[str]) -
     assert {r["memory"] for r in doc["results"]} == {"pageable"}
     assert doc.get("judgement", []) == []
     assert code == 0
+
+
+@pytest.mark.parametrize("name", ["a10-quick-cut.txt", "t4-shmoo.txt", "p100-mbs-numa-local.txt"])
+def test_device_copies_of_healthy_gpus_are_read_not_failed(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Healthy GPUs' bandwidthTest D2D figures sit at 62-78% of their memory spec, under verify's membw floor
+    (80%): held to it they failed (exit 1); they are unjudged, with the reason, the figure kept."""
+    code, doc = _judged(capsys, "membw", name)
+    assert code == 0
+    (judgement,) = doc["judgement"]
+    assert judgement["verdict"] == "unjudged"
+    assert "62-78%" in judgement["reason"]
+    assert judgement["value"] == doc["results"][0]["read_write_gbps"]
+    assert_valid(doc)

@@ -95,13 +95,19 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     at = measured[0]
     path, text = texts[at]
     if detect_tool(text) is None:  # the CUDA sample bandwidthTest
+        from rigcheck.model.bench import MembwDocument
         from rigcheck.probe.bandwidth_test import parse_bandwidth_test
         from rigcheck.probe.bandwidth_test_doc import bandwidth_test_document
 
         run = parse_bandwidth_test(text, path)
         sample = bandwidth_test_document(command, run, path)
         machine = described_machine([part for i, part in enumerate(texts) if i != at])
-        return judge(sample, Machine(machine, named, {d.index: (d.name, d.bus_id) for d in run.devices}))
+        judged = judge(sample, Machine(machine, named, {d.index: (d.name, d.bus_id) for d in run.devices}))
+        if isinstance(judged, MembwDocument):
+            from rigcheck.probe.bandwidth_test_doc import unjudge_device_copies
+
+            return unjudge_device_copies(judged)
+        return judged
     output = read_tool_output(text, path)
     assert output is not None
     error = wrong_tool(output, command)
