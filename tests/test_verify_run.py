@@ -207,6 +207,18 @@ def test_a_set_up_over_its_own_budget_fails_the_step_and_names_the_ranks(monkeyp
     _no_process_left()
 
 
+def test_only_runs_the_stages_asked_for_and_leaves_the_others_out() -> None:
+    doc = run_verify(snapshot=Snapshot(), findings=[], cpu=True, only=["membw"])
+    statuses = _steps(doc)
+    assert (statuses["membw"], statuses["matmul"], statuses["allreduce"]) == ("done", "left_out", "left_out")
+    assert {s.reason for s in doc.steps if s.status == "left_out"} == {"left out: --only membw"}
+    assert not [c for c in _checks(doc).values() if c.id.startswith("matmul")]
+    assert doc.verdict == "unjudged"  # left out is not incomplete: the node is judged on what was asked for
+    with pytest.raises(UsageError, match="--only takes stages among"):
+        run_verify(snapshot=Snapshot(), findings=[], cpu=True, only=["memory"])
+    _no_process_left()
+
+
 def _no_launch(*_args: Any, **_kwargs: Any) -> Any:
     raise BenchError("not measured in this test")
 
