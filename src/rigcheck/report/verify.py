@@ -105,6 +105,19 @@ def problem_lines(doc: VerifyDocument) -> list[str]:
     return out
 
 
+def unjudged_lines(doc: VerifyDocument) -> list[str]:
+    """One line per reason a figure was held against nothing (no band, no peer, no baseline), naming its checks:
+    why the verdict says unjudged and not pass."""
+    why: dict[str, list[str]] = {}
+    for gpu, check in rows(doc):
+        if check.verdict == "unjudged":
+            band = next((j.text for j in check.judgements if j.rule == "band"), None)
+            why.setdefault(band or "no band, peer or baseline", []).append(
+                f"{subject(gpu, cpu=doc.source == 'cpu')} {check.id}"
+            )
+    return [f"unjudged ({reason}): {', '.join(checks)}" for reason, checks in why.items()]
+
+
 def step_lines(doc: VerifyDocument) -> list[str]:
     out = []
     for s in doc.steps:
@@ -129,6 +142,7 @@ def terminal(doc: VerifyDocument) -> RenderableType:
         Text(headline(doc), style=VERDICT_STYLE[doc.verdict]),
     ]
     parts += [Text(f"✗ {line}", style="red") for line in problem_lines(doc)]
+    parts += [Text(f"~ {line}", style=VERDICT_STYLE["unjudged"]) for line in unjudged_lines(doc)]
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in HEADERS:
         table.add_column(col, overflow="fold")
@@ -150,7 +164,7 @@ def terminal(doc: VerifyDocument) -> RenderableType:
 
 def markdown(doc: VerifyDocument) -> str:
     out = ["# rigcheck verify", "", f"**{md_cell(headline(doc))}**", ""]
-    out += [f"- {md_cell(line)}" for line in problem_lines(doc)]
+    out += [f"- {md_cell(line)}" for line in [*problem_lines(doc), *unjudged_lines(doc)]]
     out += ["", "| " + " | ".join(HEADERS) + " |", "| " + " | ".join("---" for _ in HEADERS) + " |"]
     cpu, refs = doc.source == "cpu", source_refs(doc)
     out += ["| " + " | ".join(md_cell(c) for c in cells(g, c, refs, cpu=cpu)) + " |" for g, c in rows(doc)]
@@ -172,7 +186,7 @@ def html(doc: VerifyDocument) -> str:
         "<h1>rigcheck verify</h1>",
         f'<p class="result {good[doc.verdict]}">{esc(headline(doc))}</p>',
         "<ul>",
-        *(f"<li>{esc(line)}</li>" for line in problem_lines(doc)),
+        *(f"<li>{esc(line)}</li>" for line in [*problem_lines(doc), *unjudged_lines(doc)]),
         "</ul>",
         "<table><tr>" + "".join(f"<th>{esc(h)}</th>" for h in HEADERS) + "</tr>",
     ]
