@@ -139,6 +139,22 @@ def test_verify_without_a_gpu_still_gives_its_document_and_a_drain_reason(
     assert len(lines[0]) <= 200
 
 
+def test_verify_whose_telemetry_does_not_start_still_gives_its_document(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The snapshot sees GPUs but NVML's poller does not start: the burn is skipped (incomplete, exit 1) and the
+    document is still printed (it exited 1 with nothing on stdout)."""
+    fake_machine(monkeypatch, "healthy_8x_h100_nvlink", "two-gpu")
+    monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(SCENARIOS["no_driver"](), gpus=gpus))
+    code, out, err = run(["verify", "--json", "--only", "burn"], capsys)
+    doc = json.loads(out)
+    assert (code, doc["verdict"]) == (1, "incomplete")
+    burn = next(s for s in doc["steps"] if s["name"] == "burn")
+    assert burn["status"] == "skipped"
+    assert "poller" in burn["reason"]
+    assert "the burn's telemetry (NVML) did not start" in err
+
+
 def test_unreadable_gpu_makes_power_and_thermal_fail(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

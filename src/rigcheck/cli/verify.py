@@ -178,10 +178,16 @@ def _live(
         host = socket.gethostname()
         return verify_unmeasured(snap, findings, reason=missing, level=lvl, host=host, budget_s=wanted, only=only)
     poller = None
-    if not cpu:
-        from rigcheck.cli.monitor_cmd import open_poller
+    if not cpu and (only is None or "burn" in only):
+        from rigcheck.cli import monitor_cmd
+        from rigcheck.errors import ProbeError
 
-        poller = open_poller(gpus)
+        poller = monitor_cmd.make_poller(gpus)
+        try:
+            poller.open()
+        except ProbeError as exc:  # the burn is skipped (incomplete, exit 1); the other stages and the document stay
+            note(f"the burn's telemetry (NVML) did not start: {' '.join(str(exc).split())}")
+            poller = None
     try:
         with progress_line() as progress:
             return run_verify(
