@@ -666,7 +666,7 @@ def verify_document(
         for s in unfinished:
             alike.setdefault((s.status.replace("_", " "), s.reason or "no reason given"), []).append(s.name)
         text = "; ".join(f"{', '.join(names)} {status}: {why}" for (status, why), names in alike.items())
-        node.append(unfinished_check(f"steps that did not run to their end: {text}"))
+        node.append(unfinished_check(f"stages not run, or not to their end: {text}"))
         if verdict in ("pass", "unjudged"):
             verdict = node_verdict([verdict], [s.status for s in unfinished])
             drain = drain_reason(verdict, [f"{s.name} {s.status.replace('_', ' ')}" for s in unfinished])
