@@ -3,11 +3,11 @@ judges against (`verify --explain`).
 
 A check holds one figure (``value`` in ``unit``) and the judgements made of it, each shown: against the SKU's
 achievable band (``expected_min``, ``expected_source``), against the median of the GPU's identical peers in the
-box (``peer_best`` keeps their best), against an earlier run of this node (``baseline``). Its verdict is ``fail`` when any
-judgement fails, ``incomplete`` when the figure could not be measured (cut short by the budget, the step
-failed, a file is missing), ``unjudged`` when no band, peer or baseline held the figure (a CPU run), ``pass``
-otherwise. A GPU's verdict is the worst of its checks, the node's the worst of its GPUs, its node checks and
-its steps (fail > incomplete > unjudged > pass; docs/verdicts.md).
+box (``peer_best`` keeps their best), against an earlier run of this node (``baseline``). Its verdict is
+``fail`` when any judgement fails, ``incomplete`` when the figure could not be measured (cut short by the
+budget, the step failed, a file is missing), ``unjudged`` when no band, peer or baseline held the figure (a CPU
+run), ``pass`` otherwise. A GPU's verdict is the worst of its checks, the node's the worst of its GPUs, its
+node checks and its steps (fail > incomplete > unjudged > pass; docs/verdicts.md).
 
 Built by ``rigcheck.checks.verify`` (the judge, pure) from :class:`VerifyInputs` — measured by
 ``rigcheck.bench.verify`` or read from saved documents by ``rigcheck.probe.saved`` — and drawn by
