@@ -519,6 +519,16 @@ def test_a_table_of_only_deployment_tests_measured_nothing(tmp_path: Path) -> No
     assert "only the doctor checks and DCGM's deployment tests were judged" in run.detail
 
 
+def test_other_tables_are_not_taken_for_dcgmi() -> None:
+    from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text
+
+    # Synthetic: a markdown summary with pass words, and nvidia-smi's box; neither is dcgmi's.
+    assert not looks_like_dcgm_text("| check | verdict |\n| --- | --- |\n| matmul | Pass |\n| membw | Fail |\n")
+    smi = (HERE / "fixtures" / "corpus" / "smi" / "002-2x2080ti-550.txt").read_text(encoding="utf-8")
+    assert not looks_like_dcgm_text(smi)
+    assert all(looks_like_dcgm_text(p.read_text(encoding="utf-8")) for p in TEXT.glob("*.txt"))
+
+
 def test_doctor_from_a_table_names_what_it_is() -> None:
     from rigcheck.errors import ParseError
     from rigcheck.probe.from_file import load_file

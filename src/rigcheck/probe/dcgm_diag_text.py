@@ -44,11 +44,20 @@ _METADATA: Final = "metadata"
 
 
 def looks_like_dcgm_text(text: str) -> bool:
-    """Whether ``text`` holds a `dcgmi diag` table (or a whole-row excerpt of one)."""
+    """Whether ``text`` holds a `dcgmi diag` table: its header or a category rule, or (an excerpt of rows) a plugin
+    row only dcgmi writes ("Fail - GPU: 0", "Pass - All", "GPU0: Pass"); a bare "| name | Pass |" row of some
+    other table is not enough."""
     rows = [line.strip() for line in strip_ansi(text).splitlines()]
     if any(_HEADER.match(r) or _CATEGORY.match(r) for r in rows):
         return True
-    return any(_status_of(cells[1]) is not None for r in rows if (cells := _cells(r)) is not None and cells[0])
+    for row in rows:
+        cells = _cells(row)
+        if cells is None:
+            continue
+        status = _status_of(cells[1])
+        if (status is not None and status[1] is not None) or (not cells[0] and _PER_GPU.match(cells[1].strip())):
+            return True
+    return False
 
 
 @dataclass
