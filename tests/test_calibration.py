@@ -28,21 +28,6 @@ CASES = load_cases()
 # Cases the current judge gets wrong, each with the capability it lacks. strict: when the judge is fixed the
 # test says so, and the entry goes.
 MISJUDGED: dict[str, str] = {
-    **dict.fromkeys(
-        (
-            "gpuburn-6gpu-load-module-error",
-            "gpuburn-8x1080ti-cublas-init",
-            "gpuburn-8xv100-cuda-error-unknown",
-            "gpuburn-a2000-no-results",
-        ),
-        'gpu-burn output whose test never ran ("Couldn\'t init a GPU test", no Gflop/s, or no progress line) is '
-        "read as 'OK (gpu-burn: no wrong result); under load: not loaded', exit 0: a burn that loaded no GPU passes",
-    ),
-    "bandwidthtest-a100-sxm4-cloud-vm": (
-        "no slot information in a bandwidthTest output: a Gen4 card copying at Gen3 x16 speed in a VM is failed as "
-        "the GPU's fault (floor of the SKU's own link) instead of naming the slot or passthrough as the likely limit "
-        "and asking for nvidia-smi -q"
-    ),
     "incident-hgx-xid45-caused-by-xid149": (
         "an Xid 45 line that names its cause ('caused by previous Xid 149' / 'Xid 145', NVLink faults) is judged "
         "as Xid 45 alone (a cleaned-up channel) instead of by the fault it names"

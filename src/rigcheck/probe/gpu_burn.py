@@ -10,6 +10,12 @@ an error count being "N  (WARNING!)" when its comparison found wrong results and
 process died; then "Tested 2 GPUs:" and "GPU 0: OK" / "GPU 0: FAULTY" (FAULTY: a wrong result at any time).
 "No clients are alive!  Aborting" ends a run whose processes all died. Read for the format: CRLF, ANSI escapes,
 tabs, progress lines glued to the next (no newline before "read[0] error"), a cut end.
+
+A test that never started is not a pass: gpu-burn prints "Couldn't init a GPU test: …" (its per-GPU process
+could not set up CUDA, cuBLAS or its compare kernel), "Couldn't init CUDA: …" or "No CUDA devices", goes on
+printing "0 (0 Gflop/s)" for the GPUs that never report, and still prints "GPU n: OK" at the end (wilicc/gpu-burn
+issues #7, #14, #123, #124: OK with nothing computed). A GPU no progress line shows computing fails here, the
+error lines quoted (they name no GPU); where the output names no GPU at all the run judges nothing and exits 1.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from rigcheck.probe.smi.ansi import strip_ansi
 TOOL = "gpu-burn"
 SOURCE = "wilicc/gpu-burn (gpu_burn-drv.cpp): progress lines, 'Tested N GPUs' and OK/FAULTY per GPU"
 
-_GPU = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID: ([^)]+)\)")
+# `nvidia-smi -L`'s lines, which gpu-burn prints first (a cut copy may lose the UUID's end).
+_GPU = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID")
 _VERDICT = re.compile(r"^\s*GPU (\d+): (OK|FAULTY)\s*$")
 _TESTED = re.compile(r"^\s*Tested (\d+) GPUs?:")
 _DURATION = re.compile(r"Burning for (\d+) sec")
@@ -36,6 +43,18 @@ _PROCD = re.compile(r"(-?\d+) \((-?\d+(?:\.\d+)?) Gflop/s\)")
 _ERRORS = re.compile(r"(-?\d+)(\s*\((WARNING|DIED)!\))?")
 _TEMP = re.compile(r"(-?\d+) C")
 _ABORT = "No clients are alive"
+# gpu-burn's own failure lines (gpu_burn-drv.cpp: startBurn, initCuda, launch), and a CUDA or cuBLAS status
+# printed on a line of its own by older versions. None names its GPU: each GPU's processes print to one stream.
+_FAILURE = re.compile(
+    r"Couldn't init (?:a GPU test|CUDA): |Failure during compute: |No CUDA (?:devices|capable GPUs)"
+    r"|Low mem for result|CUDA_ERROR_[A-Z_]+|CUBLAS_STATUS_[A-Z_]+|CUDA error: "
+)
+_LEADS = ("Couldn't", "Failure", "No CUDA", "Low mem")  # a failure line that starts with its own words
+_INITIALIZED = re.compile(r"Initialized device (\d+) with \d+ MB")
+# Lines only gpu-burn prints: with one of them, an output without a progress line is still gpu-burn's.
+_ITS_OWN = re.compile(r"Couldn't init (?:a GPU test|CUDA): |Initialized device \d+ with \d+ MB|Burning for \d+ sec")
+# The end of a run (gpu_burn-drv.cpp listenClients): after these every GPU has had the whole run to report.
+_ENDED = re.compile(r"^\s*Killing processes|^\s*Tested \d+ GPUs?:")
 
 
 @dataclass(frozen=True)
@@ -57,10 +76,43 @@ class GpuBurnRun:
     verdicts: dict[int, str] = field(default_factory=dict)  # the "Tested N GPUs" section: OK / FAULTY
     tested: int | None = None
     aborted: bool = False
+    failures: list[str] = field(default_factory=list)  # gpu-burn's failure lines, as printed, each once
+    initialized: set[int] = field(default_factory=set)  # "Initialized device N": its process set up its buffers
+    ended: bool = False  # "Killing processes" or the summary: every GPU had the whole run to report
 
     def gpu_count(self) -> int:
         widths = [len(x.gflops) for x in self.lines]
-        return max([*widths, len(self.names), len(self.verdicts), self.tested or 0], default=0)
+        named = [max(self.names) + 1] if self.names else []
+        seen = [max(self.initialized) + 1] if self.initialized else []
+        return max([*widths, *named, *seen, len(self.verdicts), self.tested or 0], default=0)
+
+    @property
+    def started(self) -> bool:
+        """Whether the output holds the run's start (the GPU list, "Burning for", "Initialized device", a failure
+        line): without it and without a progress line it is a tail, and gpu-burn's summary is all there is."""
+        return bool(self.names or self.initialized or self.duration_s or self.failures)
+
+    def computed(self, gpu: int) -> bool:
+        """Whether any progress line shows GPU ``gpu`` computing (Gflop/s above 0)."""
+        return any(gpu < len(x.gflops) and (g := x.gflops[gpu]) is not None and g > 0 for x in self.lines)
+
+    def not_run(self, gpu: int) -> tuple[str, str] | None:
+        """("FAILED" or "INCOMPLETE", why) for a GPU no progress line shows computing and whose process did not
+        die (a death is a fault of its own); None for a GPU that computed. FAILED where gpu-burn printed a
+        failure line or the run ended (the GPU had the whole run); INCOMPLETE where the output stops before."""
+        if self.computed(gpu) or "DIED" in {x.flags[gpu] for x in self.lines if gpu < len(x.flags)}:
+            return None
+        if not self.lines and not self.started:  # a summary kept without the run: gpu-burn's verdict stands
+            return None
+        shown = "no progress line shows it computing" if self.lines else "gpu-burn printed no progress line"
+        ok = " (gpu-burn still says OK: it compared nothing)" if self.verdicts.get(gpu) == "OK" else ""
+        if self.failures:
+            quoted = "; ".join(f"'{line}'" for line in self.failures[:3])
+            more = f" and {len(self.failures) - 3} more" if len(self.failures) > 3 else ""
+            return "FAILED", f"the test never ran on this GPU ({shown}){ok}; gpu-burn printed {quoted}{more}"
+        if self.ended:
+            return "FAILED", f"the test never ran on this GPU in the whole run ({shown}){ok}"
+        return "INCOMPLETE", f"the output ends before this GPU computed anything ({shown})"
 
     def faults(self, gpu: int) -> list[str]:
         """Why gpu-burn says GPU ``gpu`` is faulty, one phrase each (empty: it found nothing)."""
@@ -82,9 +134,23 @@ def _cells(line: str) -> list[str]:
 
 def looks_like_gpu_burn(text: str) -> bool:
     head = text[:200_000]
-    return bool(_PROGRESS.search(head.replace("\n", " "))) or (
-        "Tested" in head and bool(re.search(r"^\s*GPU \d+: (OK|FAULTY)\s*$", head, re.MULTILINE))
+    return (
+        bool(_PROGRESS.search(head.replace("\n", " ")))
+        or ("Tested" in head and bool(re.search(r"^\s*GPU \d+: (OK|FAULTY)\s*$", head, re.MULTILINE)))
+        or bool(_ITS_OWN.search(head))
     )
+
+
+def _failure(line: str) -> str | None:
+    """gpu-burn's failure line in ``line``, as printed (bounded; a progress line glued after it left out)."""
+    m = _FAILURE.search(line)
+    if m is None:
+        return None
+    start = m.start() if m.group(0).startswith(_LEADS) else 0
+    text = line[start:].split("\r", maxsplit=1)[0]
+    if (progress := _PROGRESS.search(text)) is not None and progress.start() > 0:
+        text = text[: progress.start()]
+    return " ".join(text.split())[:200] or None
 
 
 def _progress(match: re.Match[str]) -> BurnLine:
@@ -117,9 +183,17 @@ def parse_gpu_burn(text: str, path: str) -> GpuBurnRun:
             continue
         if _ABORT in line:
             run.aborted = True
+        if _ENDED.search(line):
+            run.ended = True
+        if (m := _INITIALIZED.search(line)) is not None:
+            run.initialized.add(int(m.group(1)))
+        if (failure := _failure(line)) is not None and failure not in run.failures:
+            run.failures.append(failure)
         run.lines += [_progress(p) for p in _PROGRESS.finditer(line)]
-    if not run.lines and not run.verdicts:
-        raise ParseError("gpu-burn output without a progress line or a 'Tested N GPUs' summary", path=path)
+    if not (run.lines or run.verdicts or run.failures or run.initialized or run.duration_s):
+        raise ParseError(
+            "gpu-burn output without a progress line, a 'Tested N GPUs' summary or a line of its own", path=path
+        )
     return run
 
 
@@ -153,12 +227,24 @@ def trace_of(run: GpuBurnRun, path: str) -> Trace:
         trace.diagnostics.append(
             "the output names no GPU model (an older gpu-burn, or the lines before the progress were not kept)"
         )
-    if not run.verdicts:
+    if not run.lines and not run.started:
+        trace.diagnostics.append(
+            "only gpu-burn's summary is in the output (its start and progress lines were not kept): its OK/FAULTY "
+            "is taken as printed; keep the whole output to see each GPU computing"
+        )
+    if not run.verdicts and run.lines:
         trace.diagnostics.append(
             "no 'Tested N GPUs' summary (the run was cut or still going): judged on the progress lines printed"
         )
     if run.aborted:
         trace.diagnostics.append("gpu-burn aborted: 'No clients are alive!'")
+    if run.failures:
+        trace.diagnostics.append("gpu-burn printed: " + "; ".join(f"'{line}'" for line in run.failures))
+    if not trace.gpus:
+        trace.diagnostics.append(
+            "the output names no GPU and shows none computing: nothing was tested (exit 1); run `nvidia-smi` and "
+            "gpu-burn again, keeping its whole output"
+        )
     return trace
 
 
@@ -182,6 +268,7 @@ def with_gpu_burn(analyses: list[GpuBurnAnalysis], run: GpuBurnRun) -> list[GpuB
             missing["errors"] = "no progress line for this GPU in the output"
         if not gflops:
             missing["tflops_sustained"] = "gpu-burn printed no Gflop/s after its first line for this GPU"
+        not_run = run.not_run(gpu)
         if faults:
             update["verdict"] = f"FAULTY (gpu-burn): {'; '.join(faults)}; under load: {a.verdict}"
             update["advice"] = (
@@ -189,6 +276,12 @@ def with_gpu_burn(analyses: list[GpuBurnAnalysis], run: GpuBurnRun) -> list[GpuB
                 "alone to confirm, then `dcgmi diag -r 3` and the kernel log (Xid, ECC: `rigcheck doctor`); "
                 "replace it if the fault repeats"
             )
+        elif not_run is not None:
+            update["verdict"] = f"{not_run[0]} (gpu-burn): {not_run[1]}"
+            if not_run[0] == "INCOMPLETE":
+                update["advice"] = "keep gpu-burn's whole run (`./gpu_burn 600 2>&1 | tee burn.txt`) and read it again"
+            else:
+                update["advice"] = NOT_RUN_ADVICE if run.failures else SILENT_ADVICE
         elif run.verdicts.get(gpu) == "OK":
             update["verdict"] = f"OK (gpu-burn: no wrong result); under load: {a.verdict}"
         update["missing"] = missing
@@ -196,5 +289,31 @@ def with_gpu_burn(analyses: list[GpuBurnAnalysis], run: GpuBurnRun) -> list[GpuB
     return out
 
 
+# A GPU gpu-burn could not load: what its failure lines usually mean (gpu_burn-drv.cpp: the step each names).
+NOT_RUN_ADVICE = (
+    "gpu-burn could not run its test on this GPU, so the run proves nothing about it: fix what the error names "
+    "and run it again: 'load module' (compare.ptx missing beside gpu_burn, or built for a newer CUDA than the "
+    "driver: rebuild gpu-burn with this machine's CUDA), a cuBLAS 'init' status (out of memory, or a cuBLAS the "
+    "driver does not support), 'system not yet initialized' (NVSwitch systems: start nvidia-fabricmanager), "
+    "'No CUDA devices' or an unknown CUDA error (`nvidia-smi`, and the kernel log for Xid: `rigcheck doctor`); a "
+    "GPU that fails to start while its neighbours run is suspect"
+)
+
+
+SILENT_ADVICE = (
+    "gpu-burn reported no work for this GPU through its run and printed no error, so the run proves nothing about "
+    "it: run it again with its errors kept (`./gpu_burn 60 2>&1 | tee burn.txt`), check the GPU in `nvidia-smi` "
+    "and the kernel log for Xid (`rigcheck doctor`)"
+)
+
+
+def problem_verdict(verdict: str) -> bool:
+    """Whether a GPU verdict from gpu-burn's output is a problem of gpu-burn's own (wrong results, a dead process,
+    a test that never ran on it): the report counts these beside the thermal ones."""
+    return verdict.startswith(("FAULTY (gpu-burn)", "FAILED (gpu-burn)", "INCOMPLETE (gpu-burn)"))
+
+
 def is_faulty(run: GpuBurnRun) -> bool:
-    return run.aborted or any(run.faults(g) for g in range(run.gpu_count()))
+    """Whether the run fails: a GPU faulty or never tested, every process dead, or no GPU tested at all."""
+    gpus = range(run.gpu_count())
+    return run.aborted or not gpus or any(run.faults(g) or run.not_run(g) for g in gpus)

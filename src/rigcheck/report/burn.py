@@ -11,12 +11,19 @@ from rich.text import Text
 from rigcheck.checks.burn import is_problem
 from rigcheck.checks.common import fmt
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.probe.gpu_burn import TOOL as GPU_BURN
+from rigcheck.probe.gpu_burn import problem_verdict
 from rigcheck.report.common import md_prose
 from rigcheck.report.render import Renderers, json_text
 
 
-def _style(a: GpuBurnAnalysis) -> str:
-    if is_problem(a):
+def _gpu_burn_problem(doc: BurnResult, a: GpuBurnAnalysis) -> bool:
+    """A fault gpu-burn's own output shows (wrong results, a dead process, a test that never ran on the GPU)."""
+    return doc.source == GPU_BURN and problem_verdict(a.verdict)
+
+
+def _style(doc: BurnResult, a: GpuBurnAnalysis) -> str:
+    if is_problem(a) or _gpu_burn_problem(doc, a):
         return "bold red"
     if a.verdict.startswith("hot") or a.limiter == "unknown":
         return "bold yellow"
@@ -97,12 +104,17 @@ def conclusion(doc: BurnResult) -> list[tuple[str, bool]]:
     loads = _loads(doc)
     wrong = [i for i, load in sorted(loads.items()) if load.errors]
     failed = [i for i, load in loads.items() if load.error is not None]
-    bad = sorted({a.index for a in doc.gpus if is_problem(a)} | set(failed) | set(wrong))
+    burn_faults = [a.index for a in doc.gpus if _gpu_burn_problem(doc, a)]
+    bad = sorted({a.index for a in doc.gpus if is_problem(a)} | set(failed) | set(wrong) | set(burn_faults))
     lines: list[tuple[str, bool]] = []
     if wrong:
         lines.append((f"WRONG RESULTS on GPU {', '.join(map(str, wrong))}", True))
+    if burn_faults:
+        lines.append((f"gpu-burn: GPU {', '.join(map(str, burn_faults))} faulty or never tested", True))
     if bad:
         lines.append((f"problems on GPU {', '.join(map(str, bad))}", True))
+    elif doc.exit_code != 0 and not doc.is_run:  # gpu-burn aborted, or its output names no GPU: see the notes
+        lines.append(("the run failed: " + (doc.diagnostics[-1] if doc.diagnostics else f"exit {doc.exit_code}"), True))
     elif doc.is_run:
         lines.append(("no GPU computed a wrong result, throttled for heat or was lost", False))
     else:
@@ -112,7 +124,7 @@ def conclusion(doc: BurnResult) -> list[tuple[str, bool]]:
 
 def gpu_lines(doc: BurnResult, a: GpuBurnAnalysis) -> list[RenderableType]:
     """A few lines per GPU: the verdict, the numbers behind it, what the load did (a burn), the advice."""
-    lines: list[RenderableType] = [Text.assemble((f"GPU{a.index}  ", "bold"), (a.verdict, _style(a)))]
+    lines: list[RenderableType] = [Text.assemble((f"GPU{a.index}  ", "bold"), (a.verdict, _style(doc, a)))]
     lines += [Text(f"  {line}") for line in evidence(a)]
     if doc.is_run:
         load = _loads(doc).get(a.index)
