@@ -28,11 +28,6 @@ CASES = load_cases()
 # Cases the current judge gets wrong, each with the capability it lacks. strict: when the judge is fixed the
 # test says so, and the entry goes.
 MISJUDGED: dict[str, str] = {
-    "bandwidthtest-a100-sxm4-cloud-vm": (
-        "no slot information in a bandwidthTest output: a Gen4 card copying at Gen3 x16 speed in a VM is failed as "
-        "the GPU's fault (floor of the SKU's own link) instead of naming the slot or passthrough as the likely limit "
-        "and asking for nvidia-smi -q"
-    ),
     "incident-hgx-xid45-caused-by-xid149": (
         "an Xid 45 line that names its cause ('caused by previous Xid 149' / 'Xid 145', NVLink faults) is judged "
         "as Xid 45 alone (a cleaned-up channel) instead of by the fault it names"

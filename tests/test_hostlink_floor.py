@@ -153,10 +153,12 @@ def test_a_gen5_h100_whose_link_trained_down_in_a_gen5_slot_fails(capsys: pytest
 def test_without_the_machine_the_card_is_held_to_its_own_link_and_told_to_add_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # 25.6 GB/s is under the H100's own Gen5 floor but a Gen4 slot's figure: unjudged, not failed
+    # (tests/test_hostlink_no_slot.py); the note asks for the machine
     code, doc = _bench(capsys, NVB_H100_25)
-    assert [j["verdict"] for j in doc["judgement"]] == ["fail", "fail"]  # type: ignore[attr-defined]
+    assert [j["verdict"] for j in doc["judgement"]] == ["unjudged", "unjudged"]  # type: ignore[attr-defined]
     assert any("the link the slot allows is not known" in n for n in doc["notes"])  # type: ignore[attr-defined]
-    assert code == 1
+    assert code == 0
 
 
 def test_the_published_healthy_5090s_pass_with_their_margin(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,9 @@ What the machine is comes from, first to last: ``--gpu NAME`` (a catalog SKU, fo
 machine description given with it (a snapshot: `nvidia-smi -q`, `topo -m`...; its GPUs matched by bus id, else
 index), the device names the tool printed (matched to the catalog as nvidia-smi's names are). The PCIe link is
 the snapshot's (as trained) where it has one, else the SKU's as built (facts/bands.py PCIE_LINKS); host copies
-are judged against the link the slot allows (checks/verify_figures.py hostlink_band_of): a card in an older host
-is a platform note, a link trained below its slot fails; a pair's link
+are judged against the link the slot allows (checks/verify_figures.py hostlink_floor): a card in an older host
+is a platform note, a link trained below its slot fails; without the slot a figure one generation under the
+card's own link is not judged (the slot may explain it), under that it fails; a pair's link
 is the snapshot's topology, else what the SKU is built with (SXM: its NVLinks; no NVLink: PCIe); a pair that
 cannot use peer access copies over PCIe through the host whatever joins it.
 """
@@ -18,7 +19,15 @@ import contextlib
 from dataclasses import replace
 
 from rigcheck.checks.reference_p2p import slower_than_staged
-from rigcheck.checks.verify_figures import hostlink_band_of, margin_pct, margin_text, slot_notes, trained_below
+from rigcheck.checks.verify_figures import (
+    BENCH_SLOT_ASK,
+    hostlink_floor,
+    margin_pct,
+    margin_text,
+    slot_notes,
+    slot_unknown_text,
+    trained_below,
+)
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import PCIE_LINKS, BandFact, band_for, p2p_band, pcie_p2p_band
 from rigcheck.facts.catalog import GpuSpec
@@ -169,13 +178,19 @@ def judge_hostlink(doc: HostlinkDocument, machine: Machine) -> HostlinkDocument:
         check = HOSTLINK_CHECKS.get(row.name)
         if check is not None:
             spec = machine.spec(row.gpu)
-            band = hostlink_band_of(check, machine.gpu(row.gpu), spec)
+            floor = hostlink_floor(check, machine.gpu(row.gpu), spec)
             why = (
                 f"{row.device_name}: no SKU known, so no band: {ADD_MACHINE}"
                 if spec is None
                 else (f"{spec.name} has no PCIe host-link band")
             )
-            judged = _judge(check, f"GPU{row.gpu}", row.gbps, band, why)
+            judged = _judge(check, f"GPU{row.gpu}", row.gbps, floor.band, why)
+            band, older = floor.band, floor.older
+            if band and older and floor.own and floor.slot_explains(row.gbps):
+                # the slot's generation would explain it (an older host, a VM): not the GPU's fail, and no pass
+                floors = (band.expected_min, older.expected_min)
+                reason = slot_unknown_text(row.gbps, "GB/s", floors, floor.own, BENCH_SLOT_ASK)
+                judged = _judge(check, f"GPU{row.gpu}", row.gbps, None, reason)
             down = trained_below(machine.gpu(row.gpu)) if judged.verdict == "fail" else None
             judgements.append(judged.model_copy(update={"reason": f"{judged.reason}; {down}"}) if down else judged)
     notes = list(doc.notes)
@@ -184,8 +199,9 @@ def judge_hostlink(doc: HostlinkDocument, machine: Machine) -> HostlinkDocument:
     if any(machine.gpu(row.gpu) is None for row in rows if HOSTLINK_CHECKS.get(row.name)):
         notes.append(
             "the link the slot allows is not known for some GPUs: judged against the card's own link as built, "
-            "which a card in an older host cannot reach: add the machine's `nvidia-smi -q` (or a rigcheck "
-            "snapshot) with a second --from"
+            "which a card in an older host cannot reach (a figure under it that the same width one generation "
+            "older would reach is not judged, neither failed nor passed): add the machine's `nvidia-smi -q` (or a "
+            "rigcheck snapshot) with a second --from"
         )
     if links:
         notes.append("PCIe links: " + "; ".join(links[g] for g in sorted(links)))

@@ -21,9 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from pydantic import Field
+
 from rigcheck.checks.burn_problems import load_problems
 from rigcheck.checks.verify_bands import effective_band, with_site_floor
-from rigcheck.facts.bands import HOSTLINK, BandFact, band_for, hostlink_band
+from rigcheck.facts.bands import HOSTLINK, PCIE_LINKS, BandFact, band_for, hostlink_band, older_hostlink_band
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.facts.pcie import SlotReadings, slot_pcie_link
 from rigcheck.model.bench import (
@@ -281,24 +283,81 @@ def burn_figures(burn: BurnResult) -> list[Figure]:
     return figures
 
 
-def hostlink_band_of(check: str, gpu: SlotReadings | None, spec: GpuSpec | None) -> BandFact | None:
-    """A GPU's host-copy band: on the link its slot allows where the machine description reads it (a card in
-    an older host is held to the host's generation: a platform limit, see :func:`slot_notes`), else on the
-    SKU's own link as built."""
+@dataclass(frozen=True)
+class HostlinkFloor:
+    """A GPU's host-copy band, and where the slot's generation is not known the band of the card's own width one
+    generation older (facts/bands.py older_hostlink_band): a figure between the two floors is not judged."""
+
+    band: BandFact | None
+    older: BandFact | None = None
+    own: tuple[int, int] | None = None  # the card's own (generation, width), where ``older`` is set
+
+    def slot_explains(self, value: float) -> bool:
+        """Under the card's own floor but at or over the older generation's: a slot limit would explain it."""
+        if self.band is None or self.older is None:
+            return False
+        return self.older.expected_min <= value < self.band.expected_min
+
+
+def hostlink_floor(check: str, gpu: SlotReadings | None, spec: GpuSpec | None) -> HostlinkFloor:
+    """A GPU's host-copy floor: on the link its slot allows where the machine description reads the max
+    generation (a card in an older host is held to the host's generation: a platform limit, see
+    :func:`slot_notes`), else on the SKU's own link as built, with the older generation's band beside it unless
+    the link reads the card's own generation now (the slot allows it, then)."""
     slot = slot_pcie_link(gpu)
-    if slot is None:
-        return band_for(spec, check) if spec is not None else None
-    card = f"; the card can do Gen{slot.card_gen}" if slot.slot_limits else ""
-    return hostlink_band(check, slot.allowed.gen, slot.allowed.width, link=f"the link the slot allows{card}")
+    if slot is not None and (spec is None or (gpu is not None and gpu.pcie_gen_max is not None)):
+        card = f"; the card can do Gen{slot.card_gen}" if slot.slot_limits else ""
+        link = f"the link the slot allows{card}"
+        return HostlinkFloor(hostlink_band(check, slot.allowed.gen, slot.allowed.width, link=link))
+    if spec is None:
+        return HostlinkFloor(None)
+    band, own = band_for(spec, check), PCIE_LINKS.get(spec.name)
+    now = gpu.pcie_gen_current if gpu is not None else None
+    if band is None or own is None or (now is not None and now >= own[0]):
+        return HostlinkFloor(band)
+    return HostlinkFloor(band, older_hostlink_band(check, *own), own)
+
+
+def slot_unknown_text(value: float, unit: str, floors: tuple[float, float], own: tuple[int, int], ask: str) -> str:
+    """Why a host copy under the card's own floor but over the floor of the same width one generation older
+    (``floors``: the two) is not judged, and what decides. ``own``: the card's (generation, width)."""
+    gen, width = own
+    return (
+        f"{num(value)} {unit}, under the floor {num(floors[0])} of the card's own link Gen{gen} x{width} "
+        f"({margin_text(margin_pct(value, floors[0]))}), over {num(floors[1])} of Gen{gen - 1} x{width}: not "
+        f"judged: the slot likely allows only Gen{gen - 1} (an older host, or a VM's passthrough), a platform "
+        f"limit and not a GPU fault; a link trained down to Gen{gen - 1} in a Gen{gen} slot reads the same, so "
+        f"this is no pass: {ask}"
+    )
+
+
+# What decides a host copy the slot may explain, in verify (the snapshot) and bench hostlink --from (a file).
+VERIFY_SLOT_ASK = 'a snapshot that reads the PCIe max generation (NVML; `nvidia-smi -q` "Max") decides'
+BENCH_SLOT_ASK = "add the machine's `nvidia-smi -q` with a second --from and the slot's link decides"
+
+
+class NoSlotBand(Band):
+    """A host-copy band on the card's own link where the slot's generation is not known, with the older
+    generation's floor (:class:`HostlinkFloor`): :func:`band_judgement` does not judge a figure between the two.
+    The extra fields never reach a document."""
+
+    older_floor: float = Field(exclude=True)
+    own: tuple[int, int] = Field(exclude=True)  # the card's (generation, width)
 
 
 def gpu_band(
     check: str, spec: GpuSpec | None, name: str, gpu: SlotReadings | None, site: SiteConfig | None
 ) -> tuple[Band | None, str]:
     """The band of one GPU's check (the site's floor laid over the catalogue's), or why there is none. Host
-    copies are held to the link the slot allows (``gpu``: the machine description's GPU; None on a CPU run)."""
+    copies are held to the link the slot allows (``gpu``: the machine description's GPU; None on a CPU run);
+    where the slot is not known, a figure the older generation's slot would explain is not judged (a site floor
+    is the site's word: judged as set)."""
     if check in HOSTLINK and gpu is not None:
-        band = with_site_floor(hostlink_band_of(check, gpu, spec), check, site, gpu_name=name)
+        floor = hostlink_floor(check, gpu, spec)
+        band = with_site_floor(floor.band, check, site, gpu_name=name)
+        own = site is None or site.band_floor(name, check) is None
+        if band is not None and floor.older is not None and floor.own is not None and own:
+            band = NoSlotBand(**band.model_dump(), older_floor=floor.older.expected_min, own=floor.own)
     else:
         band = effective_band(spec, check, site, gpu_name=name)
     if band is not None:
@@ -379,6 +438,10 @@ def band_judgement(value: float, unit: str, band: Band | None, why: str) -> Judg
     basis: the peak, the link, the condition) and how far over or under it the figure is."""
     if band is None:
         return Judgement(rule="band", verdict="not_judged", text=why)
+    if isinstance(band, NoSlotBand) and band.older_floor <= value < band.expected_min:
+        floors = (band.expected_min, band.older_floor)
+        text = slot_unknown_text(value, unit, floors, band.own, VERIFY_SLOT_ASK)
+        return Judgement(rule="band", verdict="not_judged", text=text)
     margin = margin_pct(value, band.expected_min)
     text = f"{num(value)} {unit}, floor {num(band.expected_min)} ({band.basis}), {margin_text(margin)}"
     verdict: RuleVerdict = "pass" if value >= band.expected_min else "fail"

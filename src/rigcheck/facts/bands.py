@@ -277,6 +277,18 @@ def hostlink_band(check: str, gen: int, width: int, *, link: str = "as built") -
     return BandFact(check, "GB/s", floor, peak, source, basis)
 
 
+def older_hostlink_band(check: str, gen: int, width: int) -> BandFact | None:
+    """Where the slot's generation is not known: the host-copy band of the card's own width ONE generation older,
+    the commonest platform limit (a Gen4 card in a Gen3 host or VM: the A100 SXM4 copying 12.3 GB/s in
+    HOST_GEN3's cloud instance; a Gen5 card in a Gen4 host). A figure between it and the card's own floor is the
+    slot's to explain, not judged; under it no plausible slot explains it (half the lanes or worse). Only onto a
+    generation with published copies (HOSTLINK_EVIDENCE): a Gen3 card in a Gen2 host is not a platform one meets,
+    and Gen2 has no measured floor. None otherwise."""
+    if gen - 1 not in HOSTLINK_EVIDENCE:
+        return None
+    return hostlink_band(check, gen - 1, width, link="one generation under the card's own (the slot's not known)")
+
+
 def _hostlink_bands(spec: GpuSpec) -> list[BandFact]:
     """The SKU's host-copy bands on its own link as built: where the slot's link is not known."""
     link = PCIE_LINKS.get(spec.name)
