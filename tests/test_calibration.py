@@ -28,10 +28,6 @@ CASES = load_cases()
 # Cases the current judge gets wrong, each with the capability it lacks. strict: when the judge is fixed the
 # test says so, and the entry goes.
 MISJUDGED: dict[str, str] = {
-    "incident-hgx-xid45-caused-by-xid149": (
-        "an Xid 45 line that names its cause ('caused by previous Xid 149' / 'Xid 145', NVLink faults) is judged "
-        "as Xid 45 alone (a cleaned-up channel) instead of by the fault it names"
-    ),
 }
 
 # The share of cases judged (pass or fail) today; it may only rise. The goal is 75% on unseen outputs.

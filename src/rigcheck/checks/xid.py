@@ -84,11 +84,27 @@ def _xid_verdict(event: KernelEvent) -> Literal["fail", "warn", "info"]:
         return "fail"
     verdict = severity_of("xid", event.code, event.message)
     cause = CAUSED_BY.search(event.message)
-    if event.code == 45 and cause is not None:  # the cleanup after another Xid: judge by that one, at most a warn
+    if event.code == 45 and cause is not None:
+        # The cleanup of the channels another fault stopped: judged by the Xid it names (XID-NOTES.md: "follow the Xid
+        # that caused it"), the catalog's verdict on that code; one not in the table is a warn (look it up). The
+        # cited line itself may be gone from the log (rotated, cut by --since) while its cleanups remain.
         earlier = lookup("xid", int(cause.group(1)))
-        if earlier is not None and earlier.cause == "hardware":
-            return "warn"
+        return earlier.severity if earlier is not None else "warn"
     return verdict
+
+
+def _causes(events: list[KernelEvent]) -> str:
+    """The faults the Xid 45 lines among ``events`` name ("caused by previous Xid 149"), counted, with their
+    meaning; empty when none names one."""
+    cited = Counter(int(m.group(1)) for e in events if e.code == 45 and (m := CAUSED_BY.search(e.message)))
+    if not cited:
+        return ""
+    parts = []
+    for code, n in sorted(cited.items()):
+        entry = lookup("xid", code)
+        meaning = entry.meaning if entry is not None else "not in rigcheck's table"
+        parts.append(f"{n} x Xid {code} ({meaning})")
+    return f"; the Xid 45 lines name their cause: {', '.join(parts)}, judged by that fault"
 
 
 _SEVERITY_WORD = re.compile(r"^(?:non-?fatal|fatal)\b,?\s*", re.IGNORECASE)
@@ -261,7 +277,7 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
     findings = []
     for (subject, index, bus), as_judged in by_subject.items():
         name = f"{subject} ({bus})" if bus else subject
-        judged = as_judged
+        judged, recovered = _latest_recovery(as_judged, overridden)
         counted: dict[int, str] = {}  # code -> how its limit was counted on this GPU
         for code, limit in (site.limits if site is not None else {}).items():
             of_code = [e for e, _ in judged if e.code == code]
@@ -287,12 +303,15 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
                     subject=subject,
                     gpu=index,
                     message=f"{name}: kernel log, {what}: {_describe(codes, 'xid')}"
+                    + _causes(events)
                     + (f"; Xid 154's new action: {', '.join(actions)}" if actions else "")
+                    + (f"; {recovered}" if verdict == "cleared" and recovered else "")
                     + (f"; processes: {', '.join(procs)}" if procs else "")
                     + (f" (severity set by the site file: {', '.join(changed)})" if changed else ""),
                     measured="; ".join([f"{len(events)} event(s), {_span(events)}", *limits]),
                     expected=expected,
-                    advice=_actions(events, "xid"),
+                    # a recovered GPU: the None line's words only (the actions before it are done)
+                    advice=_actions([e for e in events if verdict != "cleared" or _back_to_none(e)] or events, "xid"),
                     source=(f"site file {origin}: {', '.join(changed)}; " if changed else "")
                     + (f"site file {origin}: xid.limits; " if limits else "")
                     + XID_CATALOG
@@ -301,6 +320,34 @@ def _gpu_xids(snapshot: Snapshot, site: XidSite | None, origin: str) -> list[Fin
                 )
             )
     return findings
+
+
+def _latest_recovery(
+    judged: list[tuple[KernelEvent, _Verdict]], overridden: dict[int, str]
+) -> tuple[list[tuple[KernelEvent, _Verdict]], str]:
+    """One GPU's events with the latest Xid 154 deciding: a later "... to 0x0 (None)" (the GPU usable again, after
+    a reset or reboot) clears the Xid 154 actions before it; those after it stand. Also "recovered at <time>
+    after <action>" where one was cleared. Log order is time order; a code the site file sets is left as set."""
+    if 154 in overridden:
+        return judged, ""
+    recoveries = [(i, r) for i, (e, _) in enumerate(judged) if e.code == 154 and (r := recovery_action(e.message))]
+    back = [i for i, r in recoveries if r.action == "none"]
+    if not back:
+        return judged, ""
+    last = back[-1]
+    before = [r.label for i, r in recoveries if i < last and r.action != "none"]
+    if not before:
+        return judged, ""
+    cleared: list[tuple[KernelEvent, _Verdict]] = [
+        (e, "cleared" if i <= last and e.code == 154 else v) for i, (e, v) in enumerate(judged)
+    ]
+    when = judged[last][0].time
+    return cleared, f"recovered {'at ' + when if when else '(its line has no time)'} after {before[-1]}"
+
+
+def _back_to_none(event: KernelEvent) -> bool:
+    recovery = recovery_action(event.message) if event.code == 154 else None
+    return recovery is not None and recovery.action == "none"
 
 
 def _sxids(snapshot: Snapshot) -> list[Finding]:
@@ -452,8 +499,11 @@ def _aer(snapshot: Snapshot) -> list[Finding]:
 
 # The driver loaded and took no GPU: another driver holds them, or none could be started (nv.c of NVIDIA's kernel
 # modules, "The NVIDIA probe routine was not called for N device(s)", "None of the NVIDIA devices were
-# initialized"). A GPU on the bus with no driver: not ready, whatever else the log says.
-_NO_DEVICE = re.compile(r"probe routine was not called|None of the NVIDIA devices were initialized")
+# initialized", and "No NVIDIA graphics adapter probed!" where its probe took no device at all). A GPU on the bus
+# with no driver: not ready, whatever else the log says.
+_NO_DEVICE = re.compile(
+    r"probe routine was not called|None of the NVIDIA devices were initialized|No NVIDIA graphics adapter probed"
+)
 
 
 def _no_device(snapshot: Snapshot) -> list[Finding]:
@@ -461,18 +511,28 @@ def _no_device(snapshot: Snapshot) -> list[Finding]:
     if not lines:
         return []
     held = any("not called" in e.message for e in lines)
+    # "No NVIDIA graphics adapter probed!" alone: the driver took no GPU; whether one is on the bus it does not say
+    none_probed = all("graphics adapter probed" in e.message for e in lines)
+    what = (
+        "the NVIDIA driver loaded and took no GPU"
+        if none_probed
+        else "NVIDIA GPUs on the PCI bus without the NVIDIA driver"
+    )
     return [
         host_finding(
             "xid.driver-no-device",
             Severity.FAIL,
-            f"NVIDIA GPUs on the PCI bus without the NVIDIA driver: {lines[-1].message}"
-            + (" (another driver, such as nouveau, took them)" if held else ""),
+            f"{what}: {lines[-1].message}" + (" (another driver, such as nouveau, took them)" if held else ""),
             measured=f"{len(lines)} line(s), {_span(lines)}",
             expected="the driver probes every NVIDIA GPU",
             advice=(
                 "load the NVIDIA driver on them: blacklist nouveau (and nvidiafb; `/etc/modprobe.d/`, rebuild the "
                 "initramfs), reboot, then `sudo modprobe nvidia`; reinstall the driver if it still takes none"
                 if held
+                else "check that the GPU is on the bus (`lspci -d 10de:`; reseat it, its power cables, the slot or "
+                "riser, and its BIOS setting if it is missing) and that nouveau does not hold it (`lsmod | grep "
+                "nouveau`); then reload or reinstall the driver"
+                if none_probed
                 else "load or reinstall the driver: the NVRM lines just before it say why each GPU was refused "
                 "(one this driver does not support: install a driver that does)"
             ),

@@ -46,7 +46,8 @@ _GPU_INTRO = re.compile(r"NVRM: (The NVIDIA GPU (" + _BDF + r")\b.*)$")
 _INIT_FAILED = re.compile(r"NVRM: ((?:GPU (?:at )?((?:PCI:)?" + _BDF + r"):? )?RmInitAdapter failed.*)$")
 _NVRM_OTHER = re.compile(
     r"NVRM: ((?:API mismatch|RmInitAdapter failed|GPU (?:at )?(?:PCI:)?\S+ RmInitAdapter"
-    r"|The NVIDIA probe routine (?:failed|was not called)|None of the NVIDIA devices were initialized).*)$"
+    r"|The NVIDIA probe routine (?:failed|was not called)|None of the NVIDIA devices were initialized"
+    r"|No NVIDIA graphics adapter probed).*)$"
 )
 # GSP firmware timeouts, "NVRM: GPU<n> <function>: ...": "_kgspIsHeartbeatTimedOut: Heartbeat timed out",
 # "_kgspRpcRecvPoll: GSP RM heartbeat timed out", "_kgspLogRpcTimeout: *** GSP Timeout ***" (older drivers
