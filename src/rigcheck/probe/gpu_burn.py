@@ -38,7 +38,12 @@ _GPU = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID")
 _VERDICT = re.compile(r"^\s*GPU (\d+): (OK|FAULTY)\s*$")
 _TESTED = re.compile(r"^\s*Tested (\d+) GPUs?:")
 _DURATION = re.compile(r"Burning for (\d+) sec")
-_PROGRESS = re.compile(r"(\d+(?:\.\d+)?)%\s+proc'd:(.*?)errors:(.*?)temps:(.*?)(?=\d+(?:\.\d+)?%\s+proc'd:|$)")
+# Linear on any input (a fuzzed file may be one 200 kB line of digits): a percent starts where a number starts and
+# has at most 3+3 digits, and no field of a progress line holds ':' or '%', so no group can run past its end.
+_PROGRESS = re.compile(
+    r"(?<![\d.])(\d{1,3}(?:\.\d{1,3})?)%\s+proc'd:([^:%]*)errors:([^:%]*)temps:([^:%]*?)"
+    r"(?=\d{1,3}(?:\.\d{1,3})?%\s+proc'd:|[:%\n]|$)"
+)
 _PROCD = re.compile(r"(-?\d+) \((-?\d+(?:\.\d+)?) Gflop/s\)")
 _ERRORS = re.compile(r"(-?\d+)(\s*\((WARNING|DIED)!\))?")
 _TEMP = re.compile(r"(-?\d+) C")
