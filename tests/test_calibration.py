@@ -87,7 +87,7 @@ def test_share_judged_does_not_fall() -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="readers and bands missing: a DCGM diagnostic (JSON or text table) without a snapshot in verify --from, "
-    "gpu-burn output with no progress line, mamf-finder tables (bench matmul --from), GPUs outside the catalogue "
+    "mamf-finder tables (bench matmul --from), GPUs outside the catalogue "
     "(GB300, GTX 1070, RTX 3060 Ti), nvbandwidth without device names, all-gather/reduce-scatter/broadcast bands",
 )
 def test_share_judged_reaches_the_goal() -> None:
