@@ -193,3 +193,20 @@ def test_no_power_brake_is_said_only_where_the_clock_event_reasons_are_known() -
     found = check_power(make_snapshot([known, unknown]))
     assert only(found, "power.ok", "GPU0").message.endswith("; no power brake")
     assert "brake" not in only(found, "power.ok", "GPU1").message
+
+
+def test_no_power_brake_needs_the_brake_reason_read() -> None:
+    """A -q cut inside the clock-event-reasons block keeps the reasons it holds: one cut before the power-brake line
+    must not say the brake is off."""
+    cut = make_gpu(
+        0,
+        power_limit_w=480.0,
+        power_default_limit_w=480.0,
+        clock_event_reasons_active=[],
+        clock_event_reasons_supported=["gpu_idle", "applications_clocks_setting", "sw_power_cap"],
+    )
+    read = ["gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_power_brake_slowdown"]
+    whole = cut.model_copy(update={"index": 1, "clock_event_reasons_supported": read})
+    found = check_power(make_snapshot([cut, whole]))
+    assert "brake" not in only(found, "power.ok", "GPU0").message
+    assert only(found, "power.ok", "GPU1").message.endswith("; no power brake")

@@ -151,3 +151,12 @@ def test_unit_required_reads_a_number_without_it_as_cut() -> None:
 )
 def test_nvml_error_strings(raw: str, reason: Missing) -> None:
     assert na_reason(raw) == reason
+
+
+def test_absent_reason_reads_a_typographic_apostrophe() -> None:
+    # "couldn’t" as a web page or a chat prints it (U+2019): the same message as the ASCII one
+    from rigcheck.probe.smi.values import absent_reason
+
+    line = "NVIDIA-SMI has failed because it couldn\u2019t communicate with the NVIDIA driver."
+    assert absent_reason(f"$ nvidia-smi\n{line}\n") == line
+    assert absent_reason("couldnt talk\n") is None

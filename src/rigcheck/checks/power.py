@@ -274,11 +274,20 @@ def _check_gpu(gpu: Gpu) -> list[Finding]:
                 "power.ok",
                 Severity.OK,
                 f"power limit {fmt(set_limit, 'W')} (default {fmt(default, 'W')}{max_text}){draw_text}"
-                # the brake is said absent only where the input holds the clock-event reasons (-d POWER does not)
-                + ("; no power brake" if gpu.clock_event_reasons_active is not None else ""),
+                # the brake is said absent only where the input read its reason (-d POWER holds no reasons; a -q
+                # cut inside the reasons block holds some of them)
+                + ("; no power brake" if _brake_read(gpu) else ""),
                 measured=fmt(set_limit, "W"),
                 expected=f">= {fmt(default, 'W')} (default)",
                 source=LIMIT_SOURCE,
             )
         )
     return out
+
+
+def _brake_read(gpu: Gpu) -> bool:
+    """Whether the input read the power-brake reason's state (so its absence from the active ones means off)."""
+    if gpu.clock_event_reasons_active is None:
+        return False
+    supported = gpu.clock_event_reasons_supported
+    return supported is None or "hw_power_brake_slowdown" in supported

@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import Missing, Record
+from rigcheck.probe.driver import ascii_quotes
 from rigcheck.probe.smi.ansi import strip_ansi
 
 T = TypeVar("T")
@@ -349,7 +350,7 @@ _ABSENT_PHRASES = (
 def absent_reason(text: str) -> str | None:
     """The message nvidia-smi prints instead of data when it sees no GPU (or no driver), if any."""
     for line in text_lines(text):
-        lowered = line.strip().lower()
+        lowered = ascii_quotes(line.strip().lower())  # "couldn’t" as pasted from a web page or a chat
         if any(phrase in lowered for phrase in _ABSENT_PHRASES):
             return line.strip()
     return None
