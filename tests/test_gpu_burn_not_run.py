@@ -179,3 +179,26 @@ def test_failure_lines_are_read_once_and_bounded() -> None:
     assert time.perf_counter() - start < 5
     assert burn.failures == ['Couldn\'t init a GPU test: Error in "load module":']
     assert is_faulty(burn)
+
+
+@pytest.mark.parametrize(
+    ("line", "read"),
+    [
+        # real: issue #14's line
+        (
+            'Couldn\'t init a GPU test: Error in "init": CUBLAS_STATUS_NOT_INITIALIZED',
+            'Couldn\'t init a GPU test: Error in "init": CUBLAS_STATUS_NOT_INITIALIZED',
+        ),
+        # synthetic: a CUDA runtime message on a line of its own, prefixed as a launcher prints it
+        ("worker0: CUDA error: unknown error", "worker0: CUDA error: unknown error"),
+        # synthetic: gpu_burn-drv.cpp's -l message, and a status code inside another line
+        ("No CUDA capable GPUs found.", "No CUDA capable GPUs found."),
+        ("cuInit returned CUDA_ERROR_NO_DEVICE", "cuInit returned CUDA_ERROR_NO_DEVICE"),
+    ],
+)
+def test_failure_lines_of_each_kind_are_quoted(line: str, read: str) -> None:
+    burn = parse_gpu_burn("GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-x)\n" + line + "\n", "x")
+    assert burn.failures == [read]
+    verdict = burn.not_run(0)
+    assert verdict is not None
+    assert verdict[0] == "FAILED"
