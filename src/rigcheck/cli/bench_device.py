@@ -21,6 +21,7 @@ from rigcheck.cli.bench_common import (
     finish,
     placed_machine,
 )
+from rigcheck.cli.bench_mamf import MamfFromOption, MamfGpuOption, mamf_document
 from rigcheck.cli.bench_reference import (
     FromOption,
     GpuModelOption,
@@ -91,11 +92,20 @@ def matmul(
     world_size: DevicesOption = 1,
     gpus: BenchGpusOption = None,
     timeout: TimeoutOption = 1800.0,
+    from_files: MamfFromOption = None,
+    gpu_model: MamfGpuOption = None,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
-    """Best matmul TFLOPS over a shape sweep (L2 flushed between products), beside the card's catalogue peak."""
+    """Best matmul TFLOPS over a shape sweep (L2 flushed between products), beside the card's catalogue peak;
+    --from reads a mamf-finder output instead and judges its best figure against verify's band."""
+    if from_files:
+        refuse_live_options(ctx, "dtype", "cpu", "quick", "shape", "repeats", "warmup", "world_size", "gpus", "timeout")
+        doc = mamf_document(from_files, gpu=gpu_model)
+        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    if gpu_model is not None:
+        raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
 
     shapes = [parse_shape(s) for s in shape] if shape else None

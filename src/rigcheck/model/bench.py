@@ -187,6 +187,10 @@ class CollectiveRow(BenchRow):
     fraction_of_ceiling: float | None = absent_unless_set("busbw / ceiling_gbps")
 
 
+# fp8: only in a row read from mamf-finder's output (--from); rigcheck's own sweep measures the other four.
+MatmulDtype = Literal["bf16", "fp16", "tf32", "fp32", "fp8"]
+
+
 class MatmulRow(BenchRow):
     """One (dtype, shape) of the matmul sweep on one rank."""
 
@@ -195,15 +199,16 @@ class MatmulRow(BenchRow):
     rank: Count
     gpu: int | None = Field(description=_GPU_INDEX)
     device_name: str
-    dtype: Literal["bf16", "fp16", "tf32", "fp32"]
+    dtype: MatmulDtype
     m: Count
     n: Count
     k: Count
-    time_us_median: float
+    # null (reason not_in_source) only in a row read from mamf-finder's output, which prints TFLOPS alone
+    time_us_median: float | None
     peak_tflops: Number | None = Field(description="the catalogue's dense peak for this dtype")
     peak_source: str | None
     correct: bool
-    max_rel_error: float
+    max_rel_error: float | None
     best: bool = Field(description="the highest median of its rank and dtype among correct products")
     tflops_median: float
     tflops_min: float
@@ -376,7 +381,7 @@ class MatmulBest(Plain):
 
     rank: Count
     gpu: int | None
-    dtype: Literal["bf16", "fp16", "tf32", "fp32"]
+    dtype: MatmulDtype
     m: Count
     n: Count
     k: Count
@@ -434,6 +439,8 @@ class MatmulDocument(BenchDocumentBase):
     notes: list[str]
     best: list[MatmulBest] = Field(description="the best row per rank and dtype")
     gpus: list[Count] | None = _gpus_used()
+    source: ImportedSource | None = absent_unless_set("read from mamf-finder's output (--from); absent on a run")
+    judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: the best figure against its band")
 
 
 class MembwDocument(BenchDocumentBase):

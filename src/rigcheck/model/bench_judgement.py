@@ -1,5 +1,5 @@
-"""A figure of an imported measurement (`rigcheck bench p2p | membw | hostlink --from FILE`) judged against the
-band `rigcheck verify` holds that check to (rigcheck.facts.bands): one entry of a bench document's
+"""A figure of an imported measurement (`rigcheck bench p2p | membw | hostlink | matmul --from FILE`) judged
+against the band `rigcheck verify` holds that check to (rigcheck.facts.bands): one entry of a bench document's
 ``judgement`` list. Kept apart from model/bench.py, which holds every benchmark's rows."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ class FigureJudgement(Plain):
     """One figure against the floor of its check's band; ``unjudged`` (floor and source null) when no band
     applies, with ``reason`` saying what would give one."""
 
-    check: str = Field(description="the band's check: p2p, membw, hostlink_h2d, hostlink_d2h")
+    check: str = Field(description="the band's check: p2p, membw, hostlink_h2d, hostlink_d2h, matmul_bf16...")
     subject: str = Field(description='what was measured: "GPU0", "GPU0->GPU1"')
-    value: _Number = Field(description="the figure the band is about, in GB/s (membw: read + write)")
+    value: _Number = Field(description="the figure the band is about: GB/s (membw: read + write), matmul: TFLOPS")
     floor: _Number | None = Field(description="the band's expected_min; null when unjudged")
     verdict: Verdict
     reason: str

@@ -16,7 +16,7 @@ from rigcheck.model.document import Plain
 Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
 Count = Annotated[int, Field(ge=0)]
 
-ImportedTool = Literal["nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest", "bandwidthTest"]
+ImportedTool = Literal["nccl-tests", "nvbandwidth", "p2pBandwidthLatencyTest", "bandwidthTest", "mamf-finder"]
 
 
 class ImportedDevice(Plain):

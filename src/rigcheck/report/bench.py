@@ -261,9 +261,9 @@ def columns(doc: SingleDocument) -> tuple[Column, ...]:
     """The table layout of a document's rows."""
     if isinstance(doc, CollectiveDocument):
         return _collective_columns(doc)
-    if isinstance(doc, MatmulDocument):
-        return MATMUL_COLUMNS
     testcase = (Column("name", "testcase", _text),) if imported(doc) is not None else ()  # nvbandwidth's names
+    if isinstance(doc, MatmulDocument):
+        return (*testcase, *MATMUL_COLUMNS)  # read from mamf-finder: its sweep, MAMF and MSMF rows
     if isinstance(doc, MembwDocument):
         return (*testcase, *MEMBW_COLUMNS)
     if isinstance(doc, HostlinkDocument):

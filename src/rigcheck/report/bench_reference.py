@@ -7,19 +7,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rigcheck.model.bench import HostlinkDocument, MembwDocument, P2PDocument
+from rigcheck.model.bench import HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
 from rigcheck.model.bench_judgement import FigureJudgement
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-Imported = HostlinkDocument | MembwDocument | P2PDocument
+Imported = HostlinkDocument | MembwDocument | P2PDocument | MatmulDocument
 JUDGEMENT_HEADERS = ("check", "subject", "GB/s", "floor", "margin", "verdict", "why")
+
+
+def judgement_headers(doc: Imported) -> tuple[str, ...]:
+    """The verdict table's headers: its figures' unit (a mamf-finder output's are TFLOPS) third."""
+    unit = "TFLOPS" if isinstance(doc, MatmulDocument) else "GB/s"
+    return (*JUDGEMENT_HEADERS[:2], unit, *JUDGEMENT_HEADERS[3:])
 
 
 def imported(doc: object) -> Imported | None:
     """The document when it was read from a reference tool's output, else None."""
-    if isinstance(doc, HostlinkDocument | MembwDocument | P2PDocument) and doc.source is not None:
+    if isinstance(doc, HostlinkDocument | MembwDocument | P2PDocument | MatmulDocument) and doc.source is not None:
         return doc
     return None
 
@@ -100,7 +106,7 @@ def terminal_parts(doc: Imported) -> list[RenderableType]:
     judged = doc.judgement or []
     if judged:
         table = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
-        for i, header in enumerate(JUDGEMENT_HEADERS):
+        for i, header in enumerate(judgement_headers(doc)):
             table.add_column(header, justify="left" if i in {0, 1, 5, 6} else "right", no_wrap=i != 6)
         styles = {"pass": "green", "fail": "bold red", "unjudged": "yellow"}
         for j, cells in zip(judged, judgement_rows(judged), strict=True):
@@ -119,7 +125,7 @@ def markdown_lines(doc: Imported) -> list[str]:
     judged = doc.judgement or []
     if judged:
         out += ["## Judged against verify's bands", ""]
-        out += ["| " + " | ".join(JUDGEMENT_HEADERS) + " |", "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+        out += ["| " + " | ".join(judgement_headers(doc)) + " |", "| --- | --- | ---: | ---: | ---: | --- | --- |"]
         out += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in judgement_rows(judged)]
         out += ["", *[f"- band source: {md_text(s)}" for s in judgement_sources(judged)], ""]
     for name, lines in matrices(doc):
@@ -133,7 +139,7 @@ def html_parts(doc: Imported) -> list[str]:
     out = [f'<p class="summary">{esc(line)}</p>' for line in context_lines(doc)]
     judged = doc.judgement or []
     if judged:
-        head = "".join(f"<th>{esc(h)}</th>" for h in JUDGEMENT_HEADERS)
+        head = "".join(f"<th>{esc(h)}</th>" for h in judgement_headers(doc))
         body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in judgement_rows(judged))
         out.append(f'<h2>Judged against verify\'s bands</h2><table class="results"><tr>{head}</tr>{body}</table>')
         out += [f'<p class="muted">band source: {esc(s)}</p>' for s in judgement_sources(judged)]
