@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from rigcheck.checks.power import BRAKE_HISTORY_WARN_US
 from rigcheck.checks.thermal import SW_THERMAL_FAIL_SHARE
-from rigcheck.model.burn import GpuBurnAnalysis
+from rigcheck.model.burn import GpuBurnAnalysis, gpu_burn_problem
 
 # A hardware slowdown (clocks cut by half or more) held this long under load fails the burn; shorter is a flicker
 # (NVML: hw_slowdown can flicker during P-state changes). rigcheck's: the power check's brake cut.
@@ -42,6 +42,8 @@ def load_problems(analysis: GpuBurnAnalysis) -> list[str]:
     """What failed under load, one phrase each (empty: nothing). The one rule for `burn`, `burn --analyze`, and
     the burn stage of `verify`."""
     problems: list[str] = []
+    if gpu_burn_problem(analysis.verdict):  # a saved gpu-burn run, read back by verify --from as well
+        problems.append(analysis.verdict)
     if analysis.lost_at_s is not None:
         problems.append(f"GPU lost at {analysis.lost_at_s:.1f} s")
     hw_thermal = _seconds(analysis, "hw_thermal_slowdown")

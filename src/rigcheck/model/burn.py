@@ -33,6 +33,15 @@ BURN_ONLY = "rigcheck burn only (null with --analyze)"
 # A number kept as computed: a GPU never loaded has ``loaded_s`` 0 (an int), which a float field would print 0.0.
 Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
 
+# The verdicts a GPU of gpu-burn's output gets for a problem of gpu-burn's own (probe/gpu_burn.py): wrong results or
+# a dead process, a test that never ran on it, an output cut before it reported.
+GPU_BURN_PROBLEMS = ("FAULTY (gpu-burn)", "FAILED (gpu-burn)", "INCOMPLETE (gpu-burn)")
+
+
+def gpu_burn_problem(verdict: str) -> bool:
+    """Whether a GPU verdict is one of :data:`GPU_BURN_PROBLEMS`: the burn fails on it wherever it is judged."""
+    return verdict.startswith(GPU_BURN_PROBLEMS)
+
 
 class GpuBurnAnalysis(ReasonedRecord):
     """The verdict on one GPU under load (docs/commands.md, issue 5)."""

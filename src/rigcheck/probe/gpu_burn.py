@@ -25,7 +25,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from rigcheck.errors import ParseError
-from rigcheck.model.burn import GpuBurnAnalysis
+from rigcheck.model.burn import GpuBurnAnalysis, gpu_burn_problem
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 from rigcheck.probe.launcher_prefix import strip_launcher_prefix
 from rigcheck.probe.smi.ansi import strip_ansi
@@ -315,7 +315,7 @@ SILENT_ADVICE = (
 def problem_verdict(verdict: str) -> bool:
     """Whether a GPU verdict from gpu-burn's output is a problem of gpu-burn's own (wrong results, a dead process,
     a test that never ran on it): the report counts these beside the thermal ones."""
-    return verdict.startswith(("FAULTY (gpu-burn)", "FAILED (gpu-burn)", "INCOMPLETE (gpu-burn)"))
+    return gpu_burn_problem(verdict)
 
 
 def is_faulty(run: GpuBurnRun) -> bool:
