@@ -311,3 +311,23 @@ def test_a_run_document_has_no_source_or_judgement_keys() -> None:
     data = _json(live_like)
     assert "source" not in data
     assert "judgement" not in data
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["bench", "matmul", "--from", str(FIXTURES / "reference-tools/nvbandwidth-1xh100-vm-v0.8.txt")],
+            "holds nvbandwidth output",
+        ),
+        (["bench", "p2p", "--from", str(H100)], "holds mamf-finder output"),
+        (["doctor", "--from", str(H100)], "mamf-finder output"),
+    ],
+)
+def test_each_reader_names_the_command_for_the_other(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(argv, capsys)
+    assert code == 2
+    assert says in err
+    assert ("`rigcheck bench matmul --from" in err) == (argv[1] != "matmul")

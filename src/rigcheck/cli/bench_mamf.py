@@ -52,13 +52,8 @@ def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
     texts = [(path, read_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
     measured = [i for i, (_, text) in enumerate(texts) if text and looks_like_mamf(text)]
     if not measured:
-        path = texts[0][0]
-        raise InputError(
-            "not a mamf-finder output (no progress line, no 'best outcome' summary, no MAMF headline): "
-            "`rigcheck bench matmul --from` reads those (the first --from file is the measurement, the others "
-            "describe the machine)",
-            path=path,
-        )
+        path, text = texts[0]
+        raise _not_mamf(path, text)
     if len(measured) > 1:
         first, second = (texts[i][0] for i in measured[:2])
         raise UsageError(f"two mamf-finder outputs ({first} and {second}): give one, then the machine's files")
@@ -89,4 +84,28 @@ def figure_of(run: MamfRun) -> MatmulFigure | None:
         device_index=run.device_index,
         device_name=run.device_name,
         sustained=msmf.tflops if msmf is not None else None,
+    )
+
+
+def _not_mamf(path: str, text: str) -> InputError:
+    """The one line for a first file that is no mamf-finder output, naming the command that reads it."""
+    from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test
+    from rigcheck.probe.nccl_tests import looks_like_nccl_tests
+    from rigcheck.probe.reference_import import detect_tool
+
+    tool = detect_tool(text)
+    if tool is not None or looks_like_bandwidth_test(text):
+        command = "p2p" if tool == "p2pBandwidthLatencyTest" else "hostlink, membw or p2p"
+        return InputError(
+            f"holds {tool or 'bandwidthTest'} output, not matmul figures: read it with "
+            f"`rigcheck bench {command} --from`",
+            path=path,
+        )
+    if looks_like_nccl_tests(text):
+        return InputError("holds nccl-tests output: read it with `rigcheck bench allreduce --from`", path=path)
+    return InputError(
+        "not a mamf-finder output (no progress line, no 'best outcome' summary, no MAMF headline): "
+        "`rigcheck bench matmul --from` reads those (the first --from file is the measurement, the others "
+        "describe the machine)",
+        path=path,
     )

@@ -59,6 +59,10 @@ def _not_a_measurement(path: str, text: str, command: Command) -> InputError:
         return InputError(
             "holds nccl-tests output: read it with `rigcheck bench allreduce --from` (or its collective)", path=path
         )
+    from rigcheck.probe.reference_import import other_reader
+
+    if (reader := other_reader(text)) is not None:
+        return InputError(f"holds {reader}", path=path)
     return InputError(
         f"not nvbandwidth, p2pBandwidthLatencyTest or bandwidthTest output: `rigcheck bench {command} --from` reads "
         "those (the "

@@ -341,6 +341,10 @@ def _measurement_hint(text: str) -> str | None:
         return "nvbandwidth output: read it with `rigcheck bench hostlink --from FILE` (membw, p2p: its other tests)"
     if tool == "p2pBandwidthLatencyTest":
         return "p2pBandwidthLatencyTest output: read it with `rigcheck bench p2p --from FILE`"
+    from rigcheck.probe.reference_import import other_reader
+
+    if (reader := other_reader(text)) is not None:
+        return reader
     from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test
 
     if looks_like_bandwidth_test(text):

@@ -57,6 +57,16 @@ def detect_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTest"] 
     return None
 
 
+def other_reader(text: str) -> str | None:
+    """Where a measurement output these commands do not read goes (mamf-finder: `bench matmul --from`, read by
+    rigcheck.probe.mamf); None when ``text`` is none of them."""
+    from rigcheck.probe.mamf import looks_like_mamf
+
+    if looks_like_mamf(text):
+        return "mamf-finder output (matmul TFLOPS per shape): read it with `rigcheck bench matmul --from FILE`"
+    return None
+
+
 def read_tool_output(text: str, path: str) -> ToolOutput | None:
     """The tool output in ``text`` read, or None when it is not one (ParseError when it is one but unreadable)."""
     tool = detect_tool(text)
