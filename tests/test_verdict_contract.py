@@ -120,3 +120,37 @@ def test_verdict_order_exit_codes_and_the_slurm_line() -> None:
             assert slurm_line(verdict, None) == line
     assert exit_code("unjudged") == 0
     assert exit_code_for_verdict("not a verdict") == 1
+
+
+# A real input of each broken state (sources in each folder's README) and the words its advice must hold.
+BROKEN_INPUTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fabric.not-registered": ("fabricmanager-extra/gpuop2511-q-fabric-in-progress-580.txt", ("wait", "re-check")),
+    "fabric.manager-failed": ("fabricmanager-extra/gpuop356-service-start-job-failed.txt", ("restart", "log")),
+    "health.driver-not-loaded": (
+        "corpus/driver-errors/203-container-nvidia-smi-failed-couldnt-communicate.txt",
+        ("load it", "modprobe nvidia"),
+    ),
+    "xid.driver-no-device": ("not-ready/bigdata133-dmesg-probe-not-called-3-devices.txt", ("load the NVIDIA driver",)),
+    "xid.hardware": ("corpus/kernel-log/204-syslog-gt630-xid79-fallen-off-bus-375.txt", ("reseat", "RMA")),
+    "pcie.width-below-max": ("corpus/smi-xml/001-tesla-t4-515-v11.xml", ("x16 slot", "reseat")),
+}
+
+
+def test_every_broken_state_has_a_real_input() -> None:
+    from rigcheck.checks.verdicts import BROKEN_STATES
+
+    assert {b.finding_id for b in BROKEN_STATES} == set(BROKEN_INPUTS)
+
+
+@pytest.mark.parametrize("finding_id", sorted(BROKEN_INPUTS))
+def test_a_broken_state_fails_with_its_action(finding_id: str) -> None:
+    from rigcheck.checks import run_checks
+    from rigcheck.probe.from_file import load_file
+
+    name, words = BROKEN_INPUTS[finding_id]
+    findings = run_checks(load_file(str(Path(__file__).parent / "fixtures" / name)))
+    found = [f for f in findings if f.id == finding_id]
+    assert found
+    assert all(f.severity is Severity.FAIL for f in found)
+    assert all(w in (found[0].advice or "") for w in words), found[0].advice
+    assert doctor_exit_code(findings) == 1

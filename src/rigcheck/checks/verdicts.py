@@ -197,9 +197,51 @@ def node_table() -> list[tuple[str, ...]]:
     return rows
 
 
+@dataclass(frozen=True)
+class BrokenState:
+    """A machine that is not ready or broken: the finding that fails it, and the action its advice gives, kept
+    apart from the reason (waiting fixes a registering fabric; reseating fixes nothing a driver reload would)."""
+
+    state: str
+    finding_id: str
+    action: str
+
+
+# Each fails (doctor exit 1, verify fail, named in the drain reason); tests/test_verdict_contract.py runs a real
+# input of each through the checks and holds the finding, its severity and its action.
+BROKEN_STATES: Final[tuple[BrokenState, ...]] = (
+    BrokenState(
+        "GPU fabric still registering (`In Progress`, `Not Started`): CUDA answers 802 until it completes",
+        "fabric.not-registered",
+        "wait a minute and re-check",
+    ),
+    BrokenState(
+        "Fabric Manager failed or not running on an NVSwitch system",
+        "fabric.manager-failed",
+        "restart the service and read its log",
+    ),
+    BrokenState("NVIDIA GPUs on the PCI bus, no working driver", "health.driver-not-loaded", "load the driver"),
+    BrokenState(
+        "the driver took no GPU (probe routine not called, nouveau holds them)",
+        "xid.driver-no-device",
+        "load the NVIDIA driver on them",
+    ),
+    BrokenState("a GPU fell off the bus (Xid 79)", "xid.hardware", "reseat the card; RMA it if it falls off again"),
+    BrokenState(
+        "a PCIe link narrower than its slot allows", "pcie.width-below-max", "move it to a full x16 slot, reseat it"
+    ),
+)
+
+
+def broken_table() -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = [("not ready or broken", "finding (fail)", "action")]
+    rows += [(b.state, f"`{b.finding_id}`", b.action) for b in BROKEN_STATES]
+    return rows
+
+
 def contract_tables() -> list[list[tuple[str, ...]]]:
     """Every table of docs/verdicts.md, in its order, header row first."""
-    return [finding_table(), step_table(), check_table(), node_table()]
+    return [finding_table(), broken_table(), step_table(), check_table(), node_table()]
 
 
 # --- the drain reason -------------------------------------------------------------------------------------
