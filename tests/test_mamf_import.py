@@ -331,3 +331,44 @@ def test_each_reader_names_the_command_for_the_other(
     assert code == 2
     assert says in err
     assert ("`rigcheck bench matmul --from" in err) == (argv[1] != "matmul")
+
+
+@pytest.mark.parametrize("path", [H100, H200_V4, GFX1151], ids=lambda p: p.name)
+def test_a_cut_anywhere_is_a_document_or_one_input_error(path: Path) -> None:
+    # SYNTHETIC: the real output cut at every 11th character
+    from rigcheck.checks.mamf_judge import judge_mamf
+    from rigcheck.cli.bench_mamf import figure_of
+    from rigcheck.errors import InputError
+
+    text = path.read_text()
+    documents = 0
+    refused: list[str] = []
+    for end in range(0, len(text), 11):
+        cut = text[:end]
+        if not looks_like_mamf(cut):
+            continue
+        try:
+            run_ = parse_mamf(cut, "cut")
+        except InputError as error:
+            refused.append(str(error))
+            continue
+        doc = judge_mamf(mamf_doc.mamf_document(run_), figure_of(run_), None, None)
+        assert doc.partial == (not run_.complete)
+        documents += 1
+    assert documents > 0
+    assert all("no figure" in message for message in refused)
+
+
+def test_a_figure_line_the_file_ends_inside_is_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # SYNTHETIC: the H100 output ending inside its "max:" line, mid-shape ("3072x8192x81"): the line is left
+    # out (its shape may be cut short), the mean and median lines before it stand
+    text = H100.read_text()
+    end = text.index("max:    802.6 TFLOPS @ 3072x8192x8192") + len("max:    802.6 TFLOPS @ 3072x8192x81")
+    doc = matmul(["--from", str(synthetic(tmp_path, "cut-max-synthetic.txt", text[:end]))], capsys)
+    assert doc.judgement is not None
+    assert (doc.judgement[0].verdict, doc.judgement[0].value) == ("pass", 799.2)
+    assert any("ends inside its last line, left out" in n and "3072x8192x81'" in n for n in doc.notes)
+    # v1's only figure cut mid-shape: no figure is left, one line, exit 2
+    v1 = GH200_V1.read_text()
+    cut = v1[: v1.index("11264x19712x1536") + 14]  # "11264x19712x15"
+    assert "no figure" in one_line_error(["--from", str(synthetic(tmp_path, "cut-v1-synthetic.txt", cut))], capsys)

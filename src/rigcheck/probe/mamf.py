@@ -115,6 +115,7 @@ class MamfRun:
     so_far: dict[str, MamfBest] = field(default_factory=dict)  # the last progress line's "best:" figures
     tried: int | None = None
     geomean: float | None = None
+    cut_line: str | None = None  # the last line, left out: the text ends inside it (a figure may be cut short)
     notes: list[str] = field(default_factory=list)  # the tool's own "note:" lines, as printed
 
     @property
@@ -226,11 +227,22 @@ def _summary(run: MamfRun, line: str) -> None:
         run.notes.append(line.removeprefix("note:").strip())
 
 
+def _cut_short(line: str) -> bool:
+    """A figure line the text ends inside: it does not end where its layout does (a shape's "(MxNxK)", a
+    progress row's "TFLOPS"), so its last number or shape may be cut short."""
+    if not any(p.search(line) for p in (*_MARKERS, _SCOUT_ROW)):
+        return False
+    return "(MxNxK)" not in line and not line.rstrip().endswith(("TFLOPS", "TFLOPSPS"))
+
+
 def parse_mamf(text: str, path: str) -> MamfRun:
     """The run ``text`` holds; InputError (exit 2) when it holds no figure at all (cut before its first shape)."""
     run = MamfRun(path=path)
     previous = ""
-    for line in _lines(text):
+    lines = _lines(text)
+    if lines and not text.endswith(("\n", "\r")) and _cut_short(lines[-1]):
+        run.cut_line = lines.pop()
+    for line in lines:
         _header(run, line, previous)
         if not _row(run, line):
             _summary(run, line)

@@ -186,6 +186,8 @@ def mamf_document(run: MamfRun) -> MatmulDocument:
         mean = f"; geometric mean {run.geomean:g} TFLOPS" if run.geomean else ""
         notes.append(f"mamf-finder tried {run.tried} shapes{mean}")
     notes += [f"mamf-finder's note: {n}" for n in run.notes]
+    if run.cut_line is not None:
+        notes.append(f"the input ends inside its last line, left out (a figure may be cut short): {run.cut_line!r}")
     error = (
         None
         if run.complete
