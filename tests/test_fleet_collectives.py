@@ -62,9 +62,10 @@ def test_a_two_host_nccl_tests_run_is_the_fleets_collective(tmp_path: Path, caps
     assert (largest["op"], largest["size_bytes"], largest["world_size"]) == ("allreduce", 8589934592, 16)
     assert (largest["busbw_gbps"], largest["algbw_gbps"], largest["time_us"]) == (338.82, 180.71, 47535)
     assert largest["wrong"] == 0  # nccl-tests checked every size: out-of-place and in-place #wrong both 0
-    # The snapshots hold no RDMA ports: the stated default (1 x 100 Gb/s), said in the source, not silence.
-    assert largest["expected_gbps"] == 12.5
-    assert "default 1x100 Gb/s" in largest["expected_source"]
+    # The snapshots hold no RDMA ports: the smallest published fabric of 8x H100 nodes (4 x 200 Gb/s), said in
+    # the source, not silence.
+    assert largest["expected_gbps"] == 100.0
+    assert "assumed the smallest published fabric for 8x H100/H200 nodes, 4x200 Gb/s" in largest["expected_source"]
     assert doc["notes"] == ["allreduce: read from allreduce.json (nccl-tests output, 16 ranks on 2 hosts)"]
 
 

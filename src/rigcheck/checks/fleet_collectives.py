@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from rigcheck.facts.allreduce_bands import DEFAULT_NICS
+from rigcheck.facts import catalog
+from rigcheck.facts.allreduce_bands import Fabric, assumed_nics, smallest_fabric
 from rigcheck.model.bench import CollectiveDocument
 from rigcheck.model.fleet import FleetCollective, NodeReport
 
@@ -41,11 +42,12 @@ def fleet_rows(doc: CollectiveDocument, nodes: Sequence[NodeReport]) -> list[Fle
     the ranks the tool names, NCCL, and the NICs' ceiling where every node's snapshot holds its ports."""
     expected, source = nic_busbw(nodes) if len(nodes) > 1 else (None, None)
     if expected is None and len(nodes) > 1:
-        # No node's ports known: the stated default (facts/allreduce_bands.py), so a run across nodes at a few
-        # GB/s is not passed in silence; the source says it is a default.
-        count, gbit = DEFAULT_NICS
+        # No node's ports known: the smallest published fabric of the nodes' GPU class, else the weak default
+        # (facts/allreduce_bands.py), so a run across nodes at a few GB/s is not passed in silence; the source
+        # says it is assumed.
+        (count, gbit), why = assumed_nics(_fabric(doc, nodes), "a snapshot of each node with its RDMA ports gives them")
         expected = count * gbit / BITS_PER_BYTE
-        source = f"no node's RDMA ports known: the default {count}x{gbit:g} Gb/s (a snapshot of each node gives them)"
+        source = f"no node's RDMA ports known: {why}"
     ranks = doc.source.ranks if doc.source is not None and doc.source.ranks else doc.world_size
     return [
         FleetCollective(
@@ -62,6 +64,14 @@ def fleet_rows(doc: CollectiveDocument, nodes: Sequence[NodeReport]) -> list[Fle
         )
         for row in doc.results
     ]
+
+
+def _fabric(doc: CollectiveDocument, nodes: Sequence[NodeReport]) -> Fabric | None:
+    """The nodes' class (8x H100, 4x GB300...): the GPU the output's rank lines or the node snapshots name."""
+    names = [d.name for d in doc.source.devices if d.name] if doc.source is not None else []
+    names += [g.name for n in nodes if n.snapshot is not None for g in n.snapshot.gpus if g.name]
+    models = {spec.name for spec in map(catalog.lookup, names) if spec is not None}
+    return smallest_fabric(models.pop() if len(models) == 1 else None, names)
 
 
 def _wrong(out_of_place: int | None, in_place: int | None, *, correct: bool) -> int | None:

@@ -109,8 +109,103 @@ NETWORK_EVIDENCE: Final = (
     "4x8 H100 8x400G 320, 80% (https://github.com/NVIDIA/nccl/issues/1221); 2x8 H100 8x400G IB 391.45, 98%; "
     "2x8 H100 A3 Mega 8x200G 338.82, 169% (lessizzmore/create-a3mega-ztan-fork ztan-NCCL-test-result)"
 )
-# No NIC known: the least an RDMA-connected GPU node carries. Stated in the verdict; --nics gives the real one.
+# No NIC known and no GPU class below: the least an RDMA-connected GPU node carries, a weak floor (5 GB/s) that
+# the verdict says it is judged against; --nics gives the real one.
 DEFAULT_NICS: Final = (1, 100.0)
+# A healthy fabric reaches its share from a few hundred MiB: 2x8 H100 A3 Mega 8x200G 213.19 GB/s at 256 MiB
+# (107% of its aggregate), 2x8 H100 8x400G IB 413.79 at 512 MiB (103%); under 256 MiB latency still weighs.
+NETWORK_MIN_BYTES: Final = 256 * MIB
+
+# Published cloud specifications, the NICs a node gives GPU-to-GPU traffic:
+# Google Cloud, GPU machines' network bandwidth: A2 (8 A100) 100 Gbps in all; A3 High (8 H100) 4 NICs x 200 Gbps
+# for GPUDirect-TCPX (1,000 Gbps with its host NIC); A3 Mega (8 H100) 8 x 200; A3 Ultra (8 H200) 8 CX-7, 3,200;
+# A4 (8 B200) 8 CX-7, 3,200; A4X (GB200, 4 GPUs) 4 CX-7, 1,600; A4X Max (GB300, 4 GPUs) 4 CX-8, 3,200.
+GCP_GPU_NETWORK = "https://cloud.google.com/compute/docs/gpus/gpu-network-bandwidth"
+# AWS: p4d (8 A100) 400 Gbps EFA, p5 (8 H100) 3,200 Gbps EFA, P6-B200 3,200 Gbps EFAv4.
+AWS_P4_P5_P6 = (
+    "https://aws.amazon.com/ec2/instance-types/p4/; https://aws.amazon.com/ec2/instance-types/p5/; "
+    "https://aws.amazon.com/ec2/instance-types/p6/"
+)
+# Azure ND H100 v5 / ND H200 v5: 8 x 400 Gb/s InfiniBand per VM.
+AZURE_ND_H100 = "https://learn.microsoft.com/en-us/azure/virtual-machines/sizes/gpu-accelerated/ndh100v5-series"
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """The smallest NICs a published healthy multi-node cluster of one node class gives GPU traffic: what a run
+    across such nodes is held to when nothing names its NICs (a bigger fabric only raises the figure)."""
+
+    nodes: str  # "8x H100/H200": the node class, as the verdict names it
+    gpus: int  # GPUs per node: more ranks than this span nodes
+    nics: tuple[int, float]  # NICs per node, Gb/s each
+    where: str  # the published cluster with that fabric, as the verdict names it
+    source: str  # the published fabrics of the class, with their addresses
+
+
+_HOPPER = Fabric(
+    "8x H100/H200",
+    8,
+    (4, 200.0),
+    "GCP A3 High",
+    f"8x H100/H200: GCP A3 High 4x200 Gbps GPUDirect-TCPX; A3 Mega 8x200, A3 Ultra, Nebius and Azure 8x400 IB, AWS p5 "
+    f"3,200 Gbps EFA are larger ({GCP_GPU_NETWORK}; {AWS_P4_P5_P6}; {AZURE_ND_H100}); calibration: 2x8 H100 A3 Mega "
+    "338.82 GB/s, 2x8 H100 Nebius 8x400G IB 467.28 GB/s",
+)
+_A100 = Fabric(
+    "8x A100",
+    8,
+    (1, 100.0),
+    "GCP A2",
+    f"8x A100: GCP A2 100 Gbps, AWS p4d 4x100 EFA ({GCP_GPU_NETWORK}; {AWS_P4_P5_P6})",
+)
+# By catalog name (facts/catalog.py), and "GB300" by the name the GPUs print (not in the catalog).
+SMALLEST_FABRIC: Final[dict[str, Fabric]] = {
+    "H100 SXM5": _HOPPER,
+    "H200 SXM": _HOPPER,
+    "A100 SXM4 40GB": _A100,
+    "A100 SXM4 80GB": _A100,
+    "B200": Fabric(
+        "8x B200",
+        8,
+        (8, 400.0),
+        "GCP A4",
+        f"8x B200: GCP A4 8x400, AWS P6-B200 3,200 Gbps ({GCP_GPU_NETWORK}; {AWS_P4_P5_P6})",
+    ),
+    "GB200": Fabric(
+        "4x GB200", 4, (4, 400.0), "GCP A4X", f"GB200 (4 GPUs a node): GCP A4X 4x400 CX-7 ({GCP_GPU_NETWORK})"
+    ),
+    "GB300": Fabric(
+        "4x GB300", 4, (4, 800.0), "GCP A4X Max", f"GB300 (4 GPUs a node): GCP A4X Max 4x800 CX-8 ({GCP_GPU_NETWORK})"
+    ),
+}
+
+
+def smallest_fabric(model: str | None, printed: list[str] | tuple[str, ...] = ()) -> Fabric | None:
+    """The node class's smallest published fabric: by the catalog's model name, else a GPU name the output prints
+    ("NVIDIA GB300"); None for a GPU of no HGX/DGX-class multi-node fabric (PCIe cards, unknown parts)."""
+    if model is not None and model in SMALLEST_FABRIC:
+        return SMALLEST_FABRIC[model]
+    for name in printed:
+        words = name.upper().replace("-", " ").split()
+        if "GB300" in words:
+            return SMALLEST_FABRIC["GB300"]
+    return None
+
+
+def assumed_nics(fabric: Fabric | None, remedy: str = "give --nics") -> tuple[tuple[int, float], str]:
+    """(NICs per node, why) when nothing names them: the node class's smallest published fabric, so that a run at
+    a few GB/s across H100 nodes fails; else the weak DEFAULT_NICS, and the verdict says it is only that."""
+    if fabric is not None:
+        count, gbit = fabric.nics
+        why = (
+            f"NICs not given, assumed the smallest published fabric for {fabric.nodes} nodes, {count}x{gbit:g} Gb/s "
+            f"({fabric.where}); {remedy}"
+        )
+        return fabric.nics, why
+    count, gbit = DEFAULT_NICS
+    why = f"NICs not given and the GPU not known: judged only against the weak default {count}x{gbit:g} Gb/s; {remedy}"
+    return DEFAULT_NICS, why
+
 
 # GPUs over PCIe (no NVSwitch, no bridge): the busbw against the narrowest GPU link's rate per direction. A
 # healthy 2x RTX 2080 Ti box without P2P (staged through host memory) reaches 4.00 GB/s at 1 GiB, 25% of its Gen3
@@ -223,10 +318,18 @@ def node_condition(
     return Condition(tier.floor, text, f"{tier.evidence}; margin {tier.margin:.0%}", tier.lowest_healthy)
 
 
-def network_condition(nics: tuple[int, float], where: str) -> Condition:
-    """Across nodes: NETWORK_FRACTION of the node's NIC aggregate (``nics``: count, Gb/s each)."""
+def network_condition(nics: tuple[int, float], where: str, size: int | None = None) -> Condition:
+    """Across nodes: NETWORK_FRACTION of the node's NIC aggregate (``nics``: count, Gb/s each), from
+    NETWORK_MIN_BYTES (``size``: the largest measured; None: not checked)."""
     count, gbit = nics
     aggregate = count * gbit / 8
+    if size is not None and size < NETWORK_MIN_BYTES:
+        return Condition(
+            None,
+            f"across nodes, the largest size measured ({size_text(size)}) is under {size_text(NETWORK_MIN_BYTES)}, "
+            "where a healthy fabric reaches its rate: run up to 8 GiB (-e 8G)",
+            None,
+        )
     floor = round(aggregate * NETWORK_FRACTION, 1)
     text = f"across nodes, {count}x{gbit:g} Gb/s NICs = {aggregate:g} GB/s ({where})"
     margin = 1 - NETWORK_FRACTION / NETWORK_LOWEST_FRACTION

@@ -69,6 +69,17 @@ _CUT_ROW = re.compile(r"^\s*\d+(?:\s+\d+)?\s*$")
 _NVLS_SUPPORT = re.compile(r"\bNVLS multicast support is (not )?available")
 _NVLS_USED = re.compile(r"\b(\d+) nvls channels\b|\bConnected NVLS\b")
 _ENV = re.compile(r"\b(NCCL_NVLS_ENABLE|NCCL_ALGO)(?:=| set by environment to )([\w,^]+)")
+# NCCL's INFO line of each rank's communicator, "host:pid:tid [dev] NCCL INFO comm 0x... rank 2 nranks 4 cudaDev 0
+# ... Init COMPLETE" (also Destroy/Abort COMPLETE), since NCCL 2.19 also "... rank 0 nRanks 16 nNodes 2 localRanks 8
+# localRank 0 MNNVL 0": the world size, the hosts and, where printed, the number of nodes.
+_COMM = re.compile(
+    r"(?:(?P<host>[^\s:\[\]]+):\d+:\d+\s+\[\d+\]\s+)?NCCL INFO\b.*?\bcomm 0x[0-9a-fA-F]+\s+rank\s+(?P<rank>\d+)\s+"
+    r"nranks\s+(?P<nranks>\d+)(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+_COMM_FIELD = re.compile(r"\b(nNodes|cudaDev|localRank)\s+(\d+)", re.IGNORECASE)
+# A line of dots where ranks were left out ("...", "…", "# ...", "[...]"), as long runs are pasted.
+_ELIDED = re.compile(r"^\s*#?\s*\[?(?:\.{3,}|…)\]?\s*$")
 
 
 @dataclass(frozen=True)
@@ -128,16 +139,28 @@ class NcclTestsRun:
     env: dict[str, str] = field(default_factory=dict)  # NCCL_NVLS_ENABLE / NCCL_ALGO as the file shows them
     cut: bool = False  # the file ends inside a row or before the footer
     cut_row_line: int | None = None  # the line of the row the file ends inside (a measurement cut short)
+    comm_ranks: int | None = None  # NCCL's "nranks N" (its INFO lines): the world size; the largest communicator's
+    comm_nodes: int | None = None  # NCCL's "nNodes N" of that communicator (NCCL >= 2.19)
+    comm_members: dict[int, tuple[str | None, int | None]] = field(default_factory=dict)  # rank: host, cudaDev
+    elided: bool = False  # a line of dots among the rank lines: ranks left out
     notes: list[str] = field(default_factory=list)
 
     @property
     def hosts(self) -> list[str]:
-        """The host names of the rank lines, in rank order, each once."""
+        """The host names of the rank lines, in rank order, each once; then those only NCCL's INFO lines name."""
         seen: list[str] = []
-        for d in self.devices:
-            if d.host and d.host not in seen:
-                seen.append(d.host)
+        named = [(d.rank, d.host) for d in self.devices]
+        named += sorted((rank, host) for rank, (host, _) in self.comm_members.items())
+        for _, host in named:
+            if host and host not in seen:
+                seen.append(host)
         return seen
+
+    def members(self) -> dict[int, tuple[str | None, int | None]]:
+        """Every rank the file shows: (host, local device), from the rank lines, else NCCL's INFO lines."""
+        found = dict(self.comm_members)
+        found.update({d.rank: (d.host, d.device) for d in self.devices})
+        return found
 
 
 def clean_lines(text: str) -> list[str]:
@@ -321,6 +344,9 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
         if reader.rows and not footer and _CUT_ROW.match(line):  # "   262144   65536": a row cut after its count
             reader.pending_cut = reader.pending_cut or number
             continue
+        if run.devices and not reader.rows and _ELIDED.match(line):
+            run.elided = True
+            continue
         rank = _RANK.search(line)
         if rank is not None:
             run.devices.append(
@@ -347,6 +373,7 @@ def parse_nccl_tests(text: str, path: str | None = None) -> NcclTestsRun:
         if run.failure is None and _FAILURE.search(line):
             run.failure = line.strip()
         _nvls_evidence(run, line)
+        _comm_evidence(run, line)
     run.nccl_version = run.nccl_version or banner_version  # NCCL's own "NCCL version" line first: it has +cudaX
     if not reader.rows and run.failure is not None and reader.header_at:
         run.layout = reader.layout or "new"  # a run that failed before its first size: no rows, its error kept
@@ -368,8 +395,30 @@ def add_log_evidence(run: NcclTestsRun, text: str) -> None:
     """What an NCCL_DEBUG=INFO log of the same run says of NVLS and NCCL's version, added to ``run``."""
     for line in clean_lines(text):
         _nvls_evidence(run, line)
+        _comm_evidence(run, line)
         if run.nccl_version is None and (m := _NCCL_VERSION.search(line)) is not None:
             run.nccl_version = m.group(1)
+
+
+def _comm_evidence(run: NcclTestsRun, line: str) -> None:
+    """What NCCL's communicator line says: the world size (the largest communicator's), the rank's host and
+    device, and the number of nodes where NCCL prints it."""
+    m = _COMM.search(line)
+    if m is None:
+        return
+    rank, nranks = int(m.group("rank")), int(m.group("nranks"))
+    if run.comm_ranks is not None and nranks < run.comm_ranks:
+        return  # a sub-communicator's line
+    if run.comm_ranks is not None and nranks > run.comm_ranks:
+        run.comm_members.clear()
+        run.comm_nodes = None
+    run.comm_ranks = nranks
+    fields = {k.lower(): int(v) for k, v in _COMM_FIELD.findall(m.group("rest"))}
+    device = fields.get("cudadev", fields.get("localrank"))
+    host, held = run.comm_members.get(rank, (None, None))
+    run.comm_members[rank] = (m.group("host") or host, device if device is not None else held)
+    if "nnodes" in fields:
+        run.comm_nodes = fields["nnodes"]
 
 
 def _nvls_evidence(run: NcclTestsRun, line: str) -> None:
@@ -416,3 +465,65 @@ def _finish(run: NcclTestsRun, reader: _Reader) -> None:
         run.notes.append("no column header: the layout was read from the rows' cells")
     if run.check_disabled:
         run.notes.append("the data check was off (-c 0): its cells print N/A, so no row's data is verified")
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """How many nodes a run spans, as far as the file shows it."""
+
+    count: int | None  # None: nothing in the file tells
+    exact: bool  # False: inferred from elided rank lines (or a lower bound), said in ``how``
+    how: str
+
+
+def nodes_of(run: NcclTestsRun, ranks: int | None) -> Nodes:
+    """The nodes of a run: NCCL's nNodes; else the hosts of rank lines that list every rank; else, where ranks are
+    left out ("..." between rank lines, a fragment), inferred from the ranks shown (:func:`ranks_per_host`);
+    else at least the hosts named."""
+    if run.comm_nodes:
+        return Nodes(run.comm_nodes, exact=True, how=f"NCCL's nNodes {run.comm_nodes}")
+    members = run.members()
+    hosts = run.hosts
+    every = ranks is not None and set(members) == set(range(ranks))
+    if every and hosts and all(host for host, _ in members.values()):
+        return Nodes(len(hosts), exact=True, how=f"{len(hosts)} host{'s' if len(hosts) != 1 else ''} in the rank lines")
+    per = ranks_per_host(members, ranks) if ranks else None
+    if ranks and per:
+        shown = "the rank lines are elided" if run.elided else "not every rank is listed"
+        return Nodes(
+            ranks // per,
+            exact=False,
+            how=f"{ranks // per} nodes inferred: {ranks} ranks, {per} per host ({shown}; each rank shown sits at its "
+            f"device number in a block of {per})",
+        )
+    if hosts:
+        return Nodes(len(hosts), exact=False, how=f"at least {len(hosts)} host(s): those the rank lines shown name")
+    return Nodes(None, exact=False, how="no rank line names a host")
+
+
+def ranks_per_host(members: dict[int, tuple[str | None, int | None]], ranks: int) -> int | None:
+    """The fewest ranks per host that fits every rank shown: launchers give each host a block of ranks in device
+    order (rank = host's first rank + local device), so a rank shows its device as rank mod ranks-per-host; ranks
+    of one host name share a block, of two names do not. None where no size fits, or no rank shows a device past
+    0 (per-rank CUDA_VISIBLE_DEVICES prints device 0 everywhere: the layout is not shown)."""
+    devices = [d for _, d in members.values() if d is not None]
+    if not devices or max(devices) == 0:
+        return None
+    for per in range(max(devices) + 1, ranks + 1):
+        if ranks % per:
+            continue
+        if any(d is not None and rank % per != d for rank, (_, d) in members.items()):
+            continue
+        blocks: dict[str, int] = {}
+        owners: dict[int, str] = {}
+        fits = True
+        for rank, (host, _) in sorted(members.items()):
+            if host is None:
+                continue
+            block = rank // per
+            if blocks.setdefault(host, block) != block or owners.setdefault(block, host) != host:
+                fits = False
+                break
+        if fits:
+            return per
+    return None

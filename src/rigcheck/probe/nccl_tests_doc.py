@@ -16,10 +16,12 @@ from dataclasses import dataclass, replace
 from rigcheck.errors import ParseError, UsageError
 from rigcheck.facts import catalog, legend
 from rigcheck.facts.allreduce_bands import (
-    DEFAULT_NICS,
     HGX_NVSWITCH,
     HOPPER_RING_MAX,
+    NVSWITCH_BOARD_GPUS,
     Condition,
+    Fabric,
+    assumed_nics,
     is_nvswitch_board,
     network_condition,
     node_condition,
@@ -27,6 +29,7 @@ from rigcheck.facts.allreduce_bands import (
     parse_nics,
     pcie_condition,
     size_text,
+    smallest_fabric,
 )
 from rigcheck.facts.bands import PCIE_LINKS, PCIE_LINKS_SOURCE
 from rigcheck.facts.catalog import GpuSpec
@@ -45,7 +48,7 @@ from rigcheck.model.bench import (
 )
 from rigcheck.model.links import pairs_with_link_state
 from rigcheck.model.snapshot import Snapshot
-from rigcheck.probe.nccl_tests import READABLE, READABLE_TEXT, TYPE_BYTES, NcclTestsRun, Row
+from rigcheck.probe.nccl_tests import READABLE, READABLE_TEXT, TYPE_BYTES, NcclTestsRun, Nodes, Row, nodes_of
 
 METHOD_VERSION = "nccl-tests"
 OP_BINARY = {op: binary for binary, op in READABLE.items()}
@@ -165,11 +168,16 @@ _FACTORS = {
 
 
 def ranks_of(run: NcclTestsRun, op: str) -> tuple[int | None, str | None]:
-    """(ranks, a note when they are not listed): the rank lines (a fragment that starts at rank 143 has 144),
-    else the busbw/algbw ratio at the largest size (nccl-tests' factor solved for n), else nThread x nGpus."""
+    """(ranks, a note when they are not listed): NCCL's nranks (its INFO lines), else the rank lines (a fragment
+    that starts at rank 143 has 144), else the busbw/algbw ratio at the largest size (nccl-tests' factor solved
+    for n), else nThread x nGpus."""
+    if run.comm_ranks:
+        return max([run.comm_ranks, *(d.rank + 1 for d in run.devices)]), None
     if run.devices:
         ranks = max(d.rank for d in run.devices) + 1
-        note = None if len({d.rank for d in run.devices}) == ranks else f"{ranks} ranks (the rank lines start mid-list)"
+        shown = {d.rank for d in run.devices}
+        gap = "the rank lines start mid-list" if min(shown) > 0 else "some rank lines are left out"
+        note = None if len(shown) == ranks else f"{ranks} ranks ({gap})"
         return ranks, note
     row = max(run.rows, key=lambda r: r.size_bytes) if run.rows else None
     f = row.out_of_place if row is not None else None
@@ -228,15 +236,42 @@ def _snapshot_link(run: NcclTestsRun, snapshot: Snapshot | None) -> tuple[str | 
     return code, pcie
 
 
+@dataclass(frozen=True)
+class Span:
+    """Whether the ranks span nodes, how that is known, and the node class's smallest published fabric."""
+
+    nodes: bool
+    how: str
+    fabric: Fabric | None
+
+
+def span_of(run: NcclTestsRun, spec: GpuSpec | None, ranks: int | None, nodes: Nodes | None = None) -> Span:
+    """The nodes the file shows (:func:`nodes_of`); where it shows none for sure, more ranks than one node of
+    the GPU's class holds (8 on an HGX board, 4 on a GB200/GB300 tray) span nodes too."""
+    fabric = smallest_fabric(spec.name if spec is not None else None, [d.name for d in run.devices])
+    found = nodes or nodes_of(run, ranks)
+    if found.count is not None and found.count > 1:
+        return Span(True, found.how, fabric)
+    if not found.exact and fabric is not None and ranks is not None and ranks > fabric.gpus:
+        board = f"{fabric.gpus}-GPU {'board' if fabric.gpus == NVSWITCH_BOARD_GPUS else 'tray'}"
+        gpu = spec.name if spec is not None else fabric.nodes.split()[-1]
+        count = -(-ranks // fabric.gpus)
+        return Span(
+            True, f"{ranks} ranks of {gpu}, more than one {board} holds: {count} or more nodes inferred", fabric
+        )
+    return Span(False, found.how, fabric)
+
+
 def ceiling_of(
-    run: NcclTestsRun, choice: LinkChoice, snapshot: Snapshot | None
+    run: NcclTestsRun, choice: LinkChoice, snapshot: Snapshot | None, span: Span | None = None
 ) -> tuple[Ceiling | None, str | None, GpuSpec | None]:
     """(the ceiling, why there is none, the GPU model)."""
     spec = _spec(choice, run, snapshot)
-    if len(run.hosts) > 1:
+    span = span or span_of(run, spec, ranks_of(run, "allreduce")[0])
+    if span.nodes:
         return (
             None,
-            f"the ranks span {len(run.hosts)} hosts: the network bounds busbw, and rigcheck names no ceiling for it",
+            f"the ranks span nodes ({span.how}): the network bounds busbw, and rigcheck names no ceiling for it",
             spec,
         )
     code, pcie = _snapshot_link(run, snapshot)
@@ -281,16 +316,26 @@ def _switch(spec: GpuSpec, ranks: int, snapshot: Snapshot | None, code: str | No
     return False, ""
 
 
-def _nics(choice: LinkChoice, snapshot: Snapshot | None) -> tuple[tuple[int, float], str]:
-    """(NIC count, Gb/s each; where from): --nics, the snapshot's active RDMA ports, else the stated default."""
+def _nics(choice: LinkChoice, snapshot: Snapshot | None, fabric: Fabric | None) -> tuple[tuple[int, float], str, bool]:
+    """(NIC count, Gb/s each; where from; assumed): --nics, the snapshot's active RDMA ports, else the node
+    class's smallest published fabric, else the weak default (facts/allreduce_bands.py: assumed_nics)."""
     if choice.nics is not None:
-        return choice.nics, "--nics"
+        return choice.nics, "--nics", False
     ports = snapshot.system.ib_ports if snapshot is not None else None
     active = [p.rate_gbps for p in ports or [] if p.state == "ACTIVE" and p.rate_gbps]
     if active:
-        return (len(active), sum(active) / len(active)), "the machine description's active RDMA ports"
-    count, gbit = DEFAULT_NICS
-    return DEFAULT_NICS, f"no NIC known: the default {count}x{gbit:g}G; give --nics 8x400 for the real fabric"
+        return (len(active), sum(active) / len(active)), "the machine description's active RDMA ports", False
+    nics, why = assumed_nics(fabric, "give --nics" if fabric is not None else "give --nics (and --gpu)")
+    return nics, why, True
+
+
+def _network(choice: LinkChoice, snapshot: Snapshot | None, span: Span, size: int) -> Condition:
+    """The band across nodes, naming how the nodes are known and where the NICs come from."""
+    nics, where, assumed = _nics(choice, snapshot, span.fabric)
+    found = network_condition(nics, f"{span.how}; {where}", size)
+    if assumed and span.fabric is not None and found.source is not None:
+        return replace(found, source=f"{found.source}; smallest published fabric: {span.fabric.source}")
+    return found
 
 
 def _condition(
@@ -304,15 +349,11 @@ def _condition(
     choice: LinkChoice,
     code: str | None,
     ceiling: Ceiling | None,
+    span: Span,
 ) -> Condition:
     """The band of the run's condition: across nodes the NICs; on one node NVSwitch (NVLS on/off) or PCIe."""
-    if len(run.hosts) > 1:
-        nics, where = _nics(choice, snapshot)
-        return network_condition(nics, f"{len(run.hosts)} hosts; {where}")
-    if not run.hosts and spec is not None and is_nvswitch_board(spec.architecture, spec.form_factor, 8) and ranks > 8:
-        # No rank lines name the hosts, but an HGX board holds 8 of these GPUs: more ranks span nodes.
-        nics, where = _nics(choice, snapshot)
-        return network_condition(nics, f"{ranks} ranks of {spec.name}, more than one 8-GPU board holds; {where}")
+    if span.nodes:
+        return _network(choice, snapshot, span, size)
     if spec is None:
         return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
     switch, how = _switch(spec, ranks, snapshot, code)
@@ -351,6 +392,7 @@ def _judge(
     choice: LinkChoice,
     code: str | None,
     ceiling: Ceiling | None,
+    span: Span,
 ) -> CollectiveJudgement | None:
     """The all-reduce band's verdict at the largest size, naming the condition it assumed and the margin;
     None for the other collectives."""
@@ -368,6 +410,7 @@ def _judge(
         choice=choice,
         code=code,
         ceiling=ceiling,
+        span=span,
     )
     if found.floor is None:
         return CollectiveJudgement(
@@ -461,7 +504,9 @@ def collective_document(
     notes = [check_collective(run, op, known_ranks, path), *run.notes]
     notes += [ranks_note] if ranks_note else []
     choice = choice or LinkChoice()
-    ceiling, why_not, spec = ceiling_of(run, choice, snapshot)
+    nodes = nodes_of(run, known_ranks)
+    span = span_of(run, _spec(choice, run, snapshot), known_ranks, nodes)
+    ceiling, why_not, spec = ceiling_of(run, choice, snapshot, span)
     notes += [why_not] if why_not else []
     if ceiling is not None and any(r.out_of_place.busbw_gbps > ceiling.gbps for r in run.rows):
         notes.append("busbw passes the link's rate at some sizes: NVLink SHARP (NVLS) or a link faster than named")
@@ -516,5 +561,6 @@ def collective_document(
             choice=choice,
             code=code,
             ceiling=ceiling,
+            span=span,
         ),
     )
