@@ -45,7 +45,8 @@ NicsOption = Annotated[
     typer.Option(
         "--nics",
         help="With --from: each node's RDMA NICs as N x Gb/s (8x400); a run across hosts is judged against their "
-        "aggregate (default: the machine description's active ports, else 1x100).",
+        "aggregate (default: the machine description's active ports, else the smallest published fabric of the "
+        "GPUs' node class, 4x200 for 8x H100; 1x100 for a GPU not known).",
         metavar="NxRATE",
     ),
 ]
