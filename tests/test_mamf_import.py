@@ -372,3 +372,23 @@ def test_a_figure_line_the_file_ends_inside_is_left_out(tmp_path: Path, capsys: 
     v1 = GH200_V1.read_text()
     cut = v1[: v1.index("11264x19712x1536") + 14]  # "11264x19712x15"
     assert "no figure" in one_line_error(["--from", str(synthetic(tmp_path, "cut-v1-synthetic.txt", cut))], capsys)
+
+
+@pytest.mark.parametrize(("dtype", "verdict"), [("torch.bfloat16", "PASS"), ("torch.float8_e4m3fn", "UNJUDGED")])
+def test_verify_reads_a_saved_mamf_document(
+    dtype: str, verdict: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a saved `bench matmul --from … --json` is verify's matmul stage; an fp8 one (SYNTHETIC: the H100 output's
+    # dtype line changed) has no band: unjudged, not an internal error
+    source = synthetic(tmp_path, "mamf.txt", H100.read_text().replace("torch.bfloat16", dtype))
+    saved = tmp_path / "dir"
+    saved.mkdir()
+    code, out, err = run(["bench", "matmul", "--from", str(source), "--json"], capsys)
+    assert code == 0, err
+    (saved / "matmul.json").write_text(out)
+    code, _, err = run(["snapshot", "--from", str(H100_Q), "-o", str(saved / "snapshot.json")], capsys)
+    assert code == 0, err
+    code, out, err = run(["verify", "--from", str(saved), "--only", "matmul"], capsys)
+    assert "internal error" not in err
+    assert out.splitlines()[1].startswith(verdict)
+    assert code == 0  # unjudged is no failure (docs/verdicts.md)

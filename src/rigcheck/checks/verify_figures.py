@@ -44,8 +44,9 @@ from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.verify import Band, Judgement, RuleVerdict, Verdict
 
-# Without the SKU's own (bf16 where it has it), the dtype judged is the first of these that ran.
-MATMUL_PREFERENCE = ("bf16", "fp16", "tf32", "fp32")
+# Without the SKU's own (bf16 where it has it), the dtype judged is the first of these that ran (fp8: only in a
+# saved mamf-finder document, `bench matmul --from`; no band holds it).
+MATMUL_PREFERENCE = ("bf16", "fp16", "tf32", "fp32", "fp8")
 PEER_MARGIN: Final = 0.10  # a GPU more than 10% under the median of its identical peers fails (gpu-fryer's 10%)
 BASELINE_TOLERANCE: Final = 0.05  # the least regression a baseline comparison forgives
 
