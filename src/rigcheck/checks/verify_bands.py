@@ -24,6 +24,7 @@ from rigcheck.facts.allreduce_bands import (
     PCIE_FRACTION,
     PCIE_LOWEST_FRACTION,
     PCIE_MIN_BYTES,
+    SMALLEST_FABRIC,
     Tier,
     node_condition,
     nvls_state,
@@ -147,9 +148,12 @@ def allreduce_conditions() -> list[str]:
     rows += [tier("8 H100/H200 NVLS off or not shown", t) for t in HOPPER_NVLS_OFF]
     rows += [tier("8 A100 SXM (ring)", t) for t in A100_TIERS]
     count, gbit = DEFAULT_NICS
+    classes = {f.nodes: f for f in SMALLEST_FABRIC.values()}
+    fabrics = ", ".join(f"{name}: {f.nics[0]}x{f.nics[1]:g}G" for name, f in classes.items())
     rows.append(
-        f"across nodes {NETWORK_FRACTION:.0%} of the NICs' aggregate (--nics, the snapshot's ports, else "
-        f"{count}x{gbit:g}G), lowest published healthy {NETWORK_LOWEST_FRACTION:.0%}"
+        f"across nodes {NETWORK_FRACTION:.0%} of the NICs' aggregate (--nics, the snapshot's ports, else the "
+        f"node class's smallest published fabric ({fabrics}), else {count}x{gbit:g}G), lowest published healthy "
+        f"{NETWORK_LOWEST_FRACTION:.0%}"
     )
     rows.append(
         f"PCIe cards {PCIE_FRACTION:.0%} of the narrowest link's rate from {size_text(PCIE_MIN_BYTES)}, lowest "
