@@ -392,3 +392,15 @@ def test_verify_reads_a_saved_mamf_document(
     assert "internal error" not in err
     assert out.splitlines()[1].startswith(verdict)
     assert code == 0  # unjudged is no failure (docs/verdicts.md)
+
+
+def test_an_earlier_msmf_layout_is_read() -> None:
+    # the README example of an earlier version: MSMF confirm rows with a "runs" column, one shape
+    path = MAMF / "mamf-v3-readme-example-4096.txt"
+    run_ = parse_mamf(path.read_text(), str(path))
+    assert {k: (b.tflops, b.shape) for k, b in run_.bests.items()} == {
+        "MAMF": (781.0, (4096, 4096, 4096)),
+        "MSMF": (743.0, (4096, 4096, 4096)),
+    }
+    assert [(s.m, s.median) for s in run_.shapes] == [(4096, 779.3)]  # the scout row; confirm rows are no shapes
+    assert run_.tried == 4
