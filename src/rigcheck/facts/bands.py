@@ -132,6 +132,7 @@ PCIE_P2P_FRACTION = 0.55
 # GB200 reaches its Grace CPU over NVLink-C2C, not PCIe: no hostlink band.
 PCIE_LINKS: dict[str, tuple[int, int]] = {
     "GeForce GTX 1080 Ti": (3, 16),
+    "GeForce GTX 1070": (3, 16),
     "TITAN Xp": (3, 16),
     "TITAN V": (3, 16),
     "TITAN RTX": (3, 16),
@@ -145,6 +146,7 @@ PCIE_LINKS: dict[str, tuple[int, int]] = {
     "GeForce RTX 3080": (4, 16),
     "GeForce RTX 3070": (4, 16),
     "GeForce RTX 3060": (4, 16),
+    "GeForce RTX 3060 Ti": (4, 16),
     "GeForce RTX 4090": (4, 16),
     "GeForce RTX 4080": (4, 16),
     "GeForce RTX 5090": (5, 16),

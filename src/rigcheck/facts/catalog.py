@@ -51,6 +51,8 @@ TITAN_RTX = (
 TITAN_V = "NVIDIA TITAN V product page, https://www.nvidia.com/en-us/titan/titan-v/"
 TITAN_XP = "NVIDIA TITAN Xp product page, https://www.nvidia.com/en-us/titan/titan-xp/"
 GTX_1080TI = "NVIDIA GeForce GTX 1080 Ti specifications, https://www.nvidia.com/en-gb/geforce/graphics-cards/geforce-gtx-1080-ti/specifications/"
+GTX_1070 = "NVIDIA GeForce GTX 1070 specifications, https://www.nvidia.com/en-gb/geforce/graphics-cards/geforce-gtx-1070/specifications/"
+RTX_3060_FAMILY = "NVIDIA GeForce RTX 3060 family specifications, https://www.nvidia.com/en-us/geforce/graphics-cards/30-series/rtx-3060-3060ti/"
 QUADRO_RTX = (
     "NVIDIA Quadro RTX 6000 / RTX 8000 datasheets, https://www.nvidia.com/en-us/design-visualization/quadro/rtx-6000/"
 )
@@ -79,6 +81,7 @@ H100_DS = "NVIDIA H100 Tensor Core GPU datasheet, https://resources.nvidia.com/e
 H200_DS = "NVIDIA H200 Tensor Core GPU specifications, https://www.nvidia.com/en-us/data-center/h200/"
 HGX_B200 = "NVIDIA HGX B200 specifications (8-GPU totals), https://www.nvidia.com/en-us/data-center/hgx/"
 GB200_NVL72 = "NVIDIA GB200 NVL72 specifications (72-GPU totals), https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
+GB300_NVL72 = "NVIDIA GB300 NVL72 specifications (72-GPU totals), https://www.nvidia.com/en-us/data-center/gb300-nvl72/"
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,9 @@ GPUS: tuple[GpuSpec, ...] = (
     _g("GeForce GTX 1080 Ti", ("NVIDIA GeForce GTX 1080 Ti", "GeForce GTX 1080 Ti"), "Pascal", "GP102", "consumer",
        _PCIE, 250, (("8-pin", 1), ("6-pin", 1)), _NO_NVL, 11, 484, _NONE, GTX_1080TI,
        "no tensor cores; FP16 runs at 1/64 rate"),
+    _g("GeForce GTX 1070", ("NVIDIA GeForce GTX 1070", "GeForce GTX 1070"), "Pascal", "GP104", "consumer", _PCIE,
+       150, (("8-pin", 1),), _NO_NVL, 8, 256, _NONE, GTX_1070,
+       "no tensor cores; 8 Gbps GDDR5 on 256 bits; PCI Express 3.0; Founders Edition one 8-pin"),
     _g("TITAN Xp", ("NVIDIA TITAN Xp", "TITAN Xp"), "Pascal", "GP102", "consumer", _PCIE, 250,
        (("8-pin", 1), ("6-pin", 1)), _NO_NVL, 12, 547.7, _NONE, TITAN_XP, "no tensor cores"),
     _g("TITAN V", ("NVIDIA TITAN V", "TITAN V"), "Volta", "GV100", "consumer", _PCIE, 250,
@@ -190,6 +196,10 @@ GPUS: tuple[GpuSpec, ...] = (
     _g("GeForce RTX 3060", ("NVIDIA GeForce RTX 3060", "GeForce RTX 3060"), "Ampere", "GA106", "consumer", _PCIE,
        170, (("8-pin", 1),), _NO_NVL, 12, 360, _NONE, GEFORCE_30,
        "no Founders Edition: partner reference boards use one 8-pin; tensor TFLOPS not stated"),
+    _g("GeForce RTX 3060 Ti", ("NVIDIA GeForce RTX 3060 Ti", "GeForce RTX 3060 Ti"), "Ampere", "GA104", "consumer",
+       _PCIE, 200, (("12-pin", 1),), _NO_NVL, 8, 448, _NONE, RTX_3060_FAMILY,
+       "Founders Edition 12-pin (adapter from one 8-pin); 14 Gbps GDDR6 on 256 bits (a later GDDR6X model, 19 Gbps, "
+       "prints the same name and only reads higher); PCI Express 4.0; tensor TFLOPS not stated"),
     _g("GeForce RTX 4090", ("NVIDIA GeForce RTX 4090",), "Ada Lovelace", "AD102", "consumer", _PCIE, 450,
        (("12VHPWR", 1),), _NO_NVL, 24, 1008, (165.2, 165.2, 82.6), ADA_WP + "; " + GEFORCE_40,
        "Founders Edition adapter: 3x 8-pin for 450 W (4x 8-pin allows the 600 W limit); no NVLink"),
@@ -299,6 +309,11 @@ GPUS: tuple[GpuSpec, ...] = (
        8000, (2500, 2500, 1250), GB200_NVL72,
        "per GPU = GB200 NVL72 totals / 72, sparse figures halved; board power per GPU not published "
        "separately (the superchip is powered by the rack); some drivers print 'NVIDIA Graphics Device'"),
+    _g("GB300", ("NVIDIA GB300",), "Blackwell", "B300", "datacenter", "superchip", None, (), (18, 5, False), 288,
+       8000, (2500, 2500, 1250), GB300_NVL72,
+       "Blackwell Ultra; per GPU = GB300 NVL72 totals / 72 (576 TB/s; FP16/BF16 360 and TF32 180 PFLOPS with "
+       "sparsity, halved), 288 GB HBM3e as NVIDIA markets it; board power per GPU not published separately; "
+       "joined to its Grace CPU by NVLink-C2C, not a PCIe slot"),
 )
 # fmt: on
 

@@ -76,12 +76,12 @@ NVLINK_VARIANTS: tuple[NvlinkVariant, ...] = (
     ),
     NvlinkVariant(
         5,
-        ("GB100", "GB200"),
+        ("GB100", "GB200", "B300"),
         50.0,
         18,
-        "B200 / GB200",
+        "B200 / GB200 / GB300",
         BLACKWELL_SRC,
-        "18 links, 900 GB/s per direction, 1.8 TB/s total",
+        "18 links, 900 GB/s per direction, 1.8 TB/s total (GB300 NVL72: 130 TB/s for 72 GPUs, the same per GPU)",
     ),
 )
 
