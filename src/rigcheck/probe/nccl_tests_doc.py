@@ -6,7 +6,8 @@ reduce-scatter). The ceiling is the rate per direction of the slowest link betwe
 nccl-tests' PERFORMANCE.md compares busbw with — from a machine description (a snapshot, topo -m, -q) or a
 link named (``LinkChoice``); none across hosts (the network bounds it). The all-reduce is judged against the
 band of its condition (facts/allreduce_bands.py): NVSwitch with NVLS on or off at the largest size, PCIe, or
-across hosts the NICs' aggregate; the verdict names the condition and the margin.
+across hosts the NICs' aggregate; the verdict names the condition and the margin. All-gather and reduce-scatter
+are judged on one NVSwitch board (facts/collective_bands.py); broadcast is unjudged, saying why.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rigcheck.errors import ParseError, UsageError
-from rigcheck.facts import catalog, legend
+from rigcheck.facts import catalog, collective_bands, legend
 from rigcheck.facts.allreduce_bands import (
     HGX_NVSWITCH,
     HOPPER_RING_MAX,
@@ -341,6 +342,7 @@ def _network(choice: LinkChoice, snapshot: Snapshot | None, span: Span, size: in
 def _condition(
     run: NcclTestsRun,
     *,
+    op: str = "allreduce",
     spec: GpuSpec | None,
     ranks: int,
     size: int,
@@ -352,6 +354,8 @@ def _condition(
     span: Span,
 ) -> Condition:
     """The band of the run's condition: across nodes the NICs; on one node NVSwitch (NVLS on/off) or PCIe."""
+    if op != "allreduce":
+        return _other_condition(op, run, spec=spec, ranks=ranks, size=size, snapshot=snapshot, code=code, span=span)
     if span.nodes:
         return _network(choice, snapshot, span, size)
     if spec is None:
@@ -381,6 +385,33 @@ def _condition(
     return Condition(None, f"no public all-reduce figure for {ranks} x {spec.name} without NVSwitch", None)
 
 
+def _other_condition(
+    op: str,
+    run: NcclTestsRun,
+    *,
+    spec: GpuSpec | None,
+    ranks: int,
+    size: int,
+    snapshot: Snapshot | None,
+    code: str | None,
+    span: Span,
+) -> Condition:
+    """All-gather and reduce-scatter on one NVSwitch board (facts/collective_bands.py); broadcast has no band."""
+    if op == "broadcast":
+        return collective_bands.broadcast_condition()
+    if span.nodes:
+        return Condition(None, "no published figure across nodes for this collective", None)
+    if spec is None:
+        return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
+    switch, how = _switch(spec, ranks, snapshot, code)
+    found = collective_bands.node_condition(
+        op, spec.chip, spec.nvlink_links, gpus=ranks, nvswitch=switch, size=size, env=run.env
+    )
+    if found.floor is not None and how.endswith("is NVSwitch)"):  # the board rule, not a file, said NVSwitch
+        return replace(found, condition=f"{found.condition}; {how}", source=f"{found.source}; {HGX_NVSWITCH}")
+    return found
+
+
 def _judge(
     op: str,
     *,
@@ -394,14 +425,14 @@ def _judge(
     ceiling: Ceiling | None,
     span: Span,
 ) -> CollectiveJudgement | None:
-    """The all-reduce band's verdict at the largest size, naming the condition it assumed and the margin;
-    None for the other collectives."""
-    if op != "allreduce" or not rows:
+    """The band's verdict at the largest size, naming the condition it assumed and the margin; None without rows."""
+    if not rows:
         return None
     last = max(rows, key=lambda r: r.size_bytes)
     busbw, size = last.busbw_gbps, last.size_bytes
     found = _condition(
         run,
+        op=op,
         spec=spec,
         ranks=ranks,
         size=size,
