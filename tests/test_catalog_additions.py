@@ -23,6 +23,7 @@ from tests.calibration.runner import CASES_DIR, load_cases, run_cli
         ("NVIDIA GeForce GTX 1070", "GeForce GTX 1070", 256, (3, 16)),
         ("NVIDIA GeForce RTX 3060 Ti", "GeForce RTX 3060 Ti", 448, (4, 16)),
         ("NVIDIA GB300", "GB300", 8000, None),
+        ("HGX GB200", "GB200", 8000, None),  # multinode nvbandwidth's device lines (calibration: 2x4 GB200)
     ],
 )
 def test_names_as_drivers_print_them_find_the_entry(

@@ -305,10 +305,11 @@ GPUS: tuple[GpuSpec, ...] = (
     _g("B200", ("NVIDIA B200",), "Blackwell", "GB100", "datacenter", _SXM, 1000, (), (18, 5, False), 180, 8000,
        (2250, 2250, 1125), HGX_B200,
        "HGX baseboard, powered by it; per GPU = 8-GPU HGX B200 totals / 8, sparse figures halved"),
-    _g("GB200", ("NVIDIA GB200",), "Blackwell", "GB100", "datacenter", "superchip", None, (), (18, 5, False), 186,
-       8000, (2500, 2500, 1250), GB200_NVL72,
+    _g("GB200", ("NVIDIA GB200", "HGX GB200"), "Blackwell", "GB100", "datacenter", "superchip", None, (),
+       (18, 5, False), 186, 8000, (2500, 2500, 1250), GB200_NVL72,
        "per GPU = GB200 NVL72 totals / 72, sparse figures halved; board power per GPU not published "
-       "separately (the superchip is powered by the rack); some drivers print 'NVIDIA Graphics Device'"),
+       "separately (the superchip is powered by the rack); some drivers print 'NVIDIA Graphics Device', "
+       "multinode nvbandwidth on OCI's GB200 nodes prints 'HGX GB200'"),
     _g("GB300", ("NVIDIA GB300",), "Blackwell", "B300", "datacenter", "superchip", None, (), (18, 5, False), 288,
        8000, (2500, 2500, 1250), GB300_NVL72,
        "Blackwell Ultra; per GPU = GB300 NVL72 totals / 72 (576 TB/s; FP16/BF16 360 and TF32 180 PFLOPS with "
