@@ -309,12 +309,12 @@ def test_skips_results_for_other_gpus_and_runtime_errors_are_notes_or_incomplete
     assert doc.verdict == "incomplete"
 
 
-def test_dcgm_alone_or_twice_or_broken_is_one_line(tmp_path: Path) -> None:
+def test_dcgm_twice_or_broken_is_one_line_and_alone_is_read(tmp_path: Path) -> None:
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(H100_PASS, alone / "diag.json")
-    with pytest.raises(InputError, match=r"diag\.json is a DCGM diagnostic, which does not say which machine"):
-        load_saved(alone)
+    # no snapshot: the machine is the GPUs the diagnostic ran on (tests/test_dcgm_only_verify.py)
+    assert [g.index for g in load_saved(alone).snapshot.gpus] == list(range(8))
     with pytest.raises(InputError, match=r"two DCGM diagnostic documents: dcgm\.json and dcgm1\.json"):
         load_saved(_dir(tmp_path / "twice", H100_PASS, H100_FAIL))
     broken = _dir(tmp_path / "broken")

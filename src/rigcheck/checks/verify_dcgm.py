@@ -29,6 +29,7 @@ SHOWN_MESSAGES: Final = 3  # DCGM messages quoted in one judgement
 # Tests that only read the software set-up: a node whose DCGM run had only these measured nothing.
 DEPLOYMENT: Final = "deployment"
 _WORD: Final = {"pass": "Pass", "fail": "Fail", "warn": "Warn"}
+_NAMES_GPU: Final = re.compile(r"^\s*GPU\s*(\d+)\b")
 
 
 @dataclass
@@ -158,9 +159,10 @@ def _every_gpu(
     diag: DcgmDiag, gpus: Collection[int], known: Collection[int], what: str, notes: list[str]
 ) -> list[int] | None:
     """The GPUs a text table's "All" stands for: the judged ones, where the run covered the GPUs the snapshot
-    knows (the table's device count agrees, or it gives none); None (All stays the node's) where it did not."""
-    if not any(r.entity == ALL_GPUS for t in diag.tests for r in t.results):
-        return None
+    knows (the table's device count agrees, or it gives none); None (All stays the node's) where it did not, or
+    where no GPU is judged."""
+    if not any(r.entity == ALL_GPUS for t in diag.tests for r in t.results) or not gpus:
+        return None  # no "All", or no GPU it could stand for (a table that names none, with no device list)
     if diag.gpu_count is not None and diag.gpu_count != len(known):
         notes.append(
             f"{what} ran on {diag.gpu_count} GPU(s) and says 'All' without naming them; the snapshot has "
@@ -171,10 +173,27 @@ def _every_gpu(
 
 
 def _each_gpu(result: DcgmResult, every: list[int] | None) -> list[DcgmResult]:
-    """A result of "all GPUs" as one result per GPU it stands for; any other result as it is."""
+    """A result of "all GPUs" as one result per GPU it stands for, each keeping the messages that name it or no
+    GPU ("GPU 3 Error using CUDA API ..."); any other result as it is."""
     if result.entity != ALL_GPUS or every is None:
         return [result]
-    return [result.model_copy(update={"gpu": gpu, "entity": None}) for gpu in every]
+    return [
+        result.model_copy(
+            update={
+                "gpu": gpu,
+                "entity": None,
+                "warnings": [w for w in result.warnings if _names(w.text) in (None, gpu)],
+                "info": [i for i in result.info if _names(i) in (None, gpu)],
+            }
+        )
+        for gpu in every
+    ]
+
+
+def _names(message: str) -> int | None:
+    """The GPU a DCGM message starts by naming ("GPU 3 ...", "GPU3: ..."), else None."""
+    m = _NAMES_GPU.match(message)
+    return int(m.group(1)) if m else None
 
 
 def _runtime_error(error: str, source: str) -> VerifyCheck:

@@ -4,7 +4,9 @@ DCGM diagnostic), with nothing run. The doctor checks run on the saved snapshot;
 every stage was verified), but p2p and all-reduce on a one-GPU snapshot ("not_applicable") and the stages
 ``--only`` leaves out ("left_out", their documents set aside). A DCGM diagnostic is a step when there is one, or
 when ``--only`` names ``dcgm`` (a DCGM run as the verification: ``--only dcgm`` leaves rigcheck's stages out).
-The clock is the caller's (checks read none)."""
+A directory with a DCGM diagnostic and no snapshot is judged on the GPUs the diagnostic ran on
+(rigcheck.probe.dcgm_machine): the doctor checks have no machine to run on, so the doctor step is skipped (left
+out with ``--only``) and no ``doctor`` check is listed. The clock is the caller's (checks read none)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,23 @@ from typing import Final
 
 from rigcheck.checks import run_checks
 from rigcheck.checks.verdicts import drain_reason
-from rigcheck.checks.verify import judge, unfinished_check, verify_document
+from rigcheck.checks.verify import Judged, judge, unfinished_check, verify_document
 from rigcheck.checks.verify_dcgm import measured
 from rigcheck.errors import UsageError
+from rigcheck.model.dcgm import MACHINE_MARK
 from rigcheck.model.finding import Finding
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.snapshot import Snapshot
-from rigcheck.model.verify import DcgmSummary, Level, StepStatus, VerifyDocument, VerifyInputs, VerifyStep, worst
+from rigcheck.model.verify import (
+    DcgmSummary,
+    Level,
+    StepStatus,
+    Verdict,
+    VerifyDocument,
+    VerifyInputs,
+    VerifyStep,
+    worst,
+)
 
 # Step name -> what `rigcheck` command saves it, for the "skipped" line.
 SAVED_BY: dict[str, str] = {
@@ -33,6 +45,7 @@ SAVED_BY: dict[str, str] = {
 
 
 PAIRED: Final = ("p2p", "allreduce")  # node stages that need two GPUs
+NO_BAND: Final = "is not in rigcheck's catalog: its figures have no band"  # the judge's note (checks/verify.py)
 
 
 def _status(inputs: VerifyInputs, name: str, only: Sequence[str] | None) -> tuple[StepStatus, str | None]:
@@ -48,7 +61,7 @@ def _status(inputs: VerifyInputs, name: str, only: Sequence[str] | None) -> tupl
 def saved_steps(inputs: VerifyInputs, only: Sequence[str] | None = None) -> list[VerifyStep]:
     """One step per measurement: done when its document was read, skipped (with how to save one) when not,
     not applicable or left out (``only``: the stages asked for) as the module docstring says."""
-    steps = [VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=None, reason=None)]
+    steps = [_doctor_step(inputs, only)]
     for name in SAVED_BY:
         status, reason = _status(inputs, name, only)
         steps.append(VerifyStep(name=name, status=status, elapsed_s=0.0, budget_s=None, reason=reason))
@@ -58,6 +71,43 @@ def saved_steps(inputs: VerifyInputs, only: Sequence[str] | None = None) -> list
         why = "no DCGM diagnostic in the directory (save one with `dcgmi diag -r 3 -j > FILE`)"
         steps.append(VerifyStep(name="dcgm", status="skipped", elapsed_s=0.0, budget_s=None, reason=why))
     return steps
+
+
+def from_dcgm(snapshot: Snapshot) -> bool:
+    """Whether ``snapshot`` is the machine made from a DCGM diagnostic (the directory held no snapshot)."""
+    return any(d.source == MACHINE_MARK for d in snapshot.diagnostics)
+
+
+def _doctor_step(inputs: VerifyInputs, only: Sequence[str] | None) -> VerifyStep:
+    """Done on a saved snapshot; with only a DCGM diagnostic there is no machine to run the checks on."""
+    if not from_dcgm(inputs.snapshot):
+        return VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=None, reason=None)
+    why = "no snapshot in the directory (save one with `rigcheck snapshot --json > FILE`)"
+    if only is not None:
+        return VerifyStep(
+            name="doctor",
+            status="left_out",
+            elapsed_s=0.0,
+            budget_s=None,
+            reason=f"left out: --only {','.join(only)}; {why}",
+        )
+    return VerifyStep(name="doctor", status="skipped", elapsed_s=0.0, budget_s=None, reason=why)
+
+
+def _without_doctor(judged: Judged) -> None:
+    """The judgement of a DCGM diagnostic alone: no doctor check (no snapshot to run one on, its pass would say
+    nothing); a GPU that no check is left on is unjudged (DCGM judged none of its tests)."""
+    for gpu in judged.gpus:
+        gpu.checks = [c for c in gpu.checks if c.id != "doctor"]
+        if not gpu.checks:
+            judged.notes.append(f"GPU {gpu.index}: DCGM judged none of its tests: not judged")
+        gpu.verdict = worst(c.verdict for c in gpu.checks) if gpu.checks else "unjudged"
+    judged.node = [c for c in judged.node if c.id != "doctor"]
+    judged.notes = [n for n in judged.notes if not n.endswith(NO_BAND)]  # DCGM's verdicts need no band
+    verdict: Verdict = worst([*(g.verdict for g in judged.gpus), *(c.verdict for c in judged.node)])
+    if verdict != judged.verdict:  # only a GPU left with no check changes it (pass -> unjudged: exit 0 both)
+        judged.verdict = verdict
+        judged.drain_reason = drain_reason(verdict, [])
 
 
 def dcgm_summary(inputs: VerifyInputs) -> DcgmSummary | None:
@@ -86,27 +136,30 @@ def verify_saved(
 
     ``gpus`` naming a GPU the snapshot does not have is a UsageError: judging nothing must not read as a pass.
     ``only``: the stages asked for (`--only`); the documents of the others are set aside, not judged."""
+    dcgm_only = from_dcgm(inputs.snapshot)
     if gpus and not inputs.cpu:
         known = {g.index for g in inputs.snapshot.gpus}
         unknown = sorted(set(gpus) - known)
         if unknown:
             have = ", ".join(str(i) for i in sorted(known)) or "none"
-            raise UsageError(f"--gpus {','.join(map(str, unknown))}: the saved snapshot has GPUs {have}")
+            whose = "the DCGM diagnostic ran on" if dcgm_only else "the saved snapshot has"
+            raise UsageError(f"--gpus {','.join(map(str, unknown))}: {whose} GPUs {have}")
     steps = saved_steps(inputs, only)
     for step in steps:
-        if step.status == "left_out" and getattr(inputs, step.name) is not None:
+        if step.status == "left_out" and getattr(inputs, step.name, None) is not None:  # doctor: no document
             setattr(inputs, step.name, None)
             inputs.notes.append(f"the {step.name} document in the directory is not judged: {step.reason}")
-    inputs.findings = run_checks(inputs.snapshot, config=site)
+    inputs.findings = [] if dcgm_only else run_checks(inputs.snapshot, config=site)
     judged = judge(inputs, site=site, baseline=baseline, gpus=gpus)
+    if dcgm_only:
+        _without_doctor(judged)
     if all(getattr(inputs, name) is None for name in SAVED_BY) and not measured(inputs.dcgm):
         # Only the doctor checks ran (and DCGM's software tests, or its skips): a verdict on measurements cannot
         # pass with none of them.
         also = " and DCGM's deployment tests" if inputs.dcgm is not None else ""
-        judged.node.append(
-            unfinished_check(f"no measurement in the directory: only the doctor checks{also} were judged")
-        )
-        if judged.verdict == "pass":
+        what = "DCGM's deployment tests" if dcgm_only else f"the doctor checks{also}"
+        judged.node.append(unfinished_check(f"no measurement in the directory: only {what} were judged"))
+        if judged.verdict in ("pass", "unjudged"):
             judged.verdict = "incomplete"
             judged.drain_reason = drain_reason("incomplete", ["no measurement saved"])
     return verify_document(

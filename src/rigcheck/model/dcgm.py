@@ -16,6 +16,8 @@ from rigcheck.model.document import Plain
 DcgmStatus = Literal["pass", "fail", "warn", "skip", "not-run", "unknown"]
 # A text table's "Pass - All": every GPU of the run, which the table does not list (the judge resolves it).
 ALL_GPUS = "all GPUs"
+# The Diagnostic.source that marks a snapshot made from a DCGM diagnostic alone (rigcheck.probe.dcgm_machine).
+MACHINE_MARK = "dcgm-diag"
 
 
 class DcgmMessage(Plain):
@@ -46,6 +48,13 @@ class DcgmTest(Plain):
     results: list[DcgmResult]
 
 
+class DcgmDevice(Plain):
+    """One GPU the run covered, as the diagnostic lists it (`-j`'s ``entity_groups``, a table's Metadata)."""
+
+    gpu: int | None = Field(description="DCGM's GPU id; null where the list gives none (a table's device ids)")
+    device_id: str = Field(description="the PCI device id as DCGM prints it ('2330')")
+
+
 class DcgmDiag(Plain):
     """A whole `dcgmi diag -j` output."""
 
@@ -64,6 +73,9 @@ class DcgmDiag(Plain):
         default=None, description="how many GPUs the run names (a text table's 'GPU Device IDs Detected'), when said"
     )
     notes: list[str] = Field(default_factory=list, description="what the reader could not take as printed, and why")
+    devices: list[DcgmDevice] = Field(
+        default_factory=list, description="the GPUs the run covered, in DCGM's order, where the output lists them"
+    )
 
     def gpus(self) -> list[int]:
         """Every GPU some result names, in order."""

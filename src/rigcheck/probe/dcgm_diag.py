@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from rigcheck.errors import InputError
-from rigcheck.model.dcgm import DcgmDiag, DcgmMessage, DcgmResult, DcgmStatus, DcgmTest
+from rigcheck.model.dcgm import DcgmDevice, DcgmDiag, DcgmMessage, DcgmResult, DcgmStatus, DcgmTest
 from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text, parse_dcgm_diag_table
 
 ROOT_4X: Final = "DCGM Diagnostic"
@@ -140,7 +140,21 @@ def parse_dcgm_diag(data: object, *, path: str | None = None) -> DcgmDiag:
         driver=_first_text(metadata, root, data, key="Driver Version Detected"),
         runtime_error=runtime_error,
         tests=tests,
+        devices=_devices(data.get("entity_groups")),
     )
+
+
+def _devices(groups: object) -> list[DcgmDevice]:
+    """4.x: the GPUs of the run and their PCI device ids, from ``entity_groups`` (group "GPU")."""
+    out: list[DcgmDevice] = []
+    for group in groups if isinstance(groups, list) else []:
+        if not isinstance(group, dict) or (_text(group.get("entity_group")) or "").upper() != "GPU":
+            continue
+        entities = group.get("entities")
+        for entity in entities if isinstance(entities, list) else []:
+            if isinstance(entity, dict) and (device := _text(entity.get("device_id"))) is not None:
+                out.append(DcgmDevice(gpu=_int(entity.get("entity_id")), device_id=device))
+    return out
 
 
 def _what(data: object) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rigcheck.errors import InputError
-from rigcheck.model.dcgm import ALL_GPUS, DcgmDiag, DcgmMessage, DcgmResult, DcgmStatus, DcgmTest
+from rigcheck.model.dcgm import ALL_GPUS, DcgmDevice, DcgmDiag, DcgmMessage, DcgmResult, DcgmStatus, DcgmTest
 from rigcheck.probe.smi.ansi import strip_ansi
 
 RUN_JSON: Final = "run `dcgmi diag -r 3 -j > diag.json`"
@@ -79,7 +79,7 @@ class _Reader:
     notes: list[str] = field(default_factory=list)
     version: str | None = None
     driver: str | None = None
-    device_ids: int | None = None
+    device_ids: list[str] = field(default_factory=list)  # the Metadata's "GPU Device IDs Detected", in order
     category: str | None = None
     current: _Open | None = None
     explicit: set[int] = field(default_factory=set)  # GPUs some row names by number
@@ -148,8 +148,9 @@ def parse_dcgm_diag_table(text: str, *, path: str | None = None) -> DcgmDiag:
         runtime_error=None,
         tests=reader.tests,
         source="text",
-        gpu_count=reader.device_ids,
+        gpu_count=len(reader.device_ids) or None,
         notes=reader.notes,
+        devices=[DcgmDevice(gpu=None, device_id=d) for d in reader.device_ids],
     )
 
 
@@ -291,7 +292,7 @@ def _metadata(reader: _Reader, name: str, value: str) -> None:
     elif key == "driver version detected":
         reader.driver = value or None
     elif key == "gpu device ids detected":
-        reader.device_ids = len([v for v in re.split(r"[,\s]+", value) if v]) or None
+        reader.device_ids = [v for v in re.split(r"[,\s]+", value) if v]
 
 
 def _resolve_all(reader: _Reader) -> None:

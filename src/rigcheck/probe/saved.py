@@ -11,11 +11,12 @@ Every ``*.json`` directly in the directory (not below it) is read, in name order
 - a DCGM diagnostic (`dcgmi diag -r N -j`, no "schema" key: known by its top-level key) — judged as
   ``dcgm.<test>`` checks (rigcheck.checks.verify_dcgm); one saved with other lines around its JSON is read
   with a note; so is the table dcgmi prints without ``-j``, saved as ``*.txt``, ``*.log`` or ``*.out`` (or under
-  a ``.json`` name), read by rigcheck.probe.dcgm_diag_text.
+  a ``.json`` name), read by rigcheck.probe.dcgm_diag_text. A directory holding the diagnostic and no snapshot is
+  the machine the diagnostic ran on (rigcheck.probe.dcgm_machine).
 
 Another rigcheck schema, or JSON of no rigcheck schema, is skipped with a note. What cannot be used stops the
 read with one line of InputError naming the file: not JSON, a rigcheck document that fails validation, two
-documents of the same measurement, no snapshot at all, CPU and GPU results mixed.
+documents of the same measurement, no snapshot at all (nor a DCGM diagnostic), CPU and GPU results mixed.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument, VerifyInputs
 from rigcheck.probe.dcgm_diag import diag_in_text, is_dcgm_diag, parse_dcgm_diag
 from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text, parse_dcgm_diag_table
+from rigcheck.probe.dcgm_machine import machine_of
 from rigcheck.probe.files import input_limits, read_capped
 from rigcheck.probe.from_file import MAX_INPUT_BYTES
 
@@ -185,12 +187,10 @@ def _snapshot(found: _Found, directory: Path, seen: int) -> Snapshot:
             return doc.snapshot
     if not seen:
         raise InputError("no rigcheck documents here (no *.json file)", path=str(directory))
-    if found.dcgm is not None:
-        raise InputError(
-            f"no snapshot: {found.dcgm[1]} is a DCGM diagnostic, which does not say which machine and GPUs it ran "
-            "on (save `rigcheck snapshot --json` beside it)",
-            path=str(directory),
-        )
+    if found.dcgm is not None:  # the GPUs are those the diagnostic ran on (rigcheck.probe.dcgm_machine)
+        snapshot, notes = machine_of(*found.dcgm)
+        found.notes[:0] = notes
+        return snapshot
     raise InputError(
         f"no snapshot: none of its {seen} JSON files is a rigcheck snapshot or doctor document, and no bench "
         "document embeds one (save `rigcheck snapshot --json` beside them)",
