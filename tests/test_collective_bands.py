@@ -120,3 +120,11 @@ def test_broadcast_is_unjudged_with_its_reason() -> None:
     assert judgement["band_floor_gbps"] is None
     assert "no floor for broadcast" in judgement["reason"]
     assert "nccl/issues/1678" in judgement["reason"]
+
+
+def test_a_gb300_tray_is_not_called_a_box_without_nvswitch() -> None:
+    # 4x GB300 on one tray (OCI, tests/calibration): its GPUs reach each other through the NVL72 rack's switches,
+    # so "without NVSwitch" misled; no band either way (published figures are for the whole rack).
+    _, out, _ = run_cli(["bench", "allreduce", "--from", str(CASES_DIR / "allreduce-4xgb300-oci-single-node.txt")])
+    assert "without NVSwitch" not in out
+    assert "on one tray" in out

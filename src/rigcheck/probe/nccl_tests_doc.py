@@ -382,6 +382,13 @@ def _condition(
         rate = pcie_bandwidth_gbps(*built)
         assert rate is not None  # the facts give known links only
         return pcie_condition(round(rate, 2), f"Gen{built[0]} x{built[1]} as built", size)
+    if spec.form_factor == "superchip":  # a GB200/GB300 tray: its GPUs reach each other through the rack's switches
+        return Condition(
+            None,
+            f"no public all-reduce figure for {ranks} x {spec.name} on one tray (its GPUs talk through the NVL72 "
+            "rack's NVLink switches; published figures are for the whole rack)",
+            None,
+        )
     return Condition(None, f"no public all-reduce figure for {ranks} x {spec.name} without NVSwitch", None)
 
 
