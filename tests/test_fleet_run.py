@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
+from rigcheck.bench.fleet_state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
+from rigcheck.bench.fleet_auth import KEY_VAR
 from rigcheck.bench.fleet_env import (
     SLURM_PORT_BASE,
     SLURM_PORT_SPAN,
@@ -318,6 +319,8 @@ def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (SLOW_NODE_VAR, HANG_RANK_VAR, SIZES_VAR, PAIR_BYTES_VAR)}
     # one host: gloo on loopback whatever the hostname resolves to; torchrun's own OMP default, without its banner
     env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", **extra)
+    # a key for the ranks' messages: torchrun's MASTER_ADDR is the hostname, not loopback on every machine
+    env.setdefault(KEY_VAR, "test-fleet-key-" + "0" * 16)
     return env
 
 
@@ -490,7 +493,8 @@ def test_a_rank_that_never_reaches_the_store_is_named() -> None:
 @needs_torch
 def test_sigterm_to_torchrun_ends_every_rank() -> None:
     """A job cancelled mid-measurement (Slurm and Kubernetes send SIGTERM to the launcher): every rank goes at
-    once (torchrun forwards the SIGTERM, each rank raises at once and exits 143), and nothing is left."""
+    once (torchrun forwards the SIGTERM, each rank raises at once and exits 143), rank 0 printing the document
+    so far (the phase it cut marked failed), and nothing is left."""
     launch = _torchrun(["--standalone", "--nproc-per-node", "4"], _env(**{SLOW_NODE_VAR: "0"}))
     assert launch.stderr is not None
     for line in launch.stderr:
@@ -501,5 +505,11 @@ def test_sigterm_to_torchrun_ends_every_rank() -> None:
     out, err = launch.communicate(timeout=60)
     assert time.monotonic() - cancelled < 15, err[-2000:]
     assert launch.returncode != 0
-    assert out == ""  # no document: the run was cut, not finished
+    data = json.loads(out)  # the partial document: the run was cut, what it had is reported
+    assert data["schema"] == "rigcheck.fleet/1"
+    assert data["partial"] is True
+    assert data["verdict"] == "incomplete"
+    assert {"name": "collectives", "status": "failed", "reason": "interrupted (SIGTERM)"}.items() <= next(
+        p for p in data["phases"] if p["name"] == "collectives"
+    ).items()
     _none_left([launch])

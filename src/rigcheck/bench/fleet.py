@@ -42,16 +42,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Final
 
+from pydantic import ValidationError
+
 from rigcheck.bench.env import require_torch
+from rigcheck.bench.fleet_auth import KeyPlan, plan_key
 from rigcheck.bench.fleet_env import FleetEnv
+from rigcheck.bench.fleet_meet import rendezvous
 from rigcheck.bench.fleet_rounds import (
     CPU_PAIR_BYTES,
     GPU_PAIR_BYTES,
@@ -64,7 +67,18 @@ from rigcheck.bench.fleet_rounds import (
     pair_busbw,
     status_of,
 )
-from rigcheck.bench.fleet_store import Control, open_store, prefixed
+from rigcheck.bench.fleet_state import (
+    HANG_RANK_VAR,
+    PAIR_BYTES_VAR,
+    SIZES_VAR,
+    SLOW_NODE_VAR,
+    FleetRun,
+    Layout,
+    hook_int,
+    hook_ints,
+    node_names,
+)
+from rigcheck.bench.fleet_store import Bounded
 from rigcheck.checks.fleet import (
     fleet_document,
     pair_verdict,
@@ -74,58 +88,17 @@ from rigcheck.checks.fleet import (
     wants_more,
 )
 from rigcheck.checks.fleet_collectives import nic_busbw
-from rigcheck.errors import BenchError, RigcheckError, UsageError
-from rigcheck.model.fleet import (
-    FleetCollective,
-    FleetDocument,
-    FleetPair,
-    FleetPhase,
-    MissingRank,
-    NodeReport,
-    PhaseStatus,
-)
+from rigcheck.errors import BenchError, RigcheckError, UsageError, signal_name, signal_of
+from rigcheck.model.fleet import FleetDocument, FleetPair, FleetPhase, NodeReport, PhaseStatus
 from rigcheck.model.verify import Verdict
 
-SLOW_NODE_VAR: Final = "RIGCHECK_FLEET_TEST_SLOW_NODE"
-HANG_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_HANG_RANK"
-SIZES_VAR: Final = "RIGCHECK_FLEET_TEST_SIZES"
-PAIR_BYTES_VAR: Final = "RIGCHECK_FLEET_TEST_PAIR_BYTES"
 SLOW_EXTRA_S: Final = 0.02  # the slow node's least lateness per all-reduce (the first, with nothing to scale by)
 # ... and its lateness as a multiple of its fastest all-reduce: a slow node's pairs then take 4x a healthy one's
 # time or more, under CPU_SLOW_FRACTION (half) of the reference whatever the size and the machine's load.
 SLOW_SCALE: Final = 3.0
 BYE_S: Final = 10.0  # rank 0 keeps the store up this long at most for the others' last reads
 ORPHAN_POLL_S: Final = 1.0
-
-
-@dataclass
-class _Layout:
-    """The fleet as rank 0 saw it at the gather: node names (node-rank order) and each node's ranks."""
-
-    names: dict[int, str]
-    ranks: dict[int, list[int]]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"nodes": [[nr, self.names[nr], self.ranks[nr]] for nr in sorted(self.names)]}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> _Layout:
-        return cls(
-            names={int(nr): str(name) for nr, name, _ in data["nodes"]},
-            ranks={int(nr): [int(r) for r in ranks] for nr, _, ranks in data["nodes"]},
-        )
-
-    def ranks_of(self, name: str) -> list[int]:
-        return next(self.ranks[nr] for nr, n in self.names.items() if n == name)
-
-
-def node_names(hosts: Mapping[int, str]) -> dict[int, str]:
-    """Node rank -> name: the hostname, with "#<node rank>" where two nodes share one (two torchrun launches on
-    one host are two nodes)."""
-    counts: dict[str, int] = {}
-    for host in hosts.values():
-        counts[host] = counts.get(host, 0) + 1
-    return {nr: host if counts[host] == 1 else f"{host}#{nr}" for nr, host in hosts.items()}
+SHOWN_REJECTIONS: Final = 5  # the dropped messages the notes name one by one
 
 
 def _watch_parent() -> None:
@@ -155,130 +128,10 @@ def _need_gpu(env: FleetEnv, cpu: bool) -> None:
         )
 
 
-def _hook_int(environ: Mapping[str, str], name: str) -> int | None:
-    text = environ.get(name, "").strip()
-    return int(text) if text.lstrip("-").isdigit() else None
-
-
-def _hook_ints(environ: Mapping[str, str], name: str) -> list[int]:
-    """A test hook's comma-separated numbers ("0,2,5"; one number is a list of one); what is not a number is
-    left out."""
-    items = (item.strip() for item in environ.get(name, "").split(","))
-    return [int(item) for item in items if item.lstrip("-").isdigit()]
-
-
-@dataclass
-class _Run:
-    """One rank's run: its place, its clocks, the phases recorded, what rank 0 collects."""
-
-    env: FleetEnv
-    cpu: bool
-    deadline_s: float
-    inspect_s: float
-    say: Callable[[str], None]
-    clock: Callable[[], float]
-    environ: Mapping[str, str]
-    host: str = field(default_factory=socket.gethostname)
-    started: float = 0.0
-    ctl: Control | None = None
-    phases: list[FleetPhase] = field(default_factory=list)
-    missing: list[MissingRank] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    nodes: list[NodeReport] = field(default_factory=list)
-    collectives: list[FleetCollective] = field(default_factory=list)
-    pairs: list[FleetPair] = field(default_factory=list)
-    groups: list[Any] = field(default_factory=list)  # measurement groups to destroy
-    backend: str = "gloo"
-    inspected_s: float = 0.0  # how long this node's inspection took (rank 0 records it for the fleet)
-
-    @property
-    def lead(self) -> bool:
-        return self.env.rank == 0
-
-    @property
-    def control(self) -> Control:
-        assert self.ctl is not None, "the store is open from the rendezvous on"
-        return self.ctl
-
-    def record(self, name: str, status: PhaseStatus, since: float, deadline: float | None, reason: str | None) -> None:
-        self.phases.append(
-            FleetPhase(name=name, status=status, elapsed_s=self.clock() - since, deadline_s=deadline, reason=reason)
-        )
-
-    def skip(self, name: str, reason: str) -> None:
-        self.phases.append(FleetPhase(name=name, status="skipped", elapsed_s=0.0, deadline_s=None, reason=reason))
-
-    def mark(self, phase: str) -> None:
-        """Where this rank is, for rank 0 to name if it goes quiet."""
-        self.control.put(f"phase/{self.env.rank}", {"phase": phase, "host": self.host})
-
-    def await_lead(self, key: str, what: str, allowance: float) -> Any:
-        """A non-zero rank waits for rank 0's word; BenchError when it does not come within ``allowance``."""
-        value = self.control.await_key(key, self.clock() + allowance)
-        if value is None:
-            raise BenchError(f"rank {self.env.rank}: no word from rank 0 within {allowance:g} s ({what})")
-        return value
-
-
 # --- the phases ----------------------------------------------------------------------------------------
 
 
-def _rendezvous(run: _Run) -> bool:
-    """Open the store, check in, wait for every rank (rank 0 decides), join the gloo control group."""
-    env = run.env
-    since = run.clock()
-    store = open_store(env, run.deadline_s)
-    base = prefixed(store, f"rigcheck.fleet/{env.attempt}/")
-    run.ctl = Control(prefixed(base, "ctl"), clock=run.clock)
-    ctl = run.control
-    ctl.put(
-        f"rank/{env.rank}",
-        {"host": run.host, "node_rank": env.node_rank, "local_rank": env.local_rank, "pid": os.getpid()},
-    )
-    run.mark("rendezvous")
-    ctl.bump("checked_in")
-    if run.lead:
-        complete = ctl.await_count("checked_in", env.world_size, since + run.deadline_s)
-        if not complete:
-            absent = ctl.absent([f"rank/{r}" for r in range(env.world_size)])
-            for key in absent:
-                rank = int(key.split("/")[1])
-                run.missing.append(
-                    MissingRank(
-                        rank=rank,
-                        host=None,
-                        phase=None,
-                        reason=f"never reached the job's store within {run.deadline_s:g} s",
-                    )
-                )
-        ctl.put("go/rendezvous", complete)
-    else:
-        complete = bool(run.await_lead("go/rendezvous", "the rendezvous", 2 * run.deadline_s))
-    if not complete:
-        run.record(
-            "rendezvous",
-            "timed_out",
-            since,
-            run.deadline_s,
-            f"{len(run.missing)} rank(s) never checked in" if run.lead else None,
-        )
-        return False
-    import torch.distributed as dist
-
-    dist.init_process_group(
-        "gloo",
-        store=prefixed(base, "pg"),
-        rank=env.rank,
-        world_size=env.world_size,
-        timeout=timedelta(seconds=run.deadline_s),
-    )
-    run.record("rendezvous", "done", since, run.deadline_s, None)
-    where = "in this process" if env.master_port == 0 else f"at {env.master_addr}:{env.master_port}"
-    run.say(f"fleet: {env.world_size} rank(s) met {where} ({env.launcher})")
-    return True
-
-
-def _inspect(run: _Run, inspect: Callable[[], NodeReport]) -> dict[str, Any] | None:
+def _inspect(run: FleetRun, inspect: Callable[[], NodeReport]) -> dict[str, Any] | None:
     """Local rank 0 inspects its node: the report as JSON data, or the error it raised."""
     run.mark("inspect")
     if run.env.local_rank != 0:
@@ -294,14 +147,14 @@ def _inspect(run: _Run, inspect: Callable[[], NodeReport]) -> dict[str, Any] | N
     return payload
 
 
-def _hang_here(run: _Run) -> None:
+def _hang_here(run: FleetRun) -> None:
     """The test hook: this rank stops before the gather and sleeps until it is killed."""
-    if _hook_int(run.environ, HANG_RANK_VAR) == run.env.rank:
+    if hook_int(run.environ, HANG_RANK_VAR) == run.env.rank:
         while True:
             time.sleep(60)
 
 
-def _gather(run: _Run, payload: dict[str, Any] | None) -> _Layout | None:
+def _gather(run: FleetRun, payload: dict[str, Any] | None) -> Layout | None:
     """Reports to rank 0; rank 0 names who never arrived and sends the layout (None: do not measure)."""
     env, ctl = run.env, run.control
     run.mark("gather")
@@ -312,23 +165,15 @@ def _gather(run: _Run, payload: dict[str, Any] | None) -> _Layout | None:
     if not run.lead:
         allowance = run.inspect_s + 2 * run.deadline_s
         decision = run.await_lead("layout", "the gather", allowance)
-        return _Layout.from_json(decision) if decision.get("go") else None
+        return Layout.from_json(decision) if decision.get("go") else None
     since = run.clock()
-    ctl.await_count("arrived", env.world_size, since + run.deadline_s)
-    records = {r: ctl.read(f"rank/{r}") for r in range(env.world_size)}
-    absent = {int(k.split("/")[1]) for k in ctl.absent([f"arrived/{r}" for r in range(env.world_size)])}
+    arrived = ctl.await_keys([f"arrived/{r}" for r in range(env.world_size)], since + run.deadline_s, hint="arrived")
+    records = run.checkins
+    absent = {r for r in range(env.world_size) if f"arrived/{r}" not in arrived}
     for rank in sorted(absent):
-        last = ctl.read_if(f"phase/{rank}") or {}
-        run.missing.append(
-            MissingRank(
-                rank=rank,
-                host=last.get("host") or records[rank]["host"],
-                phase=last.get("phase"),
-                reason=f"did not reach the gather within {run.deadline_s:g} s",
-            )
-        )
+        run.lost(rank, f"did not reach the gather within {run.deadline_s:g} s")
     hosts = {int(rec["node_rank"]): str(rec["host"]) for rec in records.values()}
-    layout = _Layout(names=node_names(hosts), ranks={nr: [] for nr in hosts})
+    layout = Layout(names=node_names(hosts), ranks={nr: [] for nr in hosts})
     for rank, rec in sorted(records.items()):
         layout.ranks[int(rec["node_rank"])].append(rank)
     failures = _collect_reports(run, layout)
@@ -353,28 +198,33 @@ def _gather(run: _Run, payload: dict[str, Any] | None) -> _Layout | None:
     return layout if go else None
 
 
-def _collect_reports(run: _Run, layout: _Layout) -> list[str]:
+def _collect_reports(run: FleetRun, layout: Layout) -> list[str]:
     """Rank 0: every node's report that arrived, named and given its ranks; the inspections that failed."""
     failures = []
     for nr, name in sorted(layout.names.items()):
         payload = run.control.read_if(f"node/{nr}")
         if payload is None:
             continue  # its local rank 0 is missing: named there
-        if "error" in payload:
-            failures.append(f"{name}: {payload['error']}")
+        try:
+            if "error" in payload:
+                failures.append(f"{name}: {' '.join(str(payload['error']).split())}")
+                continue
+            report = NodeReport.model_validate(payload["report"])
+        except (TypeError, KeyError, ValidationError):  # sealed, yet not a report: dropped, never a crash
+            run.control.reject(f"node/{nr}", repr(payload).encode(), "a node report that does not parse")
+            failures.append(f"{name}: its report did not parse")
             continue
-        report = NodeReport.model_validate(payload["report"])
         run.nodes.append(report.model_copy(update={"name": name, "node_rank": nr, "ranks": layout.ranks[nr]}))
     return failures
 
 
-def _measurement_rig(run: _Run) -> tuple[Rig, Any]:
+def _measurement_rig(run: FleetRun) -> tuple[Rig, Any]:
     """The rig and the group over the whole world for the measurements: gloo's default group with ``cpu``, else
     a NCCL group with this rank on GPU ``local_rank``."""
     torch: Any = require_torch()
     import torch.distributed as dist
 
-    slow = run.env.node_rank in _hook_ints(run.environ, SLOW_NODE_VAR)
+    slow = run.env.node_rank in hook_ints(run.environ, SLOW_NODE_VAR)
     late = (SLOW_EXTRA_S, SLOW_SCALE) if slow else (0.0, 0.0)
     if run.cpu:
         return Rig("gloo", torch.device("cpu"), *late), None
@@ -388,7 +238,7 @@ def _measurement_rig(run: _Run) -> tuple[Rig, Any]:
     return Rig("nccl", torch.device("cuda", run.env.local_rank), *late), group
 
 
-def _collectives(run: _Run, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
+def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
     """The whole world's all-reduce; whether every rank came through (rank 0 decides, through the store)."""
     env, ctl = run.env, run.control
     run.mark("collectives")
@@ -408,13 +258,17 @@ def _collectives(run: _Run, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
     ctl.bump("done/collectives")
     if not run.lead:
         return bool(run.await_lead("go/pairs", "after the collectives", 2 * run.deadline_s))
-    came = ctl.await_count("done/collectives", env.world_size, run.clock() + run.deadline_s)
-    reports = [ctl.read_if(f"done/collectives/{r}") for r in range(env.world_size)]
-    failed = [(r, rep) for r, rep in enumerate(reports) if rep is not None and not rep["ok"]]
+    keys = [f"done/collectives/{r}" for r in range(env.world_size)]
+    found = ctl.await_keys(keys, run.clock() + run.deadline_s, hint="done/collectives")
+    reports = {r: rep for r, key in enumerate(keys) if isinstance(rep := found.get(key), dict)}
+    failed = [(r, rep) for r, rep in sorted(reports.items()) if rep.get("ok") is not True]
     if failed and status == "done":
-        status, reason = "failed", str(failed[0][1]["reason"])
+        status, reason = "failed", str(failed[0][1].get("reason"))
+    gone = [r for r in range(env.world_size) if r not in reports]
+    _name_the_dead(run, gone, "collectives", reason)
+    came = not gone
     if not came:
-        status, reason = "timed_out", "a rank did not finish the collectives by the deadline"
+        status, reason = "failed", f"rank(s) {_ranks(gone)} stopped answering during the collectives"
     expected, source = nic_busbw(run.nodes) if rig.cuda and len(run.nodes) > 1 else (None, None)
     run.collectives = [
         c.model_copy(update={"expected_gbps": expected, "expected_source": source}) for c in run.collectives
@@ -425,14 +279,14 @@ def _collectives(run: _Run, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
     return go
 
 
-def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
+def _pairs(run: FleetRun, rig: Rig, layout: Layout) -> None:
     """Rounds of pairs planned by rank 0; every rank measures its pair (or waits, the odd node out) and says how
     it went, so rank 0 plans the next round only when every rank came through the last one."""
     env, ctl = run.env, run.control
     run.mark("pairs")
     since = run.clock()
     until = since + run.deadline_s
-    size = next(iter(_hook_ints(run.environ, PAIR_BYTES_VAR)), GPU_PAIR_BYTES if rig.cuda else CPU_PAIR_BYTES)
+    size = next(iter(hook_ints(run.environ, PAIR_BYTES_VAR)), GPU_PAIR_BYTES if rig.cuda else CPU_PAIR_BYTES)
     names = [layout.names[nr] for nr in sorted(layout.names)]
     round_no = 1
     status: PhaseStatus = "done"
@@ -464,14 +318,18 @@ def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
         ctl.bump(f"round/{round_no}/done")
         last_round_s = run.clock() - round_started
         if run.lead:
-            came = ctl.await_count(f"round/{round_no}/done", env.world_size, run.clock() + run.deadline_s)
-            errors = [e for r in range(env.world_size) if (e := ctl.read_if(f"round/{round_no}/done/{r}"))]
+            keys = [f"round/{round_no}/done/{r}" for r in range(env.world_size)]
+            found = ctl.await_keys(keys, run.clock() + run.deadline_s, hint=f"round/{round_no}/done")
+            errors = [str(e) for key in keys if (e := found.get(key))]
+            gone = [r for r, key in enumerate(keys) if key not in found]
+            _name_the_dead(run, gone, "pairs", error or next(iter(errors), None))
+            came = not gone
             if error is not None:
                 status, reason = failed_as, error
             elif errors:
                 status, reason = "failed", str(errors[0])
             elif not came:
-                status, reason = "timed_out", f"a rank did not finish round {round_no} by the deadline"
+                status, reason = "failed", f"rank(s) {_ranks(gone)} stopped answering in round {round_no}"
             else:
                 _add_round(run, round_no=round_no, plan=plan, ranks=ranks, figures=figures, size=size)
         round_no += 1
@@ -479,13 +337,25 @@ def _pairs(run: _Run, rig: Rig, layout: _Layout) -> None:
         run.record("pairs", status, since, run.deadline_s, reason)
 
 
-def _more(run: _Run, names: Sequence[str], round_no: int) -> bool:
+def _ranks(ranks: Sequence[int]) -> str:
+    return ", ".join(str(r) for r in ranks)
+
+
+def _name_the_dead(run: FleetRun, ranks: Sequence[int], phase: str, seen: str | None) -> None:
+    """Rank 0 names the ranks that joined a measurement and never said how it went (killed, hung, cut off); what
+    this rank's own collective said about it, where it failed."""
+    for rank in ranks:
+        why = f"it never reported the end of the {phase} (waited {run.deadline_s:g} s)"
+        run.lost(rank, why + (f"; the collective said: {seen}" if seen else ""), phase=phase, died=True)
+
+
+def _more(run: FleetRun, names: Sequence[str], round_no: int) -> bool:
     """Round 1 always runs; later ones while the search wants another."""
     return round_no == 1 or wants_more(run.pairs, nodes=names, fraction=slow_fraction(run.backend))
 
 
 def _add_round(
-    run: _Run,
+    run: FleetRun,
     *,
     round_no: int,
     plan: Sequence[tuple[str, str]],
@@ -515,7 +385,7 @@ def _add_round(
     run.say(f"fleet: pairs round {round_no}: {shown}")
 
 
-def _farewell(run: _Run, doc: FleetDocument | None) -> Verdict:
+def _farewell(run: FleetRun, doc: FleetDocument | None) -> Verdict:
     """Rank 0 sends the fleet's verdict and keeps the store up (it may serve it) until every rank still here has
     read it; the others wait for it. The fleet's verdict on every rank: each rank can exit as rank 0 does, so
     every torchrun agent sees the same outcome (agents whose workers all succeeded wait at torchrun's exit
@@ -524,15 +394,19 @@ def _farewell(run: _Run, doc: FleetDocument | None) -> Verdict:
     if run.lead:
         assert doc is not None
         ctl.put("end", doc.verdict)
-        others = run.env.world_size - len(run.missing) - 1
-        ctl.await_count("bye", others, run.clock() + min(BYE_S, run.deadline_s))
+        gone = {m.rank for m in run.missing}
+        others = [f"bye/{r}" for r in range(1, run.env.world_size) if r not in gone]
+        ctl.await_keys(others, run.clock() + min(BYE_S, run.deadline_s), hint="bye")
         return doc.verdict
-    verdict: Verdict = run.await_lead("end", "the report", 2 * run.deadline_s)
+    verdict = run.await_lead("end", "the report", 2 * run.deadline_s)
+    ctl.put(f"bye/{run.env.rank}", True)
     ctl.bump("bye")
-    return verdict
+    if verdict not in ("pass", "fail", "incomplete"):
+        raise BenchError(f"rank {run.env.rank}: rank 0's verdict {str(verdict)[:40]!r} is not one")
+    return str(verdict)  # type: ignore[return-value]
 
 
-def _teardown(run: _Run) -> None:
+def _teardown(run: FleetRun) -> None:
     import torch.distributed as dist
 
     for group in run.groups:
@@ -543,7 +417,25 @@ def _teardown(run: _Run) -> None:
         dist.destroy_process_group()
 
 
-def _document(run: _Run) -> FleetDocument:
+def _rejection_notes(run: FleetRun) -> list[str]:
+    """The messages rank 0 dropped, the first few by key and reason (the key names are rigcheck's own)."""
+    dropped = run.ctl.rejections() if run.ctl is not None else []
+    shown = [f"dropped a message in the store's {key!r}: {why}" for key, why in dropped[:SHOWN_REJECTIONS]]
+    more = len(dropped) - len(shown)
+    return shown + ([f"... and {more} more dropped message(s)"] if more > 0 else [])
+
+
+def _interrupted(run: FleetRun, exc: KeyboardInterrupt) -> FleetDocument:
+    """Rank 0 cut short by SIGINT/SIGTERM: the phase it was in ends there, and the document so far comes out."""
+    name = signal_name(signal_of(exc) or signal.SIGINT)
+    if run.current not in {p.name for p in run.phases}:
+        reason = f"interrupted ({name})"
+        run.phases.append(FleetPhase(name=run.current, status="failed", elapsed_s=0.0, deadline_s=None, reason=reason))
+    run.notes.append(f"the run was interrupted by {name} in the {run.current} phase: what came before is reported")
+    return _document(run)
+
+
+def _document(run: FleetRun) -> FleetDocument:
     """Rank 0: the document, with the report phase (its own building) added."""
     since = run.clock()
     env = run.env
@@ -558,7 +450,8 @@ def _document(run: _Run) -> FleetDocument:
         backend=run.backend,
         world_size=env.world_size,
         elapsed_s=run.clock() - run.started,
-        notes=run.notes,
+        notes=[*run.notes, *_rejection_notes(run)],
+        rejected_messages=len(run.ctl.rejections()) if run.ctl is not None else 0,
     )
     run.record("report", "done", since, None, None)
     return doc.model_copy(update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started})
@@ -576,6 +469,7 @@ def run_fleet(
     on_verdict: Callable[[Verdict], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     environ: Mapping[str, str] | None = None,
+    key: KeyPlan | None = None,
 ) -> FleetDocument | None:
     """Run this rank's part of the fleet (see the module docstring): the document on rank 0, None elsewhere.
 
@@ -583,31 +477,46 @@ def run_fleet(
     deadline; ``inspect_s``: how long an inspection may take (default ``deadline_s``): the other ranks wait that
     much longer for rank 0. ``on_verdict``: told the fleet's verdict on every rank (rank 0 sends it to the
     others at the end), so that every rank can exit as rank 0 does. ``environ``: where the test hooks are read
-    (default ``os.environ``).
-    Raises BenchError when this rank cannot reach the store, or rank 0 goes quiet (a non-zero rank).
+    (default ``os.environ``). ``key``: how the job's messages are sealed (rigcheck.bench.fleet_auth; default:
+    RIGCHECK_FLEET_KEY in ``environ``, else none on loopback, else a UsageError).
+    Raises BenchError when this rank cannot reach the store, or rank 0 goes quiet (a non-zero rank). SIGINT or
+    SIGTERM (a KeyboardInterrupt) on rank 0 ends the run with the document so far (the phase it cut marked
+    failed); on another rank it propagates.
     """
     if deadline_s <= 0:
         raise BenchError(f"the deadline must be positive, not {deadline_s:g} s")
-    run = _Run(
+    environ = os.environ if environ is None else environ
+    run = FleetRun(
         env=env,
         cpu=cpu,
         deadline_s=deadline_s,
         inspect_s=deadline_s if inspect_s is None else inspect_s,
         say=on_progress or (lambda _line: None),
         clock=clock,
-        environ=os.environ if environ is None else environ,
+        environ=environ,
+        key=key or plan_key(env, environ),
+        bounded=Bounded(deadline_s),
     )
     run.started = clock()
     _need_gpu(env, cpu)
     if env.launcher != "single":
         _watch_parent()
     try:
-        if _rendezvous(run):
-            _measure(run, inspect, sizes)
-        elif run.lead:
-            for phase in ("inspect", "gather", "collectives", "pairs"):
-                run.skip(phase, "not every rank reached the job's store")
-        doc = _document(run) if run.lead else None
+        try:
+            if rendezvous(run):
+                _measure(run, inspect, sizes)
+            elif run.lead:
+                for phase in ("inspect", "gather", "collectives", "pairs"):
+                    run.skip(phase, "the rendezvous did not complete")
+            run.current = "report"
+            doc = _document(run) if run.lead else None
+        except KeyboardInterrupt as exc:  # SIGINT/SIGTERM (the CLI's handler): rank 0 still reports
+            if not run.lead:
+                raise
+            doc = _interrupted(run, exc)
+            if on_verdict is not None:
+                on_verdict(doc.verdict)
+            return doc
         verdict = _farewell(run, doc)
         if on_verdict is not None:
             on_verdict(verdict)
@@ -616,7 +525,7 @@ def run_fleet(
         _teardown(run)
 
 
-def _measure(run: _Run, inspect: Callable[[], NodeReport], sizes: Sequence[int] | None) -> None:
+def _measure(run: FleetRun, inspect: Callable[[], NodeReport], sizes: Sequence[int] | None) -> None:
     payload = _inspect(run, inspect)
     _hang_here(run)
     layout = _gather(run, payload)
@@ -631,7 +540,7 @@ def _measure(run: _Run, inspect: Callable[[], NodeReport], sizes: Sequence[int] 
         return
     run.say(f"fleet: {len(layout.names)} node(s), {run.env.world_size} rank(s): measuring")
     rig, group = _measurement_rig(run)
-    hooked = [size for size in _hook_ints(run.environ, SIZES_VAR) if size > 0]
+    hooked = [size for size in hook_ints(run.environ, SIZES_VAR) if size > 0]
     chosen = list(sizes) if sizes is not None else hooked or default_sizes(run.cpu)
     if _collectives(run, rig, group, chosen) and len(layout.names) > 1:
         _pairs(run, rig, layout)

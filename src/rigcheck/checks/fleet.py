@@ -83,6 +83,7 @@ FINDING_IDS: tuple[str, ...] = (
     "fleet.outlier",
     *PAIR_IDS,
     "fleet.missing-rank",
+    "fleet.rank-died",
     "fleet.internode-bandwidth",
     "fleet.collective-wrong",
 )
@@ -424,12 +425,17 @@ def _missing_finding(rank: MissingRank, nodes: Sequence[NodeReport]) -> FleetFin
     owner = _owner(rank, nodes)
     on = f" on {owner}" if owner is not None else ""
     last = f"last reached {rank.phase}" if rank.phase is not None else "never checked in"
+    died = rank.kind == "died"  # it joined a measurement and stopped answering inside it
     return FleetFinding(
-        id="fleet.missing-rank",
+        id="fleet.rank-died" if died else "fleet.missing-rank",
         severity=Severity.FAIL,
         node=owner,
         gpu=None,
-        message=f"rank {rank.rank}{on} did not arrive ({last}): {rank.reason}",
+        message=(
+            f"rank {rank.rank}{on} stopped answering during {rank.phase}: {rank.reason}"
+            if died
+            else f"rank {rank.rank}{on} did not arrive ({last}): {rank.reason}"
+        ),
         measured=rank.phase or "never checked in",
         expected=None,
     )
@@ -539,6 +545,7 @@ def fleet_document(
     world_size: int | None,
     elapsed_s: float,
     notes: Sequence[str] = (),
+    rejected_messages: int | None = None,
 ) -> FleetDocument:
     """The fleet's report: each node's verdict, the fleet findings worst first, and the fleet's verdict.
 
@@ -586,6 +593,7 @@ def fleet_document(
         slow_links=[list(link) for link in judgement.links],
         missing_ranks=list(missing),
         partial=partial,
+        rejected_messages=rejected_messages,
         phases=list(phases),
         notes=list(notes),
     )

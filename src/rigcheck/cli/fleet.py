@@ -21,8 +21,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import HtmlFileOption, JsonOption, MarkdownFileOption, emit, note, write_pages
-from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_verdict
+from rigcheck.cli.common import (
+    HtmlFileOption,
+    JsonOption,
+    MarkdownFileOption,
+    emit,
+    interrupted_by,
+    note,
+    write_pages,
+)
+from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
 from rigcheck.report.render import Format
 
@@ -53,6 +61,18 @@ def fleet(
         Path | None,
         typer.Option("--from", help="Compare the per-node documents saved in this directory; run nothing."),
     ] = None,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--key-file",
+            help="A secret shared by every rank (16 bytes at least) that seals the ranks' messages; default "
+            "RIGCHECK_FLEET_KEY, else MUNGE under Slurm.",
+        ),
+    ] = None,
+    insecure: Annotated[
+        bool,
+        typer.Option("--insecure", help="Run with unauthenticated messages where the store is reachable off-host."),
+    ] = False,
     as_json: JsonOption = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
@@ -68,12 +88,17 @@ def fleet(
     if verify not in VERIFY_LEVELS:
         raise UsageError(f"--verify is quick, full or none, not {verify!r}")
     if source is not None:
-        if cpu or verify != "none":
-            raise UsageError("--from compares saved documents and runs nothing: it takes no --cpu or --verify")
+        if cpu or verify != "none" or key_file is not None or insecure:
+            raise UsageError(
+                "--from compares saved documents and runs nothing: "
+                "it takes no --cpu, --verify, --key-file or --insecure"
+            )
         _finish(_from_files(source), as_json=as_json, html_file=html_file, markdown_file=markdown_file)
         return
     verdicts: list[str] = []
-    doc = _live(cpu=cpu, level=verify, deadline_s=deadline, on_verdict=verdicts.append)
+    doc = _live(
+        cpu=cpu, level=verify, deadline_s=deadline, on_verdict=verdicts.append, key_file=key_file, insecure=insecure
+    )
     if doc is None:  # not rank 0: rank 0 prints for the fleet; every rank exits with the fleet's code
         raise typer.Exit(exit_code_for_verdict(verdicts[0]) if verdicts else EXIT_PROBLEMS)
     _finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
@@ -170,12 +195,23 @@ def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, h
             poller.close()
 
 
-def _live(*, cpu: bool, level: str, deadline_s: float, on_verdict: Callable[[Verdict], None]) -> FleetDocument | None:
+def _live(
+    *,
+    cpu: bool,
+    level: str,
+    deadline_s: float,
+    on_verdict: Callable[[Verdict], None],
+    key_file: Path | None,
+    insecure: bool,
+) -> FleetDocument | None:
     from rigcheck.bench.fleet import run_fleet
+    from rigcheck.bench.fleet_auth import find_munge, plan_key
     from rigcheck.bench.fleet_env import parse_fleet_env
     from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S
 
     env = parse_fleet_env(os.environ)
+    munge = find_munge(os.environ) if env.launcher == "slurm" else None
+    key = plan_key(env, os.environ, key_file=key_file, insecure=insecure, munge=munge)
     if not cpu:
         from rigcheck.cli.bench_common import machine
 
@@ -190,13 +226,15 @@ def _live(*, cpu: bool, level: str, deadline_s: float, on_verdict: Callable[[Ver
             inspect_s=budget + INSPECT_MARGIN_S,
             on_progress=progress if env.rank == 0 else None,
             on_verdict=on_verdict,
+            key=key,
         )
 
 
 def _finish(doc: FleetDocument, *, as_json: bool, html_file: Path | None, markdown_file: Path | None) -> None:
     write_pages(doc, html_file, markdown_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
-    raise typer.Exit(exit_code_for_verdict(doc.verdict))
+    signum = interrupted_by()  # rank 0 cut short: the partial document is out, the exit says which signal
+    raise typer.Exit(exit_code_for_verdict(doc.verdict) if signum is None else exit_code_for_signal(signum))
 
 
 if __name__ == "__main__":  # `python -m rigcheck.cli.fleet ...`: this command alone, as `rigcheck fleet ...`

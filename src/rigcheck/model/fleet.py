@@ -91,12 +91,19 @@ class FleetPair(Plain):
 
 
 class MissingRank(Plain):
-    """A rank that did not arrive by a phase's deadline."""
+    """A rank that did not arrive by a phase's deadline, or stopped answering inside a measurement."""
 
     rank: int
     host: str | None = Field(description="where it ran, when it said so before going quiet")
     phase: str | None = Field(description="the last phase it reached; null when it never checked in")
     reason: str
+    kind: Literal["missing", "died"] = Field(
+        "missing",
+        description=(
+            "missing: it did not reach a phase's meeting point by the deadline (fleet.missing-rank); died: it "
+            "joined a measurement (collectives, pairs) and stopped answering inside it (fleet.rank-died)"
+        ),
+    )
 
 
 class FleetPhase(Plain):
@@ -129,5 +136,13 @@ class FleetDocument(Document):
     )
     missing_ranks: list[MissingRank]
     partial: bool = Field(description="a rank went missing or a phase timed out: the rest is still reported")
+    rejected_messages: int | None = Field(
+        None,
+        description=(
+            "live runs: messages rank 0 read from the job's store and dropped, each counted once: not sealed with "
+            "the job's key (a stranger's write), not JSON, of another job, or replayed (the notes say which key "
+            "and why); null with --from"
+        ),
+    )
     phases: list[FleetPhase]
     notes: list[str]
