@@ -50,7 +50,15 @@ HOSTLINK_CHECKS = {
     "bandwidthTest_h2d_pinned": "hostlink_h2d",
     "bandwidthTest_d2h_pinned": "hostlink_d2h",
 }
-P2P_JUDGED = ("p2pBandwidthLatencyTest", "device_to_device_memcpy_read_ce", "device_to_device_memcpy_write_ce")
+# The peer copies judged against the p2p band: p2pBandwidthLatencyTest's P2P=Enabled matrix and nvbandwidth's
+# copy-engine testcases, one node's or across an NVLink domain's nodes (multinode nvbandwidth on GB200/GB300 NVL72).
+P2P_JUDGED = (
+    "p2pBandwidthLatencyTest",
+    "device_to_device_memcpy_read_ce",
+    "device_to_device_memcpy_write_ce",
+    "multinode_device_to_device_memcpy_read_ce",
+    "multinode_device_to_device_memcpy_write_ce",
+)
 
 
 class Machine:

@@ -37,8 +37,9 @@ _VERSION = re.compile(r"nvbandwidth Version:\s*(\S+)")
 _RUNTIME = re.compile(r"CUDA Runtime Version:\s*(?:\d+\.\d+\s*\((\d+)\)|(\d+))")
 _CUDA_DRIVER = re.compile(r"CUDA Driver Version(?: \(API\))?:\s*(?:\d+\.\d+\s*\((\d+)\)|(\d+))")
 _DRIVER = re.compile(r"^\s*Driver Version:\s*(\S+)")
+# Multinode nvbandwidth prefixes "Process P (host): ": its matrices are indexed by process, so P names the row.
 _DEVICE = re.compile(
-    r"^\s*(?:Process \d+ \([^)]*\): )?[Dd]evice (\d+): (.+?)(?: \(([0-9a-fA-F]{4,8}:[0-9a-fA-F:.]+)\))?\s*$"
+    r"^\s*(?:Process (\d+) \([^)]*\): )?[Dd]evice (\d+): (.+?)(?: \(([0-9a-fA-F]{4,8}:[0-9a-fA-F:.]+)\))?\s*$"
 )
 _RUNNING = re.compile(r"^\s*Running (\w+)\.?\s*$")
 _WAIVING = re.compile(r"^\s*Waiving (\w+)\.?\s*$")
@@ -158,7 +159,7 @@ def _parse_text(text: str) -> NvbandwidthRun:
         elif run.driver_version is None and (m := _DRIVER.match(line)):
             run.driver_version = m.group(1)
         elif current is None and (m := _DEVICE.match(line)):
-            run.devices.append(NvbDevice(int(m.group(1)), m.group(2).strip(), m.group(3)))
+            run.devices.append(NvbDevice(int(m.group(1) or m.group(2)), m.group(3).strip(), m.group(4)))
         elif m := _RUNNING.match(line):
             current = NvbTestcase(m.group(1))
             run.testcases.append(current)
