@@ -194,7 +194,7 @@ SNAPSHOT_SEEDS = _files(
     "corpus/topo-p2p/*", "corpus/driver-errors/*", "corpus/p2p/*", "corpus/h100-vm/q.*",
     "corpus/h100-vm/nvidia-smi.txt", "corpus/h100-vm/topo-*", "corpus/h100-vm/nvlink-s.txt",
     "corpus/h100-vm/q-d.txt", "snapshots/*.json",
-    "smi-extra/*", "topo-extra/*",
+    "smi-extra/*", "topo-extra/*", "lspci/*.txt",
 )  # fmt: skip
 TRACE_SEEDS = _files(
     "corpus/telemetry/*.csv", "traces/*.csv", "traces/dmon-*.txt", "corpus/h100-vm/query.csv", "corpus/h100-vm/dmon.txt"

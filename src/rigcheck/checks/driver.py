@@ -38,7 +38,7 @@ WORKS_WITHOUT_GPU = (
 
 def _bus(gpus: list[PciGpu]) -> str:
     """ "2 NVIDIA GPUs on the PCI bus (0000:19:00.0, 0000:c1:00.0; driver: nvidia)"."""
-    drivers = sorted({g.driver or "none bound" for g in gpus})
+    drivers = sorted({g.driver or ("none bound" if g.driver_known else "not shown") for g in gpus})
     return (
         f"{plural(len(gpus), 'NVIDIA GPU')} on the PCI bus ({list_names([g.bdf for g in gpus])}; "
         f"driver: {', '.join(drivers)})"
@@ -188,6 +188,8 @@ def absence_finding(snapshot: Snapshot) -> Finding | None:
         return None
     if d is None and _never_lists_gpus(snapshot):
         return None  # a Fabric Manager log alone: it says nothing about whether the box has GPUs
+    if d is not None and d.nvml is None and d.pci_gpus:
+        return None  # no word of NVML, the bus as lspci shows it: pci_driver_finding judges the drivers
     if d is None or d.nvml is None:
         return _no_gpu(snapshot)
     gpus = d.pci_gpus or []
@@ -217,12 +219,14 @@ def unbound_gpus_finding(snapshot: Snapshot) -> Finding | None:
     when every GPU on the bus is accounted for, or the listing cannot be compared (a bus id unknown, a --gpu
     selection)."""
     d = snapshot.driver
-    if d is None or d.nvml != "ok" or not d.pci_gpus or not snapshot.gpus or snapshot.gpu_selection is not None:
+    if d is None or not d.pci_gpus or not snapshot.gpus or snapshot.gpu_selection is not None:
+        return None
+    if d.nvml != "ok" and not (d.nvml is None and nvml_listed(snapshot)):  # an nvidia-smi output beside lspci
         return None
     listed = {_bdf(g.pci_bus_id) if g.pci_bus_id else None for g in snapshot.gpus}
     if None in listed:
         return None
-    left = [p for p in d.pci_gpus if p.driver in (None, "nouveau") and _bdf(p.bdf) not in listed]
+    left = [p for p in d.pci_gpus if p.driver_known and p.driver in NOT_NVIDIA and _bdf(p.bdf) not in listed]
     if not left:
         return None
     drivers = sorted({p.driver or "none bound" for p in left})
@@ -243,6 +247,112 @@ def unbound_gpus_finding(snapshot: Snapshot) -> Finding | None:
         ),
         source=f"{SYSFS_SOURCE}; nvml.h nvmlDeviceGetCount",
     )
+
+
+# Drivers that leave a GPU to no job: none, or the open-source ones (nouveau; nova_core, its successor, claims
+# Turing and later on some 2026 kernels: github.com/beclab/Olares/pull/3963 quotes "NVRM: GPU ... is already bound
+# to NovaCore").
+NOT_NVIDIA: frozenset[str | None] = frozenset({None, "nouveau", "nova_core"})
+# A GPU bound to one of these is set aside for a virtual machine on purpose (VFIO; Grace Hopper's variant driver).
+PASSTHROUGH = frozenset({"vfio-pci", "pci-stub", "nvgrace_gpu_vfio_pci"})
+# Sources whose GPUs are NVML's own listing: beside them, a GPU of the bus they lack is one no job sees.
+NVML_LISTINGS = frozenset({"nvml", "nvidia-smi-q", "nvidia-smi-xml", "nvidia-smi-table"})
+# The words of rigcheck.probe.lspci's diagnostic for a GPU whose "Kernel modules" lack nvidia (checks do not import
+# probe: tests/test_lspci.py holds the two together).
+NO_MODULE_NOTE = "no nvidia module for the running kernel"
+LSPCI_SOURCE = "lspci(8) -k: 'Kernel driver in use' (none printed: no driver bound); PCI class 03xx, vendor 10de"
+
+
+def nvml_listed(snapshot: Snapshot) -> bool:
+    """Whether the snapshot's GPUs are NVML's listing (nvidia-smi's or the live probe's), not a log's mentions."""
+    kinds = [p.kind for p in snapshot.source.parts] or [snapshot.source.kind]
+    return any(kind in NVML_LISTINGS for kind in kinds) and bool(snapshot.gpus)
+
+
+def pci_driver_finding(snapshot: Snapshot) -> Finding | None:
+    """The drivers lspci shows, judged where no source said how NVML's start went: a GPU no driver (or nouveau)
+    has fails, health.driver-not-loaded when no GPU has the nvidia driver, health.gpu-no-driver beside GPUs that
+    have it. GPUs whose driver is not shown, or set aside for a VM, are left to pci_bus_notes."""
+    d = snapshot.driver
+    if d is None or d.nvml is not None or not d.pci_gpus:
+        return None
+    judged = [g for g in d.pci_gpus if g.driver_known and g.driver not in PASSTHROUGH]
+    left = [g for g in judged if g.driver in NOT_NVIDIA]
+    if not left:
+        return None
+    driven = [g for g in judged if g.driver == "nvidia"]
+    drivers = sorted({g.driver or "none bound" for g in left})
+    no_module = any(n.source == "lspci" and NO_MODULE_NOTE in n.message for n in snapshot.diagnostics)
+    advice = _other_driver_advice(left) or (
+        "install the NVIDIA driver for the running kernel (its DKMS module did not build, or the kernel was "
+        "updated after it), then `sudo modprobe nvidia`"
+        if no_module
+        else "load it: `sudo modprobe nvidia`; if that fails or the GPU stays without a driver, "
+        "`sudo dmesg | grep -i nvrm` says why (a module not built for this kernel after an update: reinstall the "
+        "driver or its DKMS module; Secure Boot refusing an unsigned module: sign it or enrol the key; a GPU this "
+        "driver version does not support: install one that does)"
+    )
+    if not driven:
+        return host_finding(
+            "health.driver-not-loaded",
+            Severity.FAIL,
+            f"{_bus(left)}, but the NVIDIA driver has none of them (lspci)",
+            measured=f"{plural(len(left), 'GPU')} with driver: {', '.join(drivers)}",
+            expected="every NVIDIA GPU on the bus driven by nvidia",
+            advice=advice,
+            source=LSPCI_SOURCE,
+        )
+    return host_finding(
+        "health.gpu-no-driver",
+        Severity.FAIL,
+        f"{plural(len(left), 'NVIDIA GPU')} on the PCI bus without the NVIDIA driver "
+        f"({list_names([g.bdf for g in left])}; driver: {', '.join(drivers)}): lspci shows nvidia on the other "
+        f"{plural(len(driven), 'GPU')}, so no job sees {'it' if len(left) == 1 else 'them'}",
+        measured=f"{len(driven)} GPUs driven by nvidia, {len(driven) + len(left)} on the bus",
+        expected="every NVIDIA GPU on the bus driven by nvidia",
+        advice=advice,
+        source=LSPCI_SOURCE,
+    )
+
+
+def pci_bus_notes(snapshot: Snapshot) -> list[Finding]:
+    """Info lines for GPUs of the bus that no check judges: those whose driver the input does not show (plain
+    `lspci`, without -k) and those set aside for a virtual machine."""
+    d = snapshot.driver
+    if d is None or not d.pci_gpus:
+        return []
+    out: list[Finding] = []
+    unknown = [g for g in d.pci_gpus if not g.driver_known]
+    if unknown:
+        out.append(
+            host_finding(
+                "health.gpu-driver-unknown",
+                Severity.INFO,
+                f"{plural(len(unknown), 'NVIDIA GPU')} on the PCI bus ({list_names([g.bdf for g in unknown])}) "
+                "whose driver the input does not show: whether the NVIDIA driver has "
+                f"{'it' if len(unknown) == 1 else 'them'} is unknown",
+                measured="driver not shown",
+                expected="the driver bound to each GPU",
+                advice="save `lspci -nnk -d 10de:` (its 'Kernel driver in use' line names the driver) and read it too",
+                source=LSPCI_SOURCE,
+            )
+        )
+    aside = [g for g in d.pci_gpus if g.driver_known and g.driver in PASSTHROUGH]
+    if aside:
+        out.append(
+            host_finding(
+                "health.gpu-passthrough",
+                Severity.INFO,
+                f"{plural(len(aside), 'NVIDIA GPU')} bound to {', '.join(sorted({str(g.driver) for g in aside}))} "
+                f"({list_names([g.bdf for g in aside])}): set aside for a virtual machine, not judged here",
+                measured=f"driver: {', '.join(sorted({str(g.driver) for g in aside}))}",
+                expected="a GPU for this host's jobs bound to nvidia",
+                advice="run rigcheck inside the virtual machine that has the GPU; to use it on this host, unbind it "
+                "from vfio-pci and load nvidia",
+                source=LSPCI_SOURCE,
+            )
+        )
+    return out
 
 
 def absence_line(snapshot: Snapshot) -> str | None:

@@ -5,13 +5,21 @@ Finding ids: health.no-gpu, health.driver-not-loaded, health.driver-version-mism
 health.ecc-uncorrected-aggregate, health.remapped-rows-pending, health.remapped-rows-failure,
 health.retired-pages-pending, health.retired-pages-dbe, health.memory-errors-unavailable,
 health.persistence-off, health.mig-enabled, health.compute-mode, health.ecc-disabled, health.gpu-index-gap,
-health.gpu-no-driver (rigcheck.checks.driver: a GPU on the bus that no driver took, beside GPUs NVML lists).
+health.gpu-no-driver (rigcheck.checks.driver: a GPU on the bus that no driver took, beside GPUs NVML lists),
+health.gpu-driver-unknown and health.gpu-passthrough (info: GPUs of the bus whose driver an input does not show,
+or that vfio-pci holds for a virtual machine).
 """
 
 from __future__ import annotations
 
 from rigcheck.checks.common import gpu_finding, has_problem, host_finding, missing_text, why_missing
-from rigcheck.checks.driver import DRIVER_IDS, absence_finding, unbound_gpus_finding
+from rigcheck.checks.driver import (
+    DRIVER_IDS,
+    absence_finding,
+    pci_bus_notes,
+    pci_driver_finding,
+    unbound_gpus_finding,
+)
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot
 
 FINDING_IDS: tuple[str, ...] = (
@@ -31,6 +39,8 @@ FINDING_IDS: tuple[str, ...] = (
     "health.ecc-disabled",
     "health.gpu-index-gap",
     "health.gpu-no-driver",
+    "health.gpu-driver-unknown",
+    "health.gpu-passthrough",
 )
 
 
@@ -54,8 +64,10 @@ UNREADABLE_IDS: frozenset[str] = frozenset({*DRIVER_IDS, "health.gpu-unreadable"
 
 
 def check_health(snapshot: Snapshot) -> list[Finding]:
-    absent = absence_finding(snapshot) or unbound_gpus_finding(snapshot)
+    absent = absence_finding(snapshot) or unbound_gpus_finding(snapshot) or pci_driver_finding(snapshot)
     out: list[Finding] = [absent] if absent is not None else []
+    if absent is None:  # a driver fail names the bus itself (vfio-pci's advice, "driver: not shown")
+        out += pci_bus_notes(snapshot)
     windows = "windows" in (snapshot.host.os or "").lower()
     for gpu in snapshot.gpus:
         if gpu.read_error is not None:

@@ -386,7 +386,7 @@ NvmlState = Literal["ok", "library_not_found", "driver_not_loaded", "version_mis
 
 
 class PciGpu(BaseModel):
-    """An NVIDIA display or 3D controller on the PCI bus, as sysfs lists it (whatever drives it)."""
+    """An NVIDIA display or 3D controller on the PCI bus, as sysfs or lspci lists it (whatever drives it)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -394,6 +394,7 @@ class PciGpu(BaseModel):
     device_id: str | None = None  # "0x2330"
     pci_class: str  # "0x030200" (3D controller), "0x030000" (VGA)
     driver: str | None = None  # the kernel driver bound to it: "nvidia", "nouveau", "vfio-pci"; None: none
+    driver_known: bool = True  # False: the source lists the device but not its driver (`lspci` without -k)
 
 
 class DriverState(Record):
@@ -442,6 +443,7 @@ SourceKind = Literal[
     "fabric-manager",  # a Fabric Manager log or journal, or CUDA's "system not yet initialized"
     "kernel-log",  # dmesg, dmesg -T, journalctl -k or a syslog excerpt
     "nvidia-smi-error",  # what nvidia-smi prints when it cannot read a GPU or reach the driver
+    "lspci",  # `lspci` (-k, -nn, -v ...): the NVIDIA GPUs on the PCI bus and the driver bound to each
     "snapshot",
     "combined",  # several --from files merged into one snapshot: ``parts`` lists them
     "none",

@@ -32,6 +32,7 @@ InputKind = Literal[
     "kernel-log",
     "nvlink-errors",
     "fabric-manager",
+    "lspci",
 ]
 
 _TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
@@ -122,6 +123,8 @@ def detect_kind(text: str) -> InputKind | None:
         return "kernel-log"
     if _looks_like_fabric_manager(clean):
         return "fabric-manager"
+    if _looks_like_lspci(clean):  # last: a paste of lspci beside any output above is read with that output
+        return "lspci"
     return None
 
 
@@ -202,6 +205,30 @@ def _looks_like_fabric_manager(text: str) -> bool:
     from rigcheck.probe.fabric_manager import looks_like_fabric_manager
 
     return looks_like_fabric_manager(text)
+
+
+def _looks_like_lspci(text: str) -> bool:
+    from rigcheck.probe.lspci import looks_like_lspci
+
+    return looks_like_lspci(text)
+
+
+def _with_lspci(snapshot: Snapshot, text: str) -> Snapshot:
+    """nvidia-smi's failure or a kernel log pasted with `lspci` beside it (the usual report of a card the driver
+    does not see): the PCI bus as lspci shows it goes into the driver's state, as live sysfs would."""
+    from rigcheck.probe.lspci import driver_state_from_lspci
+
+    found = driver_state_from_lspci(text)
+    if found is None or not found[0].pci_gpus:
+        return snapshot
+    state, notes = found
+    if snapshot.driver is None:
+        snapshot.driver = state
+    else:
+        snapshot.driver.pci_gpus = state.pci_gpus
+        snapshot.driver.missing.pop("pci_gpus", None)
+    snapshot.diagnostics += notes
+    return snapshot
 
 
 def _looks_like_topo_p2p(text: str) -> bool:
@@ -313,7 +340,7 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
     if kind == "topo-p2p":
         return _topo_p2p_with_topo_m(text, path)
     if kind == "nvidia-smi-error":
-        return snapshot_from_smi_error(text, path)
+        return _with_lspci(snapshot_from_smi_error(text, path), text)
     if kind == "nvlink-errors":
         from rigcheck.probe.smi.nvlink_errors import parse_nvlink_errors
 
@@ -321,7 +348,11 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
     if kind == "kernel-log":
         from rigcheck.probe.kernel_log import snapshot_from_kernel_log
 
-        return snapshot_from_kernel_log(text, path)
+        return _with_lspci(snapshot_from_kernel_log(text, path), text)
+    if kind == "lspci":
+        from rigcheck.probe.lspci import snapshot_from_lspci
+
+        return snapshot_from_lspci(text, path)
     if kind == "fabric-manager":
         from rigcheck.probe.fabric_manager import parse_fabric_manager
 
@@ -371,7 +402,7 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
             "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "
             "`nvidia-smi topo -m`, `nvidia-smi topo -p2p`, `nvidia-smi nvlink -s` or `-e`, nvidia-smi's error output, "
             "a kernel log (dmesg, journalctl -k, syslog) with NVIDIA lines, a Fabric Manager journal or log, "
-            "or a rigcheck snapshot JSON",
+            "`lspci` (-k, -nn, -v), or a rigcheck snapshot JSON",
             path=path,
         )
     try:
