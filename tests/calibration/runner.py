@@ -166,7 +166,8 @@ def _verdicts(doc: dict[str, Any]) -> list[tuple[str, str]]:
     schema = str(doc.get("schema", ""))
     if schema.startswith("rigcheck.verify/"):
         top = doc.get("verdict")
-        return [(str(top), str(doc.get("reason", "")))] if top in ("pass", "fail") else []
+        why = doc.get("drain_reason") or ("every check passed" if top == "pass" else "")
+        return [(str(top), str(why))] if top in ("pass", "fail") else []
     if schema.startswith("rigcheck.doctor/"):  # a finding that fails makes the document's exit code 1
         failed = [str(f.get("id")) for f in doc.get("findings") or [] if f.get("severity") == "fail"]
         return [("fail", "doctor: " + ", ".join(failed))] if failed else [("pass", "doctor: no finding fails")]
