@@ -31,7 +31,7 @@ MISJUDGED: dict[str, str] = {
 }
 
 # The share of cases judged (pass or fail) today; it may only rise. The goal is 75% on unseen outputs.
-MIN_JUDGED_SHARE = 0.5
+MIN_JUDGED_SHARE = 0.80  # 88% on 2026-11-28: it may only rise
 TARGET_JUDGED_SHARE = 0.75
 
 

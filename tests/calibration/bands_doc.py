@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rigcheck.checks.verify_bands import explain_bands
+from rigcheck.facts import allreduce_bands, collective_bands
+from rigcheck.facts.allreduce_bands import Tier, size_text
 from tests.calibration.runner import Figure, Result, judged_share, results
 
 # A floor this close above a published healthy figure fails a healthy card on an ordinary bad day.
@@ -90,6 +92,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def collective_tiers() -> list[tuple[str, str, Tier]]:
+    """(collective, condition, tier) of every conditioned band of facts/: all-reduce by NVLS state, all-gather and
+    reduce-scatter on an 8-GPU NVSwitch board, each with the lowest published healthy figure the fact states."""
+    tiers = [("all-reduce", "8 H100/H200 on NVSwitch, NVLS on", t) for t in allreduce_bands.HOPPER_NVLS_ON]
+    off = "8 H100/H200 on NVSwitch, NVLS off or not shown"
+    tiers += [("all-reduce", off, t) for t in allreduce_bands.HOPPER_NVLS_OFF]
+    tiers += [("all-reduce", "8 A100 SXM on NVSwitch, ring", t) for t in allreduce_bands.A100_TIERS]
+    for board, by_op in (("8 H100/H200", collective_bands.HOPPER_TIERS), ("8 A100 SXM", collective_bands.A100_TIERS)):
+        for op, op_tiers in by_op.items():
+            tiers += [(op, f"{board} on NVSwitch, ring", t) for t in op_tiers]
+    return tiers
+
+
 def render(rows: tuple[Result, ...] | None = None) -> str:
     rows = results() if rows is None else rows
     measured = [r for r in rows if r.case.measurement]
@@ -126,6 +141,22 @@ def render(rows: tuple[Result, ...] | None = None) -> str:
         lines.append(
             f"| {p.check} | {_fmt(p.floor)} | {_cell(p.condition) or '—'} | {healthy_cell} | "
             f"{_margin_cell(p.healthy, p.floor)} | {sick} |"
+        )
+    lines += [
+        "",
+        "## Collective bands by condition",
+        "",
+        "The bus-bandwidth floors of facts/allreduce_bands.py and facts/collective_bands.py, each from a message size",
+        "up, beside the lowest published healthy figure the fact cites (its sources are in the fact's evidence).",
+        "",
+        "| collective | condition | from | floor (GB/s) | lowest published healthy | margin |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for op, condition, tier in collective_tiers():
+        healthy = (tier.lowest_healthy, "facts")
+        lines.append(
+            f"| {op} | {condition} | {size_text(tier.min_bytes)} | {_fmt(tier.floor)} | {_fmt(tier.lowest_healthy)} | "
+            f"{_margin_cell(healthy, tier.floor)} |"
         )
     lines += [
         "",
