@@ -193,7 +193,7 @@ def test_no_module_over_700_lines() -> None:
 # --- what a command loads ------------------------------------------------------------------------------
 
 # The modules of cli/ every command shares.
-_CLI_CORE = ("app", "common", "lazy", "group_help", "exits")
+_CLI_CORE = ("app", "common", "lazy", "group_help", "exits", "terminal_safe")
 
 # Modules a command must not load unless it needs them.
 HEAVY = (

@@ -19,7 +19,7 @@ import pytest
 
 from rigcheck.checks import run_checks
 from rigcheck.cli.exits import exit_code_for
-from rigcheck.errors import InputError
+from rigcheck.errors import OutputError
 from rigcheck.model import CLOCK_EVENT_REASONS, Finding, Severity, snapshot_from_json
 from rigcheck.model.bench import (
     CollectiveDocument,
@@ -674,7 +674,7 @@ def test_write_html_writes_whole_file_and_names_it_on_error(tmp_path: Path) -> N
     write_html(target, html)
     assert target.read_text(encoding="utf-8") == html
     assert list(tmp_path.iterdir()) == [target]  # no temporary file left
-    with pytest.raises(InputError, match=r"report\.html"):
+    with pytest.raises(OutputError, match=r"report\.html"):
         write_html(tmp_path / "missing-dir" / "report.html", html)
 
 

@@ -5,6 +5,7 @@
     ├── InputError           a file that cannot be read or understood (exit 2)
     │   ├── ParseError       text that is not the output it claims to be; carries file and line
     │   └── SnapshotError    snapshot JSON that is malformed or of another schema version
+    ├── OutputError          an output (a report file, stdout) that cannot be written (exit 2)
     ├── ProbeError           the hardware could not be read at all (no driver, no library)
     └── BenchError           a measurement could not run
 
@@ -50,6 +51,11 @@ class ParseError(InputError):
 
 class SnapshotError(InputError):
     """A snapshot JSON document that is malformed or of an unsupported schema."""
+
+
+class OutputError(RigcheckError):
+    """An output cannot be written: a full or read-only disk, a closed or full stdout, a target that is not a
+    regular file (model/files_out.py). An old file it was to replace is left as it was."""
 
 
 class ProbeError(RigcheckError):

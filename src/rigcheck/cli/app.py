@@ -198,9 +198,12 @@ def main(argv: list[str] | None = None) -> None:
         note(f"error: {exc}")
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        # The reader went away (`rigcheck doctor | head`): not an error worth a message.
+        # The reader went away (`rigcheck doctor | head`) during a write not made through cli/common.write_stdout
+        # (which says it as an OutputError): an output error as any other, exit 2; stdout to /dev/null so that
+        # Python's flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        note("error: cannot write the output: Broken pipe (its reader closed it)")
+        sys.exit(2)
     except Exception as exc:  # the CLI boundary: a bug gets exit 3 with its type and a hint, never hidden
         _exit_if_interrupted(exc)
         if os.environ.get("RIGCHECK_DEBUG"):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -65,9 +67,15 @@ def out_console() -> Console:
     """Data and reports go to stdout; rich handles NO_COLOR, FORCE_COLOR and pipes."""
     from rich.console import Console
 
-    console = Console(highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own answer is a silent exit 1; a closed stdout is an output error (stdout_errors: exit 2).
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    console = _Console(highlight=False, soft_wrap=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
+        console = _Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
     return console
 
 
@@ -77,9 +85,11 @@ before_note: list[Callable[[], None]] = []
 
 def note(message: str) -> None:
     """A human message on stderr, one unwrapped line (never mixed into JSON on stdout)."""
+    from rigcheck.cli.terminal_safe import terminal_text  # a message may quote an input: no control characters
+
     for clear in before_note:
         clear()
-    sys.stderr.write(f"rigcheck: {' '.join(message.split())}\n")
+    sys.stderr.write(f"rigcheck: {' '.join(terminal_text(message).split())}\n")
     sys.stderr.flush()
 
 
@@ -153,8 +163,7 @@ def read_site_config(path: Path) -> SiteConfig:
 def print_json(data: Any) -> None:
     from rigcheck.report.render import dumps
 
-    sys.stdout.write(json_for_stdout(dumps(data)))
-    sys.stdout.flush()
+    write_stdout(json_for_stdout(dumps(data)))
 
 
 def is_utf(encoding: str | None) -> bool:
@@ -164,12 +173,40 @@ def is_utf(encoding: str | None) -> bool:
 
 def json_for_stdout(text: str) -> str:
     """JSON text as stdout can take it: on a stdout that is not UTF (latin-1, --ascii) the characters it lacks
-    become JSON escapes (cli/ascii_out.py), so the document stays exact and valid."""
+    become JSON escapes (cli/ascii_out.py), so the document stays exact and valid. DEL and the C1
+    controls, which a terminal may act on, are escaped too (cli/terminal_safe.py)."""
+    from rigcheck.cli.terminal_safe import json_escapes
+
+    text = json_escapes(text)
     if is_utf(sys.stdout.encoding):
         return text
     from rigcheck.cli.ascii_out import json_for
 
     return json_for(text, sys.stdout.encoding)
+
+
+@contextlib.contextmanager
+def stdout_errors() -> Iterator[None]:
+    """Turn a failed write to stdout (a full disk behind `> file`, /dev/full, a closed pipe) into an OutputError:
+    one line and exit 2, never a bug's exit 3. stdout is then pointed at /dev/null, so that Python's own flush at
+    exit does not fail a second time with a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        from rigcheck.errors import OutputError
+
+        raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def write_stdout(text: str) -> None:
+    """``text`` on stdout, flushed; a failed write is an OutputError (:func:`stdout_errors`)."""
+    with stdout_errors():
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 P = ParamSpec("P")
@@ -226,27 +263,30 @@ def interruptible(command: Callable[P, R]) -> Callable[P, R]:
 
 def emit(doc: Document, fmt: Format | None = None) -> None:
     """Print ``doc`` in ``fmt`` (default: the terminal report) on stdout: the one place a command's document
-    becomes output."""
+    becomes output. Every rendering but JSON goes through cli/terminal_safe.py, so no string of an input reaches
+    the terminal with its control characters; JSON escapes them. A failed write is exit 2 (:func:`stdout_errors`)."""
+    from rigcheck.cli.terminal_safe import TerminalSafe, terminal_text
     from rigcheck.report.render import Format, render
 
     rendered = render(doc, fmt or Format.TERMINAL)
     if isinstance(rendered, str):
-        if fmt is Format.JSON:
-            rendered = json_for_stdout(rendered)
-        sys.stdout.write(rendered)
-        sys.stdout.flush()
+        write_stdout(json_for_stdout(rendered) if fmt is Format.JSON else terminal_text(rendered))
     else:
-        out_console().print(rendered)
+        with stdout_errors():
+            out_console().print(TerminalSafe(rendered))
 
 
 def write_rendering(path: Path, doc: Document, fmt: Format) -> None:
-    """Write ``doc`` rendered as text (HTML, Markdown, JSON) to ``path``, whole or not at all."""
-    from rigcheck.report.render import render
+    """Write ``doc`` rendered as text (HTML, Markdown, JSON) to ``path``, whole or not at all. HTML and Markdown
+    are read with `cat` and `less` too: they lose the control characters an input held, as the terminal report
+    does (neither has a use for them); JSON keeps them, escaped."""
+    from rigcheck.cli.terminal_safe import json_escapes, terminal_text
+    from rigcheck.report.render import Format, render
 
     rendered = render(doc, fmt)
     if not isinstance(rendered, str):
         raise TypeError(f"the {fmt.value} rendering is not text")
-    write_report_file(path, rendered)
+    write_report_file(path, json_escapes(rendered) if fmt is Format.JSON else terminal_text(rendered))
 
 
 def write_pages(doc: Document, html_file: Path | None, markdown_file: Path | None = None) -> None:
@@ -260,8 +300,9 @@ def write_pages(doc: Document, html_file: Path | None, markdown_file: Path | Non
 
 
 def write_report_file(path: Path, text: str) -> None:
-    """Write a report file in one step (a temporary file, then a rename); a bad path is a one-line error."""
-    from rigcheck.report.html import write_html
+    """Write a report file whole or not at all by the one safe writer (model/files_out.py); a target that is not
+    a regular file, or a disk that is full or read-only, is one OutputError line (exit 2), the old file kept."""
+    from rigcheck.model.files_out import write_whole
 
-    write_html(path, text)
+    write_whole(path, text)
     note(f"wrote {path}")

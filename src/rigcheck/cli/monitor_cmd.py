@@ -153,7 +153,9 @@ def _watch(sampler: Sampler, poller: NvmlPoller, history: History, duration: flo
     end = None if duration is None else time.monotonic() + duration
 
     def render() -> RenderableType:
-        return live_view(sampler.latest(), poller.gpus, history, sampler.stats)
+        from rigcheck.cli.terminal_safe import TerminalSafe  # GPU names as a terminal may be given them
+
+        return TerminalSafe(live_view(sampler.latest(), poller.gpus, history, sampler.stats))
 
     def wait() -> None:
         while end is None or time.monotonic() < end:

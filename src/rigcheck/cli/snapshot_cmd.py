@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from rigcheck.cli.common import FromOption, GpusOption, load_snapshot
+from rigcheck.cli.common import FromOption, GpusOption, load_snapshot, write_stdout
 from rigcheck.cli.exits import EXIT_PROBLEMS
 from rigcheck.cli.nogpu import absence
 from rigcheck.model import snapshot_to_json
@@ -15,7 +16,14 @@ from rigcheck.model import snapshot_to_json
 def snapshot(
     source: FromOption = None,
     output: Annotated[
-        typer.FileTextWrite | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write to this file instead of stdout, whole or not at all (an old file is replaced only once the "
+            "new one is complete).",
+            dir_okay=False,
+        ),
     ] = None,
     gpus_text: GpusOption = None,
 ) -> None:
@@ -25,9 +33,11 @@ def snapshot(
     """
     snap = load_snapshot(source, gpus=gpus_text)
     text = snapshot_to_json(snap) + "\n"
-    if output is not None:
-        output.write(text)
+    if output is not None and str(output) != "-":
+        from rigcheck.model.files_out import write_whole
+
+        write_whole(output, text)  # the safe writer: a full disk keeps the old snapshot whole (exit 2)
     else:
-        typer.echo(text, nl=False)
+        write_stdout(text)
     if not source and absence(snap) is not None:  # load_snapshot has said why, on stderr
         raise typer.Exit(EXIT_PROBLEMS)

@@ -24,9 +24,11 @@ from rigcheck.cli.common import (
     interrupted_by,
     read_site_config,
     write_pages,
+    write_stdout,
 )
 from rigcheck.cli.exits import exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
+from rigcheck.cli.terminal_safe import terminal_text
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
@@ -219,8 +221,8 @@ def _finish(
     write_pages(doc, html_file, markdown_file)
     if slurm:
         line = slurm_line(doc.verdict, doc.drain_reason)  # never an empty line where the exit code is 1
-        if line is not None:
-            typer.echo(line)
+        if line is not None:  # it quotes findings, so inputs: as the terminal may be given it (cli/terminal_safe.py)
+            write_stdout(terminal_text(line) + "\n")
     else:
         emit(doc, Format.JSON if as_json else Format.TERMINAL)
     signum = interrupted_by()

@@ -28,8 +28,9 @@ from typing import Any, Literal, TextIO
 
 from pydantic import Field, TypeAdapter
 
-from rigcheck.errors import ParseError, UsageError
+from rigcheck.errors import ParseError
 from rigcheck.model.document import Document
+from rigcheck.model.files_out import write_whole
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 
 TRACE_SCHEMA: Literal["rigcheck.trace/1"] = "rigcheck.trace/1"
@@ -96,17 +97,15 @@ def write_csv_header(
 ) -> None:
     """Line 1 of a rigcheck CSV trace (the column names), and its header in the sidecar ``meta_path``: by default
     beside the file ``out`` writes (:func:`sidecar_path` of its name); an ``out`` with no file name (a pipe, a
-    buffer) gets no sidecar unless ``meta_path`` names one."""
+    buffer) gets no sidecar unless ``meta_path`` names one. The sidecar is written whole or not at all
+    (model/files_out.py; OutputError, exit 2, when it cannot be)."""
     out.write(",".join(CSV_COLUMNS) + "\n")
     if meta_path is None:
         name = getattr(out, "name", None)
         if not _is_file_name(name):
             return
         meta_path = sidecar_path(str(name))
-    try:
-        Path(meta_path).write_text(_header_json(gpus, interval_s, started_at) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {meta_path}: {exc.strerror or exc}") from None
+    write_whole(meta_path, _header_json(gpus, interval_s, started_at) + "\n")
 
 
 def _is_file_name(name: object) -> bool:

@@ -9,15 +9,12 @@ any network load should a future edit slip one in. Every string from the data is
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import tempfile
 from html import escape
 from pathlib import Path
 
-from rigcheck.errors import InputError
 from rigcheck.facts.legend import LinkKind
+from rigcheck.model.files_out import write_whole
 
 __all__ = [
     "CSP",
@@ -183,26 +180,12 @@ def page(title: str, body: str) -> str:
 
 
 def write_html(path: Path, html: str) -> None:
-    """Write the page to ``path`` whole or not at all (a temporary file renamed into place).
+    """Write the page to ``path`` whole or not at all, by the one safe writer (model/files_out.py: through a
+    symlink, never over a device, FIFO or directory, an existing file's mode kept).
 
-    Raises InputError (exit 2, one line naming the file) when it cannot be written.
+    Raises OutputError (exit 2, one line naming the file) when it cannot be written.
     """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    tmp_name: str | None = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(html)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-        tmp_name = None
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror or exc}", path=str(path)) from exc
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
+    write_whole(path, html)
 
 
 def num(value: float | None, unit: str = "", digits: int | None = None) -> str:

@@ -1,0 +1,204 @@
+"""Output files under real faults (issue 25, Deliver 1): one safe writer (model/files_out.py) behind --html,
+--markdown and snapshot -o, and stdout that cannot be written. Each case is the fault itself: a full and a
+read-only tmpfs, a symlink, a FIFO, a device node, /dev/full as stdout, a pipe whose reader is gone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.support import SNAPSHOTS, fill, run, run_process
+
+SMALL = SNAPSHOTS / "no-gpu.json"  # 1.2 KB: the snapshot already on the disk
+LARGER = SNAPSHOTS / "2x-titan-rtx-nv2.json"  # 11 KB: the one that no longer fits
+HTML_SOURCE = SNAPSHOTS / "2x-titan-rtx-nv2.json"
+
+
+def _one_error_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "internal error" not in err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@contextlib.contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+# --- the target: a symlink, a mode to keep, a file that is not a regular one -----------------------------------
+
+
+def test_html_through_a_symlink_writes_its_target_and_keeps_0600(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    private = tmp_path / "private.html"
+    private.write_text("old report\n")
+    private.chmod(0o600)
+    link = tmp_path / "report.html"
+    link.symlink_to(private.name)
+
+    code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--html", str(link)], capsys)
+
+    assert code == 0, err
+    assert link.is_symlink()  # the link stays a link ...
+    assert os.readlink(link) == private.name
+    assert private.read_text().startswith("<!DOCTYPE html>")  # ... and its target holds the report
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600  # still private
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["private.html", "report.html"]  # no temporary file left
+
+
+def test_markdown_over_an_existing_file_keeps_its_mode_and_a_new_file_gets_the_umask(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kept = tmp_path / "kept.md"
+    kept.write_text("old\n")
+    kept.chmod(0o640)
+    new = tmp_path / "new.md"
+    with _umask(0o077):
+        code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--markdown", str(kept)], capsys)
+        assert code == 0, err
+        code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--markdown", str(new)], capsys)
+        assert code == 0, err
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    assert stat.S_IMODE(new.stat().st_mode) == 0o600  # 0666 less the umask, not a fixed 0644
+    assert kept.read_text() != "old\n"
+
+
+def _device(path: Path, major: int, minor: int) -> None:
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "null device", "full device", "symlink to a fifo", "directory"])
+@pytest.mark.parametrize("option", ["--html", "--markdown", "snapshot -o"])
+def test_a_target_that_is_not_a_regular_file_is_refused_and_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, option: str
+) -> None:
+    """Renaming a file over a device node destroys the device (as root, --html /dev/null did); a FIFO would
+    become a file its reader never sees. The devices here are made in tmp_path (the same numbers as /dev/null
+    and /dev/full), so that a failing run cannot touch the real ones."""
+    target = tmp_path / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "null device":
+        _device(target, 1, 3)
+    elif kind == "full device":
+        _device(target, 1, 7)
+    elif kind == "symlink to a fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target.symlink_to("fifo")
+    else:
+        target.mkdir()
+    before = os.lstat(target)
+    if option == "snapshot -o":
+        argv = ["snapshot", "--from", str(SMALL), "-o", str(target)]
+    else:
+        argv = ["doctor", "--from", str(HTML_SOURCE), option, str(target)]
+
+    code, _, err = run(argv, capsys)
+
+    assert code == 2
+    line = _one_error_line(err)
+    assert "target" in line
+    if kind != "directory":  # a directory is refused by the option parser already, in its own words
+        assert "not a regular file" in line
+    after = os.lstat(target)
+    assert (stat.S_IFMT(after.st_mode), after.st_ino, after.st_rdev) == (
+        stat.S_IFMT(before.st_mode),
+        before.st_ino,
+        before.st_rdev,
+    )
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+# --- a full disk, a read-only one ----------------------------------------------------------------------------
+
+
+def test_snapshot_over_an_old_one_on_a_full_disk_keeps_it_whole(
+    tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: the old snapshot truncated in place and half rewritten (a torn file), exit 3 "internal error"."""
+    saved = tiny_tmpfs / "snapshot.json"
+    code, _, err = run(["snapshot", "--from", str(SMALL), "-o", str(saved)], capsys)
+    assert code == 0, err
+    old = saved.read_bytes()
+    fill(tiny_tmpfs)
+
+    code, _, err = run(["snapshot", "--from", str(LARGER), "-o", str(saved)], capsys)
+
+    assert code == 2
+    line = _one_error_line(err)
+    assert "No space left on device" in line
+    assert "snapshot.json" in line
+    assert saved.read_bytes() == old
+    assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler", "filler-tail", "snapshot.json"]
+
+
+def test_html_on_a_full_disk_keeps_the_old_report(tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tiny_tmpfs / "report.html"
+    report.write_text("the old report\n")
+    fill(tiny_tmpfs)
+
+    code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--html", str(report)], capsys)
+
+    assert code == 2
+    assert "No space left on device" in _one_error_line(err)
+    assert report.read_text() == "the old report\n"
+
+
+def test_a_read_only_disk_is_one_line_and_the_old_file_stays(
+    tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tiny_tmpfs / "snapshot.json"
+    saved.write_text("{}\n")
+    remount = subprocess.run(
+        ["mount", "-o", "remount,ro", str(tiny_tmpfs)], capture_output=True, text=True, check=False
+    )
+    if remount.returncode != 0:
+        pytest.skip(f"cannot remount read-only here: {remount.stderr.strip()}")
+
+    for argv in (
+        ["snapshot", "--from", str(SMALL), "-o", str(saved)],
+        ["doctor", "--from", str(HTML_SOURCE), "--html", str(tiny_tmpfs / "new.html")],
+    ):
+        code, _, err = run(argv, capsys)
+        assert code == 2, argv
+        assert "Read-only file system" in _one_error_line(err)
+    assert saved.read_text() == "{}\n"
+
+
+# --- stdout --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--json"], ["doctor"], ["snapshot"]], ids=" ".join)
+def test_a_full_stdout_is_exit_2_not_an_internal_error(argv: list[str]) -> None:
+    """`doctor --json > /dev/full` was exit 3, "internal error: OSError"."""
+    with open("/dev/full", "w") as full:
+        done = run_process([*argv, "--from", str(HTML_SOURCE)], stdout=full.fileno())
+    assert done.returncode == 2, done.stderr
+    assert _one_error_line(done.stderr) == "rigcheck: error: cannot write to stdout: No space left on device"
+
+
+def test_a_pipe_whose_reader_is_gone_is_exit_2() -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = run_process(["doctor", "--from", str(HTML_SOURCE)], stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2, done.stderr
+    assert "Broken pipe" in _one_error_line(done.stderr)
