@@ -572,6 +572,27 @@ def _driver_messages(snapshot: Snapshot) -> list[Finding]:
     ]
 
 
+# Why the live read failed, in probe/tool_run.py's words or the tools' own, and what to do about each.
+_UNREADABLE_ADVICE = (
+    (
+        ("timed out", "no time left"),
+        "dmesg/journalctl did not answer in time (a hung journald or kernel log): look at `journalctl -k` by hand",
+    ),
+    (
+        ("not permitted", "ermission denied", "insufficient permissions"),
+        "run as root (or `sudo sysctl kernel.dmesg_restrict=0`), or add the user to the systemd-journal group",
+    ),
+    (("not found",), "install dmesg (util-linux) or run where journalctl is"),
+)
+
+
+def unreadable_advice(why: str) -> str:
+    """The advice for a kernel log that could not be read, by the causes its reason names (a timeout, no
+    permission, a missing tool; each that applies), then the way round them all: a saved log."""
+    steps = [advice for words, advice in _UNREADABLE_ADVICE if any(w in why for w in words)]
+    return "; ".join([*steps, "or save `sudo dmesg -T` and give it with --from"])
+
+
 def check_xid(snapshot: Snapshot, site: XidSite | None = None, origin: str = "site file") -> list[Finding]:
     """The kernel log judged; ``site`` (a site file's [xid] table, from `doctor --config`) overrides a code's
     severity and sets count-in-window limits on application codes; ``origin`` names that file in the findings."""
@@ -584,8 +605,7 @@ def check_xid(snapshot: Snapshot, site: XidSite | None = None, origin: str = "si
                 f"the kernel log could not be read, so Xid/SXid events are unknown: {read.unreadable}",
                 measured="kernel log not read",
                 expected="dmesg or journalctl -k readable",
-                advice="run as root (or `sudo sysctl kernel.dmesg_restrict=0`), or add the user to the "
-                "systemd-journal group; or save `sudo dmesg -T` and give it with --from",
+                advice=unreadable_advice(read.unreadable),
                 source=XID_CATALOG,
             )
         ]

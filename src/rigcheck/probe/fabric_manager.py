@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import FabricManager, FabricManagerState, Missing, Snapshot, Source
+from rigcheck.probe.tool_run import NOT_FOUND, NOT_RUNNABLE, TIMED_OUT, run_tool
 
 SOURCE = "fabric-manager"
 _MAX_ERRORS = 5
@@ -111,6 +111,7 @@ def parse_fabric_manager(text: str, path: str | None = None) -> Snapshot:
 
 
 _NVSWITCH_DIR = Path("/proc/driver/nvidia-nvswitch/devices")
+SYSTEMCTL_TIMEOUT_S = 10.0
 
 
 def read_fabric_manager_live(nvswitch_dir: Path = _NVSWITCH_DIR, systemctl: str | None = None) -> FabricManager | None:
@@ -128,14 +129,12 @@ def read_fabric_manager_live(nvswitch_dir: Path = _NVSWITCH_DIR, systemctl: str 
     if systemctl is None:
         fm.state, fm.detail = "unknown", "systemctl not found: cannot ask systemd about nvidia-fabricmanager"
         return fm
-    try:
-        done = subprocess.run(
-            [systemctl, "is-active", "nvidia-fabricmanager"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        fm.state, fm.detail = "unknown", f"systemctl is-active nvidia-fabricmanager: {exc}"
+    # Its own process group, killed whole at the deadline (probe/tool_run.py).
+    code, out, err = run_tool([systemctl, "is-active", "nvidia-fabricmanager"], SYSTEMCTL_TIMEOUT_S)
+    if code in (TIMED_OUT, NOT_FOUND, NOT_RUNNABLE):
+        fm.state, fm.detail = "unknown", f"systemctl is-active nvidia-fabricmanager: {err}"
         return fm
-    word = done.stdout.strip() or done.stderr.strip()
+    word = out.strip() or err.strip()
     states: dict[str, FabricManagerState] = {"active": "running", "failed": "failed", "inactive": "inactive"}
     fm.state = states.get(word, "unknown")
     fm.detail = f"systemctl is-active nvidia-fabricmanager: {word}"

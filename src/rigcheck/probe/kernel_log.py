@@ -21,7 +21,7 @@ be read, ``KernelLogRead.unreadable`` says why (the check makes it an ``unknown`
 from __future__ import annotations
 
 import re
-import subprocess
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -30,6 +30,7 @@ from rigcheck.facts.xid import bus_key
 from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
 from rigcheck.model.snapshot import Gpu, Missing, Snapshot, Source
 from rigcheck.probe.driver import api_mismatch, driver_state_from_text
+from rigcheck.probe.tool_run import run_tool
 
 _BDF = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?"
 _XID = re.compile(r"NVRM: Xid \(((?:PCI:)?" + _BDF + r")\): (\d+),? ?(.*)$")
@@ -240,17 +241,24 @@ def snapshot_from_kernel_log(text: str, path: str | None) -> Snapshot:
 
 Runner = Callable[[list[str]], tuple[int, str, str]]
 
+# All the kernel-log readers together (dmesg, then journalctl -k where dmesg fails) get this long: a hung one costs
+# a run at most this, not this much per reader. The first gets at most half, so that the fallback still has time.
+READ_BUDGET_S = 20.0
 
-def _run(argv: list[str]) -> tuple[int, str, str]:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False, errors="replace")
-    except FileNotFoundError:
-        return 127, "", f"{argv[0]}: not found"
-    except subprocess.TimeoutExpired:
-        return 124, "", f"{argv[0]}: timed out after 20 s"
-    except PermissionError:
-        return 126, "", f"{argv[0]}: permission denied"
-    return done.returncode, done.stdout, done.stderr
+
+def _budgeted_runner() -> Runner:
+    """A runner sharing :data:`READ_BUDGET_S` among its calls (probe/tool_run.py: each tool in its own process
+    group, killed with it at its deadline)."""
+    deadline = time.monotonic() + READ_BUDGET_S
+    calls = 0
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        nonlocal calls
+        left = deadline - time.monotonic()
+        calls += 1
+        return run_tool(argv, left / 2 if calls == 1 else left)
+
+    return run
 
 
 # ISO times parse for --since; dmesg's default (seconds since boot) would not.
@@ -258,8 +266,11 @@ DMESG = ["dmesg", "--time-format", "iso"]
 JOURNAL = ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"]
 
 
-def read_live(run: Runner = _run) -> tuple[list[KernelEvent], KernelLogRead]:
-    """This boot's events from dmesg, else the kernel journal; where neither reads, no events and the reason."""
+def read_live(run: Runner | None = None) -> tuple[list[KernelEvent], KernelLogRead]:
+    """This boot's events from dmesg, else the kernel journal; where neither reads, no events and the reason
+    (each tool's own words, or probe/tool_run.py's "timed out", "not found", "permission denied").
+    ``run``: by default both within one :data:`READ_BUDGET_S`."""
+    run = run or _budgeted_runner()
     code, out, err = run(DMESG)
     if code == 0:
         return parse_kernel_events(out), KernelLogRead(method="dmesg")
@@ -269,6 +280,7 @@ def read_live(run: Runner = _run) -> tuple[list[KernelEvent], KernelLogRead]:
     if code == 0 and not refused:
         return parse_kernel_events(out), KernelLogRead(method="journalctl -k")
     journal_why = (err.strip().splitlines() or out.strip().splitlines() or [f"exit status {code}"])[0]
+    dmesg_why, journal_why = dmesg_why.removeprefix("dmesg: "), journal_why.removeprefix("journalctl: ")
     return [], KernelLogRead(method="dmesg", unreadable=f"dmesg: {dmesg_why}; journalctl -k: {journal_why}")
 
 
@@ -340,8 +352,8 @@ class XidCounter:
 
     A log that cannot be read raises ProbeError (the exporter then leaves the series out)."""
 
-    def __init__(self, gpus: dict[int, str], run: Runner = _run) -> None:
-        self._run = run
+    def __init__(self, gpus: dict[int, str], run: Runner | None = None) -> None:
+        self._run = run  # None: each read within its own READ_BUDGET_S
         self._gpus = dict(gpus)
         self._gpu_of = {key: index for index, bus in gpus.items() if (key := bus_key(bus)) is not None}
         self._seen: dict[tuple[str | None, str | None, int | None, str], int] = {}
