@@ -258,3 +258,16 @@ def test_no_nvidia_module_for_the_kernel_says_install_it(tmp_path: Path) -> None
     assert any(d.source == "lspci" and NO_MODULE_NOTE in d.message for d in snap.diagnostics)
     [f] = [f for f in run_checks(snap) if f.id == "health.driver-not-loaded"]
     assert "install the NVIDIA driver for the running kernel" in (f.advice or "")
+
+
+def test_an_lspci_of_another_machine_is_not_combined(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The real lspci of a GTX 960M laptop (bus 02) beside the real table of a 2x 2080 Ti box (bus b4, b5): no GPU in
+    # common, so its unbound GPU must not fail the other machine.
+    table = FIXTURES / "corpus/smi/002-2x2080ti-550.txt"
+    lspci = LSPCI / "no-driver-v-gtx960m.txt"
+    for argv in ([str(table), str(lspci)], [str(lspci), str(table)]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["doctor", *(x for p in argv for x in ("--from", p))])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2
+        assert "no GPU in common (by PCI bus id)" in err

@@ -49,6 +49,7 @@ def merge_snapshots(parts: Sequence[Part]) -> Snapshot:
         seen.add(part.path)
         assert part.snapshot is not None
         _refuse_other_machine(merged, merger, part.path, part.snapshot)
+        _refuse_other_bus(merged, merger, part.path, part.snapshot)
         index_map = _merge_gpus(merged, merger, part.path, part.snapshot)
         placed[part.path] = {i for i in index_map.values() if i is not None}
         _merge_pairs(merged, merger, part.path, part.snapshot, index_map)
@@ -120,6 +121,26 @@ def _refuse_other_machine(merged: Snapshot, merger: Merger, path: str, other: Sn
         raise InputError(
             f"{origin} and {path} have no GPU in common (by {label}): outputs of different machines are not combined"
         )
+
+
+# Outputs whose GPUs are NVML's listing (nvidia-smi's), each of which is on the PCI bus lspci shows.
+_NVML_LISTINGS = frozenset({"nvml", "nvidia-smi-q", "nvidia-smi-xml", "nvidia-smi-table"})
+
+
+def _refuse_other_bus(merged: Snapshot, merger: Merger, path: str, other: Snapshot) -> None:
+    """`lspci` beside nvidia-smi's listing: a GPU NVML lists is a GPU of the bus, so an lspci naming none of them
+    (by bus id) is of another machine, and would fail GPUs of that one here."""
+    sides = ((merged, other, merger.first_path, path), (other, merged, path, merger.first_path))
+    for listing, bus, listing_path, bus_path in sides:
+        if listing.source.kind not in _NVML_LISTINGS or bus.source.kind != "lspci" or bus.driver is None:
+            continue
+        listed = {k for g in listing.gpus if (k := _bus_id(g)) is not None}
+        on_bus = {bus_id_key(p.bdf) for p in bus.driver.pci_gpus or []}
+        if listed and on_bus and not listed & on_bus:
+            raise InputError(
+                f"{listing_path} and {bus_path} have no GPU in common (by PCI bus id): outputs of different "
+                "machines are not combined"
+            )
 
 
 def _match(gpus: list[Gpu], gpu: Gpu) -> Gpu | None:
