@@ -6,6 +6,7 @@ Real outputs in tests/fixtures/lspci (README.md there names each source); inputs
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -271,3 +272,57 @@ def test_an_lspci_of_another_machine_is_not_combined(tmp_path: Path, capsys: pyt
         err = capsys.readouterr().err
         assert exit_info.value.code == 2
         assert "no GPU in common (by PCI bus id)" in err
+
+
+# Synthetic: `lspci -vmmk -nn` records in the format lspci(8) documents ("Slot:" first, "Driver:", "Module:").
+VMM = """\
+Slot:\t00:02.0
+Class:\tVGA compatible controller [0300]
+Vendor:\tIntel Corporation [8086]
+Device:\tUHD Graphics 620 [5917]
+Driver:\ti915
+Module:\ti915
+
+Slot:\t01:00.0
+Class:\t3D controller [0302]
+Vendor:\tNVIDIA Corporation [10de]
+Device:\tGP108M [GeForce MX150] [1d10]
+Driver:\tnouveau
+Module:\tnouveau
+
+Slot:\t02:00.0
+Class:\tVGA compatible controller
+Vendor:\tNVIDIA Corporation
+Device:\tGP104 [GeForce GTX 1080]
+Module:\tnouveau
+Module:\tnvidia
+"""
+
+
+def test_machine_readable_records_are_read(tmp_path: Path) -> None:
+    gpus = pci_gpus(read_lspci(VMM))
+    assert [(g.bdf, g.device_id, g.driver, g.driver_known) for g in gpus] == [
+        ("0000:01:00.0", "0x1d10", "nouveau", True),
+        ("0000:02:00.0", None, None, True),  # "1080" of its name is not an id
+    ]
+    path = tmp_path / "vmm.txt"
+    path.write_text(VMM)
+    findings = run_checks(load_file(str(path)))
+    assert _health(findings) == [("health.driver-not-loaded", Severity.FAIL)]
+    numeric = pci_gpus(read_lspci("Slot:\t01:00.0\nClass:\t0302\nVendor:\t10de\nDevice:\t1d10\n"))  # -vmm -n
+    assert [(g.device_id, g.driver_known) for g in numeric] == [("0x1d10", False)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "01:00.0 3D controller: NVIDIA Corporation" + " " * 200_000 + "x",
+        "01:00.0 3D controller: NVIDIA Corporation GA100\n\tKernel modules:" + " " * 200_000 + "x",
+        "Slot:\t01:00.0\nDevice:" + " " * 200_000 + "x",
+        "01:00.0 3D controller: NVIDIA Corporation GA100" + " (rev" * 50_000,
+    ],
+)
+def test_long_lines_read_in_linear_time(line: str) -> None:
+    start = time.perf_counter()
+    read_lspci(line + "\n")
+    assert time.perf_counter() - start < 1.0

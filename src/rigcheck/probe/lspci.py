@@ -7,7 +7,9 @@ The format (pciutils, lspci(8)): one line per PCI function, "[domain:]bus:dev.fn
 ("00:04.0 0302: 10de:20b0 (rev a1)"). -k adds "Kernel driver in use: X" (the driver bound now; no such line: none
 is) and "Kernel modules: a, b" (the modules that could drive it) under the function's line; -v turns -k on and
 adds detail lines ("Flags:", "Memory at", "Capabilities:" ...). Detail lines are indented by a tab or spaces, or
-not at all where a forum or a chat ate the indent.
+not at all where a forum or a chat ate the indent. -vmm prints records of "Tag:<tab>value" lines instead ("Slot:",
+older lspci "Device:", first; "Class:", "Vendor:", "Device:", with -k "Driver:" and one "Module:" per module;
+-vmm does not turn -k on, so a record lacks "Driver:" meaning none is bound only where the listing shows drivers).
 
 An NVIDIA function is one whose vendor is "NVIDIA Corporation" (older pci.ids: "nVidia Corporation") or 10de;
 a GPU is one of PCI base class 03h, display controller (PCI Code and ID Assignment Specification: 0300 VGA
@@ -44,8 +46,13 @@ _HEADER = re.compile(
 )
 _NUMERIC = re.compile(r"^(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\b")
 _IDS = re.compile(r"\[10de:(?P<device>[0-9a-fA-F]{4})\]", re.IGNORECASE)
-_DRIVER = re.compile(r"^\s*Kernel driver in use:[ \t]*(?P<driver>\S*)")
-_MODULES = re.compile(r"^\s*Kernel modules:[ \t]*(?P<modules>.*?)\s*$")
+# -k's lines; -vmm -k prints them as "Driver:" and one "Module:" line per module.
+_DRIVER = re.compile(r"^\s*(?:Kernel driver in use|Driver):[ \t]*(?P<driver>\S*)")
+_MODULES = re.compile(r"^\s*(?:Kernel modules|Module):(?P<modules>.*)$")
+# -vmm: records of "Tag:<tab>value" lines, the first "Slot:" (older lspci: "Device:") with the bus address.
+_SLOT = re.compile(r"^\s*(?:Slot|Device):\s+(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s*$")
+_TAG = re.compile(r"^\s*(?P<tag>Class|Vendor|Device):(?P<value>.*)$")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 # -v detail lines: lspci turns -k on with -v, so a block holding one shows its driver.
 _VERBOSE = re.compile(
     r"^\s*(?:Flags:|Control:|Status:|Capabilities:|Region \d+:|Memory at |I/O ports at |Interrupt:|Latency:"
@@ -55,9 +62,7 @@ _DETAIL = re.compile(r"^(?:[ \t]+\S|[A-Z][A-Za-z0-9 /-]{0,40}:\s)")
 # Lines that end a function's block: blank, grep's separator, a code fence, a shell prompt ("$ lspci -k",
 # "root@host:~# lspci -nnk").
 _CLOSER = re.compile(r"^\s*(?:$|--\s*$|```|[$#%>]\s|\S*[$#%]\s+\S)")
-_NAME_NOISE = re.compile(
-    r"\s*\[10de:[0-9a-fA-F]{4}\]|\s*\(rev [0-9a-fA-F]+\)|\s*\(prog-if [^)]*\)(?:\))?", re.IGNORECASE
-)
+_NAME_NOISE = re.compile(r"\[10de:[0-9a-fA-F]{4}\]|\(rev [0-9a-fA-F]+\)|\(prog-if [^)]*\)\)?", re.IGNORECASE)
 _VENDOR_NAME = re.compile(r"^nvidia corporation\s*", re.IGNORECASE)
 NO_MODULE_NOTE = "no nvidia module for the running kernel"
 
@@ -79,6 +84,7 @@ class PciFunction:
     details: bool = False  # any detail line was printed for it
     cut: bool = False  # the text ends inside its lines where its driver would be
     raw: str = ""  # its function line (with a wrapped continuation)
+    machine: bool = False  # a -vmm record
 
     @property
     def is_gpu(self) -> bool:
@@ -129,7 +135,26 @@ def _read_rest(function: PciFunction, rest: str) -> None:
     if ids is not None:
         function.device_id = f"0x{ids.group('device').lower()}"
     if function.nvidia:
-        name = _NAME_NOISE.sub("", _VENDOR_NAME.sub("", rest, count=1)).strip()
+        name = " ".join(_NAME_NOISE.sub(" ", _VENDOR_NAME.sub("", rest, count=1)).split())
+        function.name = name or None
+
+
+def _read_tag(function: PciFunction, tag: str, value: str) -> None:
+    """A -vmm record's Class, Vendor or Device (names, names with -nn's "[id]", or -n's bare ids)."""
+    value = value.strip()
+    ident: str | None = None
+    name = value
+    if _HEX4.fullmatch(value):  # -n: the number alone
+        ident, name = value.lower(), ""
+    elif value.endswith("]") and value[-6:-5] == "[" and _HEX4.fullmatch(value[-5:-1]):  # -nn: "Name [1d10]"
+        ident, name = value[-5:-1].lower(), value[:-6].strip()
+    if tag == "Class":
+        function.class_name = name or None
+        function.class_id = int(ident, 16) if ident else _CLASS_IDS.get(name.lower())
+    elif tag == "Vendor":
+        function.nvidia = ident == NVIDIA_VENDOR or _VENDOR_NAME.match(value) is not None
+    else:
+        function.device_id = f"0x{ident}" if ident else None
         function.name = name or None
 
 
@@ -142,7 +167,13 @@ def read_lspci(text: str) -> LspciRead:
     last_line_of: PciFunction | None = None  # the function the text's last line belongs to
     for i, line in enumerate(lines):
         last = i == len(lines) - 1
-        m = _HEADER.match(line)
+        if (slot := _SLOT.match(line)) is not None:
+            current = PciFunction(bdf=_bdf(slot.group("bdf")), class_name=None, class_id=None, nvidia=False,
+                                  raw=line.strip(), machine=True)  # fmt: skip
+            out.functions.append(current)
+            last_line_of = current if last else None
+            continue
+        m = _HEADER.match(line) if current is None or not current.machine else None
         if m is not None:
             current = _function(m)
             rest_of_current = m.group("rest")
@@ -158,8 +189,12 @@ def read_lspci(text: str) -> LspciRead:
             current.driver = d.group("driver") or None
             current.kernel_lines = current.details = True
         elif (mods := _MODULES.match(line)) is not None:
-            current.modules = [x.strip() for x in mods.group("modules").split(",") if x.strip()]
+            named = [x.strip() for x in mods.group("modules").split(",") if x.strip()]
+            current.modules = (current.modules or []) + named
             current.kernel_lines = current.details = True
+        elif current.machine:
+            if (tag := _TAG.match(line)) is not None:
+                _read_tag(current, tag.group("tag"), tag.group("value"))
         elif _DETAIL.match(line):
             current.details = True
             current.verbose = current.verbose or _VERBOSE.match(line) is not None
@@ -219,8 +254,8 @@ def pci_gpus(read: LspciRead) -> list[PciGpu]:
 
 
 def looks_like_lspci(text: str) -> bool:
-    """Whether some line of the text is an lspci function line."""
-    return any(_HEADER.match(line) is not None for line in text.splitlines())
+    """Whether some line of the text is an lspci function line (or a -vmm record's first line)."""
+    return any(_HEADER.match(line) is not None or _SLOT.match(line) is not None for line in text.splitlines())
 
 
 def _nvidia_module(name: str) -> bool:
