@@ -326,3 +326,15 @@ def test_long_lines_read_in_linear_time(line: str) -> None:
     start = time.perf_counter()
     read_lspci(line + "\n")
     assert time.perf_counter() - start < 1.0
+
+
+def test_a_kernel_log_with_lspci_below_judges_the_bus(tmp_path: Path) -> None:
+    # Synthetic paste of two real outputs of different machines: a dmesg whose NVIDIA probe was not called, then
+    # lspci -v of a GPU without a driver. Read as the kernel log it is, with the bus lspci shows.
+    dmesg = (FIXTURES / "not-ready/bigdata133-dmesg-probe-not-called-3-devices.txt").read_text()
+    path = tmp_path / "paste.txt"
+    path.write_text(dmesg + (LSPCI / "no-driver-v-gtx960m.txt").read_text())
+    snap = load_file(str(path))
+    assert snap.source.kind == "kernel-log"
+    [f] = [f for f in run_checks(snap) if f.id == "health.driver-not-loaded"]
+    assert "0000:02:00.0" in f.message
