@@ -45,6 +45,10 @@ READ = {
     "vfio-k-grep-rtx3060.txt": [("0000:07:00.0", None, "vfio-pci", True)],
     "plain-grep-2x-quadro-p620.txt": [("0000:17:00.0", None, None, False), ("0000:65:00.0", None, None, False)],
     "numeric-n-gce-a100.txt": [("0000:00:04.0", "0x20b0", None, False)],
+    "plain-grep-v100-unnamed-device.txt": [
+        ("0000:5a:00.0", "0x1db6", None, False),
+        ("0000:5e:00.0", "0x1db6", None, False),
+    ],
     "smi-failed-lspci-n-gce-v100.txt": [("0000:00:04.0", "0x1db1", None, False)],
 }
 
@@ -91,6 +95,7 @@ VERDICTS = {
     "vfio-k-grep-rtx3060.txt": ([("health.gpu-passthrough", Severity.INFO)], 0),
     "plain-grep-2x-quadro-p620.txt": ([("health.gpu-driver-unknown", Severity.INFO)], 0),
     "numeric-n-gce-a100.txt": ([("health.gpu-driver-unknown", Severity.INFO)], 0),
+    "plain-grep-v100-unnamed-device.txt": ([("health.gpu-driver-unknown", Severity.INFO)], 0),
 }
 
 

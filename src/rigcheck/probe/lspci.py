@@ -65,6 +65,8 @@ _CLOSER = re.compile(r"^\s*(?:$|--\s*$|```|[$#%>]\s|\S*[$#%]\s+\S)")
 _NAME_NOISE = re.compile(r"\[10de:[0-9a-fA-F]{4}\]|\(rev [0-9a-fA-F]+\)|\(prog-if [^)]*\)\)?", re.IGNORECASE)
 _VENDOR_NAME = re.compile(r"^nvidia corporation\s*", re.IGNORECASE)
 NO_MODULE_NOTE = "no nvidia module for the running kernel"
+# lspci's name for a device its pci.ids lacks: "Device 1db6", the device id itself.
+_UNNAMED = re.compile(r"Device ([0-9a-fA-F]{4})")
 
 
 @dataclass
@@ -137,6 +139,8 @@ def _read_rest(function: PciFunction, rest: str) -> None:
     if function.nvidia:
         name = " ".join(_NAME_NOISE.sub(" ", _VENDOR_NAME.sub("", rest, count=1)).split())
         function.name = name or None
+        if function.device_id is None and (unnamed := _UNNAMED.fullmatch(name)) is not None:
+            function.device_id = f"0x{unnamed.group(1).lower()}"  # a device pci.ids does not name yet
 
 
 def _read_tag(function: PciFunction, tag: str, value: str) -> None:
