@@ -1,8 +1,11 @@
-"""docs/bands.md is generated (tools/update_bands_doc.py) and current; its margins and marks are right."""
+"""docs/bands.md and facts/published_figures.py are generated (tools/update_bands_doc.py) and current; the doc's
+margins and marks are right."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from tools.update_bands_doc import FACTS, calibration, facts_module, lowest_healthy, relabel
 
 from rigcheck.checks.verify_bands import explain_bands
 from tests.calibration.bands_doc import BELOW_MARK, NEAR_MARK, published, render
@@ -30,7 +33,44 @@ def _result(case_id: str, verdict: str, *figures: tuple[float, float]) -> Result
 
 
 def test_committed_doc_is_current() -> None:
-    assert DOC.read_text(encoding="utf-8") == render(), "docs/bands.md is stale: run `python tools/update_bands_doc.py`"
+    assert DOC.read_text(encoding="utf-8") == render(calibration()), (
+        "docs/bands.md is stale: run `python tools/update_bands_doc.py`"
+    )
+
+
+def test_committed_published_figures_module_is_current() -> None:
+    # `verify --explain` shows these figures: the package cannot read tests/, so the tool writes them into facts/.
+    assert FACTS.read_text(encoding="utf-8") == facts_module(calibration()), (
+        "src/rigcheck/facts/published_figures.py is stale: run `python tools/update_bands_doc.py`"
+    )
+
+
+def test_an_all_gather_figure_is_not_lent_to_the_all_reduce_floor() -> None:
+    # bench allgather's judgement names no op, so its figure was read as "allreduce" and stood beside the A100
+    # all-reduce floor of the same value (180). Synthetic figures, labelled: the all-reduce's own is cited.
+    floor = next(
+        b.expected_min
+        for g in explain_bands(["A100 SXM4 40GB"], None, None).gpus
+        for b in g.bands
+        if b.check == "allreduce"
+    )
+    reason = f"busbw x GB/s at 8 GiB, floor {floor:g} (ring, >= 1 GiB; 8 A100 SXM4 40GB (NVSwitch)), x% above"
+    gather = Result(
+        Case("ag", "x.txt", "tool", "hw", "src", "healthy", "e", ("bench", "allgather", "--from", "{file}")),
+        0,
+        "pass",
+        "",
+        [Figure("allreduce", "", floor + 1, floor, "pass", reason)],
+    )
+    reduce = Result(
+        Case("ar", "x.txt", "tool", "hw", "src", "healthy", "e", ("bench", "allreduce", "--from", "{file}")),
+        0,
+        "pass",
+        "",
+        [Figure("allreduce", "", floor + 30, floor, "pass", reason)],
+    )
+    assert lowest_healthy(relabel((gather, reduce)))[("A100 SXM4 40GB", "allreduce")] == (floor + 30, "ar")
+    assert relabel((gather,))[0].figures[0].check == "allgather"
 
 
 def test_lowest_healthy_and_highest_sick_per_floor() -> None:
