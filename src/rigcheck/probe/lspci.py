@@ -34,7 +34,6 @@ from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import Diagnostic, DriverState, Missing, PciGpu, Snapshot, Source
 
 NVIDIA_VENDOR = "10de"  # PCI-SIG vendor id of NVIDIA (rigcheck.probe.sysfs.NVIDIA_VENDOR_ID)
-_GPU_CLASS_NAMES = frozenset({"vga compatible controller", "3d controller", "display controller"})
 _CLASS_IDS = {"vga compatible controller": 0x0300, "3d controller": 0x0302, "display controller": 0x0380}
 # Drivers a GPU is bound to whose names are whole: a cut last line ending in one of them still names it.
 _WHOLE_DRIVERS = frozenset({"nvidia", "nouveau", "nova_core", "vfio-pci", "pci-stub", "nvgrace_gpu_vfio_pci"})
