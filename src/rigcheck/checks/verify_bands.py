@@ -4,14 +4,19 @@ over them, and `verify --explain`'s document of them. Pure: no I/O.
 A site floor replaces the catalogue's floor and keeps its peak; its source names the site file's key first and
 the catalogue's source after it, so a verdict always says whose number it was held to. A site floor also
 applies to a GPU the catalogue does not know (peak None).
+
+`--explain` puts beside each band the lowest figure a published healthy machine reached against it
+(facts/published_figures.py, generated from tests/calibration) and the floor's margin under it; a floor within
+NEAR_PERCENT of that figure, or above it, is marked: an ordinary bad day on a healthy machine fails there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from rigcheck.errors import UsageError
-from rigcheck.facts import catalog
+from rigcheck.facts import catalog, published_figures
 from rigcheck.facts.allreduce_bands import (
     A100_TIERS,
     CLOSE,
@@ -47,6 +52,8 @@ UNITS: dict[str, str] = {
 }
 # The node size the allreduce band of --explain is shown for: the only one public figures exist for.
 EXPLAIN_ALLREDUCE_GPUS = 8
+# A floor less than this far (in percent of the floor) under a published healthy figure is marked (docs/bands.md).
+NEAR_PERCENT: Final = 5.0
 
 
 def _band(fact: BandFact) -> Band:
@@ -163,6 +170,56 @@ def allreduce_conditions() -> list[str]:
     return rows
 
 
+def published_mark(margin_pct: float | None) -> str | None:
+    """The mark of a floor that a published healthy figure is near or under; None for a safe margin or none."""
+    if margin_pct is None:
+        return None
+    if margin_pct < 0:
+        return "above a published healthy figure: the floor fails it"
+    if margin_pct < NEAR_PERCENT:
+        return f"within {NEAR_PERCENT:g}% of a published healthy figure"
+    return None
+
+
+def with_published(gpu_name: str, band: Band) -> Band:
+    """The band with the lowest published healthy figure of (GPU, check) beside it and the floor's margin under it
+    (against the floor in force: a site's where set, so a site floor set too high is marked too)."""
+    found = published_figures.LOWEST_HEALTHY.get((gpu_name, band.check))
+    if found is None or band.expected_min <= 0:
+        return band
+    margin = round((found.value - band.expected_min) / band.expected_min * 100, 1)
+    return band.model_copy(
+        update={
+            "lowest_healthy": found.value,
+            "lowest_healthy_case": found.case,
+            "lowest_healthy_source": found.source,
+            "lowest_healthy_on": found.hardware,
+            "margin_pct": margin,
+        }
+    )
+
+
+def _published_notes(gpus: list[GpuBands]) -> list[str]:
+    """One line on what the published figures are when any band has one, and one per marked floor."""
+    marked = [
+        f"{gpu.name} {band.check}: floor {band.expected_min:g} {band.unit} is {mark} ({band.lowest_healthy:g} "
+        f"{band.unit} on {band.lowest_healthy_on}, margin {band.margin_pct:+.1f}%, calibration case "
+        f"{band.lowest_healthy_case}: {band.lowest_healthy_source})."
+        for gpu in gpus
+        for band in gpu.bands
+        if (mark := published_mark(band.margin_pct)) is not None
+    ]
+    if not any(band.lowest_healthy is not None for gpu in gpus for band in gpu.bands):
+        return marked
+    intro = (
+        "lowest healthy: the lowest figure a published output of a machine its source calls healthy reached "
+        "against the floor (rigcheck's calibration cases; docs/bands.md lists them all), with the floor's margin "
+        f"under it; a floor within {NEAR_PERCENT:g}% of it or above it is marked: an ordinary bad day on a "
+        "healthy machine fails there."
+    )
+    return [intro, *marked]
+
+
 def resolve_gpu(name: str) -> GpuSpec:
     """--gpu NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
     spec = catalog.lookup(name)
@@ -203,13 +260,14 @@ def explain_bands(names: Sequence[str] | None, site: SiteConfig | None, site_nam
         if spec.name in seen:
             continue
         seen.add(spec.name)
-        bands = _gpu_bands(spec, site)
+        bands = [with_published(spec.name, band) for band in _gpu_bands(spec, site)]
         if not bands:
             notes.append(f"{spec.name}: the catalogue has no peak for any check (no band): {spec.notes or spec.source}")
         gpus.append(GpuBands(name=spec.name, bands=bands))
+    notes += _published_notes(gpus)
     if site is not None:
         notes.append(
             f"site file {site_name or site.origin}: its [bands] floors replace the catalogue's where set "
-            "(source names the key)."
+            "(source names the key; a margin is the floor in force's)."
         )
     return VerifyBandsDocument(gpus=gpus, site_config=site_name, notes=notes)

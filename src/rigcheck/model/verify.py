@@ -152,6 +152,17 @@ class Band(Plain):
     peak: float | None
     source: str
     basis: str = Field(description="what the peak is: 'BF16 dense', 'HBM3 spec', 'PCIe Gen5 x16 encoded', ...")
+    lowest_healthy: float | None = absent_unless_set(
+        "the lowest figure a published healthy machine reached against this floor (tests/calibration), in unit"
+    )
+    lowest_healthy_case: str | None = absent_unless_set("the calibration case that figure comes from")
+    lowest_healthy_source: str | None = absent_unless_set("where that output was published (a URL)")
+    lowest_healthy_on: str | None = absent_unless_set(
+        "the machine it was measured on, as its source gives it (another SKU where the floor is the same)"
+    )
+    margin_pct: float | None = absent_unless_set(
+        "how far that figure is above the floor, in percent of the floor: +5.7 above, -3.0 below (the floor fails it)"
+    )
 
 
 class GpuBands(Plain):
