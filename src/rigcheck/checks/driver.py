@@ -12,6 +12,11 @@ the PCI bus holds another NVIDIA GPU that no driver took (or nouveau did): that 
 so it fails too, with the action to load or reinstall the driver. A GPU bound to vfio-pci is set aside for a
 virtual machine on purpose, and one bound to nvidia that NVML does not list may be an SR-IOV virtual function:
 neither is judged here.
+
+From `lspci` (rigcheck.probe.lspci), where no input says how NVML started, :func:`pci_driver_finding` judges the
+bus the same way: no GPU on nvidia is health.driver-not-loaded, one left beside driven ones health.gpu-no-driver.
+:func:`pci_bus_notes` adds info lines for the GPUs no check judges: health.gpu-driver-unknown (the input does not
+show drivers: a plain `lspci`) and health.gpu-passthrough (vfio-pci).
 """
 
 from __future__ import annotations
