@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet_state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
 from rigcheck.bench.fleet_auth import KEY_VAR
 from rigcheck.bench.fleet_env import (
     SLURM_PORT_BASE,
@@ -29,6 +28,7 @@ from rigcheck.bench.fleet_env import (
     expand_tasks_per_node,
     parse_fleet_env,
 )
+from rigcheck.bench.fleet_state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
 from rigcheck.checks.fleet_collectives import nic_busbw
 from rigcheck.errors import UsageError
 from rigcheck.model.fleet import NodeReport

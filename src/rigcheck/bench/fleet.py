@@ -3,9 +3,11 @@ comparing them, on torch.distributed (no transport of rigcheck's own).
 
 Phases, each recorded as a FleetPhase on rank 0, each with a deadline (``deadline_s``) so nothing hangs:
 
-- **rendezvous**: the job's c10d store (rigcheck.bench.fleet_store), every rank checks in (``rank/<r>``: host,
-  node rank, local rank, pid); rank 0 waits for all of them, then everyone joins a gloo process group (control:
-  barriers, the reduction of times). Ranks missing at the deadline are named; nothing else runs.
+- **rendezvous** (rigcheck.bench.fleet_meet): the job's c10d store (rigcheck.bench.fleet_store), the job's key
+  (rigcheck.bench.fleet_auth: every message sealed, what does not open dropped and counted), every rank checks
+  in (``rank/<r>``: host, node rank, local rank, pid); rank 0 waits for all of them, then everyone joins a gloo
+  process group (control: barriers, the reduction of times). Ranks missing at the deadline are named; nothing
+  else runs.
 - **inspect**: local rank 0 of each node calls ``inspect()`` (the CLI's: probe, doctor checks, optional verify)
   while the node's other ranks wait idle: no rank has touched a GPU yet (the NCCL group and ``set_device`` come
   after), so a verify on the node has its GPUs to itself. Bounded by ``inspect_s``, not by ``deadline_s``. A
@@ -23,9 +25,11 @@ Phases, each recorded as a FleetPhase on rank 0, each with a deadline (``deadlin
 - **report**: rank 0 builds the document (checks.fleet.fleet_document) and sends the fleet's verdict to every
   rank (``end``), so each rank can exit as rank 0 does.
 
-A failing or timed-out measurement marks its phase and the report still comes out. The process groups are
-always destroyed. Ctrl-C / SIGTERM (KeyboardInterrupt) ends the rank at once (torchrun stops the others). Under
-a launcher, a rank whose launcher died (its parent changed) exits: no rank outlives a killed torchrun.
+A failing or timed-out measurement marks its phase and the report still comes out; a rank that joined a
+measurement and never reported its end is named as died there (``fleet.rank-died``). The process groups are
+always destroyed. Ctrl-C / SIGTERM (KeyboardInterrupt) ends a rank at once (torchrun stops the others); rank 0
+first builds the document so far, the phase it cut marked failed, for the CLI to print. Under a launcher, a
+rank whose launcher died (its parent changed) exits: no rank outlives a killed torchrun.
 
 Test hooks, read from the environment and inert unless set (the tests use them; never set them otherwise):
 ``RIGCHECK_FLEET_TEST_SLOW_NODE=<node rank>[,<node rank>...]`` makes those nodes' ranks late in each timed
@@ -54,7 +58,7 @@ from pydantic import ValidationError
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.fleet_auth import KeyPlan, plan_key
 from rigcheck.bench.fleet_env import FleetEnv
-from rigcheck.bench.fleet_meet import rendezvous
+from rigcheck.bench.fleet_meet import rendezvous, sealing_note
 from rigcheck.bench.fleet_rounds import (
     CPU_PAIR_BYTES,
     GPU_PAIR_BYTES,
@@ -498,6 +502,8 @@ def run_fleet(
         bounded=Bounded(deadline_s),
     )
     run.started = clock()
+    if run.lead and env.launcher != "single":
+        run.notes.append(sealing_note(run))
     _need_gpu(env, cpu)
     if env.launcher != "single":
         _watch_parent()

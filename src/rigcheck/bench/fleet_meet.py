@@ -145,3 +145,12 @@ def _process_group(run: FleetRun, base: Any, since: float) -> bool:
 
 def _sealing(run: FleetRun) -> str:
     return "unauthenticated" if run.key.secret is None and run.key.mode != "munge" else f"sealed ({run.key.source})"
+
+
+def sealing_note(run: FleetRun) -> str:
+    """How the ranks' messages were authenticated, for the report's notes."""
+    if run.key.mode in ("key", "munge"):
+        return f"the ranks' messages were sealed with the job's key ({run.key.source})"
+    if run.key.mode == "loopback":
+        return "the ranks' messages were not authenticated: no key, every rank on this host (loopback)"
+    return "the ranks' messages were not authenticated (--insecure): anyone who reached the store could forge them"
