@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.update_bands_doc import FACTS, calibration, facts_module, lowest_healthy, relabel
+from tools.update_bands_doc import FACTS, calibration, facts_module, lowest_healthy
 
 from rigcheck.checks.verify_bands import explain_bands
 from tests.calibration.bands_doc import BELOW_MARK, NEAR_MARK, published, render
@@ -47,30 +47,11 @@ def test_committed_published_figures_module_is_current() -> None:
 
 def test_an_all_gather_figure_is_not_lent_to_the_all_reduce_floor() -> None:
     # bench allgather's judgement names no op, so its figure was read as "allreduce" and stood beside the A100
-    # all-reduce floor of the same value (180). Synthetic figures, labelled: the all-reduce's own is cited.
-    floor = next(
-        b.expected_min
-        for g in explain_bands(["A100 SXM4 40GB"], None, None).gpus
-        for b in g.bands
-        if b.check == "allreduce"
-    )
-    reason = f"busbw x GB/s at 8 GiB, floor {floor:g} (ring, >= 1 GiB; 8 A100 SXM4 40GB (NVSwitch)), x% above"
-    gather = Result(
-        Case("ag", "x.txt", "tool", "hw", "src", "healthy", "e", ("bench", "allgather", "--from", "{file}")),
-        0,
-        "pass",
-        "",
-        [Figure("allreduce", "", floor + 1, floor, "pass", reason)],
-    )
-    reduce = Result(
-        Case("ar", "x.txt", "tool", "hw", "src", "healthy", "e", ("bench", "allreduce", "--from", "{file}")),
-        0,
-        "pass",
-        "",
-        [Figure("allreduce", "", floor + 30, floor, "pass", reason)],
-    )
-    assert lowest_healthy(relabel((gather, reduce)))[("A100 SXM4 40GB", "allreduce")] == (floor + 30, "ar")
-    assert relabel((gather,))[0].figures[0].check == "allgather"
+    # all-reduce floor of the same value (180): the runner takes the document's op.
+    gather = next(r for r in calibration() if r.case.command[:2] == ("bench", "allgather") and r.figures)
+    assert {f.check for f in gather.figures} == {"allgather"}
+    cited = lowest_healthy(calibration())[("A100 SXM4 40GB", "allreduce")]
+    assert not cited[1].startswith("allgather")
 
 
 def test_lowest_healthy_and_highest_sick_per_floor() -> None:

@@ -8,7 +8,6 @@ tests/test_bands_doc.py checks both files are current.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the calibration cases live in the tests package
 
 from tests.calibration.bands_doc import _healthy_figures, _lowest_for, render  # noqa: E402
-from tests.calibration.runner import Figure, Result, load_cases, results  # noqa: E402
+from tests.calibration.runner import Result, load_cases, results  # noqa: E402
 
 from rigcheck.checks.verify_bands import explain_bands  # noqa: E402
 
@@ -52,23 +51,9 @@ LOWEST_HEALTHY: Final[dict[tuple[str, str], PublishedFigure]] = {
 '''
 
 
-def _relabelled(figure: Figure, command: tuple[str, ...]) -> Figure:
-    """A `bench allgather`/`reducescatter` judgement carries no op of its own, so the runner reads its figure as
-    "allreduce" (its default) and an all-gather figure would stand beside the all-reduce floor of the same value:
-    the figure takes the collective its command measured."""
-    if figure.check == "allreduce" and command[:1] == ("bench",) and len(command) > 1 and command[1] != "allreduce":
-        return dataclasses.replace(figure, check=command[1])
-    return figure
-
-
-def relabel(rows: tuple[Result, ...]) -> tuple[Result, ...]:
-    """The results with each figure labelled with the collective its command measured."""
-    return tuple(dataclasses.replace(r, figures=[_relabelled(f, r.case.command) for f in r.figures]) for r in rows)
-
-
 def calibration() -> tuple[Result, ...]:
-    """Every calibration case judged (tests/calibration/runner.py), each figure labelled with its collective."""
-    return relabel(results())
+    """Every calibration case judged (tests/calibration/runner.py)."""
+    return results()
 
 
 def lowest_healthy(rows: tuple[Result, ...]) -> dict[tuple[str, str], tuple[float, str]]:

@@ -137,6 +137,7 @@ def _figures(doc: dict[str, Any]) -> list[Figure]:
     """Every judgement of a figure against a floor in the document, whatever its shape: bench --from's
     ``judgement`` (one object or a list), verify's per-check judgements."""
     found: list[Figure] = []
+    default = str(doc.get("op") or "allreduce")  # bench allgather's judgement names no op: the document does
     for node in _walk(doc):
         verdict = node.get("verdict")
         if verdict not in ("pass", "fail"):
@@ -150,7 +151,7 @@ def _figures(doc: dict[str, Any]) -> list[Figure]:
             continue
         found.append(
             Figure(
-                check=str(node.get("check", node.get("op", "allreduce"))),
+                check=str(node.get("check", node.get("op", default))),
                 subject=str(node.get("subject", "")),
                 value=value,
                 floor=floor,
