@@ -5,6 +5,7 @@ sources on their own. Every launched rank runs in a session of its own, and none
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet_auth import KEY_VAR, Rejected, Sealer, is_loopback, plan_key
+from rigcheck.bench.fleet_auth import KEY_VAR, Rejected, Sealer, is_loopback, job_id, plan_key
 from rigcheck.bench.fleet_env import FleetEnv
 from rigcheck.bench.fleet_store import Bounded
 from rigcheck.errors import BenchError, UsageError
@@ -197,6 +198,34 @@ def test_a_stranger_forging_rank_1s_check_in_is_dropped_and_rank_1_named(key: st
     assert [f["id"] for f in data["findings"]] == ["fleet.missing-rank"]
     assert data["rejected_messages"] == 2  # the check-in and the phase, each once however often read
     assert any("'rank/1'" in note for note in data["notes"])
+    assert "internal error" not in err
+
+
+@needs_torch
+def test_an_impostor_that_checks_in_and_never_joins_is_named() -> None:
+    """A keyless loopback job (nothing to forge): a stranger writes a well-formed check-in for rank 1, which
+    never runs. Rank 0 takes it, then gloo's set-up waits for a rank 1 that never comes: bounded by the
+    deadline, it ends with rank 1 named (checked in, never joined the process group), exit 1 (the old runtime
+    died "internal error: DistStoreError", exit 3)."""
+    port = _free_port()
+    proc = _rank(0, port, "--deadline", "3", key=None)
+    try:
+        store, ctl = _stranger(port)
+        job = job_id(dataclasses.replace(_env("127.0.0.1"), master_port=port), {})
+        impostor = Sealer(job=job, sender=1).seal("rank/1", {"host": "impostor", "node_rank": 1, "local_rank": 0})
+        ctl.set("rank/1", impostor)
+        ctl.add("checked_in", 1)
+        out, err = proc.communicate(timeout=60)
+        del ctl, store
+    finally:
+        proc.kill()
+    assert_none_left([proc.pid], within_s=10)
+    assert proc.returncode == 1, err[-3000:]
+    data = json.loads(out)
+    assert [(m["rank"], m["phase"], m["kind"]) for m in data["missing_ranks"]] == [(1, "rendezvous", "missing")]
+    assert "never joined the process group" in data["missing_ranks"][0]["reason"]
+    rendezvous = next(p for p in data["phases"] if p["name"] == "rendezvous")
+    assert rendezvous["status"] == "failed"
     assert "internal error" not in err
 
 
