@@ -188,3 +188,12 @@ def test_the_3090_rig_wired_x8_x8_is_as_built_and_still_fails_on_heat() -> None:
     assert "pcie.width-below-max" not in ids(findings)
     assert len([f for f in findings if f.id == "pcie.slot-limits-width"]) == 2
     assert exit_code_for(findings) == 1
+
+
+def test_a_pstate_of_thousands_of_digits_is_no_pstate() -> None:
+    # A fuzzed -q gave "P" and 5,000 digits: int() refused it (ValueError, exit 3) in the idle test.
+    from rigcheck.checks.common import is_idle
+
+    busy = {"utilization_gpu_percent": 50.0, "clock_event_reasons_active": []}
+    assert is_idle(make_gpu(0, pstate="P" + "9" * 5000, **busy)) is False
+    assert is_idle(make_gpu(0, pstate="P12", **busy)) is True

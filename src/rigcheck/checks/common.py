@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any, TypedDict
 
@@ -125,7 +126,8 @@ def is_idle(gpu: Gpu) -> bool | None:
     if reasons is not None and "idle" in reasons:
         return True
     pstate = gpu.pstate
-    if pstate is not None and pstate.upper().startswith("P") and pstate[1:].isdigit() and int(pstate[1:]) >= 8:
+    # P0-P15 (nvml.h nvmlPstates_t): a longer number is no P-state (and int() refuses one of 4,300+ digits)
+    if pstate is not None and re.fullmatch(r"[Pp]\d{1,2}", pstate) and int(pstate[1:]) >= 8:
         return True
     util = num(gpu.utilization_gpu_percent)
     if util is not None:
