@@ -434,7 +434,9 @@ def _interrupted(run: FleetRun, exc: KeyboardInterrupt) -> FleetDocument:
     name = signal_name(signal_of(exc) or signal.SIGINT)
     if run.current not in {p.name for p in run.phases}:
         reason = f"interrupted ({name})"
-        run.phases.append(FleetPhase(name=run.current, status="failed", elapsed_s=0.0, deadline_s=None, reason=reason))
+        elapsed = run.clock() - run.current_since
+        cut = FleetPhase(name=run.current, status="failed", elapsed_s=elapsed, deadline_s=None, reason=reason)
+        run.phases.append(cut)
     run.notes.append(f"the run was interrupted by {name} in the {run.current} phase: what came before is reported")
     return _document(run)
 
@@ -501,7 +503,7 @@ def run_fleet(
         key=key or plan_key(env, environ),
         bounded=Bounded(deadline_s),
     )
-    run.started = clock()
+    run.started = run.current_since = clock()
     if run.lead and env.launcher != "single":
         run.notes.append(sealing_note(run))
     _need_gpu(env, cpu)
@@ -514,12 +516,15 @@ def run_fleet(
             elif run.lead:
                 for phase in ("inspect", "gather", "collectives", "pairs"):
                     run.skip(phase, "the rendezvous did not complete")
-            run.current = "report"
+            run.current, run.current_since = "report", run.clock()
             doc = _document(run) if run.lead else None
         except KeyboardInterrupt as exc:  # SIGINT/SIGTERM (the CLI's handler): rank 0 still reports
             if not run.lead:
                 raise
             doc = _interrupted(run, exc)
+            if run.ctl is not None:
+                with contextlib.suppress(BenchError):  # best effort: the others stop waiting for the verdict
+                    run.ctl.put("end", doc.verdict)
             if on_verdict is not None:
                 on_verdict(doc.verdict)
             return doc

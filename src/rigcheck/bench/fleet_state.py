@@ -80,6 +80,7 @@ class FleetRun:
     started: float = 0.0
     ctl: Control | None = None
     current: str = "rendezvous"  # the phase this rank is in: where an interruption is recorded
+    current_since: float = 0.0
     checkins: dict[int, dict[str, Any]] = field(default_factory=dict)  # rank 0: each rank's sealed check-in
     phases: list[FleetPhase] = field(default_factory=list)
     missing: list[MissingRank] = field(default_factory=list)
@@ -110,14 +111,17 @@ class FleetRun:
 
     def mark(self, phase: str) -> None:
         """Where this rank is, for rank 0 to name if it goes quiet."""
-        self.current = phase
+        if phase != self.current:
+            self.current, self.current_since = phase, self.clock()
         self.control.put(f"phase/{self.env.rank}", {"phase": phase, "host": self.host})
 
     def await_lead(self, key: str, what: str, allowance: float) -> Any:
         """A non-zero rank waits for rank 0's word; BenchError when it does not come within ``allowance``."""
         value = self.control.await_key(key, self.clock() + allowance)
         if value is None:
-            raise BenchError(f"rank {self.env.rank}: no word from rank 0 within {allowance:g} s ({what})")
+            dropped = [why for where, why in self.control.rejections() if where == key]
+            seen = f"; a message there was dropped: {dropped[-1]}" if dropped else ""
+            raise BenchError(f"rank {self.env.rank}: no word from rank 0 within {allowance:g} s ({what}){seen}")
         return value
 
     def sleep(self) -> None:
