@@ -22,7 +22,18 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet_auth import KEY_VAR, Rejected, Sealer, is_loopback, job_id, plan_key
+from rigcheck.bench.fleet_auth import (
+    KEY_VAR,
+    Munge,
+    Rejected,
+    Sealer,
+    find_munge,
+    is_loopback,
+    job_id,
+    key_from_credential,
+    munge_payload,
+    plan_key,
+)
 from rigcheck.bench.fleet_env import FleetEnv
 from rigcheck.bench.fleet_store import Bounded
 from rigcheck.errors import BenchError, UsageError
@@ -229,6 +240,53 @@ def test_an_impostor_that_checks_in_and_never_joins_is_named() -> None:
     assert "internal error" not in err
 
 
+@needs_torch
+def test_sigterm_to_rank_0_prints_the_partial_document() -> None:
+    """Rank 0 waiting at the rendezvous for a rank 1 that never comes (deadline 60 s) gets SIGTERM: it prints the
+    document so far at once, the rendezvous marked failed (interrupted), exit 143 (the old runtime printed
+    nothing)."""
+    port = _free_port()
+    proc = _rank(0, port, "--deadline", "60")
+    try:
+        _stranger(port)  # returns once rank 0 serves the store: it waits for rank 1 now
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert_none_left([proc.pid], within_s=10)
+    assert proc.returncode == 143, err[-2000:]
+    assert took < 5, f"{took:.1f} s"
+    data = json.loads(out)
+    assert data["partial"] is True
+    assert data["verdict"] == "incomplete"
+    assert next((p["name"], p["status"], p["reason"]) for p in data["phases"]) == (
+        "rendezvous",
+        "failed",
+        "interrupted (SIGTERM)",
+    )
+
+
+def test_an_off_host_store_without_a_key_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rigcheck.cli.app import main
+
+    for name in [k for k in os.environ if k.startswith(("SLURM_", KEY_VAR))]:
+        monkeypatch.delenv(name)
+    ranks = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
+    for name, value in {**ranks, "MASTER_ADDR": "192.0.2.1", "MASTER_PORT": "29555"}.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as ended:
+        main(["fleet", "--cpu", "--json"])
+    out, err = capsys.readouterr()
+    assert (ended.value.code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    assert "--insecure" in err
+
+
 class _Silent:
     """A port that accepts connections and never answers (a wrong MASTER_PORT pointing at another service)."""
 
@@ -411,3 +469,34 @@ def test_a_slurm_job_listens_on_master_addr_only_and_names_the_rank_a_stranger_f
     assert data["rejected_messages"] >= 1
     assert "the ranks' messages were sealed with the job's key (MUNGE)" in data["notes"]
     assert slurm_cluster.wait_step_gone(result) == []
+
+
+def test_munge_carries_the_key_to_its_rank_alone(slurm_cluster: SlurmCluster) -> None:
+    """The harness's munged: a rank's credential decodes to the key once (MUNGE refuses a replay); a credential
+    for another rank, or not MUNGE's, is refused."""
+    tool = find_munge({"SLURM_CONF": str(slurm_cluster.conf)})
+    assert tool is not None, "munged does not answer"
+    secret = b"s" * 32
+    credential = tool.encode(munge_payload("job", 1, secret), os.getuid())
+    assert key_from_credential(tool, credential, job="job", rank=1) == secret
+    with pytest.raises(Rejected, match="MUNGE"):
+        key_from_credential(tool, credential, job="job", rank=1)  # replayed
+    with pytest.raises(Rejected, match="another job or rank"):
+        key_from_credential(tool, tool.encode(munge_payload("job", 2, secret), os.getuid()), job="job", rank=1)
+    with pytest.raises(Rejected, match="MUNGE"):
+        key_from_credential(tool, "MUNGE:forged:", job="job", rank=1)
+
+
+class _OtherUser(Munge):
+    """Synthetic: what unmunge says of a credential a process of UID 4242 made (munge --uid drops to that user,
+    which may not reach the harness's socket, so the decoding is stood in for here)."""
+
+    def decode(self, credential: str) -> tuple[int, bytes]:
+        return 4242, credential.encode()
+
+
+def test_a_credential_of_another_user_is_refused() -> None:
+    tool = _OtherUser(munge="munge", unmunge="unmunge", socket=None)
+    payload = munge_payload("job", 1, b"s" * 32).decode()
+    with pytest.raises(Rejected, match="UID 4242"):
+        key_from_credential(tool, payload, job="job", rank=1)
