@@ -5,6 +5,7 @@ read-only tmpfs, a symlink, a FIFO, a device node, /dev/full as stdout, a pipe w
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import subprocess
@@ -202,3 +203,34 @@ def test_a_pipe_whose_reader_is_gone_is_exit_2() -> None:
         os.close(write_end)
     assert done.returncode == 2, done.stderr
     assert "Broken pipe" in _one_error_line(done.stderr)
+
+
+# --- a trace stream (monitor --csv / --jsonl) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["--csv", "--jsonl"])
+def test_a_trace_on_a_disk_that_fills_mid_run_is_exit_2_after_the_summary(
+    tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """A trace is a stream (it grows as the run goes): it cannot be written whole, so a disk that fills under it
+    ends the file there; the sampling goes on, the summary is printed, and the run says so (exit 2). Was: the
+    sampling thread died with a traceback and the run ended as an internal error. The fake NVML poller of
+    tests/fakenvml.py stands in for the GPUs (synthetic)."""
+    from rigcheck.cli import monitor_cmd
+    from rigcheck.probe.nvml import NvmlPoller
+    from tests.fakenvml import burn_power_capped_h100
+
+    monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(burn_power_capped_h100(), gpus=gpus))
+    fill(tiny_tmpfs)
+    (tiny_tmpfs / "filler").unlink()  # room for the header and a few rows, no more
+    (tiny_tmpfs / "ballast").write_bytes(b"\0" * (64 * 1024 - 3 * 4096))
+    trace = tiny_tmpfs / f"trace.{fmt[2:]}"
+
+    code, out, err = run(["monitor", "--interval", "0.01", "--duration", "1.5", fmt, str(trace), "--json"], capsys)
+
+    assert code == 2
+    assert json.loads(out)["sampler"]["polls"] > 50  # the summary of the whole run: the sampling went on
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"rigcheck: error: cannot write {trace}: No space left on device")
+    assert "internal error" not in err
+    assert trace.stat().st_size > 0  # the rows before the disk filled stay

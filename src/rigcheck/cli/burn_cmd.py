@@ -20,7 +20,7 @@ import typer
 from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, parse_gpus, write_pages
 from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.cli.progress import progress_line
-from rigcheck.errors import BenchError
+from rigcheck.errors import BenchError, OutputError
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
@@ -106,11 +106,13 @@ def burn(
         if sink is not None:
             sink.close()  # the sampler closed it, unless the run failed before it started
         poller.close()
-    if sink is not None:
+    if sink is not None and sink.error is None:
         note(f"{sink.rows} samples written to {sink.path}")
     doc = burn_document(run, burn_exit_code(run))
     write_pages(doc, html_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    if sink is not None and sink.error is not None:  # the trace could not be written to its end: exit 2
+        raise OutputError(sink.error)
     raise typer.Exit(doc.exit_code)
 
 

@@ -119,10 +119,11 @@ def monitor(
     ] = False,
 ) -> None:
     """Live telemetry per GPU: power vs limit, temperature vs slowdown, clocks, throttle reasons."""
-    from rigcheck.monitor.session import run_monitor
+    from rigcheck.monitor.session import TraceWriteError, run_monitor
 
     target = trace_target(csv, jsonl)
     poller = open_poller(parse_gpus(gpus_text))
+    trace_error: TraceWriteError | None = None
     try:
         doc = run_monitor(
             poller,
@@ -134,10 +135,14 @@ def monitor(
             say=note,
             counters=make_counters(poller) if prometheus is not None else None,
         )
+    except TraceWriteError as exc:  # a full disk under --csv/--jsonl: the summary still, then exit 2
+        doc, trace_error = exc.result, exc
     finally:
         poller.close()
     if as_json:
         emit(doc, Format.JSON)
+    if trace_error is not None:
+        raise trace_error
     if interrupted_by() == signal.SIGTERM:
         # Ctrl-C is how one stops a live view (exit 0); SIGTERM (Slurm, Kubernetes) ends it the same way, summary
         # included, and says so in the exit code.

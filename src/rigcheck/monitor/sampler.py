@@ -15,6 +15,7 @@ fake clock; ``run()`` runs the loop in the calling thread, ``start()`` in a daem
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -26,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Protocol, TextIO
 
-from rigcheck.errors import UsageError
+from rigcheck.errors import OutputError, UsageError
 from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 from rigcheck.model.trace import format_csv_row, format_jsonl_row, write_csv_header, write_jsonl_header
@@ -58,7 +59,11 @@ def next_deadline(start: float, interval_s: float, k: int, now: float) -> tuple[
 class TraceFile:
     """A trace file being written: the header, one row per sample, flushed on a schedule.
 
-    Opened (and so checked) at construction; the sampler writes the header when it starts.
+    Opened (and so checked) at construction; the sampler writes the header when it starts. A stream, not a
+    whole file (model/files_out.py): it grows as the run goes, so it is opened in place (an old file of that name
+    is replaced from its first byte) and a crash leaves the rows flushed so far. A write that fails (a full or
+    read-only disk) ends the file there, never the sampling: ``error`` says why, the rows before it stay, and the
+    command reports it as an output error (exit 2) after its summary.
     """
 
     def __init__(self, path: Path, fmt: TraceFormat, *, flush_interval_s: float = 1.0) -> None:
@@ -68,18 +73,32 @@ class TraceFile:
         self.fmt: TraceFormat = fmt
         self.flush_interval_s = flush_interval_s
         self.rows = 0
+        self.error: str | None = None
         try:
             self._fh: TextIO | None = path.open("w", encoding="utf-8", newline="")
         except OSError as exc:
             raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
         self._flushed_at = time.monotonic()
 
+    def _failed(self, exc: OSError | OutputError) -> None:
+        """Stop writing: keep the first error, close the file without another write."""
+        if self.error is None:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.error = f"cannot write {self.path}: {why}; the trace ends there (the rows written before stay)"
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):  # its buffer cannot be written either
+                fh.close()
+
     def begin(self, gpus: dict[int, TraceGpu], *, interval_s: float | None, started_at: str | None) -> None:
         """Write the header (flushed at once: a file cut short after it still reads as a trace)."""
         if self._fh is None:
             return
         write = write_csv_header if self.fmt == "csv" else write_jsonl_header
-        write(self._fh, [gpus[i] for i in sorted(gpus)], interval_s=interval_s, started_at=started_at)
+        try:
+            write(self._fh, [gpus[i] for i in sorted(gpus)], interval_s=interval_s, started_at=started_at)
+        except (OSError, OutputError) as exc:  # the .meta.json sidecar is written whole, or OutputError
+            self._failed(exc)
         self.flush()
 
     def write(self, samples: list[Sample]) -> None:
@@ -87,23 +106,37 @@ class TraceFile:
         if fh is None:
             return
         fmt_row = format_csv_row if self.fmt == "csv" else format_jsonl_row
-        fh.write("".join(fmt_row(s) for s in samples))
-        self.rows += len(samples)
-        now = time.monotonic()
-        if now - self._flushed_at >= self.flush_interval_s:
-            fh.flush()
-            self._flushed_at = now
+        try:
+            fh.write("".join(fmt_row(s) for s in samples))
+            self.rows += len(samples)
+            now = time.monotonic()
+            if now - self._flushed_at >= self.flush_interval_s:
+                fh.flush()
+                self._flushed_at = now
+        except OSError as exc:
+            self._failed(exc)
 
     def flush(self) -> None:
         if self._fh is not None:
-            self._fh.flush()
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
             self._flushed_at = time.monotonic()
 
     def close(self) -> None:
         if self._fh is not None:
-            self._fh.flush()
-            self._fh.close()
+            fh = self._fh
+            try:
+                fh.flush()
+            except OSError as exc:
+                self._failed(exc)
+                return
             self._fh = None
+            try:
+                fh.close()
+            except OSError as exc:
+                self._failed(exc)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from rigcheck.errors import OutputError
 from rigcheck.model.monitor import GpuSummary, MonitorGpu, MonitorResult
 from rigcheck.model.snapshot import Missing
 from rigcheck.model.telemetry import Sample
@@ -101,9 +102,21 @@ def run_monitor(
             server.stop()
         if sink is not None:
             sink.close()  # also when the endpoint could not start: no file left open
+    result = monitor_result(sampler, poller, running, interrupted=interrupted)
+    if sink is not None and sink.error is not None:
+        raise TraceWriteError(sink.error, result)
     if sink is not None:
         say(f"{sink.rows} samples written to {sink.path}")
-    return monitor_result(sampler, poller, running, interrupted=interrupted)
+    return result
+
+
+class TraceWriteError(OutputError):
+    """The trace file could not be written to its end (sampler.TraceFile.error); ``result`` is the run's summary,
+    for the CLI to print before the one-line error (exit 2)."""
+
+    def __init__(self, message: str, result: MonitorResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 def exporter_source(sampler: Sampler, poller: MonitoredPoller, counters: Counters | None) -> ExporterSource:
