@@ -341,6 +341,28 @@ def test_a_silent_store_ends_by_the_deadline(silent: _Silent) -> None:
 
 
 @needs_torch
+def test_rank_0_on_a_silent_agent_store_reports_by_the_deadline(silent: _Silent) -> None:
+    """Rank 0 of a torchrun job whose agent serves the store (rank 0 joins it as a client) at a port that never
+    answers: by the deadline it prints the document, the rendezvous failed with the reason, exit 1."""
+    proc = _rank(0, silent.port, "--deadline", "4", TORCHELASTIC_USE_AGENT_STORE="True")
+    try:
+        assert silent.accepted.wait(60), "the rank never connected"
+        connected = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - connected
+    finally:
+        proc.kill()
+    assert_none_left([proc.pid], within_s=10)
+    assert took < 4 + 3, f"{took:.1f} s\n{err[-2000:]}"
+    assert proc.returncode == 1, err[-2000:]
+    data = json.loads(out)
+    assert data["partial"] is True
+    rendezvous = data["phases"][0]
+    assert (rendezvous["name"], rendezvous["status"]) == ("rendezvous", "failed")
+    assert "did not answer within" in rendezvous["reason"]
+
+
+@needs_torch
 def test_sigterm_ends_a_rank_stuck_on_a_silent_store(silent: _Silent) -> None:
     proc = _rank(1, silent.port, "--deadline", "60")
     try:

@@ -394,17 +394,20 @@ def _farewell(run: FleetRun, doc: FleetDocument | None) -> Verdict:
     read it; the others wait for it. The fleet's verdict on every rank: each rank can exit as rank 0 does, so
     every torchrun agent sees the same outcome (agents whose workers all succeeded wait at torchrun's exit
     barrier, 300 s by default, for an agent whose worker failed, and that one never comes)."""
-    ctl = run.control
     if run.lead:
         assert doc is not None
-        ctl.put("end", doc.verdict)
-        gone = {m.rank for m in run.missing}
-        others = [f"bye/{r}" for r in range(1, run.env.world_size) if r not in gone]
-        ctl.await_keys(others, run.clock() + min(BYE_S, run.deadline_s), hint="bye")
+        if run.ctl is None:  # the store was never reached: no one to tell
+            return doc.verdict
+        ctl = run.ctl
+        with contextlib.suppress(BenchError):  # the store lost: the others cannot be told, the document still is
+            ctl.put("end", doc.verdict)
+            gone = {m.rank for m in run.missing}
+            others = [f"bye/{r}" for r in range(1, run.env.world_size) if r not in gone]
+            ctl.await_keys(others, run.clock() + min(BYE_S, run.deadline_s), hint="bye")
         return doc.verdict
     verdict = run.await_lead("end", "the report", 2 * run.deadline_s)
-    ctl.put(f"bye/{run.env.rank}", True)
-    ctl.bump("bye")
+    run.control.put(f"bye/{run.env.rank}", True)
+    run.control.bump("bye")
     if verdict not in ("pass", "fail", "incomplete"):
         raise BenchError(f"rank {run.env.rank}: rank 0's verdict {str(verdict)[:40]!r} is not one")
     return str(verdict)  # type: ignore[return-value]
@@ -429,14 +432,18 @@ def _rejection_notes(run: FleetRun) -> list[str]:
     return shown + ([f"... and {more} more dropped message(s)"] if more > 0 else [])
 
 
+def _cut(run: FleetRun, status: PhaseStatus, reason: str) -> None:
+    """The phase rank 0 was in ends here (unless it was recorded already)."""
+    if run.current not in {p.name for p in run.phases}:
+        elapsed = run.clock() - run.current_since
+        cut = FleetPhase(name=run.current, status=status, elapsed_s=elapsed, deadline_s=None, reason=reason)
+        run.phases.append(cut)
+
+
 def _interrupted(run: FleetRun, exc: KeyboardInterrupt) -> FleetDocument:
     """Rank 0 cut short by SIGINT/SIGTERM: the phase it was in ends there, and the document so far comes out."""
     name = signal_name(signal_of(exc) or signal.SIGINT)
-    if run.current not in {p.name for p in run.phases}:
-        reason = f"interrupted ({name})"
-        elapsed = run.clock() - run.current_since
-        cut = FleetPhase(name=run.current, status="failed", elapsed_s=elapsed, deadline_s=None, reason=reason)
-        run.phases.append(cut)
+    _cut(run, "failed", f"interrupted ({name})")
     run.notes.append(f"the run was interrupted by {name} in the {run.current} phase: what came before is reported")
     return _document(run)
 
@@ -518,6 +525,11 @@ def run_fleet(
                     run.skip(phase, "the rendezvous did not complete")
             run.current, run.current_since = "report", run.clock()
             doc = _document(run) if run.lead else None
+        except BenchError as exc:  # the store lost or unreachable: rank 0 reports the phase it cut short
+            if not run.lead:
+                raise
+            _cut(run, "failed", str(exc))
+            doc = _document(run)
         except KeyboardInterrupt as exc:  # SIGINT/SIGTERM (the CLI's handler): rank 0 still reports
             if not run.lead:
                 raise

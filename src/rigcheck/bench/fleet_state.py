@@ -133,7 +133,10 @@ class FleetRun:
     def lost(self, rank: int, reason: str, *, phase: str | None = None, died: bool = False) -> None:
         """Rank 0 names a rank that went missing: in ``phase``, else the last phase it said it reached
         (``died``: it stopped answering inside a measurement it had joined)."""
-        last = self.control.read_if(f"phase/{rank}")
+        try:
+            last = self.control.read_if(f"phase/{rank}")
+        except BenchError:  # the store itself is lost: name the rank with what its check-in said
+            last = None
         last = last if isinstance(last, dict) else {}
         self.missing.append(
             MissingRank(
