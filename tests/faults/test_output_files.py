@@ -222,8 +222,8 @@ def test_a_trace_on_a_disk_that_fills_mid_run_is_exit_2_after_the_summary(
 
     monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(burn_power_capped_h100(), gpus=gpus))
     fill(tiny_tmpfs)
-    (tiny_tmpfs / "filler").unlink()  # room for the header and a few rows, no more
-    (tiny_tmpfs / "ballast").write_bytes(b"\0" * (64 * 1024 - 3 * 4096))
+    filler = tiny_tmpfs / "filler"
+    os.truncate(filler, filler.stat().st_size - 2 * 4096)  # two pages: the sidecar's and the trace's first
     trace = tiny_tmpfs / f"trace.{fmt[2:]}"
 
     code, out, err = run(["monitor", "--interval", "0.01", "--duration", "1.5", fmt, str(trace), "--json"], capsys)

@@ -101,3 +101,17 @@ def test_html_and_markdown_files_hold_no_control_character(
     assert code in (0, 1), err
     for page in (html, markdown):
         _assert_clean(page.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("argv", [["doctor"], ["power"], ["thermal"]], ids=" ".join)
+def test_rich_markup_in_a_name_is_text(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """A GPU name is text, not rich markup: "[/]" was a MarkupError (exit 3, "internal error"), and
+    "[link=...]" would have become a terminal hyperlink."""
+    data = json.loads((SNAPSHOTS / "2x-titan-rtx-nv2.json").read_text())
+    for gpu in data["gpus"]:
+        gpu["name"] += " [/] [link=https://example.invalid]x[/link]"
+    snapshot = tmp_path / "markup.json"
+    snapshot.write_text(json.dumps(data))
+    code, out, err = run([*argv, "--from", str(snapshot)], capsys)
+    assert code in (0, 1), err
+    assert "TITAN RTX [/] [link=https://example.invalid]x[/link]" in out

@@ -73,9 +73,11 @@ def out_console() -> Console:
             self.quiet = True
             raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
-    console = _Console(highlight=False, soft_wrap=False)
+    # markup=False: a string of the data is text, never rich markup ("[/]" in a GPU name was a MarkupError, exit 3;
+    # "[link=...]" would have made a hyperlink). The reports style with Text and style=, not markup.
+    console = _Console(highlight=False, soft_wrap=False, markup=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = _Console(highlight=False, soft_wrap=False, width=PIPE_WIDTH)
+        console = _Console(highlight=False, soft_wrap=False, markup=False, width=PIPE_WIDTH)
     return console
 
 
