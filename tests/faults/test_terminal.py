@@ -115,3 +115,16 @@ def test_rich_markup_in_a_name_is_text(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, err = run([*argv, "--from", str(snapshot)], capsys)
     assert code in (0, 1), err
     assert "TITAN RTX [/] [link=https://example.invalid]x[/link]" in out
+
+
+def test_a_progress_line_quoting_a_rank_prints_no_control_character() -> None:
+    """Progress lines quote what other ranks sent (a hostname): they go to the terminal too."""
+    import io
+
+    from rigcheck.cli.progress import ProgressLine
+
+    stream = io.StringIO()
+    line = ProgressLine(stream, tty=False)
+    line(f"gather: node {'node07' + POISON} arrived")
+    _assert_clean(stream.getvalue())
+    assert "node07" in stream.getvalue()

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from rigcheck.cli import common
+from rigcheck.cli.terminal_safe import terminal_text
 
 # Shown lines are at least this far apart; workers tick every bench.progress.PROGRESS_TICK_S (0.5 s), so the next
 # line comes within MIN_GAP_S + tick = 2 s while work advances.
@@ -58,7 +59,7 @@ class ProgressLine:
         self._drawn = ""  # the status line on the terminal now ("" when none)
 
     def __call__(self, message: str) -> None:
-        text = " ".join(str(message).split())
+        text = " ".join(terminal_text(str(message)).split())  # it may quote a rank's hostname, a GPU's name
         now = self.clock()
         if _KEEP.search(text):
             self._keep(text)
