@@ -213,6 +213,29 @@ def test_a_stranger_forging_rank_1s_check_in_is_dropped_and_rank_1_named(key: st
 
 
 @needs_torch
+def test_ranks_given_different_keys_name_each_other() -> None:
+    """An operator's slip: rank 1 was given another key. Rank 0 drops its check-in (counted, the MAC named in
+    the notes) and names it missing; rank 1 cannot open rank 0's word and says so; both exit 1."""
+    port = _free_port()
+    lead = _rank(0, port, "--deadline", "3")
+    other = _rank(1, port, "--deadline", "3", key="another-key-" + "5" * 20)
+    try:
+        out, err = lead.communicate(timeout=60)
+        _, other_err = other.communicate(timeout=60)
+    finally:
+        for proc in (lead, other):
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert_none_left([lead.pid, other.pid], within_s=10)
+    assert (lead.returncode, other.returncode) == (1, 1), err[-2000:] + other_err[-2000:]
+    data = json.loads(out)
+    assert [(m["rank"], m["kind"]) for m in data["missing_ranks"]] == [(1, "missing")]
+    assert data["rejected_messages"] >= 1
+    assert any("'rank/1'" in note and "MAC" in note for note in data["notes"])
+    assert "MAC does not match" in other_err
+
+
+@needs_torch
 def test_an_impostor_that_checks_in_and_never_joins_is_named() -> None:
     """A keyless loopback job (nothing to forge): a stranger writes a well-formed check-in for rank 1, which
     never runs. Rank 0 takes it, then gloo's set-up waits for a rank 1 that never comes: bounded by the

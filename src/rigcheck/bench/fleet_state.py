@@ -63,6 +63,10 @@ def hook_ints(environ: Mapping[str, str], name: str) -> list[int]:
     return [int(item) for item in items if item.lstrip("-").isdigit()]
 
 
+def _dropped(reasons: list[str]) -> str:
+    return f"; rank 0's message there was dropped: {reasons[-1]}" if reasons else ""
+
+
 @dataclass
 class FleetRun:
     """One rank's run: its place, its clocks, the phases recorded, what rank 0 collects."""
@@ -117,11 +121,16 @@ class FleetRun:
 
     def await_lead(self, key: str, what: str, allowance: float) -> Any:
         """A non-zero rank waits for rank 0's word; BenchError when it does not come within ``allowance``."""
-        value = self.control.await_key(key, self.clock() + allowance)
+        try:
+            value = self.control.await_key(key, self.clock() + allowance)
+        except BenchError as exc:  # the store went: say too what this rank could not open before
+            dropped = [why for where, why in self.control.rejections() if where == key]
+            raise BenchError(f"{exc}{_dropped(dropped)}") from None
         if value is None:
             dropped = [why for where, why in self.control.rejections() if where == key]
-            seen = f"; a message there was dropped: {dropped[-1]}" if dropped else ""
-            raise BenchError(f"rank {self.env.rank}: no word from rank 0 within {allowance:g} s ({what}){seen}")
+            raise BenchError(
+                f"rank {self.env.rank}: no word from rank 0 within {allowance:g} s ({what}){_dropped(dropped)}"
+            )
         return value
 
     def sleep(self) -> None:
