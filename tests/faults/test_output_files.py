@@ -66,6 +66,8 @@ def test_markdown_over_an_existing_file_keeps_its_mode_and_a_new_file_gets_the_u
     kept = tmp_path / "kept.md"
     kept.write_text("old\n")
     kept.chmod(0o640)
+    owner = (65534, 65534) if os.geteuid() == 0 else (os.getuid(), os.getgid())  # as root: another user's file
+    os.chown(kept, *owner)
     new = tmp_path / "new.md"
     with _umask(0o077):
         code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--markdown", str(kept)], capsys)
@@ -73,6 +75,7 @@ def test_markdown_over_an_existing_file_keeps_its_mode_and_a_new_file_gets_the_u
         code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--markdown", str(new)], capsys)
         assert code == 0, err
     assert stat.S_IMODE(kept.stat().st_mode) == 0o640
+    assert (kept.stat().st_uid, kept.stat().st_gid) == owner  # root writing it does not take it over
     assert stat.S_IMODE(new.stat().st_mode) == 0o600  # 0666 less the umask, not a fixed 0644
     assert kept.read_text() != "old\n"
 
