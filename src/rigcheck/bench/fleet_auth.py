@@ -35,6 +35,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ KEY_VAR: Final = "RIGCHECK_FLEET_KEY"
 MIN_KEY_BYTES: Final = 16
 MUNGE_TIMEOUT_S: Final = 10.0
 DEFAULT_SLURM_CONF: Final = "/etc/slurm/slurm.conf"
+RESOLVE_S: Final = 10.0  # MASTER_ADDR's lookup: a resolver that hangs is not waited on longer
 
 KeyMode = Literal["key", "munge", "loopback", "insecure"]
 
@@ -132,14 +134,23 @@ def find_munge(environ: Mapping[str, str]) -> Munge | None:
     return tool
 
 
-def is_loopback(host: str) -> bool:
-    """Whether every address ``host`` resolves to is a loopback address (127.0.0.0/8, ::1)."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return False
-    addresses = {ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos}
-    return bool(addresses) and all(a.is_loopback for a in addresses)
+def is_loopback(host: str, timeout_s: float = RESOLVE_S) -> bool:
+    """Whether every address ``host`` resolves to is a loopback address (127.0.0.0/8, ::1); False when it does
+    not resolve within ``timeout_s`` (getaddrinfo has no timeout of its own: it runs on a daemon thread)."""
+    found: list[set[str]] = []
+
+    def resolve() -> None:
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError):
+            infos = []
+        found.append({str(info[4][0]).split("%")[0] for info in infos})
+
+    worker = threading.Thread(target=resolve, name="rigcheck-fleet-resolve", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    addresses = found[0] if found else set()
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
 def job_id(env: FleetEnv, environ: Mapping[str, str]) -> str:

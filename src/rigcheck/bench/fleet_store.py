@@ -117,7 +117,7 @@ def open_store(env: FleetEnv, timeout_s: float, bounded: Bounded) -> Any:
                 timeout_s + 1.0,  # torch's own timeout first, where it keeps it
             )
         host = LOOPBACK if env.master_port == 0 else env.master_addr
-        sock = listen_socket(host, env.master_port)
+        sock = bounded.call(lambda: listen_socket(host, env.master_port), f"resolving {host}")  # DNS may hang
         port = int(sock.getsockname()[1])
         fd = sock.detach()
         return bounded.call(
