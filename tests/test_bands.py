@@ -209,7 +209,8 @@ def test_allreduce_band_for_8_h100_on_nvswitch_per_condition_and_none_elsewhere(
     assert h100.unit == "GB/s"
     assert h100.expected_min < 430.0  # the lowest published healthy NVLS-on figure (NVIDIA/nccl #1221)
     off = allreduce_band(_spec("H100 SXM5"), gpus=8, nvswitch=True, nvls=False)
-    assert off is not None and off.expected_min == 300.0 < 330.0  # NVLS off: 330 the lowest published
+    assert off is not None
+    assert off.expected_min == 300.0  # NVLS off: under 330, the lowest published healthy figure
     assert "NVLS off" in off.basis
     h200 = allreduce_band(_spec("NVIDIA H200"), gpus=8, nvswitch=True)
     assert h200 is not None

@@ -176,7 +176,8 @@ def test_two_hosts_give_no_ceiling_and_a_verdict_against_the_nics() -> None:
     # No NIC known: the smallest published fabric of 8x H100 nodes (4x200G), said in the verdict; the A3 Mega's
     # 338.82 GB/s passes it.
     assert (doc.judgement.verdict, doc.judgement.band_floor_gbps) == ("pass", 40.0)
-    assert "2 hosts" in doc.judgement.reason and "smallest published fabric" in doc.judgement.reason
+    assert "2 hosts" in doc.judgement.reason
+    assert "smallest published fabric" in doc.judgement.reason
 
 
 def _framed(raw: str) -> str:
