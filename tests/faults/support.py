@@ -7,24 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from rigcheck.cli.app import main
+from tests.test_cli import run as run  # noqa: PLC0414 (the one in-process CLI runner, re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "snapshots"
 # Everything a terminal may act on: C0 but newline and tab, DEL, C1.
 CONTROL = set(map(chr, [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]))
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """``rigcheck ARGV`` in this process: (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    assert isinstance(code, int)
-    return code, out, err
 
 
 def run_process(argv: list[str], *, stdout: int, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:

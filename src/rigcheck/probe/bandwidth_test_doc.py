@@ -26,6 +26,7 @@ from rigcheck.model.bench import (
     Versions,
 )
 from rigcheck.probe.bandwidth_test import TOOL, BandwidthTestRun, BwTable
+from rigcheck.probe.reference_import import imported_head
 
 NOT_IN_SOURCE = "not_in_source"
 CORRECT = (
@@ -59,20 +60,7 @@ def source(run: BandwidthTestRun, path: str) -> ImportedSource:
 
 
 def _head(name: str, value: float, table: BwTable) -> dict[str, object]:
-    return {
-        "name": name,
-        "unit": "GB/s",
-        "value": value,
-        "median": value,
-        "min": value,
-        "max": value,
-        "repeats": 1,
-        "warmup": 0,
-        "sizes": [size for size, _ in table.rows],
-        "backend": "cuda",
-        "world_size": 1,
-        "method_version": TOOL,
-    }
+    return imported_head(name, value, TOOL, [size for size, _ in table.rows])
 
 
 def _gpus(run: BandwidthTestRun, table: BwTable) -> list[int]:

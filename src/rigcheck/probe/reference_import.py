@@ -170,7 +170,9 @@ def _cut_error(output: ToolOutput) -> str | None:
     return "input ends early inside a matrix: the figures printed before the cut are kept" if run.truncated else None
 
 
-def _head(name: str, value: float, method: Method) -> dict[str, object]:
+def imported_head(name: str, value: float, method_version: str, sizes: list[int] | None = None) -> dict[str, object]:
+    """The contract fields of one figure a reference tool printed once (no repeats of rigcheck's own, no warm-up
+    counted): value, median, min and max are the printed figure."""
     return {
         "name": name,
         "unit": "GB/s",
@@ -180,11 +182,15 @@ def _head(name: str, value: float, method: Method) -> dict[str, object]:
         "max": value,
         "repeats": 1,
         "warmup": 0,
-        "sizes": [],
+        "sizes": sizes or [],
         "backend": "cuda",
         "world_size": 1,
-        "method_version": method.method_version,
+        "method_version": method_version,
     }
+
+
+def _head(name: str, value: float, method: Method) -> dict[str, object]:
+    return imported_head(name, value, method.method_version)
 
 
 def _skipped_notes(run: NvbandwidthRun, command: Command) -> list[str]:
