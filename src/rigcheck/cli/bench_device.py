@@ -21,7 +21,7 @@ from rigcheck.cli.bench_common import (
     finish,
     placed_machine,
 )
-from rigcheck.cli.bench_mamf import MamfFromOption, MamfGpuOption, mamf_document
+from rigcheck.cli.bench_mamf import MamfFromOption, mamf_document
 from rigcheck.cli.bench_reference import (
     FromOption,
     GpuModelOption,
@@ -93,7 +93,7 @@ def matmul(
     gpus: BenchGpusOption = None,
     timeout: TimeoutOption = 1800.0,
     from_files: MamfFromOption = None,
-    gpu_model: MamfGpuOption = None,
+    gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,

@@ -29,9 +29,6 @@ MamfFromOption = Annotated[
         show_default=False,
     ),
 ]
-MamfGpuOption = Annotated[
-    str | None, typer.Option("--gpu", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
-]
 MEASUREMENT = "a mamf-finder output, or a machine description"
 
 
