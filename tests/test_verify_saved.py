@@ -171,4 +171,4 @@ def test_no_snapshot_at_all_is_one_line(tmp_path: Path) -> None:
     assert text.startswith(f"{tmp_path}: no snapshot: none of its 1 JSON files is a rigcheck snapshot")
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert _error(empty) == f"{empty}: no rigcheck documents here (no *.json file)"
+    assert _error(empty) == f"{empty}: no rigcheck documents here (no *.json file, no saved dcgmi diag output)"

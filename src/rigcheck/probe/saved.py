@@ -186,7 +186,9 @@ def _snapshot(found: _Found, directory: Path, seen: int) -> Snapshot:
             found.notes.append(f"the machine is the snapshot embedded in {name} (no snapshot file)")
             return doc.snapshot
     if not seen:
-        raise InputError("no rigcheck documents here (no *.json file)", path=str(directory))
+        raise InputError(
+            "no rigcheck documents here (no *.json file, no saved dcgmi diag output)", path=str(directory)
+        )
     if found.dcgm is not None:  # the GPUs are those the diagnostic ran on (rigcheck.probe.dcgm_machine)
         snapshot, notes = machine_of(*found.dcgm)
         found.notes[:0] = notes
