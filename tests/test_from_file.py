@@ -110,7 +110,7 @@ def test_topo_only_snapshot_marks_everything_else_not_in_source() -> None:
 
 def test_unrecognised_text_lists_what_is_accepted() -> None:
     with pytest.raises(InputError, match="expected `nvidia-smi -q`"):
-        load_text("timestamp, index, power.draw [W]\n2026/11/22, 0, 74.5 W\n", "q.csv")
+        load_text("a note on the rack\nfan 3 replaced on tuesday\n", "notes.txt")  # a trace: burn --analyze
 
 
 SNAPSHOT_INPUTS = [str(e["file"]) for e in MANIFEST if e["kind"] in KIND] + [

@@ -380,14 +380,30 @@ def _measurement_hint(text: str) -> str | None:
 
     if looks_like_bandwidth_test(text):
         return "bandwidthTest output: read it with `rigcheck bench hostlink --from FILE` (membw: its device table)"
+    dcgm_verify = "put it in a directory and run `rigcheck verify --from DIR --only dcgm` (beside a snapshot and "
+    dcgm_verify += "rigcheck's saved measurements: without --only)"
     if text.lstrip().startswith("{") and ("DCGM Diagnostic" in text[:4096] or "DCGM GPU Diagnostic" in text[:4096]):
-        return "a DCGM diagnostic (dcgmi diag -j): put it beside a snapshot and run `rigcheck verify --from DIR`"
+        return f"a DCGM diagnostic (dcgmi diag -j): {dcgm_verify}"
     from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text
 
     if looks_like_dcgm_text(text):
+        return f"a DCGM diagnostic table (`dcgmi diag` without -j): {dcgm_verify}"
+    return _log_hint(text[:65536])
+
+
+def _log_hint(head: str) -> str | None:
+    """Where a log or a trace goes (the reads below probe/ live in other commands: only words are matched here)."""
+    from rigcheck.probe.gpu_burn import looks_like_gpu_burn
+
+    if " NCCL INFO " in head or " NCCL WARN " in head:
+        return "an NCCL_DEBUG log: read it with `rigcheck nccl-log FILE` (transports, rings, failures)"
+    if looks_like_gpu_burn(head):
+        return "gpu-burn output: read it with `rigcheck burn --analyze FILE`"
+    first = next((line.strip().lower() for line in head.splitlines() if line.strip()), "")
+    if first.startswith("# gpu") or (first.startswith("timestamp") and "," in first):
         return (
-            "a DCGM diagnostic table (`dcgmi diag` without -j): put it beside a snapshot and run "
-            "`rigcheck verify --from DIR`"
+            "a telemetry trace (nvidia-smi dmon, or --query-gpu with timestamps): read it with "
+            "`rigcheck burn --analyze FILE`"
         )
     return None
 
