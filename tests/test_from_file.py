@@ -110,7 +110,7 @@ def test_topo_only_snapshot_marks_everything_else_not_in_source() -> None:
 
 def test_unrecognised_text_lists_what_is_accepted() -> None:
     with pytest.raises(InputError, match="expected `nvidia-smi -q`"):
-        load_text("a note on the rack\nfan 3 replaced on tuesday\n", "notes.txt")  # a trace: burn --analyze
+        load_text("a note on the rack\nfan 3 replaced on tuesday\n", "notes.txt")  # no format at all
 
 
 SNAPSHOT_INPUTS = [str(e["file"]) for e in MANIFEST if e["kind"] in KIND] + [
