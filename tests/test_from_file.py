@@ -27,7 +27,8 @@ KIND = {
     "nvlink-errors": "nvlink-errors",
     "fabricmanager": "fabric-manager",
     "kernel-log": "kernel-log",  # dmesg, dmesg -T, journalctl -k, syslog
-    # "smi-query-csv": `--query-gpu=index,gpu_recovery_action --format=csv,noheader` is not a snapshot input
+    # `--query-gpu=index,gpu_recovery_action --format=csv,noheader`: a recovery action is told by its words
+    "smi-query-csv": "nvidia-smi-query-csv",
 }
 
 
@@ -47,7 +48,7 @@ def test_corpus_files_are_recognised(entry: dict[str, object]) -> None:
         ("nvidia-smi.txt", "nvidia-smi-table"),
         ("topo-m.txt", "topo"),
         ("topo-p2p-r.txt", "topo-p2p"),
-        ("query.csv", None),
+        ("query.csv", "nvidia-smi-query-csv"),  # `nvidia-smi --query-gpu=... --format=csv`
         ("dmon.txt", None),
     ],
 )
@@ -119,6 +120,7 @@ SNAPSHOT_INPUTS = [str(e["file"]) for e in MANIFEST if e["kind"] in KIND] + [
     "h100-vm/q.xml",
     "h100-vm/nvidia-smi.txt",
     "h100-vm/topo-m.txt",
+    "h100-vm/query.csv",
 ]
 
 

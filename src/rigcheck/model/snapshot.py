@@ -444,6 +444,7 @@ SourceKind = Literal[
     "kernel-log",  # dmesg, dmesg -T, journalctl -k or a syslog excerpt
     "nvidia-smi-error",  # what nvidia-smi prints when it cannot read a GPU or reach the driver
     "lspci",  # `lspci` (-k, -nn, -v ...): the NVIDIA GPUs on the PCI bus and the driver bound to each
+    "nvidia-smi-query-csv",  # `nvidia-smi --query-gpu=... --format=csv`, saved
     "snapshot",
     "combined",  # several --from files merged into one snapshot: ``parts`` lists them
     "none",

@@ -33,6 +33,7 @@ InputKind = Literal[
     "nvlink-errors",
     "fabric-manager",
     "lspci",
+    "nvidia-smi-query-csv",  # `nvidia-smi --query-gpu=... --format=csv` (probe/smi/query_csv.py)
 ]
 
 _TOPO_HEADER = re.compile(r"^\s*(GPU\d+\s+)+", re.MULTILINE)
@@ -121,11 +122,24 @@ def detect_kind(text: str) -> InputKind | None:
         return "kernel-log" if _kernel_log_beyond_driver_state(clean) else "nvidia-smi-error"
     if _looks_like_kernel_log(clean):  # Xid/SXid/AER lines; a log with "API mismatch" is read just above
         return "kernel-log"
+    if _looks_like_query_csv(clean, header=True):  # its first line names --query-gpu fields
+        return "nvidia-smi-query-csv"
     if _looks_like_fabric_manager(clean):
         return "fabric-manager"
-    if _looks_like_lspci(clean):  # last: a paste of lspci beside any output above is read with that output
+    if _looks_like_lspci(clean):  # a paste of lspci beside any output above is read with that output
         return "lspci"
+    if _looks_like_query_csv(clean, header=False):  # last: rows of values alone (csv,noheader)
+        return "nvidia-smi-query-csv"
     return None
+
+
+def _looks_like_query_csv(text: str, *, header: bool) -> bool:
+    from rigcheck.probe.smi.query_csv import looks_like_header, looks_like_noheader
+
+    if header:
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        return looks_like_header(first)
+    return looks_like_noheader(text)
 
 
 def _says_smi_failed(text: str) -> bool:
@@ -357,6 +371,10 @@ def _parse(kind: InputKind, text: str, path: str | None) -> Snapshot:
         from rigcheck.probe.fabric_manager import parse_fabric_manager
 
         return parse_fabric_manager(text, path)
+    if kind == "nvidia-smi-query-csv":
+        from rigcheck.probe.smi.query_csv import parse_query_csv
+
+        return parse_query_csv(strip_ansi(text), path)
     return snapshot_from_topo_text(text, path)  # "topo", the one kind left
 
 
@@ -416,7 +434,8 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
             raise ParseError(f"not a machine description but {hint}", path=path)
         raise ParseError(
             "not a recognised input: expected `nvidia-smi -q` (or -q -x), the `nvidia-smi` table, "
-            "`nvidia-smi topo -m`, `nvidia-smi topo -p2p`, `nvidia-smi nvlink -s` or `-e`, nvidia-smi's error output, "
+            "`nvidia-smi --query-gpu=... --format=csv`, `nvidia-smi topo -m`, `nvidia-smi topo -p2p`, "
+            "`nvidia-smi nvlink -s` or `-e`, nvidia-smi's error output, "
             "a kernel log (dmesg, journalctl -k, syslog) with NVIDIA lines, a Fabric Manager journal or log, "
             "`lspci` (-k, -nn, -v), or a rigcheck snapshot JSON",
             path=path,

@@ -52,8 +52,14 @@ from rigcheck.model.trace import (
 )
 from rigcheck.probe.files import input_limits
 from rigcheck.probe.from_file import read_text
+from rigcheck.probe.smi.query_csv import IDENTITY_NAMES as _IDENTITY_NAMES
+from rigcheck.probe.smi.query_csv import MASK_NAMES as _MASK_NAMES
+from rigcheck.probe.smi.query_csv import NAME_NAMES as _NAME_NAMES
+from rigcheck.probe.smi.query_csv import REASON_PREFIXES as _REASON_PREFIXES
+from rigcheck.probe.smi.query_csv import column_key as _column_key
+from rigcheck.probe.smi.query_csv import parse_mask as _parse_mask
+from rigcheck.probe.smi.query_csv import reason_of_column
 from rigcheck.probe.smi.values import (
-    REASON_BY_LABEL,
     Parsed,
     na_reason,
     parse_bool,
@@ -236,8 +242,8 @@ def _chunked_lines(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int
 
 # --- nvidia-smi --query-gpu CSV -----------------------------------------------------------------
 
-_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
-_REASON_PREFIXES = ("clocks_event_reasons.", "clocks_throttle_reasons.")
+# The field names (units dropped, reason columns, identity columns) are probe/smi/query_csv.py's, shared with the
+# snapshot reader of a saved query.
 _TIMESTAMP_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
 
 # nvidia-smi field (as asked, or as its header prints it) -> Sample field; earlier names win when a file has both.
@@ -263,9 +269,6 @@ _SMI_PARSERS: dict[str, Callable[[str], Parsed[float]]] = {
     "mem_clock_mhz": parse_mhz,
     "utilization_gpu_percent": parse_percent,
 }
-_MASK_NAMES = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
-_IDENTITY_NAMES = ("uuid", "pci.bus_id", "gpu_uuid", "gpu_bus_id")
-_NAME_NAMES = ("name", "gpu_name")
 _DEFAULT_LIMIT_NAMES = ("power.default_limit",)
 # Known, deliberately unused (no Sample field): listed so they are not reported as unknown.
 _KNOWN_UNUSED = frozenset(
@@ -279,10 +282,6 @@ _KNOWN_UNUSED = frozenset(
         "pstate",
     }
 )
-
-
-def _column_key(header: str) -> str:
-    return _UNIT_SUFFIX.sub("", header.strip()).strip().lower()
 
 
 @dataclass
@@ -316,9 +315,9 @@ class _SmiColumns:
                 values[field_name] = col
         flags: dict[str, int] = {}
         for col, key in enumerate(keys):
-            for prefix in _REASON_PREFIXES:
-                if key.startswith(prefix) and key[len(prefix) :] in REASON_BY_LABEL:
-                    flags.setdefault(REASON_BY_LABEL[key[len(prefix) :]], col)
+            reason = reason_of_column(key)
+            if reason is not None:
+                flags.setdefault(reason, col)
         found = cls(
             timestamp=first_of(["timestamp"]),
             index=first_of(["index"]),
@@ -355,17 +354,6 @@ def _parse_timestamp(raw: str) -> datetime | None:
         except ValueError:
             continue
     return None
-
-
-def _parse_mask(raw: str) -> tuple[list[str] | None, bool]:
-    """``"0x0000000000000004"`` -> (["sw_power_cap"], ok); N/A -> (None, ok); garbage -> (None, False)."""
-    if na_reason(raw) is not None:
-        return None, True
-    try:
-        mask = int(raw.strip(), 0)
-    except ValueError:
-        return None, False
-    return [name for bit, name in enumerate(CLOCK_EVENT_REASONS) if mask >> bit & 1], True
 
 
 class _RowError(ValueError):
