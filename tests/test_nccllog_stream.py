@@ -113,3 +113,12 @@ def test_stream_memory_does_not_follow_the_file(tmp_path: Path) -> None:
     small, large = _peak(tmp_path / "small.log", 4), _peak(tmp_path / "large.log", 16)
     assert large < 8 * 2**20  # the file is 16 MiB
     assert large < 1.3 * small
+
+
+def test_a_number_of_thousands_of_digits_is_bad_input_not_an_internal_error(tmp_path: Path) -> None:
+    # A line under the 1 MiB limit whose channel number has 5,000 digits: int() refuses it (CPython's 4,300-digit
+    # guard) and the reader let the ValueError out (exit 3). Synthetic: a real channel line with the number grown.
+    log = tmp_path / "nccl.log"
+    log.write_text(f"host:919:1150 [0] NCCL INFO Channel {'9' * 5000}/0 : 8[0] -> 15[7] via P2P/IPC/read\n")
+    with pytest.raises(InputError, match="thousands of digits"):
+        read_nccl_log(str(log))

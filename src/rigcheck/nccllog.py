@@ -352,9 +352,10 @@ def read_nccl_log(path: str) -> NcclLog:
     """Read and parse the log at ``path`` ('-' for stdin) in one pass, a block of lines at a time: memory holds
     the document (every channel line is in it), never the file. InputError when unreadable, too long (a line
     over 1 MiB, more than 16 GiB in all: /dev/zero, an endless pipe) or not text; ParseError when no log."""
+    from rigcheck.probe.files import input_limits
     from rigcheck.probe.trace import open_input
 
-    with open_input(path) as fh:
+    with open_input(path) as fh, input_limits(path):  # a 5,000-digit number: exit 2, not an internal error
         return _read_stream(fh, path)
 
 
