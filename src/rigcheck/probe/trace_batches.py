@@ -21,11 +21,11 @@ from rigcheck.model.telemetry import Reading, Sample, SampleBatch, counter_media
 from rigcheck.model.trace import PendingBadLine, split_csv_line
 from rigcheck.probe.files import line_blocks
 from rigcheck.probe.from_file import read_text
+from rigcheck.probe.smi.query_csv import column_key as _column_key
 from rigcheck.probe.smi.values import _BAD_CONTROL, check_text
 from rigcheck.probe.trace import (
     _ROW_CACHE_MAX,
     _VALUE_FIELDS,
-    _column_key,
     _numbered,
     _read,
     _Row,
