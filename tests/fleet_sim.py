@@ -1,5 +1,5 @@
-"""A simulated fabric for the slow-node search: the real planner and judge (checks/fleet_pairs.py) driven round by
-round as the runtime drives them (rigcheck.bench.fleet), each pair's figure from a bandwidth model instead of an
+"""A simulated fabric for the slow-node search: the real planner and judge (checks/fleet/pairs.py) driven round by
+round as the runtime drives them (rigcheck.bench.fleet.run), each pair's figure from a bandwidth model instead of an
 all-reduce. Synthetic by construction: no figure here is a measurement.
 
 The model: a pair's bus bandwidth is the healthy rate times its slower node's speed factor (1 healthy, 0.3-0.6
@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rigcheck.checks.fleet_pairs import (
+from rigcheck.checks.fleet.pairs import (
     MAX_ROUNDS,
     SLOW_FRACTION,
     PairJudgement,

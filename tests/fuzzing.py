@@ -203,28 +203,28 @@ NCCL_SEEDS = _files("corpus/nccl-log/*", "nccl-extra/*", "corpus/h100-vm/nccl-in
 
 
 def _read_snapshot(path: str) -> None:
-    from rigcheck.checks import run_checks
-    from rigcheck.probe.from_file import load_file
+    from rigcheck.checks.doctor import run_checks
+    from rigcheck.readers.from_file import load_file
 
     run_checks(load_file(path))
 
 
 def _read_merged(path: str) -> None:
-    from rigcheck.checks import run_checks
-    from rigcheck.probe.from_file import load_files
+    from rigcheck.checks.doctor import run_checks
+    from rigcheck.readers.from_file import load_files
 
     run_checks(load_files([str(CORPUS / "h100-vm" / "q.txt"), path]))
 
 
 def _read_trace(path: str) -> None:
-    from rigcheck.checks.burn import analyze_trace
-    from rigcheck.probe.trace import read_trace
+    from rigcheck.checks.burn.judge import analyze_trace
+    from rigcheck.readers.trace.stream import read_trace
 
     analyze_trace(read_trace(path))
 
 
 def _read_nccl(path: str) -> None:
-    from rigcheck.nccllog import describe_transport, read_nccl_log
+    from rigcheck.readers.nccl_log import describe_transport, read_nccl_log
 
     describe_transport(read_nccl_log(path))
 

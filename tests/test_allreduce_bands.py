@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.verify_bands import explain_bands, node_allreduce_fact
+from rigcheck.checks.verify.bands import explain_bands, node_allreduce_fact
 from rigcheck.errors import UsageError
 from rigcheck.facts import allreduce_bands as ab
 from rigcheck.facts.catalog import lookup
 from rigcheck.model.bench import CollectiveDocument
-from rigcheck.probe.nccl_tests import parse_nccl_tests
-from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
+from rigcheck.readers.reference.nccl_tests import parse_nccl_tests
+from rigcheck.readers.reference.nccl_tests_doc import collective_document, parse_link
 from tests.test_cli import run
 
 HERE = Path(__file__).parent / "fixtures"

@@ -1,12 +1,12 @@
 """The achievable bands of `rigcheck verify` (facts/bands.py) and the document `verify --explain` prints
-(checks/verify_bands.py): every SKU people train on has them, below its peak, with a source, and they agree
+(checks/verify/bands.py): every SKU people train on has them, below its peak, with a source, and they agree
 with the measurements they are cited from."""
 
 from __future__ import annotations
 
 import pytest
 
-from rigcheck.checks.verify_bands import effective_band, explain_bands
+from rigcheck.checks.verify.bands import effective_band, explain_bands
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tools.update_bands_doc import FACTS, calibration, facts_module, lowest_healthy
 
-from rigcheck.checks.verify_bands import explain_bands
+from rigcheck.checks.verify.bands import explain_bands
 from tests.calibration.bands_doc import BELOW_MARK, NEAR_MARK, published, render
 from tests.calibration.runner import Case, Figure, Result
 

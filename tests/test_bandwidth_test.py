@@ -1,4 +1,5 @@
-"""probe/bandwidth_test.py and bandwidth_test_doc.py: the CUDA sample bandwidthTest's output read (every layout
+"""readers/reference/bandwidth_test.py and bandwidth_test_doc.py: the CUDA sample bandwidthTest's output read (every
+layout
 in tests/fixtures/bandwidth-test) and judged by `bench hostlink | membw --from` as nvbandwidth's figures are."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test, parse_bandwidth_test
-from rigcheck.probe.bandwidth_test_doc import bandwidth_test_document
+from rigcheck.readers.reference.bandwidth_test import looks_like_bandwidth_test, parse_bandwidth_test
+from rigcheck.readers.reference.bandwidth_test_doc import bandwidth_test_document
 from tests.test_cli import run
 from tests.test_schemas import assert_valid
 

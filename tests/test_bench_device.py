@@ -359,8 +359,8 @@ def test_p2p_compare_is_the_guides_table_per_pair() -> None:
     speed-up; a pair without peer access is flagged, and the document stays valid bench/1."""
     from rich.console import Console
 
-    from rigcheck.report.bench import terminal
-    from rigcheck.report.bench_html import bench_html
+    from rigcheck.report.bench.html import bench_html
+    from rigcheck.report.bench.render import terminal
     from tests.test_schemas import validator
 
     size = 10**9
@@ -590,6 +590,6 @@ def test_gpu_p2p_pair() -> None:
 
 
 def test_rate_column_keeps_small_cpu_figures_readable() -> None:
-    from rigcheck.report.bench import rate
+    from rigcheck.report.bench.render import rate
 
     assert [rate(x) for x in (799.44, 2.3456, 0.5234, 0.000123, None)] == ["799.4", "2.35", "0.523", "0.00012", "-"]

@@ -17,7 +17,7 @@ from rigcheck.bench.nvme import DEFAULT_QUEUE_DEPTH, MIB, run_nvme
 from rigcheck.errors import Interrupted, UsageError
 from rigcheck.model.bench import NvmeDocument, StorageDevice, parse_bench
 from rigcheck.probe.storage_path import mount_of, parse_mounts, storage_of
-from rigcheck.report.bench import RENDERERS
+from rigcheck.report.bench.render import RENDERERS
 from tests.test_cli import run
 from tests.test_schemas import validator
 

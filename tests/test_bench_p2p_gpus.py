@@ -215,9 +215,9 @@ def test_without_gpus_the_document_is_the_one_before_and_gpus_only_renames(
 def test_reports_name_the_gpus_by_nvidia_smi_index(cuda_calls: list[tuple[int, int, str]]) -> None:
     from rich.console import Console
 
-    from rigcheck.report.bench import markdown, terminal
-    from rigcheck.report.bench_html import bench_html
-    from rigcheck.report.bench_reference import matrices, matrix_lines
+    from rigcheck.report.bench.html import bench_html
+    from rigcheck.report.bench.reference import matrices, matrix_lines
+    from rigcheck.report.bench.render import markdown, terminal
 
     doc = run_fake(place_gpus(machine(), [7, 2, 5]))
     console = Console(file=io.StringIO(), width=200, color_system=None)

@@ -24,8 +24,8 @@ from rigcheck.bench.burn import (
     tflops_per_second,
     tflops_sustained,
 )
-from rigcheck.cli import monitor_cmd
-from rigcheck.cli.burn_cmd import burn_document, burn_exit_code
+from rigcheck.cli import monitor as monitor_cmd
+from rigcheck.cli.burn import burn_document, burn_exit_code
 from rigcheck.errors import BenchError
 from rigcheck.probe.nvml import NvmlPoller
 from tests.conftest import nvidia_gpu_present

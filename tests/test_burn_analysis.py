@@ -1,4 +1,4 @@
-"""The burn analysis (rigcheck.checks.burn) on the two real H100 traces and on synthetic edge cases,
+"""The burn analysis (rigcheck.checks.burn.judge) on the two real H100 traces and on synthetic edge cases,
 and `burn --analyze` through a small Typer app."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rigcheck.checks.burn import analyze_trace, is_problem
-from rigcheck.checks.power import BRAKE_ADVICE
-from rigcheck.checks.thermal import COOLING_ADVICE
+from rigcheck.checks.burn.judge import analyze_trace, is_problem
+from rigcheck.checks.doctor.power import BRAKE_ADVICE
+from rigcheck.checks.doctor.thermal import COOLING_ADVICE
 from rigcheck.cli.burn_analyze import burn_analyze
 from rigcheck.model.burn import BURN_SCHEMA, GpuBurnAnalysis
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 from rigcheck.model.trace import format_jsonl_row, write_jsonl_header
-from rigcheck.probe.trace import read_trace
+from rigcheck.readers.trace.stream import read_trace
 
 TELEMETRY = Path(__file__).parent / "fixtures" / "corpus" / "telemetry"
 BURN = TELEMETRY / "smi-lms-torch-bf16-burn.csv"
@@ -38,7 +38,7 @@ def _one(trace: Trace) -> GpuBurnAnalysis:
 def _expected_from_file(path: Path) -> dict[str, float]:
     """The loaded-sample figures computed straight from the CSV, independently of rigcheck's reader.
 
-    Loaded: utilization >= 50% or power >= 50% of the limit (the rule documented in checks/burn.py).
+    Loaded: utilization >= 50% or power >= 50% of the limit (the rule documented in checks/burn/judge.py).
     """
     with path.open() as f:
         rows = list(csv.DictReader(f, skipinitialspace=True))
@@ -468,7 +468,7 @@ def test_cli_bad_input_exit_2_one_line(tmp_path: Path, content: bytes) -> None:
 
 
 # --- what `burn --analyze` loads ------------------------------------------------------------------------
-_HEAVY = ("pynvml", "rigcheck.probe.nvml", "http.server", "torch", "rigcheck.report.burn_html", "rigcheck.report.svg")
+_HEAVY = ("pynvml", "rigcheck.probe.nvml", "http.server", "torch", "rigcheck.report.burn.html", "rigcheck.report.svg")
 _LOADED = f"""
 import sys
 from rigcheck.cli.app import main
@@ -493,7 +493,7 @@ def test_analyze_loads_neither_nvml_nor_the_page_unless_asked(tmp_path: Path) ->
     assert _heavy_modules_loaded("burn", "--analyze", str(LIGHT), "--json") == set()
     page = tmp_path / "burn.html"
     loaded = _heavy_modules_loaded("burn", "--analyze", str(LIGHT), "--html", str(page))
-    assert loaded == {"rigcheck.report.burn_html", "rigcheck.report.svg"}
+    assert loaded == {"rigcheck.report.burn.html", "rigcheck.report.svg"}
     assert page.read_text().startswith("<!DOCTYPE html>")
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.burn import analyze_trace
+from rigcheck.checks.burn.judge import analyze_trace
 from rigcheck.cli.burn_analyze import _analyze
 from rigcheck.errors import InputError
 from rigcheck.model.burn import BurnResult
 from rigcheck.model.telemetry import PLOT_BUCKETS, PLOT_FIELDS, PLOT_RAW, Sample, Trace, TracePlot
-from rigcheck.probe.trace import read_trace
-from rigcheck.report.burn import html
-from rigcheck.report.burn_html import _reason_spans, burn_html
+from rigcheck.readers.trace.stream import read_trace
+from rigcheck.report.burn.html import _reason_spans, burn_html
+from rigcheck.report.burn.render import html
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRACES = sorted([*(FIXTURES / "corpus" / "telemetry").iterdir(), *(FIXTURES / "traces").iterdir()])

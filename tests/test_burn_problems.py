@@ -1,11 +1,11 @@
-"""Heat and slowdowns under load fail a burn (checks/burn_problems.py). Synthetic traces (tests/test_burn_analysis's
+"""Heat and slowdowns under load fail a burn (checks/burn/problems.py). Synthetic traces (tests/test_burn_analysis's
 ramp: samples 0.1 s apart), each beside its healthy counterpart; the real traces' verdicts stay in
 test_burn_analysis (the LMS bf16 burn is power-capped, not a problem)."""
 
 from __future__ import annotations
 
-from rigcheck.checks.burn import analyze_trace, is_problem, load_problems
-from rigcheck.checks.thermal import COOLING_ADVICE, SW_THERMAL_FAIL_SHARE
+from rigcheck.checks.burn.judge import analyze_trace, is_problem, load_problems
+from rigcheck.checks.doctor.thermal import COOLING_ADVICE, SW_THERMAL_FAIL_SHARE
 from rigcheck.model.burn import GpuBurnAnalysis
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 from tests.test_burn_analysis import ramp

@@ -27,8 +27,7 @@ CASES = load_cases()
 
 # Cases the current judge gets wrong, each with the capability it lacks. strict: when the judge is fixed the
 # test says so, and the entry goes.
-MISJUDGED: dict[str, str] = {
-}
+MISJUDGED: dict[str, str] = {}
 
 # The share of cases judged (pass or fail) today; it may only rise. The goal is 75% on unseen outputs.
 MIN_JUDGED_SHARE = 0.80  # 88% on 2026-11-28: it may only rise

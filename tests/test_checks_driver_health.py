@@ -1,4 +1,4 @@
-"""Driver-side health read live through NVML (fake NVML scenarios) and judged by checks/fabric.py: the recovery
+"""Driver-side health read live through NVML (fake NVML scenarios) and judged by checks/doctor/fabric.py: the recovery
 action, the fabric, NVLink error counters, InfoROM validity, processes, and Fabric Manager wired into the live
 probe where NVSwitches are present."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.fabric import check_fabric
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.fabric import check_fabric
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Severity, snapshot_from_json, snapshot_to_json
 from rigcheck.model.snapshot import Missing
@@ -67,7 +67,7 @@ def test_recovery_action_words(code: int, words: str) -> None:
 
 def test_replay_errors_read_per_link_and_warn() -> None:
     snap = probe_machine(SCENARIOS["nvlink_replay_errors"](), sysfs_root=SYSFS)
-    assert snapshot_from_json(snapshot_to_json(snap)) == snap  # before the checks: checks/p2p.py touches it
+    assert snapshot_from_json(snapshot_to_json(snap)) == snap  # before the checks: checks/doctor/p2p.py touches it
     links = snap.gpus[2].nvlinks
     assert links is not None
     assert (links[4].replay_errors, links[4].recovery_errors, links[4].crc_errors) == (12, 0, 0)

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.fabric import check_fabric
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.fabric import check_fabric
 from rigcheck.errors import ParseError
 from rigcheck.model import Severity, Snapshot
 from rigcheck.model.snapshot import FabricManager, Gpu, Missing, NvLink
 from rigcheck.probe.fabric_manager import fabric_manager_from_text, parse_fabric_manager, read_fabric_manager_live
-from rigcheck.probe.from_file import detect_kind, load_file, load_files
-from rigcheck.probe.smi.nvlink_errors import parse_nvlink_errors
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
+from rigcheck.readers.from_file import detect_kind, load_file, load_files
+from rigcheck.readers.smi.nvlink_errors import parse_nvlink_errors
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 FM_FAILED = CORPUS / "fabricmanager/201-2xa40-journal-nv-warn-nothing-to-do-failure.txt"
@@ -285,7 +285,7 @@ def test_limited_capacity_is_degraded() -> None:
 def test_nvlink_e_count_on_a_cut_last_line_is_truncated_never_smaller() -> None:
     """ "CRC Errors: 1" with no line end may be the start of 12: null with its reason and a note, as -q does."""
     from rigcheck.model.snapshot import INPUT_ENDS_EARLY, Missing
-    from rigcheck.probe.smi.nvlink_errors import parse_nvlink_errors
+    from rigcheck.readers.smi.nvlink_errors import parse_nvlink_errors
 
     head = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-abcdefab-cdef-abdc-abcd-abababababab)\n"
     body = "         Link 0: Replay Errors: 12\n         Link 0: CRC Errors: 1"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.gpudirect import check_gpudirect
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.gpudirect import check_gpudirect
 from rigcheck.model import Missing, Severity, Snapshot, System
 from rigcheck.probe.sysfs import ib_ports, parse_ib_rate, peermem_module, probe_rdma
 from tests.snapshots import make_gpu, make_snapshot

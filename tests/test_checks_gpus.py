@@ -1,12 +1,12 @@
-"""checks/gpus.py: mixed GPU models in one box."""
+"""checks/doctor/gpus.py: mixed GPU models in one box."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.checks.gpus import check_gpus
+from rigcheck.checks.doctor.gpus import check_gpus
 from rigcheck.model import Severity
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import only
 from tests.snapshots import healthy_8x_h100, make_gpu, make_snapshot
 

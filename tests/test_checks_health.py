@@ -4,15 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.driver import absence_line
-from rigcheck.checks.health import check_health
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.driver import absence_line
+from rigcheck.checks.doctor.health import check_health
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Host, Missing, Severity, Snapshot
 from rigcheck.model.snapshot import DriverState, PciGpu
 from rigcheck.probe.driver import driver_state_from_text
-from rigcheck.probe.from_file import load_file
 from rigcheck.probe.live import probe_machine
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import ids, only
 from tests.fakenvml import SCENARIOS
 from tests.snapshots import ecc_errors, gpu_lost, make_gpu, make_snapshot, no_gpu

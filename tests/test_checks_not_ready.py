@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.health import check_health
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.health import check_health
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Severity, Snapshot
 from rigcheck.model.snapshot import DriverState, PciGpu
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.snapshots import make_gpu, make_snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"

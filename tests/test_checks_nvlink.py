@@ -1,4 +1,4 @@
-"""checks/nvlink.py on real `nvidia-smi nvlink -s` outputs and snapshots: links down on SXM parts fail, on a
+"""checks/doctor/nvlink.py on real `nvidia-smi nvlink -s` outputs and snapshots: links down on SXM parts fail, on a
 bridged pair they warn, a bridge card without a bridge is information."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.nvlink import check_nvlink
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.nvlink import check_nvlink
 from rigcheck.model import Missing, NvLink, Severity, Snapshot
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import ids, only, severities
 from tests.snapshots import healthy_8x_h100, make_gpu, make_pairs, make_snapshot, make_topology, nvlinks
 

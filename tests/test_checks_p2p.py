@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.checks.p2p import check_p2p
+from rigcheck.checks.doctor.p2p import check_p2p
 from rigcheck.model import Missing, P2PStatus, Severity, Source, System
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import ids, only
 from tests.snapshots import (
     healthy_8x_h100,

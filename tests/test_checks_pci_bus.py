@@ -1,9 +1,9 @@
-"""The PCI bus as an input shows it, judged by the health check (checks/driver.py pci_driver_finding and
+"""The PCI bus as an input shows it, judged by the health check (checks/doctor/driver.py pci_driver_finding and
 pci_bus_notes): built snapshots, every one synthetic; the real lspci outputs are read in tests/test_lspci.py."""
 
 from __future__ import annotations
 
-from rigcheck.checks.health import check_health
+from rigcheck.checks.doctor.health import check_health
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Severity, Snapshot
 from rigcheck.model.snapshot import DriverState, Missing, PciGpu, Source

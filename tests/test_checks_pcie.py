@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.pcie import check_pcie
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.pcie import check_pcie
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Missing, Severity
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import ids, only
 from tests.snapshots import make_gpu, make_snapshot
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.power import check_power
+from rigcheck.checks.doctor.power import check_power
 from rigcheck.model import Missing, Severity, Snapshot
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import ids, only
 from tests.snapshots import MX250, MX250_MISSING, RTX_3090, make_gpu, make_snapshot
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rigcheck.checks import CHECKS, FINDING_IDS, run_checks
+from rigcheck.checks.doctor import CHECKS, FINDING_IDS, run_checks
 from rigcheck.model import (
     CLOCK_EVENT_REASONS,
     Gpu,
@@ -246,7 +246,7 @@ def test_no_check_crashes_on_any_snapshot(snap: Snapshot) -> None:
 def test_every_finding_id_is_documented() -> None:
     from pathlib import Path
 
-    from rigcheck.checks import FINDING_IDS
+    from rigcheck.checks.doctor import FINDING_IDS
 
     doc = (Path(__file__).parent.parent / "docs" / "checks.md").read_text()
     for ids in FINDING_IDS.values():

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.xid import check_xid
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.model import Severity
 from rigcheck.model.site_config import parse_site_config
-from rigcheck.probe.from_file import load_files
+from rigcheck.readers.from_file import load_files
 
 LOGS = Path(__file__).parent / "fixtures" / "corpus" / "kernel-log"
 

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from rigcheck.checks.software import check_software
+from rigcheck.checks.doctor.software import check_software
 from rigcheck.facts.software import (
     ARCH_DRIVERS,
     CUDA_TOOLKIT_DRIVERS,

@@ -1,11 +1,11 @@
-"""The storage check (checks/storage.py) on snapshots built by hand and from the fake NVMe trees."""
+"""The storage check (checks/doctor/storage.py) on snapshots built by hand and from the fake NVMe trees."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.checks import CHECKS, FINDING_IDS, run_checks
-from rigcheck.checks.storage import check_storage
+from rigcheck.checks.doctor import CHECKS, FINDING_IDS, run_checks
+from rigcheck.checks.doctor.storage import check_storage
 from rigcheck.model import Missing, Severity, Snapshot
 from rigcheck.model.snapshot import Host, Mount, NvmeDrive, NvmeNamespace, StorageFacts, SwapArea
 from rigcheck.probe.host import probe_host

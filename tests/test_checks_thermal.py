@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.thermal import check_thermal, is_loaded
+from rigcheck.checks.doctor.thermal import check_thermal, is_loaded
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Missing, Severity, Snapshot
 from tests.checkutil import ids, only

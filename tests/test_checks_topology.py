@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.topology import check_topology
+from rigcheck.checks.doctor.topology import check_topology
 from rigcheck.model import Severity, Snapshot
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.checkutil import ids, only, severities
 from tests.snapshots import (
     gpu_lost,

@@ -1,4 +1,5 @@
-"""checks/xid.py: every finding id with its severity, on real kernel-log lines (reader tests: test_kernel_log.py)."""
+"""checks/doctor/xid.py: every finding id with its severity, on real kernel-log lines (reader tests:
+test_kernel_log.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.xid import check_xid
+from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.model import Severity, Snapshot
-from rigcheck.probe.from_file import load_files
 from rigcheck.probe.kernel_log import parse_kernel_events
+from rigcheck.readers.from_file import load_files
 
 LOGS = Path(__file__).parent / "fixtures" / "corpus" / "kernel-log"
 
@@ -159,7 +160,7 @@ def test_unreadable_log_is_unknown_with_its_reason() -> None:
 
 def test_nvswitch_log_alone_is_not_a_box_without_gpus() -> None:
     """A kernel log of NVSwitch SXid lines names switches, not GPUs: it must not read as "no NVIDIA GPU"."""
-    from rigcheck.checks import run_checks
+    from rigcheck.checks.doctor import run_checks
 
     snap = load_files([str(next(LOGS.glob("205-*")))])
     found = {f.id: f.severity for f in run_checks(snap)}

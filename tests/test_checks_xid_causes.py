@@ -1,4 +1,4 @@
-"""checks/xid.py: an Xid 45 judged by the fault it names, the latest Xid 154 of a GPU deciding, and "No NVIDIA
+"""checks/doctor/xid.py: an Xid 45 judged by the fault it names, the latest Xid 154 of a GPU deciding, and "No NVIDIA
 graphics adapter probed!" read as a driver that took no GPU.
 
 Real lines: tests/calibration/cases (open-gpu-kernel-modules issue #1150), tests/fixtures/kernel-log-extra (020,
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.xid import check_xid
+from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.probe.kernel_log import parse_kernel_events
 from tests.test_cli import run

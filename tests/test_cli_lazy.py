@@ -14,7 +14,7 @@ import rigcheck
 from rigcheck.cli import group_help
 from rigcheck.cli.app import RigcheckGroup, app, main
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
-from rigcheck.cli.power_cmd import PowerGroup, power_app
+from rigcheck.cli.power import PowerGroup, power_app
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.cli import bench_common, monitor_cmd
+from rigcheck.cli import bench_common
+from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.probe import live
 from rigcheck.probe.nvml import NvmlPoller
 from tests.fakenvml import SCENARIOS, FakeNvml

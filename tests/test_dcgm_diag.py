@@ -1,5 +1,6 @@
-"""DCGM diagnostics JSON (`dcgmi diag -r N -j`): read from both layouts DCGM has written (probe/dcgm_diag.py),
-and judged by `rigcheck verify --from DIR` beside the saved rigcheck documents (checks/verify_dcgm.py)."""
+"""DCGM diagnostics JSON (`dcgmi diag -r N -j`): read from both layouts DCGM has written
+(readers/reference/dcgm_diag.py),
+and judged by `rigcheck verify --from DIR` beside the saved rigcheck documents (checks/verify/dcgm.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks.verify_dcgm import check_id
-from rigcheck.checks.verify_saved import verify_saved
+from rigcheck.checks.verify.dcgm import check_id
+from rigcheck.checks.verify.saved import verify_saved
 from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.model.dcgm import DcgmDiag, DcgmResult
 from rigcheck.model.verify import VerifyCheck, VerifyDocument
-from rigcheck.probe.dcgm_diag import parse_dcgm_diag, parse_dcgm_diag_text
-from rigcheck.probe.saved import load_saved
+from rigcheck.readers.reference.dcgm_diag import parse_dcgm_diag, parse_dcgm_diag_text
+from rigcheck.readers.saved import load_saved
 from tests.test_schemas import assert_valid
 
 HERE = Path(__file__).parent
@@ -520,7 +521,7 @@ def test_a_table_of_only_deployment_tests_measured_nothing(tmp_path: Path) -> No
 
 
 def test_other_tables_are_not_taken_for_dcgmi() -> None:
-    from rigcheck.probe.dcgm_diag_text import looks_like_dcgm_text
+    from rigcheck.readers.reference.dcgm_diag_text import looks_like_dcgm_text
 
     # Synthetic: a markdown summary with pass words, and nvidia-smi's box; neither is dcgmi's.
     assert not looks_like_dcgm_text("| check | verdict |\n| --- | --- |\n| matmul | Pass |\n| membw | Fail |\n")
@@ -531,7 +532,7 @@ def test_other_tables_are_not_taken_for_dcgmi() -> None:
 
 def test_doctor_from_a_table_names_what_it_is() -> None:
     from rigcheck.errors import ParseError
-    from rigcheck.probe.from_file import load_file
+    from rigcheck.readers.from_file import load_file
 
     with pytest.raises(ParseError, match=r"a DCGM diagnostic table \(`dcgmi diag` without -j\)"):
         load_file(str(_table("001")))

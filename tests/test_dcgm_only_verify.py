@@ -17,7 +17,7 @@ import pytest
 
 from rigcheck.facts.catalog import lookup
 from rigcheck.facts.pci_ids import DEVICE_NAMES, gpu_name, normalize_device_id
-from rigcheck.probe.saved import load_saved
+from rigcheck.readers.saved import load_saved
 from tests.test_cli import run
 from tests.test_schemas import assert_valid
 

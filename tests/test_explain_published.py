@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks.verify_bands import explain_bands, published_mark
+from rigcheck.checks.verify.bands import explain_bands, published_mark
 from rigcheck.cli.app import main
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import CHECKS
 from rigcheck.facts.published_figures import LOWEST_HEALTHY, PublishedFigure
 from rigcheck.model.site_config import parse_site_config
-from rigcheck.report.verify_bands import html, markdown
+from rigcheck.report.verify.bands import html, markdown
 
 NEAR = "within 5% of a published healthy figure"
 ABOVE = "above a published healthy figure"

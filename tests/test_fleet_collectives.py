@@ -1,5 +1,5 @@
 """`fleet --from DIR` with a multi-node nccl-tests run saved beside the node documents: the fleet's collective,
-judged by the fleet's rules (checks/fleet_collectives.py, probe/fleet_saved.py)."""
+judged by the fleet's rules (checks/fleet/collectives.py, readers/fleet_saved.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.model import snapshot_to_dict
 from rigcheck.model.snapshot import IbPort, Snapshot
-from rigcheck.probe.fleet_saved import load_fleet_dir
+from rigcheck.readers.fleet_saved import load_fleet_dir
 from tests.test_fleet_rules import healthy
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""The fleet's rules (checks/fleet.py, checks/fleet_pairs.py): nodes unlike the others, outliers by median/MAD,
+"""The fleet's rules (checks/fleet/judge.py, checks/fleet/pairs.py): nodes unlike the others, outliers by median/MAD,
 the slow node named by pairwise rounds, and the fleet document's verdicts.
 
 tests/fixtures/fleet/4-nodes/ holds four saved 8x H100 snapshots (node03 on another driver, node02's GPU 5
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.fleet import (
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.fleet.judge import (
     MAX_ROUNDS,
     SLOW_FRACTION,
     compare_nodes,
@@ -27,8 +27,8 @@ from rigcheck.checks.fleet import (
     plan_round,
     reference_busbw,
 )
-from rigcheck.checks.fleet_pairs import block_pairs, groups, search_judgement
-from rigcheck.checks.verify import judge
+from rigcheck.checks.fleet.pairs import block_pairs, groups, search_judgement
+from rigcheck.checks.verify.judge import judge
 from rigcheck.model import Snapshot, snapshot_to_json
 from rigcheck.model.finding import Severity
 from rigcheck.model.fleet import (
@@ -644,7 +644,7 @@ if __name__ == "__main__":
 def test_cpu_pairs_are_judged_more_loosely_than_a_fabric() -> None:
     """On gloo over shared cores a healthy pair moves by 25-30% between rounds: 0.7 of the reference is slow
     on NCCL, not on CPU; a quarter of it is slow on both."""
-    from rigcheck.checks.fleet import CPU_SLOW_FRACTION, SLOW_FRACTION, pair_verdict, slow_fraction
+    from rigcheck.checks.fleet.judge import CPU_SLOW_FRACTION, SLOW_FRACTION, pair_verdict, slow_fraction
 
     assert slow_fraction("gloo") == CPU_SLOW_FRACTION < SLOW_FRACTION == slow_fraction("nccl") == slow_fraction(None)
     assert pair_verdict(0.7, 1.0, slow_fraction("nccl")) == "slow"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet_auth import KEY_VAR
-from rigcheck.bench.fleet_env import (
+from rigcheck.bench.fleet.auth import KEY_VAR
+from rigcheck.bench.fleet.env import (
     SLURM_PORT_BASE,
     SLURM_PORT_SPAN,
     FleetEnv,
@@ -28,8 +28,8 @@ from rigcheck.bench.fleet_env import (
     expand_tasks_per_node,
     parse_fleet_env,
 )
-from rigcheck.bench.fleet_state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
-from rigcheck.checks.fleet_collectives import nic_busbw
+from rigcheck.bench.fleet.state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
+from rigcheck.checks.fleet.collectives import nic_busbw
 from rigcheck.errors import UsageError
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort, Snapshot, System
@@ -289,7 +289,7 @@ def test_bad_launcher_variables_exit_2_naming_the_variable() -> None:
 def test_a_node_whose_inspection_fails_fails_the_phase() -> None:
     """One process (no launcher): its inspection raises one of rigcheck's errors; the fleet still reports, with
     the inspect phase failed for its reason, and every rank is told the verdict."""
-    from rigcheck.bench.fleet import run_fleet
+    from rigcheck.bench.fleet.run import run_fleet
     from rigcheck.errors import ProbeError
 
     def inspect() -> NodeReport:

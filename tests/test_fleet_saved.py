@@ -1,4 +1,4 @@
-"""`fleet --from DIR`'s reader (probe/fleet_saved.py): one saved document per node back as node reports, and
+"""`fleet --from DIR`'s reader (readers/fleet_saved.py): one saved document per node back as node reports, and
 each way a directory cannot be used as one line of InputError naming the file."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.fleet import compare_nodes
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.fleet.judge import compare_nodes
 from rigcheck.errors import InputError
 from rigcheck.model import snapshot_to_dict
 from rigcheck.model.doctor import doctor_document
-from rigcheck.probe import saved
-from rigcheck.probe.fleet_saved import load_fleet_dir
+from rigcheck.readers import saved
+from rigcheck.readers.fleet_saved import load_fleet_dir
 from tests.test_fleet_rules import FOUR_NODES, OTHER_DRIVER, healthy, verify_of
 
 

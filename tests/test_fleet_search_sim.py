@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.fleet import fleet_document
-from rigcheck.checks.fleet_pairs import MAX_ROUNDS, search_judgement
+from rigcheck.checks.fleet.judge import fleet_document
+from rigcheck.checks.fleet.pairs import MAX_ROUNDS, search_judgement
 from rigcheck.model.finding import Severity
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.probe.from_file import detect_kind, load_file, load_text, read_text
+from rigcheck.readers.from_file import detect_kind, load_file, load_text, read_text
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
@@ -150,7 +150,7 @@ def test_every_input_gives_a_valid_replayable_snapshot(name: str) -> None:
 )
 def test_nvidia_smi_handle_error_alone_is_an_unreadable_gpu(name: str, gpu_lost: bool) -> None:
     """`nvidia-smi` printing only "Unable to determine the device handle" names a GPU it lost: a placeholder."""
-    from rigcheck.checks import run_checks
+    from rigcheck.checks.doctor import run_checks
     from rigcheck.model import Missing, Severity
 
     snap = load_file(str(CORPUS / "smi-err" / name))
@@ -170,7 +170,7 @@ def test_nvidia_smi_handle_error_alone_is_an_unreadable_gpu(name: str, gpu_lost:
     ],
 )
 def test_driver_failure_text_is_a_failed_machine_never_no_gpu(name: str, finding: str) -> None:
-    from rigcheck.checks import run_checks
+    from rigcheck.checks.doctor import run_checks
     from rigcheck.model import Severity
 
     snap = load_file(str(CORPUS / "driver-errors" / name))

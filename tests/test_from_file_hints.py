@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rigcheck.errors import ParseError
-from rigcheck.probe.from_file import load_text
+from rigcheck.readers.from_file import load_text
 
 FIX = Path(__file__).parent / "fixtures"
 

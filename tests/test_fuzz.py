@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from rigcheck.cli.app import main
 from rigcheck.errors import InputError
-from rigcheck.probe.files import input_limits, line_blocks, read_capped
+from rigcheck.inputs import input_limits, line_blocks, read_capped
 from tests.fuzzing import CLI_SNAPSHOT_COMMANDS, CORPUS, HANG, MUTATIONS, READERS, Hang, Reader, mutate, outcome
 from tests.fuzzing import time_limit as fuzz_time_limit
 

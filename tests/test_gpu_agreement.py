@@ -68,7 +68,7 @@ NOT_READINGS = frozenset({"missing", "index", "read_error", "read_error_detail"}
 
 
 def _smi_gpus() -> list[Gpu]:
-    from rigcheck.probe.smi.query_xml import parse_query_xml
+    from rigcheck.readers.smi.query_xml import parse_query_xml
 
     xml = subprocess.run(["nvidia-smi", "-q", "-x"], capture_output=True, text=True, timeout=60, check=True).stdout
     return parse_query_xml(xml).gpus

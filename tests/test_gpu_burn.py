@@ -1,4 +1,5 @@
-"""probe/gpu_burn.py: gpu-burn's output read (tests/fixtures/gpu-burn) and judged by `rigcheck burn --analyze`:
+"""readers/reference/gpu_burn.py: gpu-burn's output read (tests/fixtures/gpu-burn) and judged by `rigcheck burn
+--analyze`:
 a FAULTY or dead GPU fails, a run without wrong results passes, the thermal verdict as for any trace."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from rigcheck.errors import ParseError
-from rigcheck.probe.gpu_burn import is_faulty, looks_like_gpu_burn, parse_gpu_burn, trace_of
+from rigcheck.readers.reference.gpu_burn import is_faulty, looks_like_gpu_burn, parse_gpu_burn, trace_of
 from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu-burn"
@@ -81,9 +82,7 @@ def test_faulty_gpus_of_a_healthy_neighbour() -> None:
     assert "wrong results" in burn.faults(1)[1]
 
 
-@pytest.mark.parametrize(
-    "name", ["2x1080-water-no-errors-cut-issue48.txt", "k80-azure-10s-issue8.txt"]
-)
+@pytest.mark.parametrize("name", ["2x1080-water-no-errors-cut-issue48.txt", "k80-azure-10s-issue8.txt"])
 def test_runs_without_wrong_results_pass(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = _analyze(capsys, name)
     assert code == 0

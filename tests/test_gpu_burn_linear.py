@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigcheck.probe.gpu_burn import looks_like_gpu_burn
+from rigcheck.readers.reference.gpu_burn import looks_like_gpu_burn
 from tests.fuzzing import time_limit
 
 HEAD = "12.5%  proc'd: 10 (7124 Gflop/s) - 9 (6963 Gflop/s)   "

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.probe.gpu_burn import is_faulty, looks_like_gpu_burn, parse_gpu_burn
+from rigcheck.readers.reference.gpu_burn import is_faulty, looks_like_gpu_burn, parse_gpu_burn
 from tests.test_cli import run
 
 CASES = Path(__file__).parent / "calibration" / "cases"
@@ -157,7 +157,7 @@ def test_the_closing_line_counts_gpu_burns_faults(path: Path, closing: str, caps
 
 def test_markdown_closing_line_too(capsys: pytest.CaptureFixture[str]) -> None:
     from rigcheck.model.burn import BurnResult
-    from rigcheck.report.burn import markdown
+    from rigcheck.report.burn.render import markdown
 
     code, doc_json, _ = _analyze(capsys, CASES / "gpuburn-16gpu-faulty.txt", "--json")
     text = markdown(BurnResult.model_validate(doc_json))

@@ -133,7 +133,7 @@ def test_gpu_poller_keeps_10_hz_and_reads_the_instant_power() -> None:
 
 def test_gpu_monitor_summarises_power_and_temperature_of_every_gpu() -> None:
     """~4 s: a 3 s monitor run, as `rigcheck monitor --duration 3` does it, without the live view."""
-    from rigcheck.cli.monitor_cmd import open_poller
+    from rigcheck.cli.monitor import open_poller
     from rigcheck.monitor.session import run_monitor
 
     def watch(*_: object) -> bool:

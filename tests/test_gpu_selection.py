@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.cli.app import main
 from rigcheck.errors import UsageError
 from rigcheck.model.kernel_log import KernelEvent
@@ -55,7 +55,7 @@ def test_select_keeps_the_gpus_their_pairs_and_matrix() -> None:
 
 
 def test_matrix_keeps_nic_rows_and_columns() -> None:
-    from rigcheck.probe.from_file import load_files
+    from rigcheck.readers.from_file import load_files
 
     snap = load_files([TOPO_4NIC])
     narrowed = select_gpus(snap, [1, 3])

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.verify import judge
+from rigcheck.checks.verify.judge import judge
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import HOSTLINK_EVIDENCE, band_for, hostlink_band
 from rigcheck.facts.pcie import pcie_bandwidth_gbps
 from rigcheck.model import Snapshot
-from rigcheck.probe.reference_import import hostlink_document, read_tool_output
+from rigcheck.readers.reference.reference_import import hostlink_document, read_tool_output
 from tests.snapshots import healthy_8x_h100
 from tests.test_cli import run
 from tests.test_verify_judge import gpu_check, hostlink_doc, node_inputs

@@ -2,7 +2,7 @@
 snapshot without the PCIe max generation): a figure under the card's own floor but at or over the floor of the
 same width one generation older is not judged, its reason naming the likely slot limit and asking for the
 machine's `nvidia-smi -q`; under that older floor it still fails; with the slot known nothing changes
-(checks/verify_figures.py hostlink_floor, facts/bands.py older_hostlink_band)."""
+(checks/verify/figures.py hostlink_floor, facts/bands.py older_hostlink_band)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.verify import judge
-from rigcheck.checks.verify_figures import hostlink_floor
+from rigcheck.checks.verify.figures import hostlink_floor
+from rigcheck.checks.verify.judge import judge
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import HOSTLINK_EVIDENCE, older_hostlink_band
 from rigcheck.model import Snapshot

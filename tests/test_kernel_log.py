@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.xid import check_xid
+from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.errors import UsageError
 from rigcheck.facts.xid import XIDS, bus_key, severity_of
 from rigcheck.model import Severity, Snapshot
-from rigcheck.probe.from_file import detect_kind, load_files, read_text
 from rigcheck.probe.kernel_log import apply_since, parse_kernel_events, parse_since, read_live
+from rigcheck.readers.from_file import detect_kind, load_files, read_text
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 LOGS = CORPUS / "kernel-log"

@@ -1,4 +1,4 @@
-"""One rule for what a launcher or log collector puts before each line (probe/launcher_prefix.py): every reader
+"""One rule for what a launcher or log collector puts before each line (readers/launcher_prefix.py): every reader
 of a reference tool's text reads a real output the same under each prefix, alone or stacked."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from rigcheck.probe.launcher_prefix import strip_launcher_prefix
-from rigcheck.probe.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
-from rigcheck.probe.nvbandwidth import parse_nvbandwidth
-from rigcheck.probe.p2p_latency_test import parse_p2p_latency_test
-from rigcheck.probe.reference_import import detect_tool
+from rigcheck.readers.launcher_prefix import strip_launcher_prefix
+from rigcheck.readers.reference.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
+from rigcheck.readers.reference.nvbandwidth import parse_nvbandwidth
+from rigcheck.readers.reference.p2p_latency_test import parse_p2p_latency_test
+from rigcheck.readers.reference.reference_import import detect_tool
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

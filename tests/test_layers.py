@@ -5,7 +5,7 @@ Layers, top to bottom (a module may import its own layer and the ones below it, 
 
     cli -> report -> bench -> monitor -> checks -> plan -> nccllog -> probe -> model -> facts -> leaves
 
-``rigcheck.__main__`` belongs to cli. ``nccllog.py`` (the NCCL log parser) sits where docs/design.md draws
+``rigcheck.__main__`` belongs to cli. ``readers/nccl_log.py`` (the NCCL log parser) sits where docs/design.md draws
 it: above probe (it reads its file through probe.from_file) and below plan. The leaves import nothing of
 rigcheck and anything may import them: ``errors.py`` (the exception tree), ``cpulist.py`` (CPU-list text)
 and the package itself (``rigcheck.__version__``).
@@ -31,7 +31,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "rigcheck"
 SNAPSHOT = Path(__file__).resolve().parent / "fixtures" / "snapshots" / "healthy-8x-h100.json"
 
-LAYERS = ("cli", "report", "bench", "monitor", "checks", "plan", "nccllog", "probe", "model", "facts")
+LAYERS = ("cli", "report", "bench", "monitor", "checks", "plan", "readers", "probe", "inputs", "model", "facts")
 LEAVES = ("rigcheck", "rigcheck.errors", "rigcheck.cpulist")
 
 
@@ -109,7 +109,7 @@ def test_the_reader_sees_every_kind_of_import() -> None:
     assert "rigcheck.cli.app" in MODULES
     assert "rigcheck.probe.nvml" in MODULES  # a package's __init__
     common = {imp.imported for imp in imports_of("rigcheck.cli.common")}
-    assert "rigcheck.probe.from_file" in common  # imported inside load_snapshot()
+    assert "rigcheck.readers.from_file" in common  # imported inside load_snapshot()
     assert "rigcheck.model.document" in common  # imported under TYPE_CHECKING
     found = {imp.imported for imp in OURS}
     assert "rigcheck.probe.nvml.calls" in found  # `from rigcheck.probe.nvml.calls import ...` resolves to the module
@@ -203,18 +203,18 @@ HEAVY = (
     "prometheus_client",
     "rigcheck.report.html",
     "rigcheck.report.svg",
-    "rigcheck.nccllog",
+    "rigcheck.readers.nccl_log",
     "rigcheck.probe.nvml",
     "rigcheck.monitor",
     "rigcheck.bench",
-    "rigcheck.cli.bench_cmd",
+    "rigcheck.cli.bench",
     "rigcheck.cli.bench_collectives",
     "rigcheck.cli.bench_device",
     "rigcheck.cli.bench_train",
     "rigcheck.cli.bench_common",
-    "rigcheck.cli.monitor_cmd",
-    "rigcheck.cli.burn_cmd",
-    "rigcheck.cli.plan_cmd",
+    "rigcheck.cli.monitor",
+    "rigcheck.cli.burn",
+    "rigcheck.cli.plan",
     "rigcheck.cli.nccl_log",
 )
 
@@ -256,7 +256,7 @@ def test_doctor_from_a_snapshot_loads_only_what_it_uses(extra: list[str]) -> Non
     loaded = loaded_by(["doctor", "--from", str(SNAPSHOT), *extra])
     assert "rigcheck.cli.doctor" in loaded  # the probe works
     assert _heavy(loaded) == []
-    assert not any(m.startswith("rigcheck.probe.smi.") and m != "rigcheck.probe.smi.ansi" for m in loaded), (
+    assert not any(m.startswith("rigcheck.readers.smi.") and m != "rigcheck.readers.smi.ansi" for m in loaded), (
         "a snapshot JSON needs none of the nvidia-smi text parsers"
     )
     other_commands = sorted(

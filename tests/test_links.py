@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rigcheck.model.links import link_state_text, nvlink_pairs_from_state, nvlink_pairs_of, nvlink_ring
-from rigcheck.probe.from_file import load_file
+from rigcheck.readers.from_file import load_file
 from tests.snapshots import healthy_8x_h100, make_gpu, nvlinks, two_titan_rtx_nv2
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"

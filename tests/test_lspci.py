@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.driver import NO_MODULE_NOTE
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.driver import NO_MODULE_NOTE
 from rigcheck.cli.app import main
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Finding, Severity
-from rigcheck.probe.from_file import detect_kind, load_file, load_files
-from rigcheck.probe.lspci import NO_MODULE_NOTE as PROBE_NOTE
-from rigcheck.probe.lspci import pci_gpus, read_lspci
+from rigcheck.readers.from_file import detect_kind, load_file, load_files
+from rigcheck.readers.lspci import NO_MODULE_NOTE as PROBE_NOTE
+from rigcheck.readers.lspci import pci_gpus, read_lspci
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LSPCI = FIXTURES / "lspci"

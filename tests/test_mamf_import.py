@@ -1,6 +1,7 @@
 """`rigcheck bench matmul --from FILE`: a mamf-finder output (ml-engineering's maximum-achievable-matmul finder,
-v1, v2 and the MAMF/MSMF layout) read (probe/mamf.py, probe/mamf_doc.py) and its best figure judged against
-verify's matmul band (checks/mamf_judge.py), end to end through the CLI. Real outputs in tests/fixtures/mamf/
+v1, v2 and the MAMF/MSMF layout) read (readers/reference/mamf.py, readers/reference/mamf_doc.py) and its best figure
+judged against
+verify's matmul band (checks/reference/mamf.py), end to end through the CLI. Real outputs in tests/fixtures/mamf/
 (README.md there gives each source); every input built from them here is labelled synthetic.
 """
 
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 
 from rigcheck.model.bench import MatmulDocument, parse_bench
-from rigcheck.probe import live, mamf_doc
-from rigcheck.probe.mamf import looks_like_mamf, parse_mamf
+from rigcheck.probe import live
+from rigcheck.readers.reference import mamf_doc
+from rigcheck.readers.reference.mamf import looks_like_mamf, parse_mamf
 from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -336,7 +338,7 @@ def test_each_reader_names_the_command_for_the_other(
 @pytest.mark.parametrize("path", [H100, H200_V4, GFX1151], ids=lambda p: p.name)
 def test_a_cut_anywhere_is_a_document_or_one_input_error(path: Path) -> None:
     # SYNTHETIC: the real output cut at every 11th character
-    from rigcheck.checks.mamf_judge import judge_mamf
+    from rigcheck.checks.reference.mamf import judge_mamf
     from rigcheck.cli.bench_mamf import figure_of
     from rigcheck.errors import InputError
 

@@ -1,4 +1,4 @@
-"""Every judgement says how close it was: the figure's margin from what it was held to (checks/verify_figures.py
+"""Every judgement says how close it was: the figure's margin from what it was held to (checks/verify/figures.py
 margin_pct, margin_text), in each judgement's line, as ``reference`` / ``margin_pct`` in the JSON, and as a
 column of verify's and `bench ... --from`'s tables."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rigcheck.checks.verify import judge
-from rigcheck.checks.verify_figures import baseline_judgement, margin_pct, margin_text
-from rigcheck.report.verify import html, markdown, terminal
+from rigcheck.checks.verify.figures import baseline_judgement, margin_pct, margin_text
+from rigcheck.checks.verify.judge import judge
+from rigcheck.report.verify.render import html, markdown, terminal
 from tests.test_cli import run
 from tests.test_hostlink_floor import NVB_H100_25, Q_GEN4_SLOT
 from tests.test_verify_judge import BF16, SLOW, as_document, gpu_check, node_inputs

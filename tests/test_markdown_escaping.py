@@ -9,10 +9,10 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.model.doctor import doctor_document
+from rigcheck.model.power_thermal import power_document, thermal_document
 from rigcheck.model.snapshot import Nic, Snapshot
-from rigcheck.model.state import power_document, thermal_document
 from rigcheck.model.topo import snapshot_topo_document
 from rigcheck.report.common import md_cell, md_code, md_prose, md_text
 from rigcheck.report.render import Format, render

@@ -1,4 +1,4 @@
-"""`--from A --from B …`: several real outputs combined into one snapshot (probe/merge.py).
+"""`--from A --from B …`: several real outputs combined into one snapshot (readers/merge.py).
 
 The inputs are corpus files; where two are of one machine the corpus MANIFEST says so (h100-vm/ is one VM;
 the 3x A6000 topo + nvlink pair; the 4x RTX 6000 Ada table + topo pair; Princeton's H100 table + -q).
@@ -19,8 +19,8 @@ from rigcheck.errors import InputError
 from rigcheck.model import Missing, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from rigcheck.model.schema import snapshot_schema
 from rigcheck.model.snapshot import Diagnostic, P2PStatus, Snapshot
-from rigcheck.probe.from_file import load_file, load_files
-from rigcheck.probe.merge_fields import MERGE_SOURCE
+from rigcheck.readers.from_file import load_file, load_files
+from rigcheck.readers.merge_fields import MERGE_SOURCE
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 H100 = CORPUS / "h100-vm"
@@ -158,7 +158,7 @@ def test_princeton_h100_table_and_q_keep_the_precise_figures() -> None:
 
 def test_table_names_cut_with_dots_give_way_to_the_full_name() -> None:
     from rigcheck.model import Gpu
-    from rigcheck.probe.merge_fields import Merger
+    from rigcheck.readers.merge_fields import Merger
 
     kept, other = Gpu(index=0, name="NVIDIA RTX 6000 Ada Gene..."), Gpu(index=0, name="NVIDIA RTX 6000 Ada Generation")
     merger = Merger("table.txt")

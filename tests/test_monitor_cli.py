@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from rigcheck.cli import burn_cmd, monitor_cmd
+from rigcheck.cli import burn as burn_cmd
+from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.cli.common import note
 from rigcheck.errors import RigcheckError, UsageError
 from rigcheck.model.telemetry import Sample, TraceGpu
@@ -19,7 +20,7 @@ from rigcheck.monitor.prometheus import ExporterSource, GpuIdentity, MetricsServ
 from rigcheck.monitor.sampler import Sampler, SamplerStats
 from rigcheck.monitor.session import exporter_source
 from rigcheck.probe.nvml import NvmlPoller
-from rigcheck.probe.trace import read_trace
+from rigcheck.readers.trace.stream import read_trace
 from tests.conftest import nvidia_gpu_present
 from tests.fakenvml import burn_gpu_lost, burn_power_capped_h100
 
@@ -233,7 +234,7 @@ def test_monitor_bad_usage_is_exit_2(argv: list[str], capsys: pytest.CaptureFixt
 _MONITOR_LOADS = """
 import sys
 import typer
-from rigcheck.cli import monitor_cmd
+from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.probe.nvml import NvmlPoller
 from tests.fakenvml import burn_power_capped_h100
 

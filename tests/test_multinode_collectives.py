@@ -15,14 +15,20 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks.fleet import fleet_document
+from rigcheck.checks.fleet.judge import fleet_document
 from rigcheck.cli.app import main
 from rigcheck.facts import allreduce_bands as ab
 from rigcheck.model.bench import CollectiveDocument
 from rigcheck.model.finding import Severity
 from rigcheck.model.fleet import FleetCollective
-from rigcheck.probe.nccl_tests import NcclTestsRun, add_log_evidence, nodes_of, parse_nccl_tests, ranks_per_host
-from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
+from rigcheck.readers.reference.nccl_tests import (
+    NcclTestsRun,
+    add_log_evidence,
+    nodes_of,
+    parse_nccl_tests,
+    ranks_per_host,
+)
+from rigcheck.readers.reference.nccl_tests_doc import collective_document, parse_link
 from tests.test_fleet_rules import healthy, report
 
 HERE = Path(__file__).parent

@@ -1,4 +1,5 @@
-"""nccl-tests output read with `bench <collective> --from FILE` (probe/nccl_tests.py, probe/nccl_tests_doc.py): every
+"""nccl-tests output read with `bench <collective> --from FILE` (readers/reference/nccl_tests.py,
+readers/reference/nccl_tests_doc.py): every
 corpus file with its MANIFEST facts, the other layouts from tests/fixtures/nccl-tests-extra/, bad inputs, the
 ceiling and the band's verdict, the CLI end to end, and `verify --from DIR` taking the saved document."""
 
@@ -16,9 +17,9 @@ import pytest
 from rigcheck.cli.app import main
 from rigcheck.errors import ParseError, UsageError
 from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, Versions, parse_bench
-from rigcheck.probe.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
-from rigcheck.probe.nccl_tests_doc import collective_document, error_tolerance, parse_link
-from rigcheck.report.bench import collective_summary
+from rigcheck.readers.reference.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
+from rigcheck.readers.reference.nccl_tests_doc import collective_document, error_tolerance, parse_link
+from rigcheck.report.bench.render import collective_summary
 from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -396,7 +397,7 @@ def test_cli_wrong_collective_and_link_without_from(capsys: pytest.CaptureFixtur
 
 
 def test_verify_reads_a_saved_imported_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from rigcheck.probe.saved import load_saved
+    from rigcheck.readers.saved import load_saved
 
     code, out, _ = run(["bench", "allreduce", "--from", str(PCIE_2080TI), "--from", str(TOPO_2080TI), "--json"], capsys)
     assert code == 0
@@ -407,7 +408,7 @@ def test_verify_reads_a_saved_imported_document(capsys: pytest.CaptureFixture[st
     assert inputs.allreduce.results[-1].busbw_gbps == 4.0
     assert inputs.cpu is False
     assert inputs.notes == ["the machine is the snapshot embedded in allreduce.json (no snapshot file)"]
-    from rigcheck.checks.verify_figures import allreduce_figure
+    from rigcheck.checks.verify.figures import allreduce_figure
 
     figure = allreduce_figure(inputs.allreduce)
     assert figure is not None

@@ -1,4 +1,5 @@
-"""rigcheck.nccllog on every NCCL log we hold: the corpus's facts (manifest.json), extra real and synthetic logs."""
+"""rigcheck.readers.nccl_log on every NCCL log we hold: the corpus's facts (manifest.json), extra real and synthetic
+logs."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typer.testing import CliRunner
 from rigcheck.cli.app import main
 from rigcheck.cli.nccl_log import register
 from rigcheck.errors import InputError, ParseError
-from rigcheck.nccllog import (
+from rigcheck.readers.nccl_log import (
     P2P_LABEL,
     SHM_LABEL,
     SINGLE_RANK_LABEL,

@@ -1,4 +1,5 @@
-"""`nccl-log FILE` read in one pass (rigcheck.nccllog.read_nccl_log): the same document as the whole-text parser
+"""`nccl-log FILE` read in one pass (rigcheck.readers.nccl_log.read_nccl_log): the same document as the whole-text
+parser
 on every log we hold and at any block boundary, the streaming limits, and memory that does not follow the file."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.nccllog import parse_nccl_log, read_nccl_log
+from rigcheck.readers.nccl_log import parse_nccl_log, read_nccl_log
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOGS = sorted(
@@ -30,7 +31,7 @@ def whole(path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("chunk", [1 << 20, 61])
 def test_stream_equals_whole_text_parse(path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # 61 bytes a block: lines (and CRLF pairs, escape sequences) are cut across blocks in every way.
-    monkeypatch.setattr("rigcheck.probe.trace._CHUNK", chunk)
+    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", chunk)
     assert read_nccl_log(str(path)).to_json_dict() == whole(path)
 
 
@@ -45,7 +46,7 @@ def test_stream_equals_whole_text_parse(path: Path, chunk: int, monkeypatch: pyt
     ids=["bom-no-final-newline", "crlf-and-cr", "ansi", "utf-16"],
 )
 def test_stream_line_ends_and_encodings(raw: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rigcheck.probe.trace._CHUNK", 7)
+    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", 7)
     path = tmp_path / "x.log"
     path.write_bytes(raw)
     text = raw.decode("utf-16") if raw.startswith(b"\xff\xfe") else raw.decode("utf-8-sig")
@@ -77,13 +78,13 @@ def test_stream_errors_are_the_whole_file_errors(
 def test_stream_limits_end_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     long_line = tmp_path / "long.log"
     long_line.write_bytes(LINE.encode() + b"x" * 3000)
-    monkeypatch.setattr("rigcheck.probe.files.STREAM_MAX_LINE", 1024)
+    monkeypatch.setattr("rigcheck.inputs.STREAM_MAX_LINE", 1024)
     with pytest.raises(InputError, match="longer than 1 KiB") as info:
         read_nccl_log(str(long_line))
     assert info.value.line == 2
     endless = tmp_path / "endless.log"
     endless.write_bytes(LINE.encode() * 100)
-    monkeypatch.setattr("rigcheck.probe.files.STREAM_MAX_BYTES", 2000)  # the file is 6,600 bytes
+    monkeypatch.setattr("rigcheck.inputs.STREAM_MAX_BYTES", 2000)  # the file is 6,600 bytes
     with pytest.raises(InputError, match="too large"):
         read_nccl_log(str(endless))
     with pytest.raises(InputError, match="no such file"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rigcheck.nccllog import SHM_LABEL, p2p_mismatch, parse_nccl_log, transport_kind
+from rigcheck.readers.nccl_log import SHM_LABEL, p2p_mismatch, parse_nccl_log, transport_kind
 
 # (real line, transport as printed, family, connection as printed)
 REAL_LINES: list[tuple[str, str, str, str]] = [

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.model import Missing, Severity
-from rigcheck.probe.from_file import load_file, load_files, load_text
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
+from rigcheck.readers.from_file import load_file, load_files, load_text
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
 
 FIXTURES = Path(__file__).parent / "fixtures"
 B300 = FIXTURES / "smi-extra" / "004-7xb300-610-kmd-umd-version-header.txt"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rigcheck.probe.nvbandwidth import parse_nvbandwidth
+from rigcheck.readers.reference.nvbandwidth import parse_nvbandwidth
 from tests.calibration.runner import CASES_DIR, run_cli
 
 CASE = CASES_DIR / "nvbandwidth-2x4gb200-multinode-d2d.txt"

@@ -1,4 +1,4 @@
-"""`nvidia-smi nvlink -s` (rigcheck.probe.smi.nvlink_status) on the real outputs of the corpus: every GPU gets
+"""`nvidia-smi nvlink -s` (rigcheck.readers.smi.nvlink_status) on the real outputs of the corpus: every GPU gets
 its links with their state and speed, "all links are inactive" included."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from rigcheck.errors import ParseError
 from rigcheck.model import Missing, Snapshot
-from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
+from rigcheck.readers.smi.nvlink_status import parse_nvlink_status
 
 NVLINK = Path(__file__).parent / "fixtures" / "corpus" / "nvlink"
 INACTIVE = "NVML: Unable to retrieve NVLink information as all links are inActive\n"  # as nvlink/002 prints it

@@ -1,4 +1,4 @@
-"""p2p bands of PCIe GeForce/RTX pairs and the P2P-enabled-slower-than-staged flag (checks/reference_p2p.py),
+"""p2p bands of PCIe GeForce/RTX pairs and the P2P-enabled-slower-than-staged flag (checks/reference/p2p.py),
 on real p2pBandwidthLatencyTest and nvbandwidth outputs (tests/fixtures/p2p-bands/README.md)."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_a_pair_without_peer_access_is_held_to_the_staged_band(capsys: pytest.Ca
 
 
 def test_verify_holds_a_pair_without_peer_access_to_the_staged_band() -> None:
-    from rigcheck.checks.verify import judge
+    from rigcheck.checks.verify.judge import judge
     from tests.test_verify_judge import node_check, node_inputs, p2p_doc, rule
 
     doc = p2p_doc({(0, 1): 20.0}, link="PIX", nvlinks=None)  # synthetic: 20 GB/s over a Gen5 x16 PCIe link

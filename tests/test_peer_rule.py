@@ -1,4 +1,4 @@
-"""The peer rule of `rigcheck verify` (checks/verify_figures.py peer_judgement): three or more identical GPUs are
+"""The peer rule of `rigcheck verify` (checks/verify/figures.py peer_judgement): three or more identical GPUs are
 held to their median, so one card reading high fails no one; two must agree, else both are measured again and,
 still apart, both are flagged naming each other."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.verify import NearFloor, judge
-from rigcheck.checks.verify_figures import PEER_MARGIN, peer_judgement
-from rigcheck.probe.saved import load_saved
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.verify.figures import PEER_MARGIN, peer_judgement
+from rigcheck.checks.verify.judge import NearFloor, judge
+from rigcheck.readers.saved import load_saved
 from tests.test_cli import run
 from tests.test_verify_judge import BF16, CASES_DIR, gpu_check, node_inputs, rule
 

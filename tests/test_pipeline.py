@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rigcheck.checks import CHECKS, run_checks
+from rigcheck.checks.doctor import CHECKS, run_checks
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Severity, snapshot_from_json, snapshot_to_json
 from rigcheck.model.doctor import doctor_document

@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rigcheck.cli.plan_cmd import register
+from rigcheck.cli.plan import register
 from rigcheck.errors import UsageError
 from rigcheck.model import Gpu, GpuPair, LinkKind, Snapshot
 from rigcheck.plan.comm import (

@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from rigcheck.cli.app import main
-from rigcheck.cli.plan_cmd import register
+from rigcheck.cli.plan import register
 from rigcheck.errors import UsageError
 from rigcheck.plan.offload import Capacity, hostlink_from_bench, nvme_from_bench, plan_offload
 from rigcheck.report.render import Format, render

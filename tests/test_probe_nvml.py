@@ -293,7 +293,7 @@ def test_no_permission_fields() -> None:
 
 def test_power_brake_counter_from_nvml_reaches_the_doctor() -> None:
     """HW power brake time is read from its field value (nvml.h id 271, ns) and fires power.brake-history."""
-    from rigcheck.checks import run_checks
+    from rigcheck.checks.doctor import run_checks
     from tests.fakenvml import FakeGpu, FakeNvml
 
     lib = FakeNvml([FakeGpu(uuid="GPU-brake", event_counters_ns={269: 0, 270: 0, 271: 2_500_000_000})])

@@ -205,7 +205,7 @@ def test_counters_served_on_loopback_by_default() -> None:
 
 
 def test_the_cli_builds_cached_counters_for_its_poller() -> None:
-    from rigcheck.cli.monitor_cmd import make_counters
+    from rigcheck.cli.monitor import make_counters
 
     with NvmlPoller(nvlink_replay_errors()) as poller:
         counters = make_counters(poller)  # reads this machine's kernel log (or cannot: then no Xid series)

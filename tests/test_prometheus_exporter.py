@@ -37,7 +37,7 @@ from rigcheck.probe.kernel_log import XidCounter
 from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.probe.nvml.counters import NvlinkErrorReader
 from rigcheck.probe.nvml.memory_health import MemoryHealthReader
-from rigcheck.probe.trace import read_trace
+from rigcheck.readers.trace.stream import read_trace
 from tests.fakenvml import (
     H100_BUS_IDS,
     SCENARIOS,

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.driver import absence_finding
-from rigcheck.checks.xid import check_xid
+from rigcheck.checks.doctor.driver import absence_finding
+from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.errors import ParseError
 from rigcheck.model import Severity
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
 from rigcheck.probe.driver import api_mismatch, ascii_quotes, driver_state_from_text
-from rigcheck.probe.from_file import detect_kind, load_text
-from rigcheck.probe.smi.topo import parse_topo
+from rigcheck.readers.from_file import detect_kind, load_text
+from rigcheck.readers.smi.topo import parse_topo
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reader-formats"
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"

@@ -1,7 +1,7 @@
 """`rigcheck bench p2p | membw | hostlink --from FILE`: nvbandwidth (text and -j JSON) and p2pBandwidthLatencyTest
-outputs read (probe/nvbandwidth.py, probe/p2p_latency_test.py), mapped to bench documents
-(probe/reference_import.py), each figure beside its link's ceiling and judged against verify's band
-(checks/reference_judge.py), end to end through the CLI. Real outputs in tests/fixtures/reference-tools/ (README.md
+outputs read (readers/reference/nvbandwidth.py, readers/reference/p2p_latency_test.py), mapped to bench documents
+(readers/reference/reference_import.py), each figure beside its link's ceiling and judged against verify's band
+(checks/reference/judge.py), end to end through the CLI. Real outputs in tests/fixtures/reference-tools/ (README.md
 there gives each source) and the corpus' 2x RTX 2080 Ti p2pBandwidthLatencyTest.
 """
 
@@ -17,9 +17,9 @@ from rigcheck.cli.app import main
 from rigcheck.errors import ParseError
 from rigcheck.model.bench import HostlinkDocument, MembwDocument, P2PDocument, parse_bench
 from rigcheck.probe import live
-from rigcheck.probe.nvbandwidth import looks_like_nvbandwidth, parse_nvbandwidth
-from rigcheck.probe.p2p_latency_test import looks_like_p2p_latency_test, parse_p2p_latency_test
-from rigcheck.probe.reference_import import detect_tool
+from rigcheck.readers.reference.nvbandwidth import looks_like_nvbandwidth, parse_nvbandwidth
+from rigcheck.readers.reference.p2p_latency_test import looks_like_p2p_latency_test, parse_p2p_latency_test
+from rigcheck.readers.reference.reference_import import detect_tool
 from tests.test_cli import run
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Snapshot, snapshot_from_json
 from rigcheck.model.doctor import doctor_document
 from rigcheck.model.document import Document
+from rigcheck.model.power_thermal import power_document, thermal_document
 from rigcheck.model.schema import FILE_FORMATS, GENERATED
-from rigcheck.model.state import power_document, thermal_document
 from rigcheck.model.topo import snapshot_matrix, topo_document
 from rigcheck.report.render import REPORT_MODULES, Format, render, renderers_for
 from tests.test_schemas import assert_valid
@@ -71,7 +71,7 @@ def power_plan_sample() -> Document:
 
 
 def nccl_log_sample() -> Document:
-    from rigcheck.nccllog import read_nccl_log
+    from rigcheck.readers.nccl_log import read_nccl_log
 
     log = SNAPSHOTS.parent / "corpus" / "nccl-log" / "004-4node-32xa100-p2p-ipc-read-net-ib-2.10.3.txt"
     return read_nccl_log(str(log))
@@ -79,10 +79,10 @@ def nccl_log_sample() -> Document:
 
 def burn_sample() -> Document:
     """`burn --analyze` of a real trace (a `rigcheck burn` run is drawn in every format by tests/test_burn.py)."""
-    from rigcheck.checks.burn import analyze_trace
+    from rigcheck.checks.burn.judge import analyze_trace
     from rigcheck.cli.burn_analyze import analysis_exit_code
     from rigcheck.model.burn import BurnResult
-    from rigcheck.probe.trace import read_trace
+    from rigcheck.readers.trace.stream import read_trace
 
     trace = read_trace(str(SNAPSHOTS.parent / "traces" / "smi-gpu-lost.csv"))
     analyses = analyze_trace(trace)
@@ -137,8 +137,8 @@ def verify_sample() -> Document:
     """`rigcheck verify --from` the saved documents of an 8×H100 node whose GPU 3 is slow."""
     import time
 
-    from rigcheck.checks.verify_saved import verify_saved
-    from rigcheck.probe.saved import load_saved
+    from rigcheck.checks.verify.saved import verify_saved
+    from rigcheck.readers.saved import load_saved
 
     inputs = load_saved(SNAPSHOTS.parent / "verify" / "h100x8-gpu3-slow")
     return verify_saved(
@@ -154,15 +154,15 @@ def verify_sample() -> Document:
 
 
 def verify_bands_sample() -> Document:
-    from rigcheck.checks.verify_bands import explain_bands
+    from rigcheck.checks.verify.bands import explain_bands
 
     return explain_bands(["H100 SXM5", "GeForce RTX 4090"], None, None)
 
 
 def fleet_sample() -> Document:
     """`rigcheck fleet --from` four saved 8×H100 snapshots: one node's driver differs, one GPU runs at x8."""
-    from rigcheck.checks.fleet import fleet_document
-    from rigcheck.probe.fleet_saved import load_fleet_dir
+    from rigcheck.checks.fleet.judge import fleet_document
+    from rigcheck.readers.fleet_saved import load_fleet_dir
 
     nodes = load_fleet_dir(SNAPSHOTS.parent / "fleet" / "4-nodes").nodes
     nodes = [n.model_copy(update={"findings": run_checks(n.snapshot)}) if n.snapshot else n for n in nodes]
@@ -194,8 +194,8 @@ def test_every_typed_document_has_renderers_and_a_sample() -> None:
 def imported_bench_sample() -> Document:
     """`rigcheck bench p2p --from` the 2x RTX 2080 Ti p2pBandwidthLatencyTest output: its rows, every matrix, the
     verdicts against verify's p2p band (an imported document's own parts of the report)."""
-    from rigcheck.checks.reference_judge import Machine, judge
-    from rigcheck.probe.reference_import import p2p_document, read_tool_output
+    from rigcheck.checks.reference.judge import Machine, judge
+    from rigcheck.readers.reference.reference_import import p2p_document, read_tool_output
 
     path = SNAPSHOTS.parent / "corpus" / "p2p" / "001-2x2080ti-cannot-access-peer.txt"
     output = read_tool_output(path.read_text(encoding="utf-8"), path.name)
@@ -210,8 +210,8 @@ EXTRA_SAMPLES: dict[str, Callable[[], Document]] = {"rigcheck.bench/1 imported":
 def imported_collective_sample() -> Document:
     """`bench allreduce --from` an nccl-tests output (8x A100, before nccl-tests 2.0) with its link named: the
     source, the in-place and ceiling columns, the verdict and nccl-tests' summary lines."""
-    from rigcheck.probe.nccl_tests import parse_nccl_tests
-    from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
+    from rigcheck.readers.reference.nccl_tests import parse_nccl_tests
+    from rigcheck.readers.reference.nccl_tests_doc import collective_document, parse_link
 
     path = SNAPSHOTS.parent / "nccl-tests-extra" / "old-allreduce-8xa100-c0.log"
     run = parse_nccl_tests(path.read_text(encoding="utf-8"), path.name)

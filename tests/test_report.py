@@ -82,7 +82,7 @@ def test_placeholder_gpu_is_shown_unreadable() -> None:
 def test_compare_p2p_over_gloo_does_not_headline_a_p2p_speedup() -> None:
     # gloo (CPU processes) has no P2P path: NCCL_P2P_DISABLE=1 changes nothing, so a 20% gap is noise.
     from rigcheck.bench.compare import compare_p2p
-    from rigcheck.report.bench import RENDERERS, speedup_line
+    from rigcheck.report.bench.render import RENDERERS, speedup_line
     from tests.test_bench_compare import GUIDE_NO_P2P_S, GUIDE_P2P_S, P2P_LOG, SHM_LOG, FakeRuns, train_doc
 
     gloo = compare_p2p(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.errors import OutputError
 from rigcheck.model import CLOCK_EVENT_REASONS, Finding, Severity, snapshot_from_json
@@ -35,8 +35,8 @@ from rigcheck.model.bench import (
 from rigcheck.model.burn import GpuBurnAnalysis
 from rigcheck.model.doctor import DoctorDocument, doctor_document
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
-from rigcheck.report.bench_html import bench_html
-from rigcheck.report.burn_html import burn_html
+from rigcheck.report.bench.html import bench_html
+from rigcheck.report.burn.html import burn_html
 from rigcheck.report.common import SEVERITY_ORDER
 from rigcheck.report.doctor import doctor_html
 from rigcheck.report.html import (
@@ -712,7 +712,7 @@ def test_bench_compare_p2p_document_from_the_bench_module() -> None:
 
 
 def test_a_share_is_never_rounded_to_all_or_nothing() -> None:
-    from rigcheck.report.burn_html import _share_text
+    from rigcheck.report.burn.html import _share_text
 
     assert [_share_text(f) for f in (0.995, 0.9996, 1.0, 0.0004, 0.25)] == [
         "99.5%",

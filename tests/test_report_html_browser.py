@@ -32,8 +32,8 @@ from typing import ClassVar
 
 import pytest
 
-from rigcheck.report.bench_html import bench_html
-from rigcheck.report.burn_html import burn_html
+from rigcheck.report.bench.html import bench_html
+from rigcheck.report.burn.html import burn_html
 from rigcheck.report.doctor import doctor_html
 from rigcheck.report.html import CSP, KIND_COLOURS, REASON_COLOURS, write_html
 from tests.test_report_html import allreduce_doc, burn_analysis, burn_trace, doctor_report
@@ -274,7 +274,7 @@ def test_verify_and_fleet_pages_lead_with_their_verdict_offline(tmp_path: Path) 
     """The verdict is the first thing on each page (above every table), painted in its colour, and nothing is
     fetched."""
     from rigcheck.report.fleet import html as fleet_html
-    from rigcheck.report.verify import html as verify_html
+    from rigcheck.report.verify.render import html as verify_html
     from tests.test_render_formats import fleet_sample, verify_sample
 
     for name, page in (("verify", verify_html(verify_sample())), ("fleet", fleet_html(fleet_sample()))):  # type: ignore[arg-type]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from rigcheck.checks.burn import analyze_trace
-from rigcheck.report.burn_html import burn_html
+from rigcheck.checks.burn.judge import analyze_trace
+from rigcheck.report.burn.html import burn_html
 from rigcheck.report.doctor import doctor_html
 from tests.test_report_html import Page, burn_analysis, burn_trace, doctor_report
 

@@ -15,7 +15,7 @@ from rigcheck.errors import ProbeError
 from rigcheck.model.telemetry import Sample, TraceGpu
 from rigcheck.monitor.sampler import Sampler, TraceFile, next_deadline
 from rigcheck.probe.nvml import NvmlPoller
-from rigcheck.probe.trace import read_trace
+from rigcheck.readers.trace.stream import read_trace
 from tests.fakenvml import (
     BURN_IDLE_POLLS,
     SCENARIOS,

@@ -22,7 +22,7 @@ import pytest
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from rigcheck.cli import monitor_cmd
+from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.cli.app import main
 from rigcheck.model.schema import GENERATED, SCHEMA_DIR, document_schema, document_schemas, schema_files
 from rigcheck.probe.nvml import NvmlPoller
@@ -427,7 +427,7 @@ def test_burn_json_of_a_run_is_valid() -> None:
     """`rigcheck burn` itself needs CUDA; its document comes from the same code run on CPU with the fake NVML."""
     torch = pytest.importorskip("torch")
     from rigcheck.bench.burn import run_burn
-    from rigcheck.cli.burn_cmd import burn_document, burn_exit_code
+    from rigcheck.cli.burn import burn_document, burn_exit_code
 
     with NvmlPoller(burn_power_capped_h100(1)) as poller:
         result = run_burn(

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from rigcheck.cli import burn_cmd, monitor_cmd
+from rigcheck.cli import burn as burn_cmd
+from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.cli.common import _on_signal, interrupted_by, interruptible
 from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rigcheck.errors import Interrupted

@@ -10,11 +10,11 @@ import pytest
 from rigcheck.errors import InputError, ParseError
 from rigcheck.model import Missing, Snapshot
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
-from rigcheck.probe.from_file import read_text
-from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.from_file import read_text
+from rigcheck.readers.smi.nvlink_status import parse_nvlink_status
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 BAD = Path(__file__).parent / "fixtures" / "smi-bad"
 Parser = Callable[[str, str | None], Snapshot]

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from rigcheck.model import CLOCK_EVENT_REASONS, Gpu, Missing, Snapshot, snapshot_from_json, snapshot_to_json
-from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.nvlink_status import parse_nvlink_status
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 MANIFEST: list[dict[str, Any]] = json.loads((CORPUS / "manifest.json").read_text(encoding="utf-8"))

@@ -12,9 +12,9 @@ import pytest
 from rigcheck.errors import ParseError
 from rigcheck.model import Gpu, Missing, Snapshot
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -207,7 +207,7 @@ def test_xml_instant_draw_past_the_cut_is_not_replaced_by_the_average() -> None:
 def test_the_doctor_shows_that_the_input_ends_early() -> None:
     from rich.console import Console
 
-    from rigcheck.checks import run_checks
+    from rigcheck.checks.doctor import run_checks
     from rigcheck.model.doctor import doctor_document
     from rigcheck.report.doctor import doctor_html, doctor_markdown, doctor_terminal
 

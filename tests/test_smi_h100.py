@@ -8,10 +8,10 @@ import pytest
 
 from rigcheck.errors import ParseError
 from rigcheck.model import Gpu, Missing, Snapshot
-from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.nvlink_status import parse_nvlink_status
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 H100 = Path(__file__).parent / "fixtures" / "corpus" / "h100-vm"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from rigcheck.model import Missing
-from rigcheck.probe.smi.nvlink_status import parse_nvlink_status
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.nvlink_status import parse_nvlink_status
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 OLD_Q = """
 ==============NVSMI LOG==============

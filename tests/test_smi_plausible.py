@@ -9,9 +9,9 @@ import pytest
 
 from rigcheck.facts.plausible import BOUNDS, out_of_bounds
 from rigcheck.model import Gpu, Missing
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 Q = CORPUS / "smi-q" / "001-1xh100-545-full-event-reasons-tlimit.txt"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 

@@ -10,7 +10,7 @@ import pytest
 
 from rigcheck.errors import ParseError
 from rigcheck.model import Missing
-from rigcheck.probe.from_file import detect_kind, load_file, load_text
+from rigcheck.readers.from_file import detect_kind, load_file, load_text
 from tests.test_cli import run
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"

@@ -11,8 +11,8 @@ import pytest
 from rigcheck.errors import ParseError
 from rigcheck.model import Missing
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
-from rigcheck.probe.from_file import detect_kind
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.from_file import detect_kind
+from rigcheck.readers.smi.table import parse_table
 
 EXTRA = Path(__file__).parent / "fixtures" / "smi-extra"
 OLD = EXTRA / "002-1xgeforce8500gt-290.10-old-layout-2012.txt"

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks.health import check_health
+from rigcheck.checks.doctor.health import check_health
 from rigcheck.model import Missing, Severity, Snapshot
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
-from rigcheck.probe.smi.table import parse_table
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
+from rigcheck.readers.smi.table import parse_table
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 ERR = CORPUS / "smi-err"

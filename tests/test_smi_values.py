@@ -6,7 +6,7 @@ import pytest
 
 from rigcheck.errors import ParseError
 from rigcheck.model import CLOCK_EVENT_REASONS, Gpu, Missing
-from rigcheck.probe.smi.values import (
+from rigcheck.readers.smi.values import (
     COUNTER_BY_LABEL,
     REASON_BY_LABEL,
     check_text,
@@ -155,7 +155,7 @@ def test_nvml_error_strings(raw: str, reason: Missing) -> None:
 
 def test_absent_reason_reads_a_typographic_apostrophe() -> None:
     # "couldn’t" as a web page or a chat prints it (U+2019): the same message as the ASCII one
-    from rigcheck.probe.smi.values import absent_reason
+    from rigcheck.readers.smi.values import absent_reason
 
     line = "NVIDIA-SMI has failed because it couldn\u2019t communicate with the NVIDIA driver."
     assert absent_reason(f"$ nvidia-smi\n{line}\n") == line

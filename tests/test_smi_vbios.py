@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rigcheck.model import Missing
-from rigcheck.probe.from_file import load_file
-from rigcheck.probe.smi.query_text import parse_query_text
-from rigcheck.probe.smi.query_xml import parse_query_xml
+from rigcheck.readers.from_file import load_file
+from rigcheck.readers.smi.query_text import parse_query_text
+from rigcheck.readers.smi.query_xml import parse_query_xml
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 

@@ -1,4 +1,5 @@
-"""The power and thermal documents (rigcheck.model.state) and their renderings (rigcheck.report.state)."""
+"""The power and thermal documents (rigcheck.model.power_thermal) and their renderings
+(rigcheck.report.power_thermal)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import get_args
 
 from rich.console import Console
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import CLOCK_EVENT_REASONS, Missing, Snapshot, snapshot_from_json
-from rigcheck.model.state import (
+from rigcheck.model.power_thermal import (
     ClockEventReason,
     PowerDocument,
     ThermalDocument,

@@ -11,8 +11,8 @@ import pytest
 from rigcheck.errors import ParseError
 from rigcheck.model import Missing
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
-from rigcheck.probe.from_file import detect_kind, load_file, load_text
-from rigcheck.probe.smi.topo import CPU_AFFINITY, NUMA_AFFINITY, TopoCut, parse_topo, read_topo
+from rigcheck.readers.from_file import detect_kind, load_file, load_text
+from rigcheck.readers.smi.topo import CPU_AFFINITY, NUMA_AFFINITY, TopoCut, parse_topo, read_topo
 
 REAL = Path(__file__).parent / "fixtures" / "topo-extra" / "002-8gpu-mlx4-cut-after-gpu4-2017.txt"
 PAIRS_0_TO_4 = {

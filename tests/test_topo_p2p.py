@@ -1,4 +1,4 @@
-"""`nvidia-smi topo -p2p r|w|rw|n|a|p` (rigcheck.probe.smi.topo_p2p) on the real outputs of the corpus: every
+"""`nvidia-smi topo -p2p r|w|rw|n|a|p` (rigcheck.readers.smi.topo_p2p) on the real outputs of the corpus: every
 pair's status for the capability shown, the printed codes' meaning, the layouts, bad input."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from rigcheck.errors import ParseError
 from rigcheck.model import Missing, P2PStatus, snapshot_from_json, snapshot_to_json
-from rigcheck.probe.smi.topo_p2p import FIELDS, P2P_CODES, looks_like_topo_p2p, parse_topo_p2p
+from rigcheck.readers.smi.topo_p2p import FIELDS, P2P_CODES, looks_like_topo_p2p, parse_topo_p2p
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 ENTRIES: list[dict[str, Any]] = [

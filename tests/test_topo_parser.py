@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rigcheck.errors import ParseError
 from rigcheck.model import GpuPair, TopoGpu, TopoMatrix
-from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"

@@ -18,8 +18,8 @@ from rigcheck.model.topo import (
     topo_document,
     topology_from_pairs,
 )
-from rigcheck.probe.from_file import load_file
-from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+from rigcheck.readers.from_file import load_file
+from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
 from rigcheck.report.topo import topo_html, topo_markdown, topology_renderable
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from rigcheck.model import GpuPair, Snapshot
 from rigcheck.model.topo import topo_document
-from rigcheck.probe.smi.topo import pairs_from_topology, parse_topo
+from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
 from rigcheck.report.topo import full_matrix, topo_html, topology_renderable
 
 TOPO = Path(__file__).parent / "fixtures" / "corpus" / "topo"

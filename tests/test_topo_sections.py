@@ -1,10 +1,10 @@
-"""A saved report holding `topo -m` and `topo -p2p` matrices in one file: both are read (probe/from_file.py)."""
+"""A saved report holding `topo -m` and `topo -p2p` matrices in one file: both are read (readers/from_file.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.probe.from_file import detect_kind, load_file, load_text, topo_m_section
+from rigcheck.readers.from_file import detect_kind, load_file, load_text, topo_m_section
 
 REPORT = Path(__file__).parent / "fixtures" / "topo-extra" / "003-8gpu-topo-m-and-p2p-r-w-one-report.txt"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.burn import BurnAggregator, analyze_trace
-from rigcheck.checks.burn_plateau import _Rle
+from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace
+from rigcheck.checks.burn.plateau import _Rle
 from rigcheck.errors import InputError
-from rigcheck.probe.trace import TraceStream, read_trace
+from rigcheck.readers.trace.stream import TraceStream, read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCES = sorted((FIXTURES / "corpus" / "telemetry").glob("*.csv")) + sorted((FIXTURES / "traces").glob("*.csv"))
@@ -103,7 +103,7 @@ def _variant(rng: random.Random, source: Path, out: Path) -> None:
 @pytest.mark.parametrize("chunk", [1 << 20, 200])
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_columns_equal_samples_on_the_real_traces(source: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rigcheck.probe.trace._CHUNK", chunk)
+    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", chunk)
     assert _analysis(str(source), batches=True) == _analysis(str(source), batches=False)
 
 
@@ -116,11 +116,11 @@ def test_columns_equal_samples_on_damaged_variants(seed: int, tmp_path: Path, mo
     rng = random.Random(seed)
     path = tmp_path / "variant.csv"
     _variant(rng, BASES[seed % len(BASES)], path)
-    monkeypatch.setattr("rigcheck.probe.trace._CHUNK", rng.choice([1 << 20, 4096, 300]))
+    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", rng.choice([1 << 20, 4096, 300]))
     if seed % 3 == 0:  # the bounds on what is remembered, reached
-        monkeypatch.setattr("rigcheck.probe.trace_batches._ROW_CACHE_MAX", 16)
-        monkeypatch.setattr("rigcheck.checks.burn_columns._MEMO_MAX", 8)
-        monkeypatch.setattr("rigcheck.checks.burn_columns._TALLY_MAX", 8)
+        monkeypatch.setattr("rigcheck.readers.trace.batches._ROW_CACHE_MAX", 16)
+        monkeypatch.setattr("rigcheck.checks.burn.columns._MEMO_MAX", 8)
+        monkeypatch.setattr("rigcheck.checks.burn.columns._TALLY_MAX", 8)
     assert _analysis(str(path), batches=True) == _analysis(str(path), batches=False)
 
 

@@ -1,4 +1,4 @@
-"""`nvidia-smi dmon` output as a telemetry trace (rigcheck.probe.trace_dmon, through read_trace / TraceStream and
+"""`nvidia-smi dmon` output as a telemetry trace (rigcheck.readers.trace.dmon, through read_trace / TraceStream and
 `burn --analyze`): the real captures in tests/fixtures/traces/ and the corpus, then each layout dmon prints."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rigcheck.checks.burn import NOT_IN_TRACE, analyze_trace
+from rigcheck.checks.burn.judge import NOT_IN_TRACE, analyze_trace
 from rigcheck.errors import ParseError
 from rigcheck.model.telemetry import Sample, Trace
-from rigcheck.probe.trace import TraceStream, read_trace
-from rigcheck.probe.trace_dmon import header_names
+from rigcheck.readers.trace.dmon import header_names
+from rigcheck.readers.trace.stream import TraceStream, read_trace
 from tests.test_burn_analysis import _app
 from tests.test_schemas import assert_valid
 

@@ -1,4 +1,4 @@
-"""Trace readers (rigcheck.probe.trace): nvidia-smi --query-gpu CSV in its forms, rigcheck's CSV and JSONL (and
+"""Trace readers (rigcheck.readers.trace.stream): nvidia-smi --query-gpu CSV in its forms, rigcheck's CSV and JSONL (and
 their writers, rigcheck.model.trace)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rigcheck.model.trace import (
     write_csv_header,
     write_jsonl_header,
 )
-from rigcheck.probe.trace import read_trace
+from rigcheck.readers.trace.stream import read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TELEMETRY = FIXTURES / "corpus" / "telemetry"
@@ -298,7 +298,7 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
 
 def test_a_unicode_digit_as_gpu_index_is_a_bad_row_not_a_crash(tmp_path: Path) -> None:
     """ "¹".isdigit() is True but int("¹") fails: found by the fuzz suite in a mutated nvidia-smi trace."""
-    from rigcheck.probe.trace import read_trace
+    from rigcheck.readers.trace.stream import read_trace
 
     path = tmp_path / "t.csv"
     path.write_text(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.burn import BurnAggregator, analyze_trace
+from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace
 from rigcheck.errors import InputError
 from rigcheck.model.telemetry import Sample, counter_median
-from rigcheck.probe.trace import TraceStream, read_trace
+from rigcheck.readers.trace.stream import TraceStream, read_trace
 
 BURN = Path(__file__).parent / "fixtures" / "corpus" / "telemetry" / "smi-lms-torch-bf16-burn.csv"
 
@@ -70,7 +70,7 @@ def test_an_endless_input_ends_in_one_error() -> None:
 
 
 def test_a_line_without_end_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rigcheck.probe.files.STREAM_MAX_LINE", 1000)
+    monkeypatch.setattr("rigcheck.inputs.STREAM_MAX_LINE", 1000)
     path = tmp_path / "long.csv"
     path.write_text("timestamp, index, power.draw [W]\n" + "x" * 5000)
     with pytest.raises(InputError, match="longer than"):

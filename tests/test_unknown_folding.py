@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from rigcheck.checks import FINDING_IDS, run_checks
-from rigcheck.checks.unknown_sources import FOLDABLE, NEVER_FOLDED, fold_input_gaps, folds_input_gaps
+from rigcheck.checks.doctor import FINDING_IDS, run_checks
+from rigcheck.checks.doctor.unknown_sources import FOLDABLE, NEVER_FOLDED, fold_input_gaps, folds_input_gaps
 from rigcheck.cli.app import main
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Finding, Missing, Severity, Snapshot, Source, snapshot_from_json
 from rigcheck.model.doctor import DoctorDocument, doctor_document
-from rigcheck.probe.from_file import load_file, load_files
+from rigcheck.readers.from_file import load_file, load_files
 from rigcheck.report.doctor import doctor_html, doctor_markdown, doctor_terminal, show_unknown
 from rigcheck.report.render import json_text
 
@@ -219,7 +219,7 @@ def test_every_unknown_a_check_can_emit_is_classified() -> None:
     # be placed (else it falls to the generic line at best).
     checks = ROOT / "src" / "rigcheck" / "checks"
     emitted = set()
-    for path in checks.glob("*.py"):
+    for path in checks.rglob("*.py"):
         emitted |= set(re.findall(r'"([a-z0-9]+\.[a-z0-9-]+)",\s*Severity\.UNKNOWN', path.read_text(encoding="utf-8")))
     assert len(emitted) >= 12
     assert emitted == set(FOLDABLE) | NEVER_FOLDED

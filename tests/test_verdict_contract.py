@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks import FINDING_IDS
-from rigcheck.checks.driver import DRIVER_IDS
+from rigcheck.checks.doctor import FINDING_IDS
+from rigcheck.checks.doctor.driver import DRIVER_IDS
 from rigcheck.checks.verdicts import (
     NODE_RULES,
     STEP_RULES,
@@ -21,7 +21,7 @@ from rigcheck.checks.verdicts import (
     node_verdict,
     slurm_line,
 )
-from rigcheck.checks.verify import judge
+from rigcheck.checks.verify.judge import judge
 from rigcheck.cli.exits import exit_code_for, exit_code_for_verdict
 from rigcheck.model.finding import Finding, Severity
 from rigcheck.model.snapshot import Snapshot
@@ -144,8 +144,8 @@ def test_every_broken_state_has_a_real_input() -> None:
 
 @pytest.mark.parametrize("finding_id", sorted(BROKEN_INPUTS))
 def test_a_broken_state_fails_with_its_action(finding_id: str) -> None:
-    from rigcheck.checks import run_checks
-    from rigcheck.probe.from_file import load_file
+    from rigcheck.checks.doctor import run_checks
+    from rigcheck.readers.from_file import load_file
 
     name, words = BROKEN_INPUTS[finding_id]
     findings = run_checks(load_file(str(Path(__file__).parent / "fixtures" / name)))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rigcheck.checks.burn import analyze_trace
-from rigcheck.checks.verify_figures import Figure, burn_figures
+from rigcheck.checks.burn.judge import analyze_trace
+from rigcheck.checks.verify.figures import Figure, burn_figures
 from rigcheck.model.burn import BurnResult, gpu_burn_problem
-from rigcheck.probe import gpu_burn as gb
+from rigcheck.readers.reference import gpu_burn as gb
 
 FIX = Path(__file__).parent / "fixtures" / "gpu-burn"
 

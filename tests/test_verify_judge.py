@@ -1,4 +1,4 @@
-"""The judge of `rigcheck verify` (checks/verify.py): each rule on realistic documents of an 8x H100 SXM node.
+"""The judge of `rigcheck verify` (checks/verify/judge.py): each rule on realistic documents of an 8x H100 SXM node.
 
 The figures are those of a healthy H100 SXM5 (../shared/gpu-evidence/h100-2026-11-22): bf16 matmul ~770 TFLOPS
 at 8192^3 (floor 712), device copy ~2989 GB/s read + write (floor 2680), pinned host copies ~55 GB/s (floor
@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.verify import (
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.verify.judge import (
     CPU_SOURCE,
     DRAIN_MAX,
     Judged,

@@ -1,4 +1,4 @@
-"""The runner of `rigcheck verify` (rigcheck.bench.verify): real gloo processes on CPU, one time budget.
+"""The runner of `rigcheck verify` (rigcheck.bench.verify.run): real gloo processes on CPU, one time budget.
 
 The CPU pipeline runs for real (matmul, membw and all-reduce on gloo processes, ~7 s on two cores); the GPU
 steps are exercised on this GPU-less machine through their failures (torch sees no CUDA device) and a burn
@@ -21,12 +21,12 @@ import pytest
 import torch
 from rich.console import Console
 
-import rigcheck.bench.verify as runner
+import rigcheck.bench.verify.run as runner
 from rigcheck.bench.burn import run_burn
 from rigcheck.bench.device.matmul import GPU_QUICK_SHAPES
 from rigcheck.bench.device.membw import run_membw as real_membw
-from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S, NEEDS_GPU, run_verify
-from rigcheck.bench.verify_steps import (
+from rigcheck.bench.verify.run import CPU_BUDGET_S, LEVEL_BUDGET_S, NEEDS_GPU, run_verify
+from rigcheck.bench.verify.steps import (
     BURN_OVERHEAD_S,
     CPU,
     PLANS,
@@ -36,15 +36,15 @@ from rigcheck.bench.verify_steps import (
     matmul_dtypes,
     merge_rows,
 )
-from rigcheck.checks.verify import Judged, NearFloor
-from rigcheck.checks.verify import judge as real_judge
+from rigcheck.checks.verify.judge import Judged, NearFloor
+from rigcheck.checks.verify.judge import judge as real_judge
 from rigcheck.cli.exits import exit_code_for_verdict
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.bench import MatmulBest, MatmulDocument, MatmulRow, Method, Versions, row_head
 from rigcheck.model.snapshot import Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyCheck, VerifyDocument, VerifyInputs
 from rigcheck.probe.nvml import NvmlPoller
-from rigcheck.report.verify import headline, html, markdown, terminal
+from rigcheck.report.verify.render import headline, html, markdown, terminal
 from tests.fakenvml import burn_power_capped_h100
 from tests.snapshots import make_gpu, make_snapshot
 
@@ -497,7 +497,7 @@ def live_poller() -> Iterator[Callable[[], Any]]:
     opened: list[Any] = []
 
     def open_() -> Any:
-        from rigcheck.cli.monitor_cmd import open_poller
+        from rigcheck.cli.monitor import open_poller
 
         opened.append(open_poller(None))
         return opened[-1]
@@ -510,7 +510,7 @@ def live_poller() -> Iterator[Callable[[], Any]]:
 @pytest.mark.gpu
 def test_gpu_quick_fits_its_budget(live_poller: Callable[[], Any]) -> None:
     """~2 min on one H100: the whole quick level, burn included."""
-    from rigcheck.checks import run_checks
+    from rigcheck.checks.doctor import run_checks
     from rigcheck.cli.bench_common import machine
 
     snap = machine(cpu=False)

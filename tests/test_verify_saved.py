@@ -1,4 +1,4 @@
-"""`verify --from DIR`'s reader (probe/saved.py): saved rigcheck documents back as the judge's inputs, and each
+"""`verify --from DIR`'s reader (readers/saved.py): saved rigcheck documents back as the judge's inputs, and each
 way a directory cannot be used as one line of InputError naming the file."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks import run_checks
-from rigcheck.checks.verify import judge
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.verify.judge import judge
 from rigcheck.errors import InputError
 from rigcheck.model.doctor import doctor_document
-from rigcheck.probe.saved import load_saved
+from rigcheck.readers.saved import load_saved
 from tests.snapshots import healthy_8x_h100
 from tests.test_verify_judge import (
     BF16,

@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))  # the calibration cases live in the tests package
 from tests.calibration.bands_doc import _healthy_figures, _lowest_for, render  # noqa: E402
 from tests.calibration.runner import Result, load_cases, results  # noqa: E402
 
-from rigcheck.checks.verify_bands import explain_bands  # noqa: E402
+from rigcheck.checks.verify.bands import explain_bands  # noqa: E402
 
 DOC = ROOT / "docs" / "bands.md"
 FACTS = ROOT / "src" / "rigcheck" / "facts" / "published_figures.py"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rigcheck.checks.verify_bands import explain_bands
+from rigcheck.checks.verify.bands import explain_bands
 from rigcheck.facts import allreduce_bands, collective_bands
 from rigcheck.facts.allreduce_bands import Tier, size_text
 from tests.calibration.runner import Figure, Result, judged_share, results

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.bench.fleet_auth import (
+from rigcheck.bench.fleet.auth import (
     KEY_VAR,
     Munge,
     Rejected,
@@ -34,8 +34,8 @@ from rigcheck.bench.fleet_auth import (
     munge_payload,
     plan_key,
 )
-from rigcheck.bench.fleet_env import FleetEnv
-from rigcheck.bench.fleet_store import Bounded
+from rigcheck.bench.fleet.env import FleetEnv
+from rigcheck.bench.fleet.store import Bounded
 from rigcheck.errors import BenchError, UsageError
 from tests.procs import assert_none_left
 from tests.slurm_harness import SlurmCluster, slurm_cluster

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.checks.xid import check_xid
+from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.model import Snapshot
 from rigcheck.probe import fabric_manager, kernel_log
 from rigcheck.probe.tool_run import run_tool

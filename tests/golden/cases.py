@@ -111,7 +111,7 @@ def cases() -> list[Case]:
     for name, args in power_plans.items():
         out.append(Case(f"power-plan--{name}.json", ("power", "plan", *args, "--json")))
         out.append(Case(f"power-plan--{name}.txt", ("power", "plan", *args)))
-    # several --from files combined into one snapshot (probe/merge.py); same machine unless the name says not
+    # several --from files combined into one snapshot (readers/merge.py); same machine unless the name says not
     combined = {
         "h100-xml-topo": ("doctor", f"{CORPUS}/h100-vm/q.xml", f"{CORPUS}/h100-vm/topo-m.txt"),
         "h100-all": (

@@ -45,7 +45,7 @@ from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.gpu_select import cuda_index  # one NVML -> CUDA mapping for every run
 from rigcheck.bench.launcher import one_line
-from rigcheck.checks.burn import BURN_ONLY_FIELDS, analyze_trace
+from rigcheck.checks.burn.judge import BURN_ONLY_FIELDS, analyze_trace
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.burn import BurnRun, BurnWorkload, GpuLoadSummary
 from rigcheck.monitor.sampler import Poller, Sampler, TraceFile

@@ -8,7 +8,7 @@ slower run:
                     = (131.4 − 101.9) / 131.4 × 100 = 22.5 %
 
 Each run is labelled with the transport NCCL actually used, read from its ``NCCL_DEBUG=INFO`` output
-(`rigcheck.nccllog`), so a "no-P2P" run that still went over P2P, or a "P2P" run that fell back to SHM
+(`rigcheck.readers.nccl_log`), so a "no-P2P" run that still went over P2P, or a "P2P" run that fell back to SHM
 (peer access unavailable: no NVLink and no PCIe P2P), is called out in ``warnings`` rather than
 reported as a comparison it is not. On CPU processes (gloo) there is no NCCL: the variable changes
 nothing, and the result says so.
@@ -40,7 +40,7 @@ from rigcheck.model.bench import (
     TrainRun,
     YesNo,
 )
-from rigcheck.nccllog import describe_transport, p2p_mismatch, parse_nccl_log
+from rigcheck.readers.nccl_log import describe_transport, p2p_mismatch, parse_nccl_log
 
 RunDocument = CollectiveDocument | TrainDocument
 # One run of the benchmark: (environment to add, whether to log NCCL) -> (its document, its NCCL log text).

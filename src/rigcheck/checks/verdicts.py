@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from rigcheck.checks import FINDING_IDS
-from rigcheck.checks.driver import DRIVER_IDS
+from rigcheck.checks.doctor import FINDING_IDS
+from rigcheck.checks.doctor.driver import DRIVER_IDS
 from rigcheck.model.finding import Finding, Severity
 from rigcheck.model.verify import VERDICT_ORDER, StepStatus, Verdict, worst
 

@@ -1,7 +1,7 @@
 """What every `rigcheck bench` command shares: options, the machine it measures, printing, the exit code.
 
 The commands hand the benchmark this machine's snapshot (:func:`machine`: rigcheck.bench does not probe) and
-print its document through rigcheck.report.bench (:func:`finish`).
+print its document through rigcheck.report.bench.render (:func:`finish`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rigcheck.report.render import Format
 if TYPE_CHECKING:
     from rigcheck.bench.gpu_select import GpuPlacement
     from rigcheck.model.snapshot import Snapshot
-    from rigcheck.report.bench import BenchDoc
+    from rigcheck.report.bench.render import BenchDoc
 
 CpuOption = Annotated[bool, typer.Option("--cpu", help="Run on CPU processes with gloo (no GPU needed; what CI runs).")]
 WorldSizeOption = Annotated[
@@ -139,7 +139,7 @@ def described_machine(parts: list[tuple[str, str]]) -> Snapshot | None:
     given); what the merge noticed is one stderr line each."""
     if not parts:
         return None
-    from rigcheck.probe.from_file import load_text
+    from rigcheck.readers.from_file import load_text
 
     if len(parts) == 1:
         path, text = parts[0]
@@ -148,8 +148,8 @@ def described_machine(parts: list[tuple[str, str]]) -> Snapshot | None:
                 "empty file: expected a machine description (nvidia-smi -q, topo -m, a snapshot)", path=path
             )
         return load_text(text, path)
-    from rigcheck.probe.merge import Part, merge_snapshots
-    from rigcheck.probe.merge_fields import MERGE_SOURCE
+    from rigcheck.readers.merge import Part, merge_snapshots
+    from rigcheck.readers.merge_fields import MERGE_SOURCE
 
     snap = merge_snapshots([Part(path, load_text(text, path) if text.strip() else None) for path, text in parts])
     for diagnostic in snap.diagnostics:

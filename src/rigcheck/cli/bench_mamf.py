@@ -16,9 +16,9 @@ import typer
 from rigcheck.errors import InputError, UsageError
 
 if TYPE_CHECKING:
-    from rigcheck.checks.mamf_judge import MatmulFigure
+    from rigcheck.checks.reference.mamf import MatmulFigure
     from rigcheck.model.bench import MatmulDocument
-    from rigcheck.probe.mamf import MamfRun
+    from rigcheck.readers.reference.mamf import MamfRun
 
 MamfFromOption = Annotated[
     list[Path] | None,
@@ -35,12 +35,12 @@ MEASUREMENT = "a mamf-finder output, or a machine description"
 def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
     """The matmul document of the mamf-finder output among ``files``, judged on the GPU ``gpu`` names (else the
     machine the other files describe, else the device the output prints)."""
-    from rigcheck.checks.mamf_judge import judge_mamf
-    from rigcheck.checks.verify_bands import resolve_gpu
+    from rigcheck.checks.reference.mamf import judge_mamf
+    from rigcheck.checks.verify.bands import resolve_gpu
     from rigcheck.cli.bench_common import described_machine
-    from rigcheck.probe.from_file import read_text
-    from rigcheck.probe.mamf import looks_like_mamf, parse_mamf
-    from rigcheck.probe.mamf_doc import mamf_document as document
+    from rigcheck.readers.from_file import read_text
+    from rigcheck.readers.reference.mamf import looks_like_mamf, parse_mamf
+    from rigcheck.readers.reference.mamf_doc import mamf_document as document
 
     named = resolve_gpu(gpu) if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
@@ -63,8 +63,8 @@ def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
 
 def figure_of(run: MamfRun) -> MatmulFigure | None:
     """The judge's view of a run: its best figure, dtype and device as printed."""
-    from rigcheck.checks.mamf_judge import MatmulFigure
-    from rigcheck.probe.mamf_doc import judged_best, statistic_of
+    from rigcheck.checks.reference.mamf import MatmulFigure
+    from rigcheck.readers.reference.mamf_doc import judged_best, statistic_of
 
     best = judged_best(run)
     if best is None:
@@ -86,9 +86,9 @@ def figure_of(run: MamfRun) -> MatmulFigure | None:
 
 def _not_mamf(path: str, text: str) -> InputError:
     """The one line for a first file that is no mamf-finder output, naming the command that reads it."""
-    from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test
-    from rigcheck.probe.nccl_tests import looks_like_nccl_tests
-    from rigcheck.probe.reference_import import detect_tool
+    from rigcheck.readers.reference.bandwidth_test import looks_like_bandwidth_test
+    from rigcheck.readers.reference.nccl_tests import looks_like_nccl_tests
+    from rigcheck.readers.reference.reference_import import detect_tool
 
     tool = detect_tool(text)
     if tool is not None or looks_like_bandwidth_test(text):

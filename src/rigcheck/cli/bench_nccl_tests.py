@@ -64,9 +64,14 @@ def imported_document(
 ) -> CollectiveDocument:
     """The document of the nccl-tests output among ``files``, with the machine the others describe."""
     from rigcheck.model.bench import CollectiveOp
-    from rigcheck.probe.from_file import read_text
-    from rigcheck.probe.nccl_tests import add_log_evidence, looks_like_nccl_log, looks_like_nccl_tests, parse_nccl_tests
-    from rigcheck.probe.nccl_tests_doc import collective_document, parse_link
+    from rigcheck.readers.from_file import read_text
+    from rigcheck.readers.reference.nccl_tests import (
+        add_log_evidence,
+        looks_like_nccl_log,
+        looks_like_nccl_tests,
+        parse_nccl_tests,
+    )
+    from rigcheck.readers.reference.nccl_tests_doc import collective_document, parse_link
 
     if op not in get_args(CollectiveOp):
         raise UsageError(f"unknown collective {op!r}")

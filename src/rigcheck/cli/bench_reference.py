@@ -18,8 +18,8 @@ from rigcheck.cli.bench_common import described_machine, refuse_given
 from rigcheck.errors import InputError, UsageError
 
 if TYPE_CHECKING:
-    from rigcheck.probe.reference_import import Command
-    from rigcheck.report.bench import BenchDoc
+    from rigcheck.readers.reference.reference_import import Command
+    from rigcheck.report.bench.render import BenchDoc
 
 FromOption = Annotated[
     list[Path] | None,
@@ -53,13 +53,13 @@ def refuse_live_options(ctx: typer.Context, *names: str) -> None:
 
 
 def _not_a_measurement(path: str, text: str, command: Command) -> InputError:
-    from rigcheck.probe.nccl_tests import looks_like_nccl_tests
+    from rigcheck.readers.reference.nccl_tests import looks_like_nccl_tests
 
     if looks_like_nccl_tests(text):
         return InputError(
             "holds nccl-tests output: read it with `rigcheck bench allreduce --from` (or its collective)", path=path
         )
-    from rigcheck.probe.reference_import import other_reader
+    from rigcheck.readers.reference.reference_import import other_reader
 
     if (reader := other_reader(text)) is not None:
         return InputError(f"holds {reader}", path=path)
@@ -74,17 +74,17 @@ def _not_a_measurement(path: str, text: str, command: Command) -> InputError:
 def imported_document(command: Command, files: Sequence[Path], *, gpu: str | None) -> BenchDoc:
     """The document of the tool output among ``files``, its ceilings and judgement from the machine the others
     describe (and ``gpu``)."""
-    from rigcheck.checks.reference_judge import Machine, judge
-    from rigcheck.checks.verify_bands import resolve_gpu
-    from rigcheck.probe.from_file import read_text
-    from rigcheck.probe.reference_import import detect_tool, read_tool_output, wrong_tool
+    from rigcheck.checks.reference.judge import Machine, judge
+    from rigcheck.checks.verify.bands import resolve_gpu
+    from rigcheck.readers.from_file import read_text
+    from rigcheck.readers.reference.reference_import import detect_tool, read_tool_output, wrong_tool
 
     named = resolve_gpu(gpu) if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")
     texts = [(path, read_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
-    from rigcheck.probe.bandwidth_test import looks_like_bandwidth_test
+    from rigcheck.readers.reference.bandwidth_test import looks_like_bandwidth_test
 
     def is_measurement(text: str) -> bool:
         return detect_tool(text) is not None or looks_like_bandwidth_test(text)
@@ -100,15 +100,15 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     path, text = texts[at]
     if detect_tool(text) is None:  # the CUDA sample bandwidthTest
         from rigcheck.model.bench import MembwDocument
-        from rigcheck.probe.bandwidth_test import parse_bandwidth_test
-        from rigcheck.probe.bandwidth_test_doc import bandwidth_test_document
+        from rigcheck.readers.reference.bandwidth_test import parse_bandwidth_test
+        from rigcheck.readers.reference.bandwidth_test_doc import bandwidth_test_document
 
         run = parse_bandwidth_test(text, path)
         sample = bandwidth_test_document(command, run, path)
         machine = described_machine([part for i, part in enumerate(texts) if i != at])
         judged = judge(sample, Machine(machine, named, {d.index: (d.name, d.bus_id) for d in run.devices}))
         if isinstance(judged, MembwDocument):
-            from rigcheck.probe.bandwidth_test_doc import unjudge_device_copies
+            from rigcheck.readers.reference.bandwidth_test_doc import unjudge_device_copies
 
             return unjudge_device_copies(judged)
         return judged
@@ -118,7 +118,7 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     if error is not None:
         raise error
     snapshot = described_machine([part for i, part in enumerate(texts) if i != at])
-    from rigcheck.probe import reference_import as ri
+    from rigcheck.readers.reference import reference_import as ri
 
     doc: BenchDoc
     if command == "membw":

@@ -22,7 +22,7 @@ from rigcheck.errors import RigcheckError
 
 if TYPE_CHECKING:
     from rigcheck.model.bench import TrainDocument
-    from rigcheck.report.bench import BenchDoc
+    from rigcheck.report.bench.render import BenchDoc
 
 StepsOption = Annotated[
     int | None, typer.Option("--steps", min=1, max=1_000_000, help="Training steps (default 200; --tiny: 10).")

@@ -1,7 +1,7 @@
 """`rigcheck burn --analyze FILE [--json] [--html FILE]`: the burn verdict on a recorded trace (``rigcheck.burn/1``).
 
 Exit codes: 0 nothing wrong; 1 a GPU throttled for heat, was lost, or hit the hardware power brake for
-a second or more (:func:`rigcheck.checks.burn.is_problem`); 2 a file that is not a trace.
+a second or more (:func:`rigcheck.checks.burn.judge.is_problem`); 2 a file that is not a trace.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from rigcheck.checks.burn import BurnAggregator, analyze_trace, is_problem
+from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace, is_problem
 from rigcheck.cli.common import emit, note, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
 from rigcheck.errors import InputError
@@ -33,7 +33,7 @@ def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
     is read again into memory, as is standard input (it cannot be read twice).
     """
     from rigcheck.model.telemetry import TracePlot
-    from rigcheck.probe.trace import TraceStream, read_trace
+    from rigcheck.readers.trace.stream import TraceStream, read_trace
 
     if path != "-":
         stream = TraceStream(path)
@@ -58,8 +58,8 @@ def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
 def _gpu_burn(path: str) -> tuple[Trace, list[GpuBurnAnalysis], bool] | None:
     """gpu-burn's output read as a trace, judged, with gpu-burn's own verdicts added; None for any other file
     (standard input is left to the trace readers: it cannot be read twice)."""
-    from rigcheck.probe import gpu_burn as gb
-    from rigcheck.probe.trace import open_input, read_chunk
+    from rigcheck.readers.reference import gpu_burn as gb
+    from rigcheck.readers.trace.stream import open_input, read_chunk
 
     if path == "-":
         return None
@@ -67,7 +67,7 @@ def _gpu_burn(path: str) -> tuple[Trace, list[GpuBurnAnalysis], bool] | None:
         head = read_chunk(fh, path).decode("utf-8", "replace")
     if not gb.looks_like_gpu_burn(head):
         return None
-    from rigcheck.probe.from_file import read_text
+    from rigcheck.readers.from_file import read_text
 
     run = gb.parse_gpu_burn(read_text(path, "gpu-burn output"), path)
     trace = gb.trace_of(run, path)

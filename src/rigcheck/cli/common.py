@@ -130,11 +130,11 @@ def load_snapshot(source: list[Path] | None, *, announce_absent: bool = True, gp
 
 def _load_snapshot(source: list[Path] | None, *, announce_absent: bool) -> Snapshot:
     if source:
-        from rigcheck.probe.from_file import load_files
+        from rigcheck.readers.from_file import load_files
 
         snap = load_files([str(p) for p in source])
         if len(source) > 1:
-            from rigcheck.probe.merge_fields import MERGE_SOURCE
+            from rigcheck.readers.merge_fields import MERGE_SOURCE
 
             for diagnostic in snap.diagnostics:
                 if diagnostic.source == MERGE_SOURCE:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from rigcheck.checks import run_checks
+from rigcheck.checks.doctor import run_checks
 from rigcheck.cli.common import (
     FromOption,
     GpusOption,

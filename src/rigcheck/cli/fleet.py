@@ -1,7 +1,7 @@
 """`rigcheck fleet`: the same verdict over many nodes, one process per GPU under torchrun or srun
-(rigcheck.bench.fleet), or from saved per-node documents with ``--from DIR`` (nothing runs).
+(rigcheck.bench.fleet.run), or from saved per-node documents with ``--from DIR`` (nothing runs).
 
-Live, every rank runs this command: the launcher's variables say where it stands (rigcheck.bench.fleet_env),
+Live, every rank runs this command: the launcher's variables say where it stands (rigcheck.bench.fleet.env),
 each node's local rank 0 inspects its node (probe, doctor checks, and with ``--verify`` the `verify`
 measurements), rank 0 prints the document; the other ranks print nothing on stdout. Exit code, the same on
 every rank (rank 0 sends the fleet's verdict to the others): 0 pass, 1 fail or incomplete, 2 bad usage or input,
@@ -105,10 +105,10 @@ def fleet(
 
 
 def _from_files(directory: Path) -> FleetDocument:
-    from rigcheck.checks import run_checks
-    from rigcheck.checks.fleet import fleet_document
-    from rigcheck.checks.fleet_collectives import fleet_rows, hosts_notes
-    from rigcheck.probe.fleet_saved import load_fleet_dir
+    from rigcheck.checks.doctor import run_checks
+    from rigcheck.checks.fleet.collectives import fleet_rows, hosts_notes
+    from rigcheck.checks.fleet.judge import fleet_document
+    from rigcheck.readers.fleet_saved import load_fleet_dir
 
     started = time.monotonic()
     saved = load_fleet_dir(directory)
@@ -144,7 +144,7 @@ def _inspector(*, cpu: bool, level: str, host: str) -> Callable[[], NodeReport]:
 
     def inspect() -> NodeReport:
         from rigcheck.bench.env import software_versions
-        from rigcheck.checks import run_checks
+        from rigcheck.checks.doctor import run_checks
         from rigcheck.cli.common import load_snapshot
         from rigcheck.model.fleet import NodeReport
 
@@ -172,11 +172,11 @@ def _inspector(*, cpu: bool, level: str, host: str) -> Callable[[], NodeReport]:
 
 
 def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, host: str) -> VerifyDocument:
-    from rigcheck.bench.verify import run_verify
+    from rigcheck.bench.verify.run import run_verify
 
     poller = None
     if not cpu:
-        from rigcheck.cli.monitor_cmd import open_poller
+        from rigcheck.cli.monitor import open_poller
 
         poller = open_poller(None)
     try:
@@ -204,10 +204,10 @@ def _live(
     key_file: Path | None,
     insecure: bool,
 ) -> FleetDocument | None:
-    from rigcheck.bench.fleet import run_fleet
-    from rigcheck.bench.fleet_auth import find_munge, plan_key
-    from rigcheck.bench.fleet_env import parse_fleet_env
-    from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S
+    from rigcheck.bench.fleet.auth import find_munge, plan_key
+    from rigcheck.bench.fleet.env import parse_fleet_env
+    from rigcheck.bench.fleet.run import run_fleet
+    from rigcheck.bench.verify.run import CPU_BUDGET_S, LEVEL_BUDGET_S
 
     env = parse_fleet_env(os.environ)
     munge = find_munge(os.environ) if env.launcher == "slurm" else None

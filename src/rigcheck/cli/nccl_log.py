@@ -21,7 +21,7 @@ def nccl_log(
     Exit code: 0, 1 when the log shows the run failed (a communicator abort, a watchdog timeout, an NCCL error),
     2 when the file is not an NCCL log.
     """
-    from rigcheck.nccllog import read_nccl_log  # the parser loads only for this command (and --compare-p2p)
+    from rigcheck.readers.nccl_log import read_nccl_log  # the parser loads only for this command (and --compare-p2p)
 
     doc = read_nccl_log(str(file))
     emit(doc, Format.JSON if as_json else Format.TERMINAL)

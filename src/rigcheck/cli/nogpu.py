@@ -32,7 +32,7 @@ NOTHING_TO_WATCH = "nothing to watch (`rigcheck burn --analyze FILE` reads a rec
 
 def absence(snapshot: Snapshot) -> str | None:
     """Why this snapshot has no GPU to work on, in one line; None when it has GPUs."""
-    from rigcheck.checks.driver import absence_line
+    from rigcheck.checks.doctor.driver import absence_line
 
     return absence_line(snapshot)
 

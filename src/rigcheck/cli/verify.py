@@ -1,6 +1,6 @@
 """`rigcheck verify`: a pass/fail verdict per GPU and for the node, judged against what each GPU should reach.
 
-Three ways in, one document out (``rigcheck.verify/1``): measured live in a time budget (rigcheck.bench.verify),
+Three ways in, one document out (``rigcheck.verify/1``): measured live in a time budget (rigcheck.bench.verify.run),
 on CPU processes with ``--cpu``, or judged from saved documents with ``--from DIR`` (nothing runs). ``--explain``
 prints the bands instead (``rigcheck.verify-bands/1``). ``--only`` scopes the run to some stages. Exit code (the
 contract of docs/verdicts.md, rigcheck.checks.verdicts): 0 pass or unjudged (a CPU run), 1 fail or incomplete (a
@@ -41,7 +41,7 @@ LevelOption = Annotated[
 
 
 def _explain(names: list[str] | None, site: SiteConfig | None, config: Path | None, as_json: bool) -> None:
-    from rigcheck.checks.verify_bands import explain_bands
+    from rigcheck.checks.verify.bands import explain_bands
 
     emit(explain_bands(names, site, str(config) if config else None), Format.JSON if as_json else Format.TERMINAL)
 
@@ -93,7 +93,7 @@ def verify(
 
     Exit code: 0 pass (or unjudged: a CPU run), 1 fail or incomplete, 2 bad usage or input, 130/143 interrupted.
     """
-    from rigcheck.bench.verify_steps import MEASURED_STEPS, parse_only
+    from rigcheck.bench.verify.steps import MEASURED_STEPS, parse_only
     from rigcheck.errors import UsageError
 
     if level not in ("quick", "full"):
@@ -110,7 +110,7 @@ def verify(
         _explain(gpu_names, site, config, as_json)
         return
     from rigcheck.cli.common import parse_gpus
-    from rigcheck.probe.saved import load_baseline
+    from rigcheck.readers.saved import load_baseline
 
     chosen = parse_gpus(gpus_text)
     base = load_baseline(baseline) if baseline is not None else None
@@ -131,8 +131,8 @@ def _from_files(
     names: tuple[str | None, str | None],
     only: tuple[str, ...] | None,
 ) -> VerifyDocument:
-    from rigcheck.checks.verify_saved import verify_saved
-    from rigcheck.probe.saved import load_saved
+    from rigcheck.checks.verify.saved import verify_saved
+    from rigcheck.readers.saved import load_saved
 
     started = time.monotonic()
     inputs = load_saved(directory)
@@ -161,8 +161,8 @@ def _live(
 ) -> VerifyDocument:
     import socket
 
-    from rigcheck.bench.verify import CPU_BUDGET_S, LEVEL_BUDGET_S, run_verify
-    from rigcheck.checks import run_checks
+    from rigcheck.bench.verify.run import CPU_BUDGET_S, LEVEL_BUDGET_S, run_verify
+    from rigcheck.checks.doctor import run_checks
     from rigcheck.cli.common import load_snapshot, note
     from rigcheck.cli.nogpu import VERDICT_WITHOUT_GPU, absence
 
@@ -172,7 +172,7 @@ def _live(
     if missing is not None:
         # No GPU and no --cpu: the no-GPU rule's one line on stderr, and still the document (fail, exit 1), so
         # --json always gives one and --slurm a reason.
-        from rigcheck.checks.verify_saved import verify_unmeasured
+        from rigcheck.checks.verify.saved import verify_unmeasured
 
         note(f"{missing}; {VERDICT_WITHOUT_GPU}")
         lvl: Level = "full" if level == "full" else "quick"
@@ -181,7 +181,7 @@ def _live(
         return verify_unmeasured(snap, findings, reason=missing, level=lvl, host=host, budget_s=wanted, only=only)
     poller = None
     if not cpu and (only is None or "burn" in only):
-        from rigcheck.cli import monitor_cmd
+        from rigcheck.cli import monitor as monitor_cmd
         from rigcheck.errors import ProbeError
 
         poller = monitor_cmd.make_poller(gpus)

@@ -97,7 +97,7 @@ HOPPER_RING_MAX: Final = 400.0
 A100_TIERS: Final = (Tier(GIB, 180.0, 200.0, f"ring on NVSwitch: ~200, 235.26 at 8 GiB ({A100_RING})"),)
 
 # Across nodes: the network bounds the busbw. A ring over k NICs carries busbw = k x the NIC rate, the node's
-# aggregate (checks/fleet_collectives.py); tree algorithms pass it on two nodes. Healthy published runs reach
+# aggregate (checks/fleet/collectives.py); tree algorithms pass it on two nodes. Healthy published runs reach
 # 58-169% of the aggregate: 2x8 H100 8x400G IB 391.45 at 8 GiB (98%, a kubeflow mpi-operator note in the public
 # code index), 2x8 H100 A3 Mega 8x200G 338.82 (169%, tests/fixtures/nccl-tests-extra/new-allreduce-16xh100-...),
 # 4x8 H100 8x400G RoCE 320 (80%, nccl #1221), 2x8 H100 8x400G RoCE 231 at 8 GiB (58%, nccl #2409). Under 40% NCCL

@@ -102,7 +102,7 @@ def gpu_pcie_link(gpu: PcieReadings | None) -> PcieLink | None:
 
     The width is the current one: a link trained narrower than its max (lanes split between two slots, a
     riser) stays that narrow under load. The generation is the max: a GPU at idle drops its link to a lower
-    generation to save power and raises it again under load (the PCIe check calls that out, checks/pcie.py),
+    generation to save power and raises it again under load (the PCIe check calls that out, checks/doctor/pcie.py),
     and a snapshot is usually taken at idle. Each falls back to the other reading when one is unknown; None
     when neither generation or neither width is known.
     """

@@ -5,7 +5,7 @@ Every document starts with the same keys (``schema``, ``benchmark``, ``partial``
 generic keys of DESIGN.md (:class:`BenchRow`); each benchmark adds its own keys, in the order
 docs/commands.md shows them. ``benchmark`` tells the documents apart (:data:`BenchDocument`, the union the
 schema is generated from). Built in ``rigcheck.bench`` (the workers build the rows), drawn by
-``rigcheck.report.bench``.
+``rigcheck.report.bench.render``.
 
 Some keys are printed only when they hold something (a row's ``note`` and ``missing``, ``p2p --compare-p2p``'s
 ``comparison``): :func:`absent_unless_set` fields, which the schema leaves optional and never null.
@@ -543,7 +543,7 @@ class NvmeDocument(BenchDocumentBase):
 
 
 class NcclFacts(Plain):
-    """What a run's NCCL log said (rigcheck.nccllog)."""
+    """What a run's NCCL log said (rigcheck.readers.nccl_log)."""
 
     transports: list[str]
     p2p_disabled: bool | None

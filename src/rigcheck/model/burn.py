@@ -1,14 +1,14 @@
 """`rigcheck burn [--analyze FILE] --json` (``rigcheck.burn/1``): the verdict per GPU under load, and what a
 burn's own load measured.
 
-- :class:`GpuBurnAnalysis` — one GPU's verdict on a trace (built by rigcheck.checks.burn.analyze_trace; a
+- :class:`GpuBurnAnalysis` — one GPU's verdict on a trace (built by rigcheck.checks.burn.judge.analyze_trace; a
   burn adds its TFLOPS and wrong results).
 - :class:`GpuLoadSummary` / :class:`BurnWorkload` — the matmul load of `rigcheck burn` (rigcheck.bench.burn).
 - :class:`BurnRun` — what a burn returns: the trace, its analysis, the workload, the sampler's costs.
 - :class:`BurnResult` — the document. `burn --analyze` leaves out the four keys of a run (``partial``,
   ``interrupted``, ``workload``, ``sampler``): in its JSON they are absent, never null.
 
-Drawn by rigcheck.report.burn (terminal, Markdown) and rigcheck.report.burn_html (the page with plots).
+Drawn by rigcheck.report.burn.render (terminal, Markdown) and rigcheck.report.burn.html (the page with plots).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ BURN_ONLY = "rigcheck burn only (null with --analyze)"
 # A number kept as computed: a GPU never loaded has ``loaded_s`` 0 (an int), which a float field would print 0.0.
 Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
 
-# The verdicts a GPU of gpu-burn's output gets for a problem of gpu-burn's own (probe/gpu_burn.py): wrong results or
+# The verdicts a GPU of gpu-burn's output gets for a problem of gpu-burn's own (readers/reference/gpu_burn.py): wrong
+# results or
 # a dead process, a test that never ran on it, an output cut before it reported.
 GPU_BURN_PROBLEMS = ("FAULTY (gpu-burn)", "FAILED (gpu-burn)", "INCOMPLETE (gpu-burn)")
 

@@ -1,7 +1,7 @@
 """A DCGM diagnostic run (`dcgmi diag -r 1|2|3|4 -j`) as rigcheck reads it: per test, per GPU, DCGM's own status
-and messages. Built by ``rigcheck.probe.dcgm_diag`` from either JSON layout DCGM has written (3.x: "DCGM GPU
+and messages. Built by ``rigcheck.readers.reference.dcgm_diag`` from either JSON layout DCGM has written (3.x: "DCGM GPU
 Diagnostic" with ``gpu_id``/``gpu_ids``; 4.x: "DCGM Diagnostic" with ``entity_group``/``entity_id`` results,
-``test_summary`` and ``metadata``), judged by ``rigcheck.checks.verify_dcgm``.
+``test_summary`` and ``metadata``), judged by ``rigcheck.checks.verify.dcgm``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from rigcheck.model.document import Plain
 DcgmStatus = Literal["pass", "fail", "warn", "skip", "not-run", "unknown"]
 # A text table's "Pass - All": every GPU of the run, which the table does not list (the judge resolves it).
 ALL_GPUS = "all GPUs"
-# The Diagnostic.source that marks a snapshot made from a DCGM diagnostic alone (rigcheck.probe.dcgm_machine).
+# The Diagnostic.source that marks a snapshot made from a DCGM diagnostic alone
+# (rigcheck.readers.reference.dcgm_machine).
 MACHINE_MARK = "dcgm-diag"
 
 

@@ -2,7 +2,7 @@
 
 A :class:`NodeReport` is one node's own inspection (its snapshot, its doctor findings, optionally its
 `verify` document), made by the node and gathered by rank 0 — or read from a saved file with ``--from DIR``.
-Rank 0 compares them (``rigcheck.checks.fleet``: consistency across nodes, outliers by median/MAD, the slow
+Rank 0 compares them (``rigcheck.checks.fleet.judge``: consistency across nodes, outliers by median/MAD, the slow
 node named from pairwise rounds) into a :class:`FleetDocument`, drawn by ``rigcheck.report.fleet``.
 """
 

@@ -1,6 +1,6 @@
 """``rigcheck.nccl-log/1``: what an NCCL_DEBUG=INFO log says (``rigcheck nccl-log FILE --json``).
 
-Built by :func:`rigcheck.nccllog.parse_nccl_log`, drawn by :mod:`rigcheck.report.nccl_log`. Values the log does
+Built by :func:`rigcheck.readers.nccl_log.parse_nccl_log`, drawn by :mod:`rigcheck.report.nccl_log`. Values the log does
 not show are null (or empty), each null with its reason in ``missing``.
 """
 

@@ -32,8 +32,12 @@ GENERATED: dict[str, tuple[str, str, str]] = {
     "rigcheck.plan/1": ("plan-1.schema.json", "rigcheck.model.plan:CommPlan", "rigcheck plan --json"),
     "rigcheck.doctor/1": ("doctor-1.schema.json", "rigcheck.model.doctor:DoctorDocument", "rigcheck doctor --json"),
     "rigcheck.topo/1": ("topo-1.schema.json", "rigcheck.model.topo:TopoDocument", "rigcheck topo --json"),
-    "rigcheck.power/1": ("power-1.schema.json", "rigcheck.model.state:PowerDocument", "rigcheck power --json"),
-    "rigcheck.thermal/1": ("thermal-1.schema.json", "rigcheck.model.state:ThermalDocument", "rigcheck thermal --json"),
+    "rigcheck.power/1": ("power-1.schema.json", "rigcheck.model.power_thermal:PowerDocument", "rigcheck power --json"),
+    "rigcheck.thermal/1": (
+        "thermal-1.schema.json",
+        "rigcheck.model.power_thermal:ThermalDocument",
+        "rigcheck thermal --json",
+    ),
     "rigcheck.power-plan/1": (
         "power-plan-1.schema.json",
         "rigcheck.model.power_plan:PowerPlan",

@@ -206,7 +206,7 @@ class Gpu(Record):
 
 class P2PStatus(str, Enum):
     """NVML's nvmlGpuP2PStatus_t, by name; `nvidia-smi topo -p2p` prints them as OK, CNS, GNS, TNS, DR, NS, U
-    (probe/smi/topo_p2p.py maps the printed codes)."""
+    (readers/smi/topo_p2p.py maps the printed codes)."""
 
     OK = "ok"
     CHIPSET_NOT_SUPPORTED = "chipset_not_supported"
@@ -514,7 +514,7 @@ class Snapshot(BaseModel):
 
     # (the pairs list indexed, its length then, (a, b) -> the first pair record): pair() is called for every GPU
     # pair, so a scan per call would be quadratic in pairs. Rebuilt when ``pairs`` is another list or another
-    # length (assigned, appended to: probe/merge.py appends while it looks up); the list is held so its id
+    # length (assigned, appended to: readers/merge.py appends while it looks up); the list is held so its id
     # cannot be reused, and a hit is checked against the record, so a replaced element is not returned.
     _pair_index: tuple[list[GpuPair], int, dict[tuple[int, int], GpuPair]] | None = PrivateAttr(default=None)
 

@@ -179,7 +179,7 @@ PLOT_FIELDS = ("power_w", "power_limit_w", "temp_c", "temp_memory_c", "sm_clock_
 PLOT_BUCKETS = 2000
 # A GPU's samples kept whole up to this many (a short trace is drawn from every sample, as before thinning).
 PLOT_RAW = 2 * PLOT_BUCKETS
-# A gap in the readings longer than this many intervals is not drawn as a reason active (report/burn_html.py).
+# A gap in the readings longer than this many intervals is not drawn as a reason active (report/burn/html.py).
 REASON_GAP_INTERVALS = 5.0
 
 

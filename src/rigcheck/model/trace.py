@@ -11,7 +11,7 @@
   have ``# rigcheck.trace/1 {the JSON header}`` as line 1 and the column names as line 2; they still read.
 
 The sampler writes through :func:`write_csv_header` / :func:`format_csv_row` (and the JSONL pair);
-rigcheck.probe.trace reads any trace file (and the sidecar, when there is one) and hands rigcheck's own to
+rigcheck.readers.trace.stream reads any trace file (and the sidecar, when there is one) and hands rigcheck's own to
 :func:`read_rigcheck_csv` / :func:`read_rigcheck_jsonl`. A last line cut short (the writer crashed mid-line) is
 skipped with a diagnostic; anything else that does not parse is a :class:`ParseError` naming the file and line.
 """

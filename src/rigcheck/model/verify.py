@@ -9,9 +9,9 @@ budget, the step failed, a file is missing), ``unjudged`` when no band, peer or 
 run), ``pass`` otherwise. A GPU's verdict is the worst of its checks, the node's the worst of its GPUs, its
 node checks and its steps (fail > incomplete > unjudged > pass; docs/verdicts.md).
 
-Built by ``rigcheck.checks.verify`` (the judge, pure) from :class:`VerifyInputs` — measured by
-``rigcheck.bench.verify`` or read from saved documents by ``rigcheck.probe.saved`` — and drawn by
-``rigcheck.report.verify``.
+Built by ``rigcheck.checks.verify.judge`` (the judge, pure) from :class:`VerifyInputs` — measured by
+``rigcheck.bench.verify.run`` or read from saved documents by ``rigcheck.readers.saved`` — and drawn by
+``rigcheck.report.verify.render``.
 """
 
 from __future__ import annotations

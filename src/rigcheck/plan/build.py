@@ -27,7 +27,7 @@ DEFAULT_TOKENS_NOTE = "tokens per GPU per step: 4096 (the guide's batch: 4 seque
 def read_plan_source(source: Path) -> tuple[float | None, str | None, Snapshot | None]:
     """--from: a bench result (its all-reduce busbw and where it came from), or anything `--from` reads
     elsewhere (a snapshot, topo -m ...) as a snapshot."""
-    from rigcheck.probe.from_file import load_file, read_text
+    from rigcheck.readers.from_file import load_file, read_text
 
     path = str(source)
     text = read_text(path, "a bench result, a snapshot or a topo -m file")
@@ -60,7 +60,7 @@ class OffloadSources:
 
 def _bench_json(path: Path) -> dict[str, Any] | None:
     """The file as a `bench hostlink` / `bench nvme` document, or None when it is anything else."""
-    from rigcheck.probe.from_file import read_text
+    from rigcheck.readers.from_file import read_text
 
     text = read_text(str(path), "a bench result, a snapshot or a topo -m file")
     try:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from rigcheck.inputs import read_text
 from rigcheck.model.snapshot import DriverState, Missing, NvmlState
-from rigcheck.probe.files import read_text
 from rigcheck.probe.sysfs import pci_nvidia_gpus
 
 _VERSION = r"(\d+(?:\.\d+)+)"

@@ -10,8 +10,8 @@ import re
 import socket
 from pathlib import Path
 
+from rigcheck.inputs import read_text
 from rigcheck.model.snapshot import Host, Missing
-from rigcheck.probe.files import read_text
 
 _NODE_RE = re.compile(r"^node[0-9]+$")
 # /proc/cpuinfo keys naming the CPU: x86 "model name", some ARM kernels "Model name"/"Hardware".

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigcheck.facts.pcie import BDF_RE, PCIE_GENERATIONS
+from rigcheck.inputs import read_text
 from rigcheck.model.snapshot import Host, Missing, Mount, NvmeDrive, NvmeNamespace, StorageFacts, SwapArea
-from rigcheck.probe.files import read_text
 from rigcheck.probe.sysfs import parse_link_speed
 
 log = logging.getLogger(__name__)

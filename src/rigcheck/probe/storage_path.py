@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigcheck.facts.pcie import PCIE_SOURCE, PcieLink, pcie_bandwidth_gbps
+from rigcheck.inputs import read_text
 from rigcheck.model.bench import StorageDevice
 from rigcheck.model.snapshot import Missing
-from rigcheck.probe.files import read_text
 from rigcheck.probe.storage import gen_from_gts, unescape_mount_field
 from rigcheck.probe.sysfs import parse_link_speed
 

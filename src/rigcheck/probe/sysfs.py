@@ -21,8 +21,8 @@ from typing import Literal
 
 from rigcheck.facts.pcie import BDF_RE as _BDF_RE
 from rigcheck.facts.pcie import normalize_bdf
+from rigcheck.inputs import read_bytes, read_text
 from rigcheck.model.snapshot import IbPort, Missing, PcieHop, PciGpu, System
-from rigcheck.probe.files import read_bytes, read_text
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ Each tool runs in its own session, so its own process group: on the deadline the
 direct child, as subprocess.run does, left the helpers running and holding the pipes. Ctrl-C (the terminal's
 SIGINT reaches rigcheck only, the tool being in another session) kills the group too before it is passed on.
 
-The result says what happened in words the hint can be chosen by (checks/xid.py): "timed out", "not found",
+The result says what happened in words the hint can be chosen by (checks/doctor/xid.py): "timed out", "not found",
 "permission denied", or the tool's own exit status and output.
 """
 

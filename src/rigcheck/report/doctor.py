@@ -7,7 +7,7 @@ with their advice, the passed checks, and the result.
 - JSON: the document itself.
 
 From saved outputs (`--from`), the `unknown` findings that only say the input lacks a kind of data are folded into
-one line per missing source after the findings (checks/unknown_sources.py); :func:`show_unknown` (doctor's
+one line per missing source after the findings (checks/doctor/unknown_sources.py); :func:`show_unknown` (doctor's
 --show-unknown) lists them all again. The JSON always holds every finding.
 """
 
@@ -21,7 +21,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.checks.unknown_sources import FoldedSource, fold_input_gaps
+from rigcheck.checks.doctor.unknown_sources import FoldedSource, fold_input_gaps
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
 from rigcheck.model.doctor import DoctorDocument
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY

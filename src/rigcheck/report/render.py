@@ -57,18 +57,18 @@ class Renderers(Generic[D]):
 
 # Document schema id -> the report module that draws it (each defines RENDERERS).
 REPORT_MODULES: dict[str, str] = {
-    "rigcheck.bench/1": "rigcheck.report.bench",
+    "rigcheck.bench/1": "rigcheck.report.bench.render",
     "rigcheck.plan/1": "rigcheck.report.plan",
     "rigcheck.doctor/1": "rigcheck.report.doctor",
     "rigcheck.topo/1": "rigcheck.report.topo",
-    "rigcheck.power/1": "rigcheck.report.state",
-    "rigcheck.thermal/1": "rigcheck.report.state",
+    "rigcheck.power/1": "rigcheck.report.power_thermal",
+    "rigcheck.thermal/1": "rigcheck.report.power_thermal",
     "rigcheck.power-plan/1": "rigcheck.report.power_plan",
     "rigcheck.nccl-log/1": "rigcheck.report.nccl_log",
-    "rigcheck.burn/1": "rigcheck.report.burn",
+    "rigcheck.burn/1": "rigcheck.report.burn.render",
     "rigcheck.monitor/1": "rigcheck.report.monitor",
-    "rigcheck.verify/1": "rigcheck.report.verify",
-    "rigcheck.verify-bands/1": "rigcheck.report.verify_bands",
+    "rigcheck.verify/1": "rigcheck.report.verify.render",
+    "rigcheck.verify-bands/1": "rigcheck.report.verify.bands",
     "rigcheck.fleet/1": "rigcheck.report.fleet",
 }
 

@@ -1,0 +1,121 @@
+"""`rigcheck burn`: load the GPUs with sustained matmuls, record telemetry, say whether, when and why they slowed.
+
+``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (``rigcheck.burn/1``,
+rigcheck.model.burn.BurnResult) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
+``tflops_first_10s`` and ``errors`` (products that came out wrong), and ``workload`` / ``sampler`` /
+``partial`` / ``interrupted``.
+
+Exit codes: 0 nothing wrong; 1 a wrong result, a GPU whose load failed, or a problem by
+rigcheck.checks.burn.judge.is_problem (thermal throttling, lost GPU, HW power brake), or no GPU; 2 bad usage;
+130 Ctrl-C (what was measured is still printed, marked partial).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, parse_gpus, write_pages
+from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
+from rigcheck.cli.progress import progress_line
+from rigcheck.errors import BenchError, OutputError
+from rigcheck.report.render import Format
+
+if TYPE_CHECKING:
+    from rigcheck.model.burn import BurnResult, BurnRun
+    from rigcheck.monitor.sampler import TraceFile
+
+
+def burn_exit_code(run: BurnRun) -> int:
+    """130 when Ctrl-C cut it short (143 for SIGTERM); 1 for a wrong result, a failed load or a problem by
+    is_problem; else 0."""
+    from rigcheck.checks.burn.judge import is_problem
+
+    if run.interrupted:
+        signum = interrupted_by()
+        return EXIT_INTERRUPTED if signum is None else exit_code_for_signal(signum)
+    if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses):
+        return EXIT_PROBLEMS
+    return EXIT_OK
+
+
+def burn_document(run: BurnRun, exit_code: int) -> BurnResult:
+    from rigcheck.model.burn import BurnResult
+
+    return BurnResult.of_run(run, exit_code)
+
+
+def burn(
+    *,
+    minutes: Annotated[float, typer.Option("--minutes", min=0.05, max=24 * 60, help="Minutes of load.")] = 5.0,
+    gpus_text: Annotated[str | None, typer.Option("--gpus", help="Only these GPUs, e.g. 0,1 (default: all).")] = None,
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="bf16 | fp16 | tf32 | fp32 (tensor cores for all but fp32).")
+    ] = "bf16",
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Also log the telemetry to this CSV file.", dir_okay=False)
+    ] = None,
+    jsonl: Annotated[
+        Path | None, typer.Option("--jsonl", help="Also log the telemetry to this JSONL file.", dir_okay=False)
+    ] = None,
+    analyze: Annotated[
+        Path | None,
+        typer.Option("--analyze", help="Analyse a recorded trace (rigcheck CSV/JSONL, nvidia-smi CSV) instead."),
+    ] = None,
+    interval: Annotated[float, typer.Option("--interval", min=0.01, max=10.0, help="Seconds between polls.")] = 0.1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result (rigcheck.burn/1) as JSON.")] = False,
+    html_file: HtmlFileOption = None,
+) -> None:
+    """Load the GPUs with sustained matmuls while recording power, temperature, clocks and throttle reasons."""
+    if analyze is not None:
+        from rigcheck.cli.burn_analyze import burn_analyze
+
+        burn_analyze(analyze, as_json, html_file)
+        return
+    # Here, not at the top: `--analyze` needs none of the live poller's machinery (start-up time, issue #13).
+    from rigcheck.bench.burn import DTYPES, run_burn
+    from rigcheck.bench.progress import PROGRESS_TICK_S
+    from rigcheck.cli import monitor as monitor_cmd
+    from rigcheck.monitor.sampler import TraceFile
+
+    if dtype not in DTYPES:
+        raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
+
+    target = monitor_cmd.trace_target(csv, jsonl)
+    poller = monitor_cmd.open_poller(parse_gpus(gpus_text))
+    sink: TraceFile | None = None
+    try:
+        sink = TraceFile(target[0], target[1]) if target is not None else None
+        with progress_line() as progress:
+            run = run_burn(
+                poller,
+                minutes=minutes,
+                dtype=dtype,
+                sink=sink,
+                interval_s=interval,
+                on_progress=progress,
+                progress_every_s=PROGRESS_TICK_S,  # the CLI shows one at most every 1.5 s: a line within 2 s
+                uuids=dict(poller.uuids),
+            )
+    except BenchError as exc:
+        note(f"no usable NVIDIA GPU: {exc}")
+        raise typer.Exit(EXIT_PROBLEMS) from None
+    finally:
+        if sink is not None:
+            sink.close()  # the sampler closed it, unless the run failed before it started
+        poller.close()
+    if sink is not None and sink.error is None:
+        note(f"{sink.rows} samples written to {sink.path}")
+    doc = burn_document(run, burn_exit_code(run))
+    write_pages(doc, html_file)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    if sink is not None and sink.error is not None:  # the trace could not be written to its end: exit 2
+        raise OutputError(sink.error)
+    raise typer.Exit(doc.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `burn` to a typer app (cli/app.py mounts it on `rigcheck`)."""
+    app.command("burn")(interruptible(burn))

@@ -1,0 +1,78 @@
+"""`rigcheck power` (with `power plan`, loaded only when asked for) and `rigcheck thermal`: one concern's figures
+per GPU, and its findings; with them, the findings that say a GPU (or every GPU) could not be read, so neither
+command passes a GPU it could not see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rigcheck.checks.doctor import run_checks
+from rigcheck.checks.doctor.health import UNREADABLE_IDS
+from rigcheck.cli.common import FromOption, GpusOption, JsonOption, emit, interruptible, load_snapshot
+from rigcheck.cli.exits import exit_code_for
+from rigcheck.cli.lazy import LazyCommand, LazyGroup
+from rigcheck.model.power_thermal import power_document, thermal_document
+from rigcheck.report.render import Format
+
+
+def power_state(source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None) -> None:
+    snap = load_snapshot(source, gpus=gpus)
+    found = [f for f in run_checks(snap) if f.category == "power" or f.id in UNREADABLE_IDS]
+    doc = power_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(doc.exit_code)
+
+
+def thermal_state(source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None) -> None:
+    snap = load_snapshot(source, gpus=gpus)
+    found = [f for f in run_checks(snap) if f.category == "thermal" or f.id in UNREADABLE_IDS]
+    doc = thermal_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    raise typer.Exit(doc.exit_code)
+
+
+StrictOption = Annotated[bool, typer.Option("--strict", help="Warnings count as problems (exit 1).")]
+
+
+class PowerGroup(LazyGroup):
+    table = (
+        LazyCommand(
+            "plan",
+            "Plan the PSU and the independent PCIe power cables for COUNT cards of one model.",
+            "rigcheck.cli.power_plan",
+            "power_plan",
+        ),
+    )
+
+
+power_app = typer.Typer(
+    name="power",
+    cls=PowerGroup,
+    help="Power: draw and limits per GPU, power-cap and power-brake events; `plan` sizes a PSU and its cables.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+@power_app.callback(invoke_without_command=True)
+@interruptible
+def power(
+    ctx: typer.Context,
+    source: FromOption = None,
+    as_json: JsonOption = False,
+    strict: StrictOption = False,
+    gpus_text: GpusOption = None,
+) -> None:
+    """Power draw and limits (default, enforced, min, max) per GPU, and power-related findings."""
+    if ctx.invoked_subcommand is None:
+        power_state(source, as_json, strict, gpus_text)
+
+
+def thermal(
+    source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False, gpus_text: GpusOption = None
+) -> None:
+    """Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands."""
+    thermal_state(source, as_json, strict, gpus_text)

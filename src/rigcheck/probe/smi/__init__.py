@@ -1,1 +1,0 @@
-"""rigcheck.probe.smi"""

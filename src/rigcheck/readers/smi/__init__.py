@@ -1,0 +1,1 @@
+"""rigcheck.readers.smi"""

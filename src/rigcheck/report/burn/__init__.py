@@ -1,0 +1,1 @@
+"""rigcheck.report.burn.render"""

@@ -1,0 +1,176 @@
+"""Every rendering of ``rigcheck.burn/1`` (`rigcheck burn` and `burn --analyze FILE`): terminal, JSON, Markdown,
+and the HTML page with plots over time (rigcheck.report.burn.html, imported only when a page is drawn)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from rigcheck.checks.burn.judge import is_problem
+from rigcheck.checks.common import fmt
+from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.readers.reference.gpu_burn import TOOL as GPU_BURN
+from rigcheck.readers.reference.gpu_burn import problem_verdict
+from rigcheck.report.common import md_prose
+from rigcheck.report.render import Renderers, json_text
+
+
+def _gpu_burn_problem(doc: BurnResult, a: GpuBurnAnalysis) -> bool:
+    """A fault gpu-burn's own output shows (wrong results, a dead process, a test that never ran on the GPU)."""
+    return doc.source == GPU_BURN and problem_verdict(a.verdict)
+
+
+def _style(doc: BurnResult, a: GpuBurnAnalysis) -> str:
+    if is_problem(a) or _gpu_burn_problem(doc, a):
+        return "bold red"
+    if a.verdict.startswith("hot") or a.limiter == "unknown":
+        return "bold yellow"
+    return "bold green"
+
+
+def _value(value: float | None, unit: str, digits: int = 0) -> str:
+    return fmt(value, unit, digits) if value is not None else "n/a"
+
+
+def evidence(a: GpuBurnAnalysis) -> list[str]:
+    """The numbers behind a GPU's verdict, one line each (none beyond the peak for a GPU never loaded)."""
+    if a.loaded_s <= 0:
+        return [f"temperature {fmt(a.temp_c_max, 'C')} peak"] if a.temp_c_max is not None else []
+    cap = f", power cap reached after {fmt(a.time_to_power_cap_s, 's', 1)}" if a.time_to_power_cap_s is not None else ""
+    lines = [
+        f"loaded {fmt(a.loaded_s, 's', 1)}: power {_value(a.power_w_median_loaded, 'W')} median "
+        f"of a {_value(a.power_limit_w, 'W')} limit{cap}"
+    ]
+    if a.slowdown_margin_c is not None and a.temp_slowdown_c is not None:
+        side = "under" if a.slowdown_margin_c >= 0 else "over"
+        margin = f", {fmt(abs(a.slowdown_margin_c), 'C', 1)} {side} the card's {fmt(a.temp_slowdown_c, 'C')} slowdown"
+    else:
+        margin = ", slowdown threshold not in the trace"
+    lines.append(
+        f"temperature {_value(a.temp_c_max, 'C')} peak (rise {_value(a.temp_rise_c, 'C')}, plateau "
+        f"{_value(a.temp_plateau_c, 'C')}){margin}"
+    )
+    ref = (
+        f"{_value(a.sm_clock_max_mhz, 'MHz')} max"
+        if a.sm_clock_max_mhz is not None
+        else f"{_value(a.sm_clock_mhz_first, 'MHz')} in the first seconds"
+    )
+    drop = f", {fmt(a.sm_clock_drop_percent, '%', 1)} below {ref}" if a.sm_clock_drop_percent is not None else ""
+    lines.append(f"SM clock {_value(a.sm_clock_mhz_median_loaded, 'MHz')} median while loaded{drop}")
+    shares = [(name, share) for name, share in a.reasons_time_fraction.items() if share > 0]
+    shares.sort(key=lambda item: -item[1])
+    if a.reasons_time_fraction:
+        text = ", ".join(f"{name} {share:.1%}" for name, share in shares) or "none"
+    else:
+        text = "not in the trace"
+    lines.append(f"clock-event reasons while loaded: {text}")
+    return lines
+
+
+def throughput(load: GpuLoadSummary) -> tuple[str, bool]:
+    """What the matmul load did on one GPU, and whether that is a problem (it failed, or computed wrong)."""
+    if load.error is not None:
+        return f"load FAILED: {load.error}", True
+    sustained, first = load.tflops_sustained, load.tflops_first_10s
+    text = f"{load.dtype} {load.matrix_size}×{load.matrix_size} matmul: "
+    text += f"{sustained:.0f} TFLOPS sustained" if sustained is not None else "no whole second of load"
+    if sustained is not None and first:
+        text += f", {first:.0f} in the first 10 s ({(sustained - first) / first:+.1%})"
+    if load.errors:
+        when = f", first at {load.first_error_s:.1f} s" if load.first_error_s is not None else ""
+        wrong = f"{load.errors} of {load.checks} checked results WRONG{when}: this GPU computes wrong answers"
+        return f"{text}; {wrong}", True
+    return (
+        f"{text}; all {load.checks} checked results (of {load.matmuls} products) matched the first bit for bit",
+        False,
+    )
+
+
+def _loads(doc: BurnResult) -> dict[int, GpuLoadSummary]:
+    return {g.index: g for g in doc.workload.gpus} if doc.workload is not None else {}
+
+
+def title(doc: BurnResult) -> str:
+    if doc.workload is None:
+        return f"rigcheck burn --analyze {doc.path} ({doc.source})"
+    text = f"rigcheck burn: {doc.workload.load_s:.0f} s of {doc.workload.dtype} matmuls"
+    return text + (" (interrupted: partial)" if doc.interrupted else "")
+
+
+def conclusion(doc: BurnResult) -> list[tuple[str, bool]]:
+    """The closing lines, each with whether it names a problem."""
+    loads = _loads(doc)
+    wrong = [i for i, load in sorted(loads.items()) if load.errors]
+    failed = [i for i, load in loads.items() if load.error is not None]
+    burn_faults = [a.index for a in doc.gpus if _gpu_burn_problem(doc, a)]
+    bad = sorted({a.index for a in doc.gpus if is_problem(a)} | set(failed) | set(wrong) | set(burn_faults))
+    lines: list[tuple[str, bool]] = []
+    if wrong:
+        lines.append((f"WRONG RESULTS on GPU {', '.join(map(str, wrong))}", True))
+    if burn_faults:
+        lines.append((f"gpu-burn: GPU {', '.join(map(str, burn_faults))} faulty or never tested", True))
+    if bad:
+        lines.append((f"problems on GPU {', '.join(map(str, bad))}", True))
+    elif doc.exit_code != 0 and not doc.is_run:  # gpu-burn aborted, or its output names no GPU: see the notes
+        lines.append(("the run failed: " + (doc.diagnostics[-1] if doc.diagnostics else f"exit {doc.exit_code}"), True))
+    elif doc.is_run:
+        lines.append(("no GPU computed a wrong result, throttled for heat or was lost", False))
+    else:
+        lines.append(("no GPU throttled for heat or was lost", False))
+    return lines
+
+
+def gpu_lines(doc: BurnResult, a: GpuBurnAnalysis) -> list[RenderableType]:
+    """A few lines per GPU: the verdict, the numbers behind it, what the load did (a burn), the advice."""
+    lines: list[RenderableType] = [Text.assemble((f"GPU{a.index}  ", "bold"), (a.verdict, _style(doc, a)))]
+    lines += [Text(f"  {line}") for line in evidence(a)]
+    if doc.is_run:
+        load = _loads(doc).get(a.index)
+        if load is None:
+            lines.append(Text(""))
+        else:
+            text, bad = throughput(load)
+            lines.append(Text(f"  {text}", style="bold red" if bad else ""))
+    lines.append(Text(f"  advice: {a.advice}", style="dim"))
+    return lines
+
+
+def terminal(doc: BurnResult) -> RenderableType:
+    parts: list[RenderableType] = [Text(title(doc), style="bold")]
+    for a in doc.gpus:
+        parts += gpu_lines(doc, a)
+    parts.append(Text(""))
+    parts += [Text(line, style="bold red" if bad else "bold green") for line, bad in conclusion(doc)]
+    return Group(*parts)
+
+
+def markdown(doc: BurnResult) -> str:
+    out = [f"# {title(doc)}", ""]
+    loads = _loads(doc)
+    for a in doc.gpus:
+        out += [f"## GPU{a.index}: {md_prose(a.verdict)}", ""]
+        out += [f"- {md_prose(line)}" for line in evidence(a)]
+        if a.index in loads:
+            out.append(f"- {md_prose(throughput(loads[a.index])[0])}")
+        out += [f"- advice: {md_prose(a.advice)}", ""]
+    out += [f"**{md_prose(line)}**" if bad else md_prose(line) for line, bad in conclusion(doc)]
+    if doc.diagnostics:
+        out += ["", "Reading the trace:", "", *(f"- {md_prose(line)}" for line in doc.diagnostics)]
+    return "\n".join(out) + "\n"
+
+
+def html(doc: BurnResult) -> str:
+    from rigcheck.model.telemetry import Trace
+    from rigcheck.report.burn.html import burn_html
+
+    trace = doc.trace or Trace(source=doc.source, interval_s=doc.interval_s, path=doc.path)
+    if doc.is_run:
+        page_title = "rigcheck burn"
+    else:
+        page_title = f"rigcheck burn --analyze {Path(doc.path).name}" if doc.path else "rigcheck burn --analyze"
+    return burn_html(trace, doc.gpus, title=page_title)
+
+
+RENDERERS: Renderers[BurnResult] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
