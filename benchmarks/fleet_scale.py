@@ -12,7 +12,7 @@ For each size it prints the wall time of the whole run and each phase's seconds 
 ``phases``. Run:  python benchmarks/fleet_scale.py [--ranks 2 4 8] [--nodes 2 4] [--deadline 120]
 
 ``--search-table`` prints instead the slow-node search's table of docs/fleet.md: the real planner and judge over
-the simulated fabric of tests/fleet_sim.py, 2 to 1,024 nodes (no process started; a few seconds).
+the simulated fabric of tests/support/fleet_sim.py, 2 to 1,024 nodes (no process started; a few seconds).
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def main() -> int:
     parser.add_argument("--search-table", action="store_true", help="print the search's simulated table")
     args = parser.parse_args()
     if args.search_table:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.fleet_sim
-        from tests import fleet_sim
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for tests.support.fleet_sim
+        from tests.support import fleet_sim
 
         print("\n".join(fleet_sim.markdown(fleet_sim.table_rows())))
         return 0

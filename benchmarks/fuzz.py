@@ -1,8 +1,8 @@
 """The long fuzz run (issue #12 item 5): `python benchmarks/fuzz.py --n 20000 [--seed S] [--limit-s 10]`.
 
-Mutates the real corpus (tests/fuzzing.py) through every reader in-process and prints counts per reader and
+Mutates the real corpus (tests/support/fuzzing.py) through every reader in-process and prints counts per reader and
 outcome: ok, rigcheck-error, hang, or BUG (any other exception, with the first input that raised it, so a
-failure reproduces with tests.fuzzing.mutate(seed_file, steps)). Exit 1 when any BUG or hang was seen.
+failure reproduces with tests.support.fuzzing.mutate(seed_file, steps)). Exit 1 when any BUG or hang was seen.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzzing import MUTATIONS, READERS, mutate, outcome, scratch_dir
+from tests.support.fuzzing import MUTATIONS, READERS, mutate, outcome, scratch_dir
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ That figure is four raw C calls; rigcheck's poll makes about eight per GPU throu
 wrappers, so its µs per GPU is expected to be well above it: the column is there for scale, and the
 verdict is on the CPU share alone.
 
-Runs the sampler for a few seconds on 8 fake GPUs (tests/fakenvml.py: a pure-Python NVML, so the poll
+Runs the sampler for a few seconds on 8 fake GPUs (tests/support/fakenvml.py: a pure-Python NVML, so the poll
 cost is rigcheck's own Python plus the fake's bookkeeping), and on the real NVML when a GPU is present.
 Run from the repository root:  python benchmarks/sampler_overhead.py [--seconds S] [--interval S]
 """
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.fakenvml
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.support.fakenvml
 
 from rigcheck.errors import ProbeError
 from rigcheck.monitor.sampler import Sampler
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.1)
     args = parser.parse_args()
 
-    from tests.fakenvml import SCENARIOS
+    from tests.support.fakenvml import SCENARIOS
 
     rows: list[tuple[str, dict[str, Any] | None, str]] = []
     lib = SCENARIOS["healthy_8x_h100_nvlink"]()

@@ -1,6 +1,6 @@
 """Run the calibration cases through the real CLI (in-process) and read rigcheck's verdict from each document.
 
-Used by tests/test_calibration.py (0 healthy failed, 0 sick passed, the share judged) and by
+Used by tests/contracts/test_calibration.py (0 healthy failed, 0 sick passed, the share judged) and by
 tools/update_bands_doc.py (the lowest healthy figure beside each floor in docs/bands.md).
 """
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_cli import run as run  # noqa: PLC0414 (the one in-process CLI runner, re-exported)
+from tests.cli.test_cli import run as run  # noqa: PLC0414 (the one in-process CLI runner, re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "snapshots"

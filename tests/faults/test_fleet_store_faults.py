@@ -37,8 +37,8 @@ from rigcheck.bench.fleet.auth import (
 from rigcheck.bench.fleet.env import FleetEnv
 from rigcheck.bench.fleet.store import Bounded
 from rigcheck.errors import BenchError, UsageError
-from tests.procs import assert_none_left
-from tests.slurm_harness import SlurmCluster, slurm_cluster
+from tests.support.procs import assert_none_left
+from tests.support.slurm_harness import SlurmCluster, slurm_cluster
 
 __all__ = ["slurm_cluster"]  # the fixture: imported to register it for this module's tests
 
@@ -440,7 +440,8 @@ def test_a_rank_killed_mid_measurement_is_named_and_its_node_fails() -> None:
     assert data["partial"] is True
 
 
-# --- a two-task Slurm job (tests/slurm_harness.py: a private cluster on loopback, skipped where it cannot run) --
+# --- a two-task Slurm job (tests/support/slurm_harness.py: a private cluster on loopback, skipped where it cannot
+# run) --
 
 
 def listening(port: int) -> set[str]:

@@ -218,10 +218,10 @@ def test_a_trace_on_a_disk_that_fills_mid_run_is_exit_2_after_the_summary(
     """A trace is a stream (it grows as the run goes): it cannot be written whole, so a disk that fills under it
     ends the file there; the sampling goes on, the summary is printed, and the run says so (exit 2). Was: the
     sampling thread died with a traceback and the run ended as an internal error. The fake NVML poller of
-    tests/fakenvml.py stands in for the GPUs (synthetic)."""
+    tests/support/fakenvml.py stands in for the GPUs (synthetic)."""
     from rigcheck.cli import monitor as monitor_cmd
     from rigcheck.probe.nvml import NvmlPoller
-    from tests.fakenvml import burn_power_capped_h100
+    from tests.support.fakenvml import burn_power_capped_h100
 
     monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(burn_power_capped_h100(), gpus=gpus))
     fill(tiny_tmpfs)

@@ -2,7 +2,7 @@
 and one terminal rendering per named test rig (ANSI stripped, fixed width).
 
 ``python -m tests.golden.cases`` (from the repository root) rewrites tests/golden/out/ from the current code;
-tests/test_golden.py runs the same command lines and compares. Change a golden file only in the commit that
+tests/contracts/test_golden.py runs the same command lines and compares. Change a golden file only in the commit that
 changes the documented output (docs/commands.md) on purpose.
 """
 

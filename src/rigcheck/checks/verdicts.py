@@ -3,7 +3,7 @@ of a verify step or check, the doctor's exit code, verify's verdict, the exit co
 
 doctor's exit code (cli/exits.exit_code_for), verify's ``doctor`` check (checks/verify) and verify's node
 verdict and exit code (checks/verify.verify_document, cli/exits.exit_code_for_verdict) all ask this module.
-docs/verdicts.md holds the same tables, word for word: tests/test_verdict_contract.py keeps them equal.
+docs/verdicts.md holds the same tables, word for word: tests/contracts/test_verdict_contract.py keeps them equal.
 """
 
 from __future__ import annotations
@@ -207,7 +207,8 @@ class BrokenState:
     action: str
 
 
-# Each fails (doctor exit 1, verify fail, named in the drain reason); tests/test_verdict_contract.py runs a real
+# Each fails (doctor exit 1, verify fail, named in the drain reason); tests/contracts/test_verdict_contract.py runs a
+# real
 # input of each through the checks and holds the finding, its severity and its action.
 BROKEN_STATES: Final[tuple[BrokenState, ...]] = (
     BrokenState(

@@ -4,7 +4,7 @@ typer draws every help screen through typer.rich_utils, which imports rich.markd
 and rich.traceback at module level: ~55 ms, more than the rest of `rigcheck --help`, for Markdown help and
 pretty tracebacks that rigcheck uses neither of. A group's screen whose options are all plain flags is drawn
 here instead, with the rich objects, styles and environment switches typer's ``rich_format_help`` uses;
-tests/test_cli_lazy.py holds the two renderings equal (in colour and not, at several widths). Any other
+tests/contracts/test_cli_lazy.py holds the two renderings equal (in colour and not, at several widths). Any other
 screen — a value option, an argument, help panels, Markdown mode — is left to typer (:func:`can_draw`).
 """
 

@@ -3,7 +3,7 @@
 Every schema is generated from its model: the snapshot, the findings, and each command's document
 (:data:`GENERATED`: schema id -> file and the model class, a :class:`rigcheck.model.document.Document`).
 :func:`schema_files` gives their exact text; a test keeps the committed files current; ``tools/update_schemas.py``
-rewrites them. tests/test_schemas.py validates each command's real output against its schema.
+rewrites them. tests/contracts/test_schemas.py validates each command's real output against its schema.
 
 Every schema's ``$id`` is the document's ``"schema"`` string (``rigcheck.doctor/1``). A schema that embeds
 another refers to it relative to its own ``$id``: ``{"$ref": "../rigcheck.snapshot/1"}`` resolves to

@@ -2,7 +2,7 @@
 
 Each ``report/<document>.py`` defines ``RENDERERS = Renderers(terminal=…, json=…, markdown=…, html=…)``: all
 four are required arguments, so a document cannot forget a format, and :meth:`Renderers.get` maps every
-:class:`Format` member (tests/test_render_formats.py walks every document × every format). Renderers return
+:class:`Format` member (tests/report/test_render_formats.py walks every document × every format). Renderers return
 text or a rich renderable and never print; the CLI prints and sets the exit code.
 
 :data:`REPORT_MODULES` maps each document's schema id to its report module, imported only when a document of

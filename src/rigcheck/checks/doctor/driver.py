@@ -263,7 +263,7 @@ PASSTHROUGH = frozenset({"vfio-pci", "pci-stub", "nvgrace_gpu_vfio_pci"})
 # Sources whose GPUs are NVML's own listing: beside them, a GPU of the bus they lack is one no job sees.
 NVML_LISTINGS = frozenset({"nvml", "nvidia-smi-q", "nvidia-smi-xml", "nvidia-smi-table"})
 # The words of rigcheck.readers.lspci's diagnostic for a GPU whose "Kernel modules" lack nvidia (checks do not import
-# probe: tests/test_lspci.py holds the two together).
+# probe: tests/readers/test_lspci.py holds the two together).
 NO_MODULE_NOTE = "no nvidia module for the running kernel"
 LSPCI_SOURCE = "lspci(8) -k: 'Kernel driver in use' (none printed: no driver bound); PCI class 03xx, vendor 10de"
 

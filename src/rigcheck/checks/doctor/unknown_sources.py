@@ -143,7 +143,7 @@ def _nvlink_state(inp: _Input, finding: Finding) -> bool:
 
 
 # finding id -> (the input that carries its data, the data in words, whether the input lacked it). Every id a
-# check can emit as `unknown` is here or in NEVER_FOLDED (tests/test_unknown_folding.py holds that).
+# check can emit as `unknown` is here or in NEVER_FOLDED (tests/checks/test_unknown_folding.py holds that).
 FOLDABLE: dict[str, tuple[InputSource, str, Callable[[_Input, Finding], bool]]] = {
     "topology.link-unknown": (TOPOLOGY, "GPU topology", _topology),
     "pcie.link-unavailable": (

@@ -57,7 +57,7 @@ CPU_SLOW_FRACTION: Final = 0.5
 # can cover: one slow node in every pair).
 BLOCK_ROUNDS: Final = 3
 # The later rounds settle each node left: a healthy one in one round with a good node, a slow one in two. The
-# simulation over 2-1,024 nodes (tests/test_fleet_search_sim.py, the table in docs/fleet.md) never needs more
+# simulation over 2-1,024 nodes (tests/checks/test_fleet_search_sim.py, the table in docs/fleet.md) never needs more
 # than 6 rounds; the cap only bounds a fleet beyond the search's reach (more than half slow, many slow links).
 MAX_ROUNDS: Final = 8
 # Good nodes a node must be slow with before it is named: one slow pair with a good node may be their link.

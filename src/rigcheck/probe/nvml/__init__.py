@@ -7,7 +7,7 @@ Diagnostic naming the function. A missing function is probed once per snapshot a
 ``Snapshot.missing_functions``.
 
     constants.py  the nvml.h numbers, written out (tests hold them against pynvml)
-    library.py    NvmlLibrary, the protocol of the pynvml functions used (tests/fakenvml.py implements it),
+    library.py    NvmlLibrary, the protocol of the pynvml functions used (tests/support/fakenvml.py implements it),
                   and pure decoders of what NVML returns
     calls.py      the one door: every NVML call, its error mapped to a reason; the only pynvml import
     session.py    one snapshot's calls (absent-function cache, diagnostics) and the reader of one GPU

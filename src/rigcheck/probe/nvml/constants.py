@@ -1,4 +1,4 @@
-"""The numbers of nvml.h that the probe and the poller use, written out (tests/test_nvml_constants.py holds
+"""The numbers of nvml.h that the probe and the poller use, written out (tests/probe/test_nvml_constants.py holds
 each against nvidia-ml-py). Written out rather than read from pynvml: its ``NVML_P2P_CAPS_INDEX_READ`` is, by
 a stray comma, the tuple ``(0,)``, and these modules stay importable without it."""
 

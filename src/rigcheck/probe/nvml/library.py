@@ -1,4 +1,4 @@
-"""What rigcheck needs of nvidia-ml-py, as a protocol (tests/fakenvml.py implements it), and the pure decoders
+"""What rigcheck needs of nvidia-ml-py, as a protocol (tests/support/fakenvml.py implements it), and the pure decoders
 of what NVML returns. Nothing here imports pynvml."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ FieldId = int | tuple[int, int]
 
 
 class NvmlLibrary(Protocol):
-    """The part of nvidia-ml-py's ``pynvml`` module rigcheck uses; tests/fakenvml.py implements it."""
+    """The part of nvidia-ml-py's ``pynvml`` module rigcheck uses; tests/support/fakenvml.py implements it."""
 
     def nvmlInit(self) -> None: ...
     def nvmlShutdown(self) -> None: ...

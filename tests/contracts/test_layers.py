@@ -1,0 +1,298 @@
+"""The layers of docs/design.md, read from the code: imports point down only, and a command loads only what
+it uses.
+
+Layers, top to bottom (a module may import its own layer and the ones below it, never one above):
+
+    cli -> report -> bench -> monitor -> checks -> plan -> nccllog -> probe -> model -> facts -> leaves
+
+``rigcheck.__main__`` belongs to cli. ``readers/nccl_log.py`` (the NCCL log parser) sits where docs/design.md draws
+it: above probe (it reads its file through probe.from_file) and below plan. The leaves import nothing of
+rigcheck and anything may import them: ``errors.py`` (the exception tree), ``cpulist.py`` (CPU-list text)
+and the package itself (``rigcheck.__version__``).
+
+Every import counts, wherever it is written: at the top, inside a function (a lazy import is still a
+dependency, only a later one), and under ``if TYPE_CHECKING:`` (it costs nothing at run time, but a lower
+layer naming a higher layer's types is the dependency the order forbids). What a command actually loads is
+checked separately, at the end, by running it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent.parent / "src"
+PACKAGE = SRC / "rigcheck"
+SNAPSHOT = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / "healthy-8x-h100.json"
+
+LAYERS = ("cli", "report", "bench", "monitor", "checks", "plan", "readers", "probe", "inputs", "model", "facts")
+LEAVES = ("rigcheck", "rigcheck.errors", "rigcheck.cpulist")
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name
+    imported: str  # dotted module name (for `from x import y`: x.y when x.y is a module, else x)
+    line: int
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _absolute(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = importer.split(".")
+    if not is_package:
+        base.pop()
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def imports_of(name: str) -> list[Import]:
+    """Every import in the module: top level, in functions, under TYPE_CHECKING."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[Import] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [Import(name, alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(name, path.name == "__init__.py", node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.append(Import(name, sub if sub in MODULES else base, node.lineno))
+    return found
+
+
+ALL_IMPORTS = [imp for name in MODULES for imp in imports_of(name)]
+OURS = [imp for imp in ALL_IMPORTS if imp.imported == "rigcheck" or imp.imported.startswith("rigcheck.")]
+
+
+def layer_of(module: str) -> int:
+    """0 for the leaves, then 1 (facts) up to len(LAYERS) (cli)."""
+    if module in LEAVES:
+        return 0
+    if module == "rigcheck.__main__":
+        return len(LAYERS)
+    top = module.split(".")[1]
+    assert top in LAYERS, f"{module} is in no layer: add it to LAYERS or LEAVES in {__file__}"
+    return len(LAYERS) - LAYERS.index(top)
+
+
+def where(imp: Import) -> str:
+    return f"{MODULES[imp.importer].relative_to(SRC.parent)}:{imp.line} imports {imp.imported}"
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+# --- the reader itself -----------------------------------------------------------------------------------
+
+
+def test_the_reader_sees_every_kind_of_import() -> None:
+    """Guards the reader: a lazy import, a TYPE_CHECKING import and a relative import are all found."""
+    assert "rigcheck.cli.app" in MODULES
+    assert "rigcheck.probe.nvml" in MODULES  # a package's __init__
+    common = {imp.imported for imp in imports_of("rigcheck.cli.common")}
+    assert "rigcheck.readers.from_file" in common  # imported inside load_snapshot()
+    assert "rigcheck.model.document" in common  # imported under TYPE_CHECKING
+    found = {imp.imported for imp in OURS}
+    assert "rigcheck.probe.nvml.calls" in found  # `from rigcheck.probe.nvml.calls import ...` resolves to the module
+    assert all(layer_of(m) >= 0 for m in MODULES)  # every module has a layer
+
+
+# --- the order -------------------------------------------------------------------------------------------
+
+
+def test_imports_point_down_only() -> None:
+    upward = [where(imp) for imp in OURS if layer_of(imp.imported) > layer_of(imp.importer)]
+    assert upward == []
+
+
+def test_leaves_import_nothing_of_rigcheck() -> None:
+    assert [where(imp) for imp in OURS if imp.importer in LEAVES] == []
+
+
+# --- the rules beside the order --------------------------------------------------------------------------
+
+
+def _third_party(top: str) -> list[Import]:
+    return [imp for imp in ALL_IMPORTS if imp.imported == top or imp.imported.startswith(top + ".")]
+
+
+def test_pynvml_only_in_the_nvml_door() -> None:
+    """One module talks to NVML (the rest of probe/nvml/ goes through it)."""
+    users = {imp.importer for imp in _third_party("pynvml")}
+    assert users == {"rigcheck.probe.nvml.calls"}
+
+
+def test_torch_only_in_bench() -> None:
+    assert [where(imp) for imp in _third_party("torch") if not in_package(imp.importer, "rigcheck.bench")] == []
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("rigcheck.monitor", "rigcheck.probe"),  # the sampler is handed a poller; it never builds one
+        ("rigcheck.bench", "rigcheck.probe"),  # a benchmark is given the snapshot it needs
+        ("rigcheck.checks", "rigcheck.probe"),  # checks are pure: Snapshot in, findings out
+        ("rigcheck.checks", "rigcheck.monitor"),
+        ("rigcheck.checks", "rigcheck.bench"),
+    ],
+)
+def test_package_does_not_import(package: str, forbidden: str) -> None:
+    bad = [where(imp) for imp in OURS if in_package(imp.importer, package) and in_package(imp.imported, forbidden)]
+    assert bad == []
+
+
+def test_checks_do_no_io() -> None:
+    """Pure functions: no files, processes, sockets or clocks in checks/."""
+    io_modules = ("os", "subprocess", "socket", "time", "shutil", "pathlib", "http", "urllib", "threading")
+    bad = [
+        where(imp)
+        for imp in ALL_IMPORTS
+        if in_package(imp.importer, "rigcheck.checks") and imp.imported.split(".")[0] in io_modules
+    ]
+    assert bad == []
+
+
+def test_the_version_is_not_read_from_package_metadata() -> None:
+    """importlib.metadata costs ~40 ms at every start; the version is a literal (kept equal to pyproject by
+    tests/contracts/test_cli_lazy.py)."""
+    assert [where(imp) for imp in imports_of("rigcheck") if imp.imported.startswith("importlib")] == []
+
+
+MAX_LINES = 700
+
+
+def test_no_module_over_700_lines() -> None:
+    """Small modules (the probe/nvml split came from a 1,270-line file)."""
+    long = {
+        name: n
+        for name, path in MODULES.items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+# --- what a command loads ------------------------------------------------------------------------------
+
+# The modules of cli/ every command shares.
+_CLI_CORE = ("app", "common", "lazy", "group_help", "exits", "terminal_safe")
+
+# Modules a command must not load unless it needs them.
+HEAVY = (
+    "pynvml",
+    "torch",
+    "http.server",
+    "prometheus_client",
+    "rigcheck.report.html",
+    "rigcheck.report.svg",
+    "rigcheck.readers.nccl_log",
+    "rigcheck.probe.nvml",
+    "rigcheck.monitor",
+    "rigcheck.bench",
+    "rigcheck.cli.bench",
+    "rigcheck.cli.bench_collectives",
+    "rigcheck.cli.bench_device",
+    "rigcheck.cli.bench_train",
+    "rigcheck.cli.bench_common",
+    "rigcheck.cli.monitor",
+    "rigcheck.cli.burn",
+    "rigcheck.cli.plan",
+    "rigcheck.cli.nccl_log",
+)
+
+_RUN = """
+import json, sys
+from rigcheck.cli.app import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.__stderr__.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
+"""
+
+
+def loaded_by(argv: list[str]) -> set[str]:
+    """The modules loaded by the time ``rigcheck ARGV`` has finished, run in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", _RUN, *argv], capture_output=True, text=True, timeout=120, check=False)
+    modules: list[str] = json.loads(proc.stderr.strip().splitlines()[-1])
+    return set(modules)
+
+
+def _heavy(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_help_loads_no_command_module() -> None:
+    loaded = loaded_by(["--help"])
+    assert "typer" in loaded  # the probe works
+    commands = sorted(m for m in loaded if m.startswith("rigcheck.cli.") and m.split(".")[2] not in _CLI_CORE)
+    assert commands == []
+    assert _heavy(loaded) == []
+    assert "importlib.metadata" not in loaded
+    assert "pydantic" not in loaded  # no model, no typer value coercion: --help needs neither
+    assert "typer.rich_utils" not in loaded  # drawn by cli/group_help.py (rich.markdown, rich.traceback: ~55 ms)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["terminal", "json"])
+def test_doctor_from_a_snapshot_loads_only_what_it_uses(extra: list[str]) -> None:
+    loaded = loaded_by(["doctor", "--from", str(SNAPSHOT), *extra])
+    assert "rigcheck.cli.doctor" in loaded  # the probe works
+    assert _heavy(loaded) == []
+    assert not any(m.startswith("rigcheck.readers.smi.") and m != "rigcheck.readers.smi.ansi" for m in loaded), (
+        "a snapshot JSON needs none of the nvidia-smi text parsers"
+    )
+    other_commands = sorted(
+        m for m in loaded if m.startswith("rigcheck.cli.") and m.split(".")[2] not in (*_CLI_CORE, "doctor")
+    )
+    assert other_commands == []
+
+
+def test_importlib_metadata_comes_only_from_pydantic() -> None:
+    """doctor builds pydantic models, and pydantic's plugin loader imports importlib.metadata for itself
+    (pydantic/plugin/_loader.py); no rigcheck module may be the one that imports it."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "rigcheck", "doctor", "--from", str(SNAPSHOT), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    importers = _direct_importers(proc.stderr, "importlib.metadata")
+    assert importers, "importtime output not understood"
+    assert [m for m in importers if m.startswith("rigcheck")] == []
+
+
+def _direct_importers(importtime: str, target: str) -> list[str]:
+    """From ``-X importtime`` output (children are listed before their parent, indented deeper), the modules
+    that imported ``target`` directly."""
+    rows = []
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        name = line.split("|")[2]
+        depth = (len(name) - len(name.lstrip(" ")) - 1) // 2  # one space, then two per level
+        rows.append((depth, name.strip()))
+    importers = []
+    for i, (depth, name) in enumerate(rows):
+        if name == target:
+            parent = next((n for d, n in rows[i + 1 :] if d < depth), "<top>")
+            importers.append(parent)
+    return importers

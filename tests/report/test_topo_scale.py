@@ -1,0 +1,179 @@
+"""Topologies at any size (issue #13): link codes never cut at 80 columns, a summary above 16 GPUs with the full
+matrix behind --matrix, pair lookups through an index."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from rigcheck.model import GpuPair, Snapshot
+from rigcheck.model.topo import topo_document
+from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
+from rigcheck.report.topo import full_matrix, topo_html, topology_renderable
+
+TOPO = Path(__file__).parent.parent / "fixtures" / "corpus" / "topo"
+NVLINK_8 = ["026-8xv100-sxm2-hybrid-cube-mesh-nv1-nv2-nic.txt", "008-8xa100-nv12-realigned-columns.txt"]
+
+
+def _text(renderable: object, width: int) -> str:
+    console = Console(width=width, record=True, color_system=None, legacy_windows=False)
+    with console.capture() as cap:
+        console.print(renderable)
+    return cap.get()
+
+
+def _grown(n: int, odd: tuple[int, int] | None = None) -> str:
+    """A tab-separated `topo -m` of n GPUs, all NV18 on two NUMA nodes; ``odd``: one pair on SYS instead."""
+    head = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity"
+    rows = [head]
+    for a in range(n):
+        cells = ["X" if a == b else ("SYS" if odd is not None and {a, b} == set(odd) else "NV18") for b in range(n)]
+        rows.append(f"GPU{a}\t" + "\t".join(cells) + f"\t0-7\t{a * 2 // n}")
+    return "\n".join(rows) + "\n"
+
+
+def test_eighty_columns_keep_every_link_code_whole() -> None:
+    for name in NVLINK_8:
+        topo = parse_topo((TOPO / name).read_text(encoding="utf-8"), name)
+        out = _text(topology_renderable(topo_document(topo, pairs_from_topology(topo))), 80)
+        grid = out.split("NICs:")[0].split("\nNV")[0]
+        assert "…" not in grid, out
+        for row_label, row in zip(topo.labels, topo.matrix, strict=True):
+            short = row_label.replace("GPU", "G").replace("NIC", "N")
+            line = next(line for line in grid.splitlines() if line.startswith(short + " "))
+            assert line.split()[1:] == row, (name, line)
+
+
+def test_cli_at_80_columns_prints_nv1_and_nv2_whole() -> None:
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "rigcheck", "topo", "--from", str(TOPO / NVLINK_8[0])],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    grid = out.split("NICs:")[0]
+    assert "…" not in grid
+    assert "G0   X    NV1   NV1   NV2   NV2  SYS  SYS  SYS  NODE" in grid
+
+
+def test_a_narrow_terminal_gets_column_blocks_not_cut_cells() -> None:
+    topo = parse_topo((TOPO / NVLINK_8[0]).read_text(encoding="utf-8"))
+    out = _text(topology_renderable(topo_document(topo, pairs_from_topology(topo))), 36)
+    assert "…" not in out
+    blocks = [line for line in out.splitlines() if line.startswith("G0 ")]
+    assert len(blocks) >= 3  # the columns in blocks, then the affinity table
+    codes = [tok for line in blocks for tok in line.split()[1:] if not tok[0].isdigit()]
+    assert codes[: len(topo.matrix[0])] == topo.matrix[0]
+
+
+def test_sixty_four_gpus_are_summarised_and_the_odd_pair_named() -> None:
+    topo = parse_topo(_grown(64, odd=(5, 40)))
+    doc = topo_document(topo, pairs_from_topology(topo))
+    out = _text(topology_renderable(doc), 160)
+    assert "64 GPUs, summarised" in out
+    assert "NUMA node 0: GPU0-31 (32 GPUs)" in out
+    assert "GPU5–GPU40 SYS" in out
+    assert "NUMA node 0 ↔ NUMA node 1: NV18 × 1023, SYS × 1" in out
+    assert len(out.splitlines()) < 20  # not a 64-row grid
+    with full_matrix():
+        full = _text(topology_renderable(doc), 400)
+    assert len(full.splitlines()) > 64
+    assert "summarised" not in full
+
+
+def test_a_box_of_sixteen_keeps_its_matrix() -> None:
+    topo = parse_topo(_grown(16))
+    out = _text(topology_renderable(topo_document(topo, pairs_from_topology(topo))), 160)
+    assert "summarised" not in out
+    assert "GPU15" in out
+
+
+def test_snapshot_pair_lookup_is_indexed_and_follows_changes() -> None:
+    snap = Snapshot(pairs=[GpuPair(a=a, b=b, link="NV18") for a in range(40) for b in range(a + 1, 40)])
+    assert snap.pair(39, 3) is snap.pairs[[(p.a, p.b) for p in snap.pairs].index((3, 39))]
+    assert snap.pair(3, 3) is None
+    index = snap._pair_index
+    assert index is not None
+    assert isinstance(index[2], dict)
+    snap.pairs.append(GpuPair(a=40, b=41, link="PHB"))  # appended: the index is rebuilt
+    found = snap.pair(41, 40)
+    assert found is not None
+    assert found.link == "PHB"
+    snap.pairs = [GpuPair(a=0, b=1, link="SYS")]  # replaced
+    again = snap.pair(0, 1)
+    assert again is not None
+    assert again.link == "SYS"
+    assert snap.pair(3, 39) is None
+    snap.pairs[0].b = 2  # changed in place: the stale hit is not returned, the record is found the slow way
+    assert snap.pair(0, 1) is None
+    assert snap.pair(0, 2) is snap.pairs[0]
+
+
+def _rigcheck(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "rigcheck", *args], capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def test_html_above_sixteen_gpus_is_a_summary_with_the_matrix_folded(tmp_path: Path) -> None:
+    path = tmp_path / "topo64.txt"
+    path.write_text(_grown(64, odd=(3, 40)))
+    topo = parse_topo(path.read_text())
+    doctor = _rigcheck("doctor", "--from", str(path), "--format", "html")
+    for page in (topo_html(topo_document(topo, pairs_from_topology(topo))), doctor):
+        summary = page.index('<table class="topo-summary">')
+        details = page.index("<details><summary>Full matrix (64 × 64)</summary>")
+        assert summary < details < page.index('<table class="topo">') < page.index("</details>", details)
+        assert "GPU3–GPU40 SYS" in page  # the odd pair named in the summary table
+        assert "NUMA node 0 ↔ NUMA node 1" in page
+
+
+def test_html_of_a_box_keeps_its_matrix_open() -> None:
+    topo = parse_topo(_grown(16, odd=(3, 12)))
+    page = topo_html(topo_document(topo, pairs_from_topology(topo)))
+    assert '<table class="topo">' in page
+    assert "topo-summary" not in page
+    assert "Full matrix" not in page
+
+
+def test_doctor_folds_pair_findings_above_sixteen_gpus(tmp_path: Path) -> None:
+    for n, folded in ((16, False), (17, True), (64, True)):
+        path = tmp_path / f"topo{n}.txt"
+        path.write_text(_grown(n, odd=(3, 12)))
+        findings = json.loads(_rigcheck("doctor", "--from", str(path), "--format", "json"))["findings"]
+        nvlink = [f for f in findings if f["id"] == "topology.nvlink"]
+        sys_pairs = [f for f in findings if f["id"] == "topology.pcie-only"]
+        pairs = n * (n - 1) // 2
+        if not folded:
+            assert len(nvlink) == pairs - 1
+            assert [f["pair"] for f in sys_pairs] == [[3, 12]]
+            continue
+        assert [f["subject"] for f in nvlink + sys_pairs] == ["host", "host"]
+        assert nvlink[0]["message"].startswith(f"{pairs - 1} GPU pairs on NV18 (18 NVLinks): ")
+        assert sys_pairs[0]["message"].startswith("1 GPU pair on SYS: ")
+        assert sys_pairs[0]["measured"].endswith("on GPU3-GPU12")
+
+
+def test_gpu_table_of_a_big_machine_lists_every_gpu_in_aligned_columns() -> None:
+    """Above 16 GPUs the doctor's GPU table is laid out as plain lines (rich's Table measures every cell):
+    every GPU is still listed, the columns line up, and an unreadable GPU says so."""
+    from rigcheck.model.snapshot import Missing
+    from rigcheck.report.doctor import gpu_table
+    from tests.support.snapshots import make_gpu, make_snapshot
+
+    gpus = [make_gpu(i) for i in range(20)]
+    gpus[7] = make_gpu(7, read_error=Missing.GPU_LOST)
+    text = _text(gpu_table(make_snapshot(gpus)), 200)
+    lines = text.splitlines()
+    assert lines[0].split()[:2] == ["GPU", "name"]
+    assert [line.split()[0] for line in lines[1:]] == [str(i) for i in range(20)]
+    assert "unreadable (GPU lost)" in lines[8]
+    column = lines[0].index("power draw")
+    assert all(line[column - 2 : column] == "  " for line in lines[1:] if "unreadable" not in line)
