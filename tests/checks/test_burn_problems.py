@@ -1,6 +1,6 @@
 """Heat and slowdowns under load fail a burn (checks/burn/problems.py). Synthetic traces
-(tests/checks/test_burn_analysis's ramp: samples 0.1 s apart), each beside its healthy counterpart; the real traces' verdicts stay in
-test_burn_analysis (the LMS bf16 burn is power-capped, not a problem)."""
+(tests/checks/test_burn_analysis's ramp: samples 0.1 s apart), each beside its healthy counterpart; the real
+traces' verdicts stay in test_burn_analysis (the LMS bf16 burn is power-capped, not a problem)."""
 
 from __future__ import annotations
 
