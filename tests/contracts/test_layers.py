@@ -177,19 +177,6 @@ def test_the_version_is_not_read_from_package_metadata() -> None:
     assert [where(imp) for imp in imports_of("rigcheck") if imp.imported.startswith("importlib")] == []
 
 
-MAX_LINES = 700
-
-
-def test_no_module_over_700_lines() -> None:
-    """Small modules (the probe/nvml split came from a 1,270-line file)."""
-    long = {
-        name: n
-        for name, path in MODULES.items()
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-    }
-    assert long == {}
-
-
 # --- what a command loads ------------------------------------------------------------------------------
 
 # The modules of cli/ every command shares.
