@@ -1,11 +1,14 @@
-"""Shared test set-up: tests marked `gpu` run only where NVML finds a GPU."""
+"""Shared test set-up: tests marked `gpu` run only where NVML finds a GPU; the `rigcheck` fixture runs the CLI."""
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Mapping
 from functools import cache
 
 import pytest
+
+from tests.support.cli import Arg, Result, Rigcheck, run_main
 
 # As the CLI's main() does (rigcheck.cli.app.GC_YOUNG_THRESHOLD): the suite builds many long-lived snapshots and
 # documents, which the cyclic collector would otherwise walk again and again.
@@ -33,3 +36,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def rigcheck(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Rigcheck:
+    """``rigcheck(*argv, stdin=None, env=None)``: the real main, in this process; a Result (code, stdout, stderr, json)
+    (tests/support/cli.py)."""
+
+    def run(*argv: Arg, stdin: str | bytes | None = None, env: Mapping[str, str | None] | None = None) -> Result:
+        return run_main(capsys, monkeypatch, argv, stdin=stdin, env=env)
+
+    return run

@@ -13,7 +13,7 @@ from rigcheck.bench.gpu_select import label_rows, place_gpus, workers_for
 from rigcheck.cli import bench_common
 from rigcheck.errors import UsageError
 from rigcheck.model.snapshot import Snapshot
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 from tests.support.snapshots import healthy_8x_h100, make_gpu, make_snapshot, no_gpu
 
 # --- the placement: pure -------------------------------------------------------------------------------------
@@ -159,8 +159,8 @@ def two_gpus(monkeypatch: pytest.MonkeyPatch) -> Snapshot:
     return snap
 
 
-def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code, out, err = run(argv, capsys)
+def _usage_error(argv: list[str], rigcheck: Rigcheck) -> str:
+    code, out, err = rigcheck(*argv)
     assert code == 2, err
     assert out == ""
     lines = err.strip().splitlines()
@@ -185,26 +185,22 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["bench", "hostlink", "--gpu", "0", "--gpus", "1"], "--gpu (a CUDA index) and --gpus"),
     ],
 )
-def test_usage_errors_are_one_line_and_exit_2(
-    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert expected in _usage_error(argv, capsys)
+def test_usage_errors_are_one_line_and_exit_2(argv: list[str], expected: str, rigcheck: Rigcheck) -> None:
+    assert expected in _usage_error(argv, rigcheck)
 
 
 @pytest.mark.parametrize("command", ["allreduce", "membw", "hostlink", "p2p"])
-def test_gpus_with_from_is_refused_nothing_is_run(
-    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_gpus_with_from_is_refused_nothing_is_run(command: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     saved = tmp_path / "out.txt"
     saved.write_text("anything\n")
-    line = _usage_error(["bench", command, "--from", str(saved), "--gpus", "0"], capsys)
+    line = _usage_error(["bench", command, "--from", str(saved), "--gpus", "0"], rigcheck)
     assert "--gpus" in line
     assert "with --from nothing is run" in line
 
 
-def test_the_no_gpu_rule_is_unchanged(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_no_gpu_rule_is_unchanged(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     monkeypatch.setattr(bench_common, "load_snapshot", lambda *a, **k: no_gpu())
-    code, out, err = run(["bench", "matmul", "--gpus", "0"], capsys)
+    code, out, err = rigcheck("bench", "matmul", "--gpus", "0")
     assert code == 1
     assert out == ""
     assert err.strip().splitlines()[0].startswith("rigcheck: no NVIDIA GPU visible: ")
@@ -214,9 +210,9 @@ def test_the_no_gpu_rule_is_unchanged(monkeypatch: pytest.MonkeyPatch, capsys: p
 
 
 @pytest.mark.gpu
-def test_matmul_quick_on_gpu_0_names_gpu_0(capsys: pytest.CaptureFixture[str]) -> None:
+def test_matmul_quick_on_gpu_0_names_gpu_0(rigcheck: Rigcheck) -> None:
     pytest.importorskip("torch")
-    code, out, err = run(["bench", "matmul", "--quick", "--gpus", "0", "--json"], capsys)
+    code, out, err = rigcheck("bench", "matmul", "--quick", "--gpus", "0", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["gpus"] == [0]

@@ -18,8 +18,8 @@ from rigcheck.errors import Interrupted, UsageError
 from rigcheck.model.bench import NvmeDocument, StorageDevice, parse_bench
 from rigcheck.probe.storage_path import mount_of, parse_mounts, storage_of
 from rigcheck.report.bench.render import RENDERERS
-from tests.cli.test_cli import run
 from tests.contracts.test_schemas import validator
+from tests.support.cli import Rigcheck
 
 SIZE = 64 * MIB
 SWEEP = (128 * 1024, MIB, 4 * MIB)
@@ -176,8 +176,8 @@ def test_an_io_error_is_one_line_and_removes_the_file(tmp_path: Path, monkeypatc
 # --- refusals, through the command line ----------------------------------------------------------------------
 
 
-def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code, out, err = run(["bench", "nvme", *argv], capsys)
+def _refused(argv: list[str], rigcheck: Rigcheck) -> str:
+    code, out, err = rigcheck("bench", "nvme", *argv)
     assert code == 2
     assert out == ""
     lines = err.strip().splitlines()
@@ -185,16 +185,14 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return lines[0]
 
 
-def test_refuses_a_missing_directory_and_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert "no such directory" in _refused(["--path", str(tmp_path / "absent"), "--size", "4M"], capsys)
+def test_refuses_a_missing_directory_and_a_file(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    assert "no such directory" in _refused(["--path", str(tmp_path / "absent"), "--size", "4M"], rigcheck)
     a_file = tmp_path / "f"
     a_file.write_text("x")
-    assert "not a directory" in _refused(["--path", str(a_file), "--size", "4M"], capsys)
+    assert "not a directory" in _refused(["--path", str(a_file), "--size", "4M"], rigcheck)
 
 
-def test_refuses_too_little_free_space(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_refuses_too_little_free_space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     real = os.statvfs(tmp_path)
 
     class Small:
@@ -202,18 +200,18 @@ def test_refuses_too_little_free_space(
         f_bavail = (10 * MIB) // real.f_frsize
 
     monkeypatch.setattr(os, "statvfs", lambda _p: Small())
-    line = _refused(["--path", str(tmp_path), "--size", "1G"], capsys)
+    line = _refused(["--path", str(tmp_path), "--size", "1G"], rigcheck)
     assert "GiB free" in line
     assert "needs" in line
     assert _leftovers(tmp_path) == []
 
 
-def test_refuses_a_read_only_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_refuses_a_read_only_directory(tmp_path: Path, rigcheck: Rigcheck) -> None:
     if os.geteuid() == 0:
         pytest.skip("root writes anywhere")
     tmp_path.chmod(0o500)
     try:
-        assert "not writable" in _refused(["--path", str(tmp_path), "--size", "4M"], capsys)
+        assert "not writable" in _refused(["--path", str(tmp_path), "--size", "4M"], rigcheck)
     finally:
         tmp_path.chmod(0o700)
 
@@ -223,10 +221,9 @@ def test_a_size_below_the_minimum_is_refused(tmp_path: Path) -> None:
         run_nvme(tmp_path, storage=_storage(tmp_path), size_bytes=64 * 1024)
 
 
-def test_through_the_command_line_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        ["bench", "nvme", "--path", str(tmp_path), "--size", "16M", "--repeats", "1", "--block-size", "1M", "--json"],
-        capsys,
+def test_through_the_command_line_json(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck(
+        "bench", "nvme", "--path", str(tmp_path), "--size", "16M", "--repeats", "1", "--block-size", "1M", "--json"
     )
     assert code == 0, err
     data = json.loads(out)

@@ -21,7 +21,7 @@ from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.bench import P2PDocument, Versions
 from rigcheck.model.snapshot import Gpu, Snapshot
 from tests.bench.test_bench_gpus import _usage_error
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 from tests.support.snapshots import healthy_8x_h100
 
 # What `run_p2p` without --gpus wrote for this fake machine and measurement before --gpus existed (its snapshot
@@ -262,10 +262,8 @@ def eight_gpus(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return probes
 
 
-def test_one_gpu_is_refused_before_the_machine_is_probed(
-    eight_gpus: list[int], capsys: pytest.CaptureFixture[str]
-) -> None:
-    line = _usage_error(["bench", "p2p", "--gpus", "3"], capsys)
+def test_one_gpu_is_refused_before_the_machine_is_probed(eight_gpus: list[int], rigcheck: Rigcheck) -> None:
+    line = _usage_error(["bench", "p2p", "--gpus", "3"], rigcheck)
     assert "--gpus 3: bench p2p needs at least two GPUs (a GPU-to-GPU copy needs a pair)" in line
     assert eight_gpus == []
 
@@ -279,20 +277,20 @@ def test_one_gpu_is_refused_before_the_machine_is_probed(
     ],
 )
 def test_gpus_the_machine_lacks_or_malformed_are_usage_errors(
-    gpus: str, expected: str, eight_gpus: list[int], capsys: pytest.CaptureFixture[str]
+    gpus: str, expected: str, eight_gpus: list[int], rigcheck: Rigcheck
 ) -> None:
-    assert expected in _usage_error(["bench", "p2p", "--gpus", gpus], capsys)
+    assert expected in _usage_error(["bench", "p2p", "--gpus", gpus], rigcheck)
 
 
 # --- on GPUs ------------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.gpu
-def test_gpu_p2p_on_two_gpus_by_nvidia_smi_index(capsys: pytest.CaptureFixture[str]) -> None:
+def test_gpu_p2p_on_two_gpus_by_nvidia_smi_index(rigcheck: Rigcheck) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.device_count() < 2:
         pytest.skip("p2p --gpus needs two GPUs")
-    code, out, err = run(["bench", "p2p", "--gpus", "1,0", "--size", "16M", "--repeats", "2", "--json"], capsys)
+    code, out, err = rigcheck("bench", "p2p", "--gpus", "1,0", "--size", "16M", "--repeats", "2", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["matrix_gpus"] == [1, 0]

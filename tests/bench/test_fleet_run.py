@@ -33,6 +33,7 @@ from rigcheck.checks.fleet.collectives import nic_busbw
 from rigcheck.errors import UsageError
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort, Snapshot, System
+from tests.support.cli import Rigcheck
 from tests.support.procs import assert_none_left
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (gloo)")
@@ -239,17 +240,8 @@ def test_what_the_nics_carry_is_the_least_node() -> None:
 FLEET_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "fleet" / "4-nodes"
 
 
-def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from rigcheck.cli.app import main
-
-    with pytest.raises(SystemExit) as ended:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(ended.value.code or 0), out, err
-
-
-def test_from_a_directory_compares_the_saved_nodes(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _main(["fleet", "--from", str(FLEET_DIR), "--json"], capsys)
+def test_from_a_directory_compares_the_saved_nodes(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("fleet", "--from", str(FLEET_DIR), "--json")
     data = json.loads(out)
     assert code == 1
     assert (data["source"], data["launcher"], data["world_size"]) == ("files", None, None)
@@ -266,8 +258,8 @@ def test_from_a_directory_compares_the_saved_nodes(capsys: pytest.CaptureFixture
         (["--verify", "fast"], "quick, full or none"),
     ],
 )
-def test_bad_usage_exits_2(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _main(["fleet", *argv], capsys)
+def test_bad_usage_exits_2(argv: list[str], says: str, rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("fleet", *argv)
     assert (code, out) == (2, "")
     assert says in err
 

@@ -15,7 +15,7 @@ from rigcheck.facts.catalog import lookup
 from rigcheck.model.bench import CollectiveDocument
 from rigcheck.readers.reference.nccl_tests import parse_nccl_tests
 from rigcheck.readers.reference.nccl_tests_doc import collective_document, parse_link
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 HERE = Path(__file__).parent.parent / "fixtures"
 BANDS = HERE / "allreduce-bands"
@@ -218,13 +218,11 @@ def test_two_hosts_are_judged_against_the_nics_given() -> None:
     assert "--nics" in reason
 
 
-def test_two_hosts_at_6_gbps_on_8x400g_fail_on_the_command_line(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_two_hosts_at_6_gbps_on_8x400g_fail_on_the_command_line(rigcheck: Rigcheck, tmp_path: Path) -> None:
     # Synthetic: the real 2-host run slowed to 6 GB/s at its largest size (a socket fallback's figure).
     slow = tmp_path / "slow.txt"
     slow.write_text(_scaled(TWO_HOSTS, 6.0 / 338.82))
-    code, out, err = run(["bench", "allreduce", "--from", str(slow), "--nics", "8x400", "--json"], capsys)
+    code, out, err = rigcheck("bench", "allreduce", "--from", str(slow), "--nics", "8x400", "--json")
     assert code == 1, err
     judgement = json.loads(out)["judgement"]
     assert (judgement["verdict"], judgement["band_floor_gbps"]) == ("fail", 160.0)
@@ -283,9 +281,7 @@ def test_more_ranks_than_an_hgx_board_holds_are_judged_across_nodes() -> None:
     assert "16 ranks of H100 SXM5, more than one 8-GPU board holds" in reason
 
 
-def test_an_nccl_log_given_beside_the_output_says_nvls_was_off(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_an_nccl_log_given_beside_the_output_says_nvls_was_off(rigcheck: Rigcheck, tmp_path: Path) -> None:
     # Synthetic: the DGX sweep at ring speed (367 GB/s at 16 GiB) and, as a second --from, two INFO lines in
     # NCCL's own wording (an NCCL_DEBUG=INFO log of the run, taken apart from the output).
     measured, log = tmp_path / "allreduce.txt", tmp_path / "nccl.log"
@@ -294,7 +290,7 @@ def test_an_nccl_log_given_beside_the_output_says_nvls_was_off(
         "node:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
         "node:1:9 [0] NCCL INFO NVLS multicast support is not available on dev 0\n"
     )
-    code, out, err = run(["bench", "allreduce", "--from", str(measured), "--from", str(log), "--json"], capsys)
+    code, out, err = rigcheck("bench", "allreduce", "--from", str(measured), "--from", str(log), "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["versions"]["nccl"] == "2.21.5+cuda12.4"

@@ -10,25 +10,13 @@ import pytest
 
 from rigcheck.checks.doctor import run_checks
 from rigcheck.checks.doctor.xid import check_xid
-from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.model import Severity
 from rigcheck.model.site_config import parse_site_config
 from rigcheck.readers.from_file import load_files
+from tests.support.cli import Rigcheck
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "corpus" / "kernel-log"
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """The CLI as `rigcheck` runs it (main: rigcheck's errors become one line on stderr and their exit code)."""
-    try:
-        main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    else:
-        code = 0
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 needs_toml = pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
@@ -39,11 +27,11 @@ def _log(prefix: str) -> str:
 
 
 def _doctor(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str, text: str, name: str = "site.toml"
+    tmp_path: Path, rigcheck: Rigcheck, prefix: str, text: str, name: str = "site.toml"
 ) -> tuple[int, list[dict[str, str]]]:
     site = tmp_path / name
     site.write_text(text)
-    code, out, err = _run(["doctor", "--from", _log(prefix), "--config", str(site), "--json"], capsys)
+    code, out, err = rigcheck("doctor", "--from", _log(prefix), "--config", str(site), "--json")
     assert code in (0, 1), err
     return code, [f for f in json.loads(out)["findings"] if f["category"] == "xid"]
 
@@ -54,9 +42,9 @@ def _xid(prefix: str, text: str) -> dict[str, Severity]:
 
 
 @needs_toml
-def test_raising_xid_13_to_fail_makes_203_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(["doctor", "--from", _log("203"), "--json"], capsys)[0] == 0
-    code, xids = _doctor(tmp_path, capsys, "203", '[xid.severity]\n13 = "fail"\n')
+def test_raising_xid_13_to_fail_makes_203_exit_1(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    assert rigcheck("doctor", "--from", _log("203"), "--json")[0] == 0
+    code, xids = _doctor(tmp_path, rigcheck, "203", '[xid.severity]\n13 = "fail"\n')
     assert code == 1
     (raised,) = [f for f in xids if f["severity"] == "fail"]
     assert raised["id"] == "xid.hardware"
@@ -65,11 +53,9 @@ def test_raising_xid_13_to_fail_makes_203_exit_1(tmp_path: Path, capsys: pytest.
     assert any(f["id"] == "xid.application" and "Xid 31" in f["message"] for f in xids)  # the others unchanged
 
 
-def test_lowering_79_to_warn_makes_204_exit_0_with_a_warning(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert _run(["doctor", "--from", _log("204"), "--json"], capsys)[0] == 1
-    code, xids = _doctor(tmp_path, capsys, "204", json.dumps({"xid": {"severity": {"79": "warn"}}}), "site.json")
+def test_lowering_79_to_warn_makes_204_exit_0_with_a_warning(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    assert rigcheck("doctor", "--from", _log("204"), "--json")[0] == 1
+    code, xids = _doctor(tmp_path, rigcheck, "204", json.dumps({"xid": {"severity": {"79": "warn"}}}), "site.json")
     assert code == 0
     (lowered,) = [f for f in xids if f["id"] == "xid.warning"]
     assert lowered["severity"] == "warn"
@@ -136,14 +122,12 @@ def test_no_config_is_the_default_verdicts() -> None:
         ("s.json", "[1, 2]", "not a site file"),
     ],
 )
-def test_bad_site_file_is_one_line_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, says: str
-) -> None:
+def test_bad_site_file_is_one_line_exit_2(tmp_path: Path, rigcheck: Rigcheck, name: str, text: str, says: str) -> None:
     if name.endswith(".toml") and sys.version_info < (3, 11):
         says = "needs Python 3.11"
     site = tmp_path / name
     site.write_text(text)
-    code, out, err = _run(["doctor", "--from", _log("203"), "--config", str(site)], capsys)
+    code, out, err = rigcheck("doctor", "--from", _log("203"), "--config", str(site))
     lines = err.strip().splitlines()
     assert code == 2
     assert not out
@@ -154,8 +138,8 @@ def test_bad_site_file_is_one_line_exit_2(
         parse_site_config(text.encode(), name)
 
 
-def test_missing_site_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(["doctor", "--from", _log("203"), "--config", str(tmp_path / "none.toml")], capsys)
+def test_missing_site_file_is_exit_2(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    code, _, err = rigcheck("doctor", "--from", _log("203"), "--config", str(tmp_path / "none.toml"))
     assert code == 2
     assert len(err.strip().splitlines()) == 1
     assert "cannot read the site file" in err

@@ -14,7 +14,7 @@ import pytest
 from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.probe.kernel_log import parse_kernel_events
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 HERE = Path(__file__).parent.parent
 XID45_CASE = HERE / "calibration" / "cases" / "incident-kernel-log-hgx-xid45-caused-by-xid149-145.txt"
@@ -41,8 +41,8 @@ def test_xid45_caused_by_nvlink_faults_fails_each_gpu_naming_the_fault() -> None
     assert "reset the GPU" in (ed.advice or "")
 
 
-def test_doctor_fails_the_xid45_incident(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, _ = run(["doctor", "--from", str(XID45_CASE), "--json"], capsys)
+def test_doctor_fails_the_xid45_incident(rigcheck: Rigcheck) -> None:
+    code, _, _ = rigcheck("doctor", "--from", str(XID45_CASE), "--json")
     assert code == 1
 
 

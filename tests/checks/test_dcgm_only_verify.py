@@ -18,8 +18,8 @@ import pytest
 from rigcheck.facts.catalog import lookup
 from rigcheck.facts.pci_ids import DEVICE_NAMES, gpu_name, normalize_device_id
 from rigcheck.readers.saved import load_saved
-from tests.cli.test_cli import run
 from tests.contracts.test_schemas import assert_valid
+from tests.support.cli import Rigcheck
 
 CASES = Path(__file__).parent.parent / "calibration" / "cases"
 A10G_PASS = CASES / "dcgmi-4xa10g-r3-all-pass"  # 4x A10G, `dcgmi diag -r 3` table, every test Pass
@@ -31,8 +31,8 @@ ONLY_DCGM = ["--only", "dcgm"]
 RIGCHECK_STAGES = ["doctor", "matmul", "membw", "hostlink", "p2p", "allreduce", "burn"]
 
 
-def _verify(directory: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any]]:
-    code, out, err = run(["verify", "--from", str(directory), *extra, "--json"], capsys)
+def _verify(directory: Path, rigcheck: Rigcheck, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = rigcheck("verify", "--from", str(directory), *extra, "--json")
     assert code in (0, 1), err
     data = json.loads(out)
     assert_valid(data)
@@ -51,8 +51,8 @@ def _steps(data: dict[str, Any]) -> dict[str, str]:
     return {s["name"]: s["status"] for s in steps}
 
 
-def test_a_passing_dcgm_only_dir_passes_with_only_dcgm(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _verify(A10G_PASS, capsys, *ONLY_DCGM)
+def test_a_passing_dcgm_only_dir_passes_with_only_dcgm(rigcheck: Rigcheck) -> None:
+    code, data = _verify(A10G_PASS, rigcheck, *ONLY_DCGM)
     assert (code, data["verdict"], data["drain_reason"]) == (0, "pass", None)
     gpus = _gpus(data)
     assert sorted(gpus) == [0, 1, 2, 3]  # the table's four device ids: DCGM's GPUs 0-3
@@ -67,8 +67,8 @@ def test_a_passing_dcgm_only_dir_passes_with_only_dcgm(capsys: pytest.CaptureFix
     assert any("no rigcheck snapshot in the directory" in n and "NVIDIA A10G (PCI device 2237)" in n for n in notes)
 
 
-def test_the_gpu1_targeted_power_fail_fails_naming_gpu1_and_the_test(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _verify(A10G_GPU1_POWER, capsys, *ONLY_DCGM)
+def test_the_gpu1_targeted_power_fail_fails_naming_gpu1_and_the_test(rigcheck: Rigcheck) -> None:
+    code, data = _verify(A10G_GPU1_POWER, rigcheck, *ONLY_DCGM)
     assert (code, data["verdict"]) == (1, "fail")
     assert data["drain_reason"] == "rigcheck verify: fail gpu1 dcgm.targeted-power DCGM fail"
     gpus = _gpus(data)
@@ -79,9 +79,9 @@ def test_the_gpu1_targeted_power_fail_fails_naming_gpu1_and_the_test(capsys: pyt
 
 
 def test_the_fabric_manager_down_h100_node_fails_each_gpu_on_its_own_message(
-    capsys: pytest.CaptureFixture[str],
+    rigcheck: Rigcheck,
 ) -> None:
-    code, data = _verify(H100_FM_DOWN, capsys, *ONLY_DCGM)
+    code, data = _verify(H100_FM_DOWN, rigcheck, *ONLY_DCGM)
     assert (code, data["verdict"]) == (1, "fail")
     gpus = _gpus(data)
     assert sorted(gpus) == list(range(8))  # "Fail - All" on the 8 GPUs of the Metadata's device ids
@@ -97,9 +97,9 @@ def test_the_fabric_manager_down_h100_node_fails_each_gpu_on_its_own_message(
 
 
 def test_without_only_a_dcgm_only_dir_is_incomplete_naming_the_missing_stages(
-    capsys: pytest.CaptureFixture[str],
+    rigcheck: Rigcheck,
 ) -> None:
-    code, data = _verify(A10G_PASS, capsys)
+    code, data = _verify(A10G_PASS, rigcheck)
     assert (code, data["verdict"]) == (1, "incomplete")
     assert _steps(data) == {**dict.fromkeys(RIGCHECK_STAGES, "skipped"), "dcgm": "done"}
     assert data["drain_reason"] == (
@@ -108,29 +108,29 @@ def test_without_only_a_dcgm_only_dir_is_incomplete_naming_the_missing_stages(
     )
     run_check = next(c for c in data["node"] if c["id"] == "run")
     assert "doctor skipped: no snapshot in the directory (save one with `rigcheck snapshot" in run_check["detail"]
-    code, out, _ = run(["verify", "--from", str(A10G_PASS), "--slurm"], capsys)
+    code, out, _ = rigcheck("verify", "--from", str(A10G_PASS), "--slurm")
     assert (code, out.strip()) == (1, data["drain_reason"])
 
 
-def test_a_dcgm_fail_still_fails_without_only(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dcgm_fail_still_fails_without_only(rigcheck: Rigcheck) -> None:
     # the skipped stages do not hide DCGM's Fail: fail is worse than incomplete
-    code, data = _verify(A10G_GPU1_POWER, capsys)
+    code, data = _verify(A10G_GPU1_POWER, rigcheck)
     assert (code, data["verdict"]) == (1, "fail")
     assert data["drain_reason"] == "rigcheck verify: fail gpu1 dcgm.targeted-power DCGM fail"
     assert _steps(data)["matmul"] == "skipped"
     assert any(c["id"] == "run" and c["verdict"] == "incomplete" for c in data["node"])
 
 
-def test_a_level_1_fail_of_the_node_fails_and_names_the_h200s(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _verify(H200_PERSISTENCE, capsys, *ONLY_DCGM)
+def test_a_level_1_fail_of_the_node_fails_and_names_the_h200s(rigcheck: Rigcheck) -> None:
+    code, data = _verify(H200_PERSISTENCE, rigcheck, *ONLY_DCGM)
     assert (code, data["verdict"]) == (1, "fail")
     assert {g["name"] for g in _gpus(data).values()} == {"NVIDIA H200"}  # device id 2335
     failed = [c["id"] for c in data["node"] if c["verdict"] == "fail"]
     assert failed == ["dcgm.persistence-mode"]
 
 
-def test_dcgm_json_alone_is_judged_on_its_entity_groups(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _verify(GB10_JSON, capsys, *ONLY_DCGM)
+def test_dcgm_json_alone_is_judged_on_its_entity_groups(rigcheck: Rigcheck) -> None:
+    code, data = _verify(GB10_JSON, rigcheck, *ONLY_DCGM)
     assert (code, data["verdict"]) == (1, "fail")
     assert data["drain_reason"] == "rigcheck verify: fail gpu0 dcgm.software DCGM error 29"
     notes = data["notes"]
@@ -163,7 +163,7 @@ def test_a_diagnostic_that_lists_no_gpu_says_the_count_is_unknown(tmp_path: Path
     assert any(n.startswith("neither diag.json nor a snapshot says how many GPUs the node has") for n in inputs.notes)
 
 
-def test_a_table_naming_no_gpu_keeps_all_as_the_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_table_naming_no_gpu_keeps_all_as_the_node(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # synthetic: a table excerpt without its Metadata block ("Pass - All" names no GPU, no device ids)
     (tmp_path / "diag.txt").write_text(
         "+---------------------------+------------------------------------------------+\n"
@@ -174,14 +174,14 @@ def test_a_table_naming_no_gpu_keeps_all_as_the_node(tmp_path: Path, capsys: pyt
         "+---------------------------+------------------------------------------------+\n",
         encoding="utf-8",
     )
-    code, data = _verify(tmp_path, capsys, *ONLY_DCGM)
+    code, data = _verify(tmp_path, rigcheck, *ONLY_DCGM)
     assert (code, data["verdict"], data["gpus"]) == (1, "fail", [])
     memory = next(c for c in data["node"] if c["id"] == "dcgm.gpu-memory")
     assert memory["verdict"] == "fail"
 
 
-def test_gpus_outside_the_diagnostic_are_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["verify", "--from", str(A10G_PASS), "--only", "dcgm", "--gpus", "5"], capsys)
+def test_gpus_outside_the_diagnostic_are_a_usage_error(rigcheck: Rigcheck) -> None:
+    code, _, err = rigcheck("verify", "--from", str(A10G_PASS), "--only", "dcgm", "--gpus", "5")
     assert code == 2
     assert "--gpus 5: the DCGM diagnostic ran on GPUs 0, 1, 2, 3" in err
 

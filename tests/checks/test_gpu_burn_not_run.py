@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from rigcheck.readers.reference.gpu_burn import is_faulty, looks_like_gpu_burn, parse_gpu_burn
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 CASES = Path(__file__).parent.parent / "calibration" / "cases"
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "gpu-burn"
 
 
-def _analyze(capsys: pytest.CaptureFixture[str], path: Path, *extra: str) -> tuple[int, Any, str]:
-    code, out, err = run(["burn", "--analyze", str(path), *extra], capsys)
+def _analyze(rigcheck: Rigcheck, path: Path, *extra: str) -> tuple[int, Any, str]:
+    code, out, err = rigcheck("burn", "--analyze", str(path), *extra)
     return code, (json.loads(out) if "--json" in extra else out), err
 
 
@@ -35,10 +35,8 @@ def _analyze(capsys: pytest.CaptureFixture[str], path: Path, *extra: str) -> tup
         ("gpuburn-8xh200-system-not-yet-initialized.txt", "system not yet initialized"),
     ],
 )
-def test_a_test_that_never_started_fails_each_gpu_naming_the_error(
-    name: str, error: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, doc, _ = _analyze(capsys, CASES / name, "--json")
+def test_a_test_that_never_started_fails_each_gpu_naming_the_error(name: str, error: str, rigcheck: Rigcheck) -> None:
+    code, doc, _ = _analyze(rigcheck, CASES / name, "--json")
     assert code == 1
     assert doc["exit_code"] == 1
     assert doc["gpus"]
@@ -48,16 +46,16 @@ def test_a_test_that_never_started_fails_each_gpu_naming_the_error(
         assert "OK (gpu-burn" not in gpu["verdict"]
 
 
-def test_gpu_burn_saying_ok_after_zero_gflops_is_named(capsys: pytest.CaptureFixture[str]) -> None:
-    _, doc, _ = _analyze(capsys, CASES / "gpuburn-6gpu-load-module-error-says-ok.txt", "--json")
+def test_gpu_burn_saying_ok_after_zero_gflops_is_named(rigcheck: Rigcheck) -> None:
+    _, doc, _ = _analyze(rigcheck, CASES / "gpuburn-6gpu-load-module-error-says-ok.txt", "--json")
     assert [g["index"] for g in doc["gpus"]] == list(range(6))
     assert all("gpu-burn still says OK: it compared nothing" in g["verdict"] for g in doc["gpus"])
     assert all("load module" in g["advice"] for g in doc["gpus"])
 
 
-def test_no_progress_line_in_a_whole_run_fails(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_progress_line_in_a_whole_run_fails(rigcheck: Rigcheck) -> None:
     # issue #124: "Burning for 10 seconds.", the A2000 initialized, no progress line, "Tested 1 GPUs: GPU 0: OK"
-    code, doc, _ = _analyze(capsys, FIXTURES / "a2000-ok-summary-only-issue124.txt", "--json")
+    code, doc, _ = _analyze(rigcheck, FIXTURES / "a2000-ok-summary-only-issue124.txt", "--json")
     assert code == 1
     (gpu,) = doc["gpus"]
     assert gpu["verdict"].startswith("FAILED (gpu-burn): the test never ran on this GPU in the whole run")
@@ -65,26 +63,26 @@ def test_no_progress_line_in_a_whole_run_fails(capsys: pytest.CaptureFixture[str
     assert "printed no error" in gpu["advice"]
 
 
-def test_no_cuda_devices_fails_every_listed_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_cuda_devices_fails_every_listed_gpu(rigcheck: Rigcheck) -> None:
     # issue #36: nvidia-smi -L lists eight TITAN RTX, gpu-burn finds no CUDA device; no progress, no summary
     path = FIXTURES / "8x-titan-rtx-no-cuda-devices-issue36.txt"
     assert looks_like_gpu_burn(path.read_text())
-    code, doc, _ = _analyze(capsys, path, "--json")
+    code, doc, _ = _analyze(rigcheck, path, "--json")
     assert code == 1
     assert len(doc["gpus"]) == 8
     assert all("'No CUDA devices'" in g["verdict"] for g in doc["gpus"])
 
 
-def test_no_gpu_at_all_is_exit_1_not_a_pass(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_no_gpu_at_all_is_exit_1_not_a_pass(rigcheck: Rigcheck, tmp_path: Path) -> None:
     # synthetic: the last two lines of issue #133's output without its `nvidia-smi -L` lines
     path = tmp_path / "burn.txt"
     path.write_text("Couldn't init CUDA: Error (gpu_burn-drv.cpp:304): system not yet initialized\nNo CUDA devices\n")
-    code, doc, _ = _analyze(capsys, path, "--json")
+    code, doc, _ = _analyze(rigcheck, path, "--json")
     assert code == 1
     assert doc["exit_code"] == 1
     assert doc["gpus"] == []
     assert any("nothing was tested" in d for d in doc["diagnostics"])
-    code, text, _ = _analyze(capsys, path)
+    code, text, _ = _analyze(rigcheck, path)
     assert code == 1
     assert "the run failed" in text
     assert "no GPU throttled" not in text
@@ -107,35 +105,35 @@ def _two_gpus(last_percent: float, *, ended: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_one_gpu_idle_beside_a_working_one_fails_alone(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_one_gpu_idle_beside_a_working_one_fails_alone(rigcheck: Rigcheck, tmp_path: Path) -> None:
     path = tmp_path / "burn.txt"
     path.write_text(_two_gpus(100.0, ended=True))
-    code, doc, _ = _analyze(capsys, path, "--json")
+    code, doc, _ = _analyze(rigcheck, path, "--json")
     assert code == 1
     gpu0, gpu1 = doc["gpus"]
     assert gpu0["verdict"].startswith("OK (gpu-burn")
     assert gpu1["verdict"].startswith("FAILED (gpu-burn): the test never ran on this GPU in the whole run")
 
 
-def test_a_cut_output_before_a_gpu_reported_is_incomplete(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_a_cut_output_before_a_gpu_reported_is_incomplete(rigcheck: Rigcheck, tmp_path: Path) -> None:
     path = tmp_path / "burn.txt"
     path.write_text(_two_gpus(30.0, ended=False))
-    code, doc, _ = _analyze(capsys, path, "--json")
+    code, doc, _ = _analyze(rigcheck, path, "--json")
     assert code == 1
     assert doc["gpus"][1]["verdict"].startswith("INCOMPLETE (gpu-burn): the output ends before this GPU computed")
     assert not doc["gpus"][0]["verdict"].startswith(("FAILED", "INCOMPLETE"))
 
 
-def test_a_summary_kept_without_the_run_keeps_gpu_burns_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_summary_kept_without_the_run_keeps_gpu_burns_verdict(rigcheck: Rigcheck) -> None:
     # the tail of a Slurm log (a README's sample of a passing node): no start, no progress, "GPU n: OK"
-    code, doc, _ = _analyze(capsys, CASES / "gpuburn-8gpu-slurm-sample-ok.txt", "--json")
+    code, doc, _ = _analyze(rigcheck, CASES / "gpuburn-8gpu-slurm-sample-ok.txt", "--json")
     assert code == 0
     assert all(g["verdict"].startswith("OK (gpu-burn") for g in doc["gpus"])
     assert any("only gpu-burn's summary is in the output" in d for d in doc["diagnostics"])
 
 
-def test_runs_that_computed_still_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc, _ = _analyze(capsys, CASES / "gpuburn-1xa500-healthy-10s.txt", "--json")
+def test_runs_that_computed_still_pass(rigcheck: Rigcheck) -> None:
+    code, doc, _ = _analyze(rigcheck, CASES / "gpuburn-1xa500-healthy-10s.txt", "--json")
     assert code == 0
     assert not doc["gpus"][0]["verdict"].startswith(("FAILED", "INCOMPLETE", "FAULTY"))
 
@@ -148,18 +146,18 @@ def test_runs_that_computed_still_pass(capsys: pytest.CaptureFixture[str]) -> No
         (CASES / "gpuburn-4xk80-gpu0-died.txt", "gpu-burn: GPU 0, 1, 2, 3 faulty or never tested"),
     ],
 )
-def test_the_closing_line_counts_gpu_burns_faults(path: Path, closing: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, text, _ = _analyze(capsys, path)
+def test_the_closing_line_counts_gpu_burns_faults(path: Path, closing: str, rigcheck: Rigcheck) -> None:
+    code, text, _ = _analyze(rigcheck, path)
     assert code == 1
     assert closing in " ".join(text.split())
     assert "no GPU throttled for heat or was lost" not in text
 
 
-def test_markdown_closing_line_too(capsys: pytest.CaptureFixture[str]) -> None:
+def test_markdown_closing_line_too(rigcheck: Rigcheck) -> None:
     from rigcheck.model.burn import BurnResult
     from rigcheck.report.burn.render import markdown
 
-    code, doc_json, _ = _analyze(capsys, CASES / "gpuburn-16gpu-faulty.txt", "--json")
+    code, doc_json, _ = _analyze(rigcheck, CASES / "gpuburn-16gpu-faulty.txt", "--json")
     text = markdown(BurnResult.model_validate(doc_json))
     assert code == 1
     assert "faulty or never tested" in text

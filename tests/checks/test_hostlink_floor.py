@@ -18,7 +18,7 @@ from rigcheck.facts.pcie import pcie_bandwidth_gbps
 from rigcheck.model import Snapshot
 from rigcheck.readers.reference.reference_import import hostlink_document, read_tool_output
 from tests.checks.test_verify_judge import gpu_check, hostlink_doc, node_inputs
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 from tests.support.snapshots import healthy_8x_h100
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -116,15 +116,15 @@ def test_the_skus_own_link_as_built_is_the_fallback_band() -> None:
 # --- bench hostlink --from: the tool's output and the machine's description ------------------------------------
 
 
-def _bench(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[int, dict[str, object]]:
+def _bench(rigcheck: Rigcheck, *files: Path) -> tuple[int, dict[str, object]]:
     argv = ["bench", "hostlink", *(a for f in files for a in ("--from", str(f))), "--json"]
-    code, out, err = run(argv, capsys)
+    code, out, err = rigcheck(*argv)
     assert code in (0, 1), err
     return code, json.loads(out)
 
 
-def test_a_gen5_h100_in_a_gen4_slot_copying_25_gbs_is_not_failed(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _bench(capsys, NVB_H100_25, Q_GEN4_SLOT)
+def test_a_gen5_h100_in_a_gen4_slot_copying_25_gbs_is_not_failed(rigcheck: Rigcheck) -> None:
+    code, doc = _bench(rigcheck, NVB_H100_25, Q_GEN4_SLOT)
     judged = doc["judgement"]
     assert isinstance(judged, list)
     assert [(j["check"], j["verdict"], j["floor"]) for j in judged] == [
@@ -139,8 +139,8 @@ def test_a_gen5_h100_in_a_gen4_slot_copying_25_gbs_is_not_failed(capsys: pytest.
     assert code == 0
 
 
-def test_a_gen5_h100_whose_link_trained_down_in_a_gen5_slot_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _bench(capsys, NVB_H100_25, Q_GEN5_TRAINED_GEN4)
+def test_a_gen5_h100_whose_link_trained_down_in_a_gen5_slot_fails(rigcheck: Rigcheck) -> None:
+    code, doc = _bench(rigcheck, NVB_H100_25, Q_GEN5_TRAINED_GEN4)
     judged = doc["judgement"]
     assert isinstance(judged, list)
     assert [(j["verdict"], j["floor"]) for j in judged] == [("fail", 42.0), ("fail", 42.0)]
@@ -151,18 +151,18 @@ def test_a_gen5_h100_whose_link_trained_down_in_a_gen5_slot_fails(capsys: pytest
 
 
 def test_without_the_machine_the_card_is_held_to_its_own_link_and_told_to_add_it(
-    capsys: pytest.CaptureFixture[str],
+    rigcheck: Rigcheck,
 ) -> None:
     # 25.6 GB/s is under the H100's own Gen5 floor but a Gen4 slot's figure: unjudged, not failed
     # (tests/checks/test_hostlink_no_slot.py); the note asks for the machine
-    code, doc = _bench(capsys, NVB_H100_25)
+    code, doc = _bench(rigcheck, NVB_H100_25)
     assert [j["verdict"] for j in doc["judgement"]] == ["unjudged", "unjudged"]  # type: ignore[attr-defined]
     assert any("the link the slot allows is not known" in n for n in doc["notes"])  # type: ignore[attr-defined]
     assert code == 0
 
 
-def test_the_published_healthy_5090s_pass_with_their_margin(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _bench(capsys, FLOOR / "nvbandwidth-8x5090-cut.txt")
+def test_the_published_healthy_5090s_pass_with_their_margin(rigcheck: Rigcheck) -> None:
+    code, doc = _bench(rigcheck, FLOOR / "nvbandwidth-8x5090-cut.txt")
     judged = doc["judgement"]
     assert isinstance(judged, list)
     assert len(judged) == 16

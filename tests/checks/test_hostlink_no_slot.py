@@ -17,7 +17,7 @@ from rigcheck.facts import catalog
 from rigcheck.facts.bands import HOSTLINK_EVIDENCE, older_hostlink_band
 from rigcheck.model import Snapshot
 from tests.checks.test_verify_judge import gpu_check, hostlink_doc, node_inputs, rule
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 from tests.support.snapshots import healthy_8x_h100
 
 HERE = Path(__file__).parent.parent
@@ -27,9 +27,9 @@ A100_VM = HERE / "calibration" / "cases" / "bandwidthtest-1xa100-sxm4-cloud-vm.t
 Q_H100_GEN4_SLOT = HERE / "fixtures" / "hostlink-floor" / "smi-q-1xh100-gen4-slot-synthetic.txt"
 
 
-def _bench(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[int, list[dict[str, object]], list[str]]:
+def _bench(rigcheck: Rigcheck, *files: Path) -> tuple[int, list[dict[str, object]], list[str]]:
     argv = ["bench", "hostlink", *(a for f in files for a in ("--from", str(f))), "--json"]
-    code, out, err = run(argv, capsys)
+    code, out, err = rigcheck(*argv)
     assert code in (0, 1), err
     doc = json.loads(out)
     return code, doc["judgement"], doc["notes"]
@@ -61,9 +61,9 @@ def _a100_gen4_slot(tmp_path: Path) -> Path:
 
 
 def test_the_a100_in_a_cloud_vm_is_not_failed_and_the_reason_names_the_slot(
-    capsys: pytest.CaptureFixture[str],
+    rigcheck: Rigcheck,
 ) -> None:
-    code, judged, notes = _bench(capsys, A100_VM)
+    code, judged, notes = _bench(rigcheck, A100_VM)
     assert [(j["check"], j["verdict"], j["floor"]) for j in judged] == [
         ("hostlink_h2d", "unjudged", None),
         ("hostlink_d2h", "unjudged", None),
@@ -78,28 +78,24 @@ def test_the_a100_in_a_cloud_vm_is_not_failed_and_the_reason_names_the_slot(
     assert code == 0
 
 
-def test_a_figure_at_half_the_older_generations_floor_still_fails(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_figure_at_half_the_older_generations_floor_still_fails(tmp_path: Path, rigcheck: Rigcheck) -> None:
     gen3 = HOSTLINK_EVIDENCE[3].floor_x16
     half = gen3 / 2  # 4.0: half the lanes of a Gen3 slot, or worse: no plausible slot explains it
-    code, judged, _ = _bench(capsys, _a100_copies(tmp_path, f"{half:g}", f"{gen3 - 0.1:g}"))
+    code, judged, _ = _bench(rigcheck, _a100_copies(tmp_path, f"{half:g}", f"{gen3 - 0.1:g}"))
     assert [(j["verdict"], j["floor"]) for j in judged] == [("fail", 20.0), ("fail", 20.0)]
     assert judged[0]["margin_pct"] == pytest.approx(-80.0)
     assert code == 1
 
 
-def test_a_figure_at_the_older_generations_floor_is_not_judged(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_figure_at_the_older_generations_floor_is_not_judged(tmp_path: Path, rigcheck: Rigcheck) -> None:
     gen3 = HOSTLINK_EVIDENCE[3].floor_x16
-    code, judged, _ = _bench(capsys, _a100_copies(tmp_path, f"{gen3:g}", "19.9"))
+    code, judged, _ = _bench(rigcheck, _a100_copies(tmp_path, f"{gen3:g}", "19.9"))
     assert [j["verdict"] for j in judged] == ["unjudged", "unjudged"]  # the floor itself and just under 20
     assert code == 0
 
 
-def test_with_the_slot_given_as_gen4_a_gen3_figure_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, judged, notes = _bench(capsys, A100_VM, _a100_gen4_slot(tmp_path))
+def test_with_the_slot_given_as_gen4_a_gen3_figure_fails(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    code, judged, notes = _bench(rigcheck, A100_VM, _a100_gen4_slot(tmp_path))
     assert [(j["check"], j["verdict"], j["floor"]) for j in judged] == [
         ("hostlink_h2d", "fail", 20.0),
         ("hostlink_d2h", "fail", 20.0),

@@ -15,7 +15,7 @@ from rigcheck.checks.verify.judge import judge
 from rigcheck.report.verify.render import html, markdown, terminal
 from tests.checks.test_hostlink_floor import NVB_H100_25, Q_GEN4_SLOT
 from tests.checks.test_verify_judge import BF16, SLOW, as_document, gpu_check, node_inputs
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 
 @pytest.mark.parametrize(
@@ -85,10 +85,10 @@ def test_verify_tables_show_the_margin_column() -> None:
     assert "<td>-14%</td>" in html(doc)
 
 
-def test_bench_from_reference_judgements_carry_the_margin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_from_reference_judgements_carry_the_margin(tmp_path: Path, rigcheck: Rigcheck) -> None:
     report = tmp_path / "hostlink.md"
     argv = ["bench", "hostlink", "--from", str(NVB_H100_25), "--from", str(Q_GEN4_SLOT), "--markdown", str(report)]
-    code, _, err = run(argv, capsys)
+    code, _, err = rigcheck(*argv)
     assert code == 0, err
     out = report.read_text(encoding="utf-8")
     assert "| check | subject | GB/s | floor | margin | verdict | why |" in out

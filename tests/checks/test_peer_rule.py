@@ -15,7 +15,7 @@ from rigcheck.checks.verify.figures import PEER_MARGIN, peer_judgement
 from rigcheck.checks.verify.judge import NearFloor, judge
 from rigcheck.readers.saved import load_saved
 from tests.checks.test_verify_judge import BF16, CASES_DIR, gpu_check, node_inputs, rule
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 HIGH = 870.0  # one H100 reading high: seven at 766-775, all over the 712 floor
 
@@ -38,7 +38,7 @@ def test_the_case_is_one_the_best_peer_rule_failed() -> None:
 
 
 def test_verify_from_the_8xh100_fixture_with_one_gpu_at_870_passes_every_gpu(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, rigcheck: Rigcheck
 ) -> None:
     saved = tmp_path / "h100x8-one-high"
     shutil.copytree(CASES_DIR / "h100x8-pass", saved)
@@ -51,7 +51,7 @@ def test_verify_from_the_8xh100_fixture_with_one_gpu_at_870_passes_every_gpu(
     peers = next(j for j in gpu_check(judged, 4, "matmul_bf16").judgements if j.rule == "peers")
     assert peers.verdict == "pass"
     assert peers.text == "766 TFLOPS, median 771 of it and 7 identical peers, 0.6% below"
-    code, out, err = run(["verify", "--from", str(saved), "--json"], capsys)
+    code, out, err = rigcheck("verify", "--from", str(saved), "--json")
     assert code in (0, 1), err
     data = json.loads(out)
     assert {g["index"]: g["verdict"] for g in data["gpus"]} == dict.fromkeys(range(8), "pass")

@@ -10,31 +10,22 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rigcheck.cli.app import main
 from rigcheck.model.schema import snapshot_schema
 from rigcheck.report.render import Format
 from tests.conftest import nvidia_gpu_present
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
 SNAPSHOTS = FIXTURES / "snapshots"
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    code = exit_info.value.code
-    assert isinstance(code, int)
-    return code, out, err
-
-
 # --- contracts -------------------------------------------------------------------------------------
 
 
-def test_topo_json_contract_on_corpus(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        ["topo", "--from", str(CORPUS / "topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt"), "--json"], capsys
+def test_topo_json_contract_on_corpus(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck(
+        "topo", "--from", str(CORPUS / "topo/004-4x-rtx6000ada-node-sys-4nic-spaces.txt"), "--json"
     )
     assert code == 0, err
     data = json.loads(out)
@@ -51,8 +42,8 @@ def test_topo_json_contract_on_corpus(capsys: pytest.CaptureFixture[str]) -> Non
     assert pair["explanation"]
 
 
-def test_topo_json_guide_nvlink_pair(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["topo", "--from", str(CORPUS / "topo/006-2gpu-nv2-minimal-no-legend.txt"), "--json"], capsys)
+def test_topo_json_guide_nvlink_pair(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("topo", "--from", str(CORPUS / "topo/006-2gpu-nv2-minimal-no-legend.txt"), "--json")
     assert code == 0
     pairs = json.loads(out)["pairs"]
     assert pairs == [pairs[0]]
@@ -88,8 +79,8 @@ CONTRACT_GPU_KEYS = {
 }
 
 
-def test_snapshot_contract_from_real_h100_xml(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["snapshot", "--from", str(CORPUS / "h100-vm/q.xml")], capsys)
+def test_snapshot_contract_from_real_h100_xml(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("snapshot", "--from", str(CORPUS / "h100-vm/q.xml"))
     assert code == 0
     data = json.loads(out)
     jsonschema.validate(data, snapshot_schema())
@@ -117,12 +108,12 @@ def test_snapshot_contract_from_real_h100_xml(capsys: pytest.CaptureFixture[str]
             assert key in gpu["missing"], f"{key} is null without a reason"
 
 
-def test_snapshot_replays_through_from(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["snapshot", "--from", str(CORPUS / "smi-xml/005-2xa5000-590-v13.xml")], capsys)
+def test_snapshot_replays_through_from(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("snapshot", "--from", str(CORPUS / "smi-xml/005-2xa5000-590-v13.xml"))
     assert code == 0
     saved = tmp_path / "rig.json"
     saved.write_text(out)
-    code, again, _ = run(["snapshot", "--from", str(saved)], capsys)
+    code, again, _ = rigcheck("snapshot", "--from", str(saved))
     assert code == 0
     first, second = json.loads(out), json.loads(again)
     assert second["source"]["replayed_from"] == str(saved)
@@ -130,8 +121,8 @@ def test_snapshot_replays_through_from(tmp_path: Path, capsys: pytest.CaptureFix
     assert first == second
 
 
-def test_power_plan_guide_rig(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--json"], capsys)
+def test_power_plan_guide_rig(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--json")
     assert code == 0
     plan = json.loads(out)
     assert plan["independent_cables_total"] == 4
@@ -142,18 +133,18 @@ def test_power_plan_guide_rig(capsys: pytest.CaptureFixture[str]) -> None:
     assert plan["recommended_psu_w"] > 560
 
 
-def test_power_plan_small_psu_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "600", "--json"], capsys)
+def test_power_plan_small_psu_exits_1(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "600", "--json")
     assert code == 1
     assert json.loads(out)["psu_ok"] is False
-    code, out, _ = run(["power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "2000"], capsys)
+    code, out, _ = rigcheck("power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "2000")
     assert code == 0
     assert "Your PSU is enough" in out
     assert "4 (no pigtails)" in out
 
 
-def test_power_plan_unknown_gpu_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["power", "plan", "--gpu", "RTX 9999 Hyper", "--count", "2"], capsys)
+def test_power_plan_unknown_gpu_is_usage_error(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("power", "plan", "--gpu", "RTX 9999 Hyper", "--count", "2")
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1
@@ -164,8 +155,8 @@ def test_power_plan_unknown_gpu_is_usage_error(capsys: pytest.CaptureFixture[str
 
 
 @pytest.mark.parametrize("fmt", list(Format))
-def test_doctor_every_format_renders(fmt: Format, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"), "--format", fmt.value], capsys)
+def test_doctor_every_format_renders(fmt: Format, rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"), "--format", fmt.value)
     assert code == 0, err
     assert "\x1b[" not in out  # not a terminal: no ANSI
     if fmt is Format.JSON:
@@ -185,8 +176,8 @@ def test_doctor_every_format_renders(fmt: Format, capsys: pytest.CaptureFixture[
         assert "Result: healthy" in out
 
 
-def test_doctor_problems_exit_1_worst_first(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["doctor", "--from", str(SNAPSHOTS / "ecc-errors.json"), "--json"], capsys)
+def test_doctor_problems_exit_1_worst_first(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("doctor", "--from", str(SNAPSHOTS / "ecc-errors.json"), "--json")
     data = json.loads(out)
     assert code == 1
     assert data["exit_code"] == 1
@@ -196,12 +187,12 @@ def test_doctor_problems_exit_1_worst_first(capsys: pytest.CaptureFixture[str]) 
     assert severities[0] == "fail"
 
 
-def test_doctor_strict_counts_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_strict_counts_warnings(rigcheck: Rigcheck) -> None:
     path = str(SNAPSHOTS / "2x-3090-phb-throttling.json")
-    code, out, _ = run(["doctor", "--from", path, "--json"], capsys)
+    code, out, _ = rigcheck("doctor", "--from", path, "--json")
     data = json.loads(out)
     assert data["counts"]["warn"] > 0
-    strict_code, _, _ = run(["doctor", "--from", path, "--json", "--strict"], capsys)
+    strict_code, _, _ = rigcheck("doctor", "--from", path, "--json", "--strict")
     assert strict_code == 1
     assert code == (1 if data["counts"]["fail"] else 0)
 
@@ -218,8 +209,8 @@ def test_doctor_strict_counts_warnings(capsys: pytest.CaptureFixture[str]) -> No
         "h100-vm/q.txt",
     ],
 )
-def test_doctor_reads_every_kind_of_input(fixture: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["doctor", "--from", str(CORPUS / fixture), "--json"], capsys)
+def test_doctor_reads_every_kind_of_input(fixture: str, rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("doctor", "--from", str(CORPUS / fixture), "--json")
     assert code in (0, 1), err
     data = json.loads(out)
     assert data["snapshot"]["gpus"]
@@ -269,10 +260,10 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     ],
 )
 def test_bad_input_is_one_line_exit_2(
-    command: str, name: str, data: bytes, needle: str, *, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    command: str, name: str, data: bytes, needle: str, *, tmp_path: Path, rigcheck: Rigcheck
 ) -> None:
     path = _write(tmp_path, name, data)
-    code, out, err = run([command, "--from", str(path)], capsys)
+    code, out, err = rigcheck(command, "--from", str(path))
     assert code == 2
     assert out == ""
     assert needle in err
@@ -281,18 +272,18 @@ def test_bad_input_is_one_line_exit_2(
     assert "Traceback" not in err
 
 
-def test_truncated_q_is_an_error_or_partial(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_truncated_q_is_an_error_or_partial(tmp_path: Path, rigcheck: Rigcheck) -> None:
     text = (CORPUS / "h100-vm/q.txt").read_text()
     head = "\n".join(text.splitlines()[:5]) + "\n"  # cut before any GPU section
     path = _write(tmp_path, "cut.txt", head.encode())
-    code, out, err = run(["snapshot", "--from", str(path)], capsys)
+    code, out, err = rigcheck("snapshot", "--from", str(path))
     assert code == 2
     assert str(path) in err
     assert len(err.strip().splitlines()) == 1
     # Cut mid-GPU: what was read is kept, the rest is null with a reason.
     half = "\n".join(text.splitlines()[:120]) + "\n"
     path = _write(tmp_path, "half.txt", half.encode())
-    code, out, err = run(["snapshot", "--from", str(path)], capsys)
+    code, out, err = rigcheck("snapshot", "--from", str(path))
     assert code == 0, err
     gpu = json.loads(out)["gpus"][0]
     assert gpu["name"] == "NVIDIA H100 80GB HBM3"
@@ -300,58 +291,56 @@ def test_truncated_q_is_an_error_or_partial(tmp_path: Path, capsys: pytest.Captu
     assert gpu["missing"]["temp_slowdown_c"] == "truncated"  # the file ends before the GPU's temperatures
 
 
-def test_topology_with_missing_row_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_topology_with_missing_row_names_the_line(tmp_path: Path, rigcheck: Rigcheck) -> None:
     lines = (CORPUS / "topo/008-8xa100-nv12-realigned-columns.txt").read_text().splitlines()
     broken = [ln for ln in lines if not ln.lstrip().startswith("GPU5")]
     path = _write(tmp_path, "topo.txt", ("\n".join(broken) + "\n").encode())
-    code, _, err = run(["topo", "--from", str(path)], capsys)
+    code, _, err = rigcheck("topo", "--from", str(path))
     assert code == 2
     assert f"{path}:" in err
     assert "GPU5" in err
     assert len(err.strip().splitlines()) == 1
 
 
-def test_huge_file_is_refused_without_reading(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_huge_file_is_refused_without_reading(tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = tmp_path / "huge.txt"
     with path.open("wb") as fh:
         fh.truncate(100 * 1000 * 1000)  # sparse: 100 MB on paper, nothing on disk
-    code, _, err = run(["doctor", "--from", str(path)], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(path))
     assert code == 2
     assert "too large" in err
     assert str(path) in err
 
 
-def test_missing_file_and_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["doctor", "--from", str(tmp_path / "nope.txt")], capsys)
+def test_missing_file_and_directory(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    code, _, err = rigcheck("doctor", "--from", str(tmp_path / "nope.txt"))
     assert (code, "no such file" in err) == (2, True)
-    code, _, err = run(["doctor", "--from", str(tmp_path)], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(tmp_path))
     assert (code, "directory" in err) == (2, True)
 
 
-def test_bad_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["doctor", "--format", "yaml"], capsys)
+def test_bad_option_is_usage_error(rigcheck: Rigcheck) -> None:
+    code, _, err = rigcheck("doctor", "--format", "yaml")
     assert code == 2
     assert "yaml" in err
-    code, _, _ = run(["power", "plan", "--gpu", "TITAN RTX", "--count", "0"], capsys)
+    code, _, _ = rigcheck("power", "plan", "--gpu", "TITAN RTX", "--count", "0")
     assert code == 2
 
 
-def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["--version"], capsys)
+def test_version_and_help(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("--version")
     assert code == 0
     assert out.startswith("rigcheck ")
-    code, out, _ = run(["--help"], capsys)
+    code, out, _ = rigcheck("--help")
     assert code == 0
     for command in ("doctor", "topo", "snapshot", "power", "thermal"):
         assert command in out
 
 
 @pytest.mark.parametrize("command", [["doctor"], ["bench", "train"], ["burn"], ["monitor"]])
-def test_help_shows_flags_bare_and_values_with_their_type(
-    command: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_help_shows_flags_bare_and_values_with_their_type(command: list[str], rigcheck: Rigcheck) -> None:
     """`--json <bool>` would read as if the flag took a value; options that take one keep their label."""
-    code, out, _ = run([*command, "--help"], capsys)
+    code, out, _ = rigcheck(*command, "--help")
     assert code == 0
     assert "--json" in out
     assert "<bool>" not in out
@@ -365,29 +354,29 @@ def _raise(exc: BaseException) -> object:
     return boom
 
 
-def test_ctrl_c_is_one_line_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ctrl_c_is_one_line_exit_130(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     monkeypatch.setattr("rigcheck.cli.doctor.run_checks", _raise(KeyboardInterrupt()))
-    code, out, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json")], capsys)
+    code, out, err = rigcheck("doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"))
     assert code == 130
     assert out == ""
     assert err == "rigcheck: interrupted\n"
 
 
-def test_bug_is_exit_3_with_a_hint(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bug_is_exit_3_with_a_hint(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     monkeypatch.delenv("RIGCHECK_DEBUG", raising=False)
     monkeypatch.setattr("rigcheck.cli.doctor.run_checks", _raise(RuntimeError("checks exploded")))
-    code, _, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json")], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"))
     assert code == 3
     assert "internal error: RuntimeError: checks exploded" in err
     assert "RIGCHECK_DEBUG=1" in err
     assert len(err.strip().splitlines()) == 1
 
 
-def test_power_view_explains_missing_cells(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["power", "--from", str(SNAPSHOTS / "consumer-power-not-supported.json")], capsys)
+def test_power_view_explains_missing_cells(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("power", "--from", str(SNAPSHOTS / "consumer-power-not-supported.json"))
     assert code == 0
     assert "GPU0 n/a: not supported (draw, limit, default, enforced, min, max)" in out
-    code, out, _ = run(["power", "--from", str(SNAPSHOTS / "consumer-power-not-supported.json"), "--json"], capsys)
+    code, out, _ = rigcheck("power", "--from", str(SNAPSHOTS / "consumer-power-not-supported.json"), "--json")
     data = json.loads(out)
     assert data["schema"] == "rigcheck.power/1"
     assert data["gpus"][0]["power_limit_w"] is None
@@ -396,8 +385,8 @@ def test_power_view_explains_missing_cells(capsys: pytest.CaptureFixture[str]) -
 
 
 @pytest.mark.skipif(nvidia_gpu_present(), reason="this machine has a GPU")
-def test_topo_without_gpu_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["topo"], capsys)
+def test_topo_without_gpu_is_one_line(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("topo")
     assert code == 1
     assert out == ""
     assert err.startswith("rigcheck: no NVIDIA GPU visible")
@@ -405,18 +394,18 @@ def test_topo_without_gpu_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
     assert len(err.strip().splitlines()) == 1
 
 
-def test_markdown_shows_placeholder_gpu(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["doctor", "--from", str(SNAPSHOTS / "gpu-lost.json"), "--format", "markdown"], capsys)
+def test_markdown_shows_placeholder_gpu(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("doctor", "--from", str(SNAPSHOTS / "gpu-lost.json"), "--format", "markdown")
     assert code == 1
     assert "| 2 | unreadable: " in out
     assert "GPUs: 4 × NVIDIA A100-SXM4-80GB (1 unreadable)" in out
     assert "| FAIL | `health.gpu-unreadable` | GPU2 |" in out
 
 
-def test_doctor_writes_html_and_markdown_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_writes_html_and_markdown_files(tmp_path: Path, rigcheck: Rigcheck) -> None:
     html, md = tmp_path / "rig.html", tmp_path / "rig.md"
     argv = ["doctor", "--from", str(SNAPSHOTS / "ecc-errors.json"), "--html", str(html), "--markdown", str(md)]
-    code, out, err = run(argv, capsys)
+    code, out, err = rigcheck(*argv)
     assert code == 1
     assert "Result: problems found" in out  # the terminal report is still printed
     page = html.read_text()
@@ -426,9 +415,9 @@ def test_doctor_writes_html_and_markdown_files(tmp_path: Path, capsys: pytest.Ca
     assert f"wrote {html}" in err
 
 
-def test_doctor_html_to_a_bad_path_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_html_to_a_bad_path_is_one_line(tmp_path: Path, rigcheck: Rigcheck) -> None:
     target = tmp_path / "no-such-dir" / "rig.html"
-    code, _, err = run(["doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"), "--html", str(target)], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(SNAPSHOTS / "healthy-8x-h100.json"), "--html", str(target))
     assert code == 2
     assert str(target) in err
     assert len(err.strip().splitlines()) == 1

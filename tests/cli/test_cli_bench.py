@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 pytest.importorskip("torch")
 
 
-def test_allreduce_contract_through_main(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["bench", "allreduce", "--cpu", "--world-size", "2", "--max-bytes", "64K", "--json"], capsys)
+def test_allreduce_contract_through_main(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("bench", "allreduce", "--cpu", "--world-size", "2", "--max-bytes", "64K", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["schema"] == "rigcheck.bench/1"
@@ -36,7 +36,7 @@ def test_allreduce_contract_through_main(capsys: pytest.CaptureFixture[str]) -> 
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 2 * (2 - 1) / 2)
 
 
-def test_allreduce_compare_p2p_through_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_allreduce_compare_p2p_through_main(tmp_path: Path, rigcheck: Rigcheck) -> None:
     page, markdown = tmp_path / "cmp.html", tmp_path / "cmp.md"
     argv = [
         "bench",
@@ -53,7 +53,7 @@ def test_allreduce_compare_p2p_through_main(tmp_path: Path, capsys: pytest.Captu
         "--markdown",
         str(markdown),
     ]
-    code, out, err = run(argv, capsys)
+    code, out, err = rigcheck(*argv)
     assert code == 0, err
     doc = json.loads(out)
     rows = doc["comparison"]["rows"]
@@ -68,9 +68,9 @@ def test_allreduce_compare_p2p_through_main(tmp_path: Path, capsys: pytest.Captu
     assert [line for line in md if line.startswith("## ")] == ["## P2P=Y (gloo (no NCCL))", "## P2P=N (gloo (no NCCL))"]
 
 
-def test_train_tiny_through_main(capsys: pytest.CaptureFixture[str]) -> None:
+def test_train_tiny_through_main(rigcheck: Rigcheck) -> None:
     pytest.importorskip("transformers")
-    code, out, err = run(["bench", "train", "--tiny", "--cpu", "-n", "2", "--steps", "3", "--json"], capsys)
+    code, out, err = rigcheck("bench", "train", "--tiny", "--cpu", "-n", "2", "--steps", "3", "--json")
     assert code == 0, err
     row = json.loads(out)["results"][0]
     assert row["train_runtime_s"] > 0
@@ -78,24 +78,24 @@ def test_train_tiny_through_main(capsys: pytest.CaptureFixture[str]) -> None:
     assert row["world_size"] == 2
 
 
-def test_plan_and_nccl_log_are_registered(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json"], capsys)
+def test_plan_and_nccl_log_are_registered(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json")
     assert code == 0
     assert json.loads(out)["wire_bytes_per_gpu_per_step"] == 496_000_000
     log = (
         Path(__file__).parent.parent / "fixtures" / "corpus" / "nccl-log" / "001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt"
     )
-    code, out, _ = run(["nccl-log", str(log), "--json"], capsys)
+    code, out, _ = rigcheck("nccl-log", str(log), "--json")
     assert code == 0
     data = json.loads(out)
     assert data["transports"] == ["P2P/CUMEM"]
     assert data["nccl_version"] == "2.28.9"
 
 
-def test_burn_analyze_through_main(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_burn_analyze_through_main(tmp_path: Path, rigcheck: Rigcheck) -> None:
     trace = Path(__file__).parent.parent / "fixtures" / "corpus" / "telemetry" / "smi-lms-torch-bf16-burn.csv"
     page = tmp_path / "burn.html"
-    code, out, _ = run(["burn", "--analyze", str(trace), "--json", "--html", str(page)], capsys)
+    code, out, _ = rigcheck("burn", "--analyze", str(trace), "--json", "--html", str(page))
     assert code == 0
     gpu = json.loads(out)["gpus"][0]
     assert (gpu["limiter"], gpu["temp_c_max"]) == ("power", 70)

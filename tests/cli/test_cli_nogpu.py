@@ -17,8 +17,8 @@ from rigcheck.cli import bench_common
 from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.probe import live
 from rigcheck.probe.nvml import NvmlPoller
-from tests.cli.test_cli import run
 from tests.contracts.test_schemas import assert_valid
+from tests.support.cli import Rigcheck
 from tests.support.fakenvml import SCENARIOS, FakeNvml
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -83,11 +83,11 @@ def fake_machine(monkeypatch: pytest.MonkeyPatch, scenario: str, tree: str) -> N
 @pytest.mark.parametrize("machine", list(MACHINES))
 @pytest.mark.parametrize("argv", LIVE_COMMANDS, ids=" ".join)
 def test_every_live_command_exits_1_with_one_line(
-    argv: list[str], machine: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    argv: list[str], machine: str, monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
     scenario, tree, start = MACHINES[machine]
     fake_machine(monkeypatch, scenario, tree)
-    code, out, err = run(argv, capsys)
+    code, out, err = rigcheck(*argv)
     assert code == 1
     assert err.count("\n") == 1, err
     assert err.startswith(start), err
@@ -98,12 +98,10 @@ def test_every_live_command_exits_1_with_one_line(
 
 
 @pytest.mark.parametrize("machine", list(MACHINES))
-def test_documents_carry_the_fail(
-    machine: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_documents_carry_the_fail(machine: str, monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     scenario, tree, _ = MACHINES[machine]
     fake_machine(monkeypatch, scenario, tree)
-    _, out, _ = run(["doctor", "--json"], capsys)
+    _, out, _ = rigcheck("doctor", "--json")
     doctor = json.loads(out)
     assert doctor["exit_code"] == 1
     assert doctor["counts"]["fail"] == 1
@@ -111,19 +109,19 @@ def test_documents_carry_the_fail(
     assert finding["severity"] == "fail"
     assert finding["id"].startswith("health.")
     assert doctor["snapshot"]["driver"]["nvml"] == SCENARIOS_STATE[scenario]
-    _, out, _ = run(["power", "--json"], capsys)
+    _, out, _ = rigcheck("power", "--json")
     assert [f["id"] for f in json.loads(out)["findings"]] == [finding["id"]]
 
 
 @pytest.mark.parametrize("machine", list(MACHINES))
 def test_verify_without_a_gpu_still_gives_its_document_and_a_drain_reason(
-    machine: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    machine: str, monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
     """The node that most needs draining gets a reason: --json one rigcheck.verify document (fail), --slurm one
     non-empty line naming why, both exit 1 (before, stdout was empty for both)."""
     scenario, tree, start = MACHINES[machine]
     fake_machine(monkeypatch, scenario, tree)
-    code, out, _ = run(["verify", "--json"], capsys)
+    code, out, _ = rigcheck("verify", "--json")
     doc = json.loads(out)
     assert_valid(doc)
     assert (code, doc["schema"], doc["verdict"], doc["gpus"]) == (1, "rigcheck.verify/1", "fail", [])
@@ -132,7 +130,7 @@ def test_verify_without_a_gpu_still_gives_its_document_and_a_drain_reason(
     assert {s["status"] for s in doc["steps"][1:]} == {"skipped"}
     why = start.removeprefix("rigcheck: ")
     assert doc["drain_reason"].startswith(f"rigcheck verify: fail {why}")
-    code, out, _ = run(["verify", "--slurm"], capsys)
+    code, out, _ = rigcheck("verify", "--slurm")
     lines = out.splitlines()
     assert (code, len(lines)) == (1, 1)
     assert lines[0] == doc["drain_reason"]
@@ -141,13 +139,13 @@ def test_verify_without_a_gpu_still_gives_its_document_and_a_drain_reason(
 
 
 def test_verify_whose_telemetry_does_not_start_still_gives_its_document(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
     """The snapshot sees GPUs but NVML's poller does not start: the burn is skipped (incomplete, exit 1) and the
     document is still printed (it exited 1 with nothing on stdout)."""
     fake_machine(monkeypatch, "healthy_8x_h100_nvlink", "two-gpu")
     monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(SCENARIOS["no_driver"](), gpus=gpus))
-    code, out, err = run(["verify", "--json", "--only", "burn"], capsys)
+    code, out, err = rigcheck("verify", "--json", "--only", "burn")
     doc = json.loads(out)
     assert (code, doc["verdict"]) == (1, "incomplete")
     burn = next(s for s in doc["steps"] if s["name"] == "burn")
@@ -156,56 +154,54 @@ def test_verify_whose_telemetry_does_not_start_still_gives_its_document(
     assert "the burn's telemetry (NVML) did not start" in err
 
 
-def test_unreadable_gpu_makes_power_and_thermal_fail(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_unreadable_gpu_makes_power_and_thermal_fail(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     fake_machine(monkeypatch, "gpu_every_call_fails", "two-gpu")
     for command in ("power", "thermal", "doctor"):
-        code, out, err = run([command, "--json"], capsys)
+        code, out, err = rigcheck(command, "--json")
         assert code == 1, command
         assert err == ""  # GPU0 was read: not the no-GPU rule, a finding naming GPU1
         unreadable = [f for f in json.loads(out)["findings"] if f["id"] == "health.gpu-unreadable"]
         assert [f["subject"] for f in unreadable] == ["GPU1"]
 
 
-def test_healthy_fake_machine_passes(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_healthy_fake_machine_passes(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     fake_machine(monkeypatch, "healthy_8x_h100_nvlink", "two-gpu")
-    code, out, err = run(["power", "--json"], capsys)
+    code, out, err = rigcheck("power", "--json")
     assert (code, err) == (0, "")
     assert {f["category"] for f in json.loads(out)["findings"]} == {"power"}
-    code, _, err = run(["snapshot"], capsys)
+    code, _, err = rigcheck("snapshot")
     assert (code, err) == (0, "")
 
 
-def test_from_files_are_not_affected(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_from_files_are_not_affected(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     fake_machine(monkeypatch, "no_driver", "no-gpu")
     topo = FIXTURES / "corpus/topo/007-8xh100-nv18-2numa-no-nics-spaces.txt"
-    code, out, err = run(["topo", "--from", str(topo), "--json"], capsys)
+    code, out, err = rigcheck("topo", "--from", str(topo), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["labels"][0] == "GPU0"
 
 
 @pytest.mark.parametrize("bench", ["membw", "hostlink"])
 def test_reference_tool_outputs_are_not_affected(
-    bench: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    bench: str, monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
     fake_machine(monkeypatch, "no_driver", "no-gpu")
     nvbandwidth = FIXTURES / "reference-tools/nvbandwidth-1xh100-vm-v0.8.txt"
-    code, out, err = run(["bench", bench, "--from", str(nvbandwidth), "--json"], capsys)
+    code, out, err = rigcheck("bench", bench, "--from", str(nvbandwidth), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["source"]["tool"] == "nvbandwidth"
 
 
 @pytest.mark.parametrize("collective", ["allreduce", "allgather"])
 def test_nccl_tests_outputs_are_not_affected(
-    collective: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    collective: str, monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
     fake_machine(monkeypatch, "no_driver", "no-gpu")
     output = {
         "allreduce": FIXTURES / "corpus/nccl-tests/001-2x2080ti-allreduce-pcie-no-p2p.txt",
         "allgather": FIXTURES / "nccl-tests-extra/old-allgather-8xa100-c0.log",
     }[collective]
-    code, out, err = run(["bench", collective, "--from", str(output), "--json"], capsys)
+    code, out, err = rigcheck("bench", collective, "--from", str(output), "--json")
     assert (code, err) == (0, "")
     assert json.loads(out)["source"]["tool"] == "nccl-tests"
 
@@ -218,13 +214,13 @@ def test_cpu_benchmarks_are_not_affected(monkeypatch: pytest.MonkeyPatch, capsys
 
 
 def test_replayed_snapshot_of_a_broken_driver_still_fails(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck, tmp_path: Path
 ) -> None:
     fake_machine(monkeypatch, "driver_version_mismatch", "two-gpu")
-    _, out, _ = run(["snapshot"], capsys)
+    _, out, _ = rigcheck("snapshot")
     saved = tmp_path / "rig.json"
     saved.write_text(out, encoding="utf-8")
-    code, out, err = run(["doctor", "--from", str(saved), "--json"], capsys)
+    code, out, err = rigcheck("doctor", "--from", str(saved), "--json")
     assert (code, err) == (1, "")  # a file: no stderr line, but the same fail
     assert [f["id"] for f in json.loads(out)["findings"] if f["severity"] == "fail"] == [
         "health.driver-version-mismatch"

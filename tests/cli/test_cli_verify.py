@@ -16,9 +16,9 @@ from rigcheck.facts import catalog
 from rigcheck.model.io import snapshot_to_json
 from tests.checks.test_bands import COVERAGE
 from tests.checks.test_verify_judge import BF16, D2H, H2D, MEMBW, burn_doc, hostlink_doc, matmul_doc, membw_doc
-from tests.cli.test_cli import run
 from tests.contracts.test_schemas import assert_valid
 from tests.readers.test_dcgm_diag import H100_PASS as H100_DCGM_PASS
+from tests.support.cli import Rigcheck
 from tests.support.procs import assert_none_left
 from tests.support.snapshots import healthy_8x_h100
 
@@ -30,8 +30,8 @@ NOT_SAVED = ["hostlink", "p2p", "allreduce", "burn"]
 UNSAVED_REASON = "rigcheck verify: incomplete hostlink skipped; p2p skipped; allreduce skipped; burn skipped"
 
 
-def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, object]]:
-    code, out, err = run([*argv, "--json"], capsys)
+def _json(argv: list[str], rigcheck: Rigcheck) -> tuple[int, dict[str, object]]:
+    code, out, err = rigcheck(*argv, "--json")
     assert code in (0, 1), err
     data = json.loads(out)
     assert_valid(data)
@@ -50,8 +50,8 @@ def _statuses(data: dict[str, object]) -> dict[str, str]:
     return {s["name"]: s["status"] for s in steps}
 
 
-def test_saved_node_with_every_gpu_in_band_passes_the_stages_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _json(["verify", "--from", str(PASS_DIR), *ONLY], capsys)
+def test_saved_node_with_every_gpu_in_band_passes_the_stages_asked_for(rigcheck: Rigcheck) -> None:
+    code, data = _json(["verify", "--from", str(PASS_DIR), *ONLY], rigcheck)
     assert code == 0
     assert data["verdict"] == "pass"
     assert data["source"] == "files"
@@ -63,10 +63,10 @@ def test_saved_node_with_every_gpu_in_band_passes_the_stages_asked_for(capsys: p
     assert {s["reason"] for s in data["steps"] if s["status"] == "left_out"} == {"left out: --only matmul,membw"}  # type: ignore[attr-defined]
 
 
-def test_a_directory_of_matmul_and_membw_alone_is_incomplete(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_directory_of_matmul_and_membw_alone_is_incomplete(rigcheck: Rigcheck) -> None:
     """Every GPU in band on what was saved, but four stages were never measured: not a pass (it said
     'PASS — 8 GPUs', exit 0, the missing stages in a dim footer)."""
-    code, data = _json(["verify", "--from", str(PASS_DIR)], capsys)
+    code, data = _json(["verify", "--from", str(PASS_DIR)], rigcheck)
     assert (code, data["verdict"]) == (1, "incomplete")
     assert _verdicts(data) == dict.fromkeys(range(8), "pass")  # what was measured is still judged
     statuses = _statuses(data)
@@ -75,13 +75,13 @@ def test_a_directory_of_matmul_and_membw_alone_is_incomplete(capsys: pytest.Capt
     assert run_check["verdict"] == "incomplete"
     assert "hostlink skipped: no hostlink document in the directory" in run_check["detail"]
     assert data["drain_reason"] == UNSAVED_REASON
-    code, out, _ = run(["verify", "--from", str(PASS_DIR)], capsys)
+    code, out, _ = rigcheck("verify", "--from", str(PASS_DIR))
     assert code == 1
     assert "INCOMPLETE — 8 GPUs" in out
 
 
-def test_only_a_stage_the_directory_lacks_is_still_incomplete(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _json(["verify", "--from", str(PASS_DIR), "--only", "hostlink,matmul"], capsys)
+def test_only_a_stage_the_directory_lacks_is_still_incomplete(rigcheck: Rigcheck) -> None:
+    code, data = _json(["verify", "--from", str(PASS_DIR), "--only", "hostlink,matmul"], rigcheck)
     assert (code, data["verdict"]) == (1, "incomplete")
     statuses = _statuses(data)
     assert (statuses["matmul"], statuses["hostlink"], statuses["membw"]) == ("done", "skipped", "left_out")
@@ -90,22 +90,20 @@ def test_only_a_stage_the_directory_lacks_is_still_incomplete(capsys: pytest.Cap
     assert any(n.startswith("the membw document in the directory is not judged") for n in data["notes"])  # type: ignore[attr-defined]
 
 
-def test_a_dcgm_run_alone_is_the_verification_only_when_asked_for(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_dcgm_run_alone_is_the_verification_only_when_asked_for(tmp_path: Path, rigcheck: Rigcheck) -> None:
     shutil.copy(PASS_DIR / "snapshot.json", tmp_path / "snapshot.json")
     shutil.copy(H100_DCGM_PASS, tmp_path / "dcgm.json")
-    code, data = _json(["verify", "--from", str(tmp_path)], capsys)
+    code, data = _json(["verify", "--from", str(tmp_path)], rigcheck)
     assert (code, data["verdict"]) == (1, "incomplete")  # rigcheck's own six stages were not measured
-    code, data = _json(["verify", "--from", str(tmp_path), "--only", "dcgm"], capsys)
+    code, data = _json(["verify", "--from", str(tmp_path), "--only", "dcgm"], rigcheck)
     assert (code, data["verdict"]) == (0, "pass")
     assert _statuses(data)["dcgm"] == "done"
-    code, out, err = run(["verify", "--only", "dcgm"], capsys)  # live: DCGM's diagnostic is read, not run
+    code, out, err = rigcheck("verify", "--only", "dcgm")  # live: DCGM's diagnostic is read, not run
     assert (code, out) == (2, "")
     assert "--only takes stages among" in err
 
 
-def test_a_one_gpu_node_passes_without_p2p_and_all_reduce(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_one_gpu_node_passes_without_p2p_and_all_reduce(tmp_path: Path, rigcheck: Rigcheck) -> None:
     """p2p and all-reduce do not apply to one GPU: 'not applicable: one GPU', not skipped, and the node passes
     on the other stages (a healthy one-GPU H200 passes `verify --level quick` live the same way)."""
     snap = healthy_8x_h100()
@@ -118,15 +116,15 @@ def test_a_one_gpu_node_passes_without_p2p_and_all_reduce(tmp_path: Path, capsys
         ("burn", burn_doc(1)),
     ):
         (tmp_path / f"{name}.json").write_text(json.dumps(doc.to_json_dict()), encoding="utf-8")
-    code, data = _json(["verify", "--from", str(tmp_path)], capsys)
+    code, data = _json(["verify", "--from", str(tmp_path)], rigcheck)
     statuses = _statuses(data)
     assert (statuses["p2p"], statuses["allreduce"]) == ("not_applicable", "not_applicable")
     assert {s["reason"] for s in data["steps"] if s["status"] == "not_applicable"} == {"not applicable: one GPU"}  # type: ignore[attr-defined]
     assert (code, data["verdict"], data["drain_reason"]) == (0, "pass", None), data["node"]
 
 
-def test_one_gpu_20_percent_under_its_peers_fails_alone(capsys: pytest.CaptureFixture[str]) -> None:
-    code, data = _json(["verify", "--from", str(SLOW_DIR)], capsys)
+def test_one_gpu_20_percent_under_its_peers_fails_alone(rigcheck: Rigcheck) -> None:
+    code, data = _json(["verify", "--from", str(SLOW_DIR)], rigcheck)
     assert code == 1
     assert data["verdict"] == "fail"
     verdicts = _verdicts(data)
@@ -141,8 +139,8 @@ def test_one_gpu_20_percent_under_its_peers_fails_alone(capsys: pytest.CaptureFi
     assert "gpu3" in str(data["drain_reason"])
 
 
-def test_slurm_prints_only_the_drain_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["verify", "--from", str(SLOW_DIR), "--slurm"], capsys)
+def test_slurm_prints_only_the_drain_reason(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("verify", "--from", str(SLOW_DIR), "--slurm")
     assert code == 1
     lines = out.splitlines()
     assert len(lines) == 1
@@ -150,20 +148,18 @@ def test_slurm_prints_only_the_drain_reason(capsys: pytest.CaptureFixture[str]) 
     assert lines[0].isascii()
     assert '"' not in lines[0]
     assert len(lines[0]) <= 200
-    code, out, _ = run(["verify", "--from", str(PASS_DIR), "--slurm", *ONLY], capsys)
+    code, out, _ = rigcheck("verify", "--from", str(PASS_DIR), "--slurm", *ONLY)
     assert (code, out) == (0, "")
-    code, out, _ = run(["verify", "--from", str(PASS_DIR), "--slurm"], capsys)  # incomplete: one line too
+    code, out, _ = rigcheck("verify", "--from", str(PASS_DIR), "--slurm")  # incomplete: one line too
     assert code == 1
     assert out.splitlines() == [UNSAVED_REASON]
 
 
-def test_a_baseline_of_the_healthy_run_fails_the_regressed_gpu(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _, before = _json(["verify", "--from", str(PASS_DIR), *ONLY], capsys)
+def test_a_baseline_of_the_healthy_run_fails_the_regressed_gpu(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    _, before = _json(["verify", "--from", str(PASS_DIR), *ONLY], rigcheck)
     baseline = tmp_path / "baseline.json"
     baseline.write_text(json.dumps(before))
-    _, after = _json(["verify", "--from", str(SLOW_DIR), "--baseline", str(baseline)], capsys)
+    _, after = _json(["verify", "--from", str(SLOW_DIR), "--baseline", str(baseline)], rigcheck)
     assert after["baseline"] == str(baseline)
     gpu3 = next(g for g in after["gpus"] if g["index"] == 3)  # type: ignore[attr-defined]
     matmul = next(c for c in gpu3["checks"] if c["id"] == "matmul_bf16")
@@ -176,10 +172,10 @@ def test_a_baseline_of_the_healthy_run_fails_the_regressed_gpu(
     assert gpu0["verdict"] == "pass"
 
 
-def test_site_floor_above_the_figures_fails_every_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_site_floor_above_the_figures_fails_every_gpu(tmp_path: Path, rigcheck: Rigcheck) -> None:
     site = tmp_path / "site.toml"
     site.write_text('[bands."H100 SXM5"]\nmembw = { expected_min = 3100, source = "our acceptance test" }\n')
-    code, data = _json(["verify", "--from", str(PASS_DIR), "--config", str(site)], capsys)
+    code, data = _json(["verify", "--from", str(PASS_DIR), "--config", str(site)], rigcheck)
     assert code == 1
     assert set(_verdicts(data).values()) == {"fail"}
     membw = next(c for c in data["gpus"][0]["checks"] if c["id"] == "membw")  # type: ignore[index]
@@ -188,8 +184,8 @@ def test_site_floor_above_the_figures_fails_every_gpu(tmp_path: Path, capsys: py
     assert data["site_config"] == str(site)
 
 
-def test_explain_lists_every_issue_sku_below_its_peak_with_a_source(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["verify", "--explain", "--json"], capsys)
+def test_explain_lists_every_issue_sku_below_its_peak_with_a_source(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("verify", "--explain", "--json")
     assert code == 0, err
     data = json.loads(out)
     assert_valid(data)
@@ -207,8 +203,8 @@ def test_explain_lists_every_issue_sku_below_its_peak_with_a_source(capsys: pyte
             assert band["peak"] is None or 0 < band["expected_min"] < band["peak"], (name, band)
 
 
-def test_explain_one_gpu_by_its_nvml_name(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["verify", "--explain", "--gpu", "NVIDIA H100 80GB HBM3"], capsys)
+def test_explain_one_gpu_by_its_nvml_name(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("verify", "--explain", "--gpu", "NVIDIA H100 80GB HBM3")
     assert code == 0
     assert "H100 SXM5" in out
     assert "matmul_bf16" in out
@@ -230,17 +226,17 @@ def test_explain_one_gpu_by_its_nvml_name(capsys: pytest.CaptureFixture[str]) ->
         (["--only", "matmul", "--explain"], "--only scopes a run"),
     ],
 )
-def test_bad_usage_is_one_line_and_exit_2(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["verify", *argv], capsys)
+def test_bad_usage_is_one_line_and_exit_2(argv: list[str], words: str, rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("verify", *argv)
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
     assert words in err
 
 
-def test_html_and_markdown_lead_with_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_html_and_markdown_lead_with_the_verdict(tmp_path: Path, rigcheck: Rigcheck) -> None:
     page, md = tmp_path / "v.html", tmp_path / "v.md"
-    code, _, _ = run(["verify", "--from", str(SLOW_DIR), "--html", str(page), "--markdown", str(md)], capsys)
+    code, _, _ = rigcheck("verify", "--from", str(SLOW_DIR), "--html", str(page), "--markdown", str(md))
     assert code == 1
     html = page.read_text()
     assert html.index("FAIL") < html.index("<table")
@@ -312,9 +308,9 @@ def test_ctrl_c_keeps_the_document_and_exits_130() -> None:
     assert_none_left([proc.pid], within_s=5)
 
 
-def test_a_directory_with_no_measurement_is_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_directory_with_no_measurement_is_incomplete(tmp_path: Path, rigcheck: Rigcheck) -> None:
     (tmp_path / "snapshot.json").write_bytes((PASS_DIR / "snapshot.json").read_bytes())
-    code, data = _json(["verify", "--from", str(tmp_path)], capsys)
+    code, data = _json(["verify", "--from", str(tmp_path)], rigcheck)
     assert code == 1
     assert data["verdict"] == "incomplete"
     run_check = next(c for c in data["node"] if c["id"] == "run")  # type: ignore[attr-defined]

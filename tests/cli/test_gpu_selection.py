@@ -8,26 +8,18 @@ from pathlib import Path
 import pytest
 
 from rigcheck.checks.doctor import run_checks
-from rigcheck.cli.app import main
 from rigcheck.errors import UsageError
 from rigcheck.model.kernel_log import KernelEvent
 from rigcheck.model.links import nvlink_pairs_from_state
 from rigcheck.model.selection import gpu_indices, select_gpus
 from rigcheck.model.snapshot import Diagnostic
+from tests.support.cli import Rigcheck
 from tests.support.snapshots import healthy_8x_h100, make_gpu, make_snapshot, nvlinks
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 H100 = str(FIXTURES / "snapshots" / "healthy-8x-h100.json")
 NO_GPU = str(FIXTURES / "snapshots" / "no-gpu.json")
 TOPO_4NIC = str(FIXTURES / "corpus" / "topo" / "004-4x-rtx6000ada-node-sys-4nic-spaces.txt")
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    assert isinstance(exit_info.value.code, int)
-    return exit_info.value.code, out, err
 
 
 # --- the pure narrowing ---------------------------------------------------------------------------------------
@@ -118,29 +110,29 @@ def test_an_absent_index_names_the_gpus_there_are() -> None:
 # --- the commands ---------------------------------------------------------------------------------------------
 
 
-def test_doctor_json_says_which_gpus(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["doctor", "--from", H100, "--gpus", "4,1", "--json"], capsys)
+def test_doctor_json_says_which_gpus(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("doctor", "--from", H100, "--gpus", "4,1", "--json")
     doc = json.loads(out)
     assert code == 0
     assert doc["snapshot"]["gpu_selection"] == [1, 4]
     assert [g["index"] for g in doc["snapshot"]["gpus"]] == [1, 4]
-    _, out, _ = run(["doctor", "--from", H100, "--json"], capsys)
+    _, out, _ = rigcheck("doctor", "--from", H100, "--json")
     assert "gpu_selection" not in json.loads(out)["snapshot"]  # without --gpus: written as before
-    _, out, _ = run(["doctor", "--from", H100, "--gpus", "4,1"], capsys)
+    _, out, _ = rigcheck("doctor", "--from", H100, "--gpus", "4,1")
     assert "GPUs: 2 × NVIDIA H100 80GB HBM3 (only these: --gpus 1,4)" in out
 
 
 @pytest.mark.parametrize("command", [["power"], ["thermal"], ["topo"]])
-def test_power_thermal_topo_list_the_selected(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run([*command, "--from", H100, "--gpus", "2,7", "--json"], capsys)
+def test_power_thermal_topo_list_the_selected(command: list[str], rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck(*command, "--from", H100, "--gpus", "2,7", "--json")
     assert code == 0, err
     assert [g["index"] for g in json.loads(out)["gpus"]] == [2, 7]
 
 
-def test_snapshot_and_topo_file_narrowed(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(["snapshot", "--from", H100, "--gpus", "3"], capsys)
+def test_snapshot_and_topo_file_narrowed(rigcheck: Rigcheck) -> None:
+    _, out, _ = rigcheck("snapshot", "--from", H100, "--gpus", "3")
     assert json.loads(out)["gpu_selection"] == [3]
-    code, out, err = run(["topo", "--from", TOPO_4NIC, "--gpus", "0,2", "--json"], capsys)
+    code, out, err = rigcheck("topo", "--from", TOPO_4NIC, "--gpus", "0,2", "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert [p["a"] for p in doc["pairs"]] == [0]
@@ -151,16 +143,16 @@ def test_snapshot_and_topo_file_narrowed(capsys: pytest.CaptureFixture[str]) -> 
     ("gpus", "says"),
     [("9", "no GPU 9 in this snapshot; the GPUs here are 0, 1, 2"), ("a,b", "GPU indices separated by commas")],
 )
-def test_bad_gpus_is_one_usage_line(gpus: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_gpus_is_one_usage_line(gpus: str, says: str, rigcheck: Rigcheck) -> None:
     for command in (["doctor"], ["power"], ["thermal"], ["snapshot"], ["topo"]):
-        code, out, err = run([*command, "--from", H100, "--gpus", gpus], capsys)
+        code, out, err = rigcheck(*command, "--from", H100, "--gpus", gpus)
         assert code == 2
         assert out == ""
         assert says in err, err
         assert len(err.strip().splitlines()) == 1, err
 
 
-def test_no_gpu_rule_wins_over_gpus(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["doctor", "--from", NO_GPU, "--gpus", "0", "--json"], capsys)
+def test_no_gpu_rule_wins_over_gpus(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("doctor", "--from", NO_GPU, "--gpus", "0", "--json")
     assert code == 1
     assert any(f["id"] == "health.no-gpu" for f in json.loads(out)["findings"])

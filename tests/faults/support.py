@@ -1,13 +1,11 @@
-"""Running rigcheck for the fault tests: in this process, or as a process of its own where the fault is in a real
-file descriptor (a full stdout, a closed pipe)."""
+"""Running rigcheck for the fault tests as a process of its own, where the fault is in a real file descriptor (a full
+stdout, a closed pipe); in this process they take the `rigcheck` fixture (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
-
-from tests.cli.test_cli import run as run  # noqa: PLC0414 (the one in-process CLI runner, re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = ROOT / "tests" / "fixtures" / "snapshots"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.support import SNAPSHOTS, fill, run, run_process
+from tests.faults.support import SNAPSHOTS, fill, run_process
+from tests.support.cli import Rigcheck
 
 SMALL = SNAPSHOTS / "no-gpu.json"  # 1.2 KB: the snapshot already on the disk
 LARGER = SNAPSHOTS / "2x-titan-rtx-nv2.json"  # 11 KB: the one that no longer fits
@@ -41,16 +42,14 @@ def _umask(mask: int) -> Iterator[None]:
 # --- the target: a symlink, a mode to keep, a file that is not a regular one -----------------------------------
 
 
-def test_html_through_a_symlink_writes_its_target_and_keeps_0600(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_html_through_a_symlink_writes_its_target_and_keeps_0600(tmp_path: Path, rigcheck: Rigcheck) -> None:
     private = tmp_path / "private.html"
     private.write_text("old report\n")
     private.chmod(0o600)
     link = tmp_path / "report.html"
     link.symlink_to(private.name)
 
-    code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--html", str(link)], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(HTML_SOURCE), "--html", str(link))
 
     assert code == 0, err
     assert link.is_symlink()  # the link stays a link ...
@@ -61,7 +60,7 @@ def test_html_through_a_symlink_writes_its_target_and_keeps_0600(
 
 
 def test_markdown_over_an_existing_file_keeps_its_mode_and_a_new_file_gets_the_umask(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, rigcheck: Rigcheck
 ) -> None:
     kept = tmp_path / "kept.md"
     kept.write_text("old\n")
@@ -70,9 +69,9 @@ def test_markdown_over_an_existing_file_keeps_its_mode_and_a_new_file_gets_the_u
     os.chown(kept, *owner)
     new = tmp_path / "new.md"
     with _umask(0o077):
-        code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--markdown", str(kept)], capsys)
+        code, _, err = rigcheck("doctor", "--from", str(HTML_SOURCE), "--markdown", str(kept))
         assert code == 0, err
-        code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--markdown", str(new)], capsys)
+        code, _, err = rigcheck("doctor", "--from", str(HTML_SOURCE), "--markdown", str(new))
         assert code == 0, err
     assert stat.S_IMODE(kept.stat().st_mode) == 0o640
     assert (kept.stat().st_uid, kept.stat().st_gid) == owner  # root writing it does not take it over
@@ -90,7 +89,7 @@ def _device(path: Path, major: int, minor: int) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "null device", "full device", "symlink to a fifo", "directory"])
 @pytest.mark.parametrize("option", ["--html", "--markdown", "snapshot -o"])
 def test_a_target_that_is_not_a_regular_file_is_refused_and_left_alone(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, option: str
+    tmp_path: Path, rigcheck: Rigcheck, kind: str, option: str
 ) -> None:
     """Renaming a file over a device node destroys the device (as root, --html /dev/null did); a FIFO would
     become a file its reader never sees. The devices here are made in tmp_path (the same numbers as /dev/null
@@ -113,7 +112,7 @@ def test_a_target_that_is_not_a_regular_file_is_refused_and_left_alone(
     else:
         argv = ["doctor", "--from", str(HTML_SOURCE), option, str(target)]
 
-    code, _, err = run(argv, capsys)
+    code, _, err = rigcheck(*argv)
 
     assert code == 2
     line = _one_error_line(err)
@@ -132,17 +131,15 @@ def test_a_target_that_is_not_a_regular_file_is_refused_and_left_alone(
 # --- a full disk, a read-only one ----------------------------------------------------------------------------
 
 
-def test_snapshot_over_an_old_one_on_a_full_disk_keeps_it_whole(
-    tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_snapshot_over_an_old_one_on_a_full_disk_keeps_it_whole(tiny_tmpfs: Path, rigcheck: Rigcheck) -> None:
     """Was: the old snapshot truncated in place and half rewritten (a torn file), exit 3 "internal error"."""
     saved = tiny_tmpfs / "snapshot.json"
-    code, _, err = run(["snapshot", "--from", str(SMALL), "-o", str(saved)], capsys)
+    code, _, err = rigcheck("snapshot", "--from", str(SMALL), "-o", str(saved))
     assert code == 0, err
     old = saved.read_bytes()
     fill(tiny_tmpfs)
 
-    code, _, err = run(["snapshot", "--from", str(LARGER), "-o", str(saved)], capsys)
+    code, _, err = rigcheck("snapshot", "--from", str(LARGER), "-o", str(saved))
 
     assert code == 2
     line = _one_error_line(err)
@@ -152,21 +149,19 @@ def test_snapshot_over_an_old_one_on_a_full_disk_keeps_it_whole(
     assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler", "filler-tail", "snapshot.json"]
 
 
-def test_html_on_a_full_disk_keeps_the_old_report(tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_html_on_a_full_disk_keeps_the_old_report(tiny_tmpfs: Path, rigcheck: Rigcheck) -> None:
     report = tiny_tmpfs / "report.html"
     report.write_text("the old report\n")
     fill(tiny_tmpfs)
 
-    code, _, err = run(["doctor", "--from", str(HTML_SOURCE), "--html", str(report)], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(HTML_SOURCE), "--html", str(report))
 
     assert code == 2
     assert "No space left on device" in _one_error_line(err)
     assert report.read_text() == "the old report\n"
 
 
-def test_a_read_only_disk_is_one_line_and_the_old_file_stays(
-    tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_read_only_disk_is_one_line_and_the_old_file_stays(tiny_tmpfs: Path, rigcheck: Rigcheck) -> None:
     saved = tiny_tmpfs / "snapshot.json"
     saved.write_text("{}\n")
     remount = subprocess.run(
@@ -179,7 +174,7 @@ def test_a_read_only_disk_is_one_line_and_the_old_file_stays(
         ["snapshot", "--from", str(SMALL), "-o", str(saved)],
         ["doctor", "--from", str(HTML_SOURCE), "--html", str(tiny_tmpfs / "new.html")],
     ):
-        code, _, err = run(argv, capsys)
+        code, _, err = rigcheck(*argv)
         assert code == 2, argv
         assert "Read-only file system" in _one_error_line(err)
     assert saved.read_text() == "{}\n"
@@ -213,7 +208,7 @@ def test_a_pipe_whose_reader_is_gone_is_exit_2() -> None:
 
 @pytest.mark.parametrize("fmt", ["--csv", "--jsonl"])
 def test_a_trace_on_a_disk_that_fills_mid_run_is_exit_2_after_the_summary(
-    tiny_tmpfs: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fmt: str
+    tiny_tmpfs: Path, rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch, fmt: str
 ) -> None:
     """A trace is a stream (it grows as the run goes): it cannot be written whole, so a disk that fills under it
     ends the file there; the sampling goes on, the summary is printed, and the run says so (exit 2). Was: the
@@ -229,7 +224,7 @@ def test_a_trace_on_a_disk_that_fills_mid_run_is_exit_2_after_the_summary(
     os.truncate(filler, filler.stat().st_size - 2 * 4096)  # two pages: the sidecar's and the trace's first
     trace = tiny_tmpfs / f"trace.{fmt[2:]}"
 
-    code, out, err = run(["monitor", "--interval", "0.01", "--duration", "0.8", fmt, str(trace), "--json"], capsys)
+    code, out, err = rigcheck("monitor", "--interval", "0.01", "--duration", "0.8", fmt, str(trace), "--json")
 
     assert code == 2
     assert json.loads(out)["sampler"]["polls"] > 20  # the summary of the whole run: the sampling went on

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.faults.support import CONTROL, ROOT, SNAPSHOTS, run
+from tests.faults.support import CONTROL, ROOT, SNAPSHOTS
+from tests.support.cli import Rigcheck
 
 # Synthetic, labelled as such: what an attacker would put in a saved snapshot.
 POISON = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07\x9b31m\x7f\rX\x08"
@@ -50,61 +51,57 @@ def snapshot(tmp_path: Path) -> Path:
     [["doctor"], ["doctor", "--format", "markdown"], ["topo"], ["power"], ["thermal"]],
     ids=" ".join,
 )
-def test_a_poisoned_snapshot_prints_no_control_character(
-    snapshot: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
-) -> None:
-    code, out, err = run([*argv, "--from", str(snapshot)], capsys)
+def test_a_poisoned_snapshot_prints_no_control_character(snapshot: Path, rigcheck: Rigcheck, argv: list[str]) -> None:
+    code, out, err = rigcheck(*argv, "--from", str(snapshot))
     assert code in (0, 1), err
     assert ("0-23" if argv[0] == "topo" else "TITAN RTX") in out  # the text is shown, its sequences are not
     _assert_clean(out)
     _assert_clean(err)
 
 
-def test_verify_from_a_poisoned_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_from_a_poisoned_directory(tmp_path: Path, rigcheck: Rigcheck) -> None:
     saved = tmp_path / "saved"
     shutil.copytree(ROOT / "tests" / "fixtures" / "verify" / "h100x8-pass", saved)
     _poisoned(saved / "snapshot.json", saved / "snapshot.json")
-    code, out, err = run(["verify", "--from", str(saved)], capsys)
+    code, out, err = rigcheck("verify", "--from", str(saved))
     assert code in (0, 1), err
     assert "NVIDIA H100 80GB HBM3" in out
     _assert_clean(out)
     _assert_clean(err)
-    code, out, _ = run(["verify", "--from", str(saved), "--slurm"], capsys)  # the drain-reason line
+    code, out, _ = rigcheck("verify", "--from", str(saved), "--slurm")  # the drain-reason line
     _assert_clean(out)
 
 
-def test_fleet_from_poisoned_node_documents(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fleet_from_poisoned_node_documents(tmp_path: Path, rigcheck: Rigcheck) -> None:
     saved = tmp_path / "nodes"
     shutil.copytree(ROOT / "tests" / "fixtures" / "fleet" / "4-nodes", saved)
     for node in saved.glob("*.json"):
         _poisoned(node, node)
-    code, out, err = run(["fleet", "--from", str(saved)], capsys)
+    code, out, err = rigcheck("fleet", "--from", str(saved))
     assert code in (0, 1), err
     assert "node01" in out
     _assert_clean(out)
     _assert_clean(err)
 
 
-def test_json_keeps_the_characters_escaped(snapshot: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["doctor", "--from", str(snapshot), "--json"], capsys)
+def test_json_keeps_the_characters_escaped(snapshot: Path, rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("doctor", "--from", str(snapshot), "--json")
     assert code in (0, 1)
     assert not CONTROL.intersection(out)  # C0 escaped by JSON itself, DEL and C1 by rigcheck
     data = json.loads(out)
     assert data["snapshot"]["gpus"][0]["name"] == "TITAN RTX" + POISON  # the same document, exactly
 
 
-def test_html_and_markdown_files_hold_no_control_character(
-    snapshot: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_html_and_markdown_files_hold_no_control_character(snapshot: Path, tmp_path: Path, rigcheck: Rigcheck) -> None:
     html, markdown = tmp_path / "r.html", tmp_path / "r.md"
-    code, _, err = run(["doctor", "--from", str(snapshot), "--html", str(html), "--markdown", str(markdown)], capsys)
+    code, _, err = rigcheck("doctor", "--from", str(snapshot), "--html", str(html), "--markdown", str(markdown))
     assert code in (0, 1), err
     for page in (html, markdown):
         _assert_clean(page.read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("argv", [["doctor"], ["power"], ["thermal"]], ids=" ".join)
-def test_rich_markup_in_a_name_is_text(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+def test_rich_markup_in_a_name_is_text(tmp_path: Path, rigcheck: Rigcheck, argv: list[str]) -> None:
     """A GPU name is text, not rich markup: "[/]" was a MarkupError (exit 3, "internal error"), and
     "[link=...]" would have become a terminal hyperlink."""
     data = json.loads((SNAPSHOTS / "2x-titan-rtx-nv2.json").read_text())
@@ -112,7 +109,7 @@ def test_rich_markup_in_a_name_is_text(tmp_path: Path, capsys: pytest.CaptureFix
         gpu["name"] += " [/] [link=https://example.invalid]x[/link]"
     snapshot = tmp_path / "markup.json"
     snapshot.write_text(json.dumps(data))
-    code, out, err = run([*argv, "--from", str(snapshot)], capsys)
+    code, out, err = rigcheck(*argv, "--from", str(snapshot))
     assert code in (0, 1), err
     assert "TITAN RTX [/] [link=https://example.invalid]x[/link]" in out
 

@@ -13,8 +13,8 @@ import pytest
 from rigcheck.errors import InputError, ParseError
 from rigcheck.readers.reference.bandwidth_test import looks_like_bandwidth_test, parse_bandwidth_test
 from rigcheck.readers.reference.bandwidth_test_doc import bandwidth_test_document
-from tests.cli.test_cli import run
 from tests.contracts.test_schemas import assert_valid
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "bandwidth-test"
 
@@ -92,16 +92,16 @@ def test_p2p_refuses_it_naming_hostlink() -> None:
         bandwidth_test_document("membw", _run("rtx2080ti-range-htod.txt"), "2080")
 
 
-def _judged(capsys: pytest.CaptureFixture[str], command: str, name: str, *extra: str) -> tuple[int, dict[str, Any]]:
-    code, out, _ = run(["bench", command, "--from", str(FIXTURES / name), *extra, "--json"], capsys)
+def _judged(rigcheck: Rigcheck, command: str, name: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = rigcheck("bench", command, "--from", str(FIXTURES / name), *extra, "--json")
     return code, json.loads(out)
 
 
 @pytest.mark.parametrize(
     "name", ["t4-shmoo.txt", "p100-mbs-numa-local.txt", "a10-quick-cut.txt", "rtx2080ti-range-htod.txt"]
 )
-def test_healthy_host_links_pass(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _judged(capsys, "hostlink", name)
+def test_healthy_host_links_pass(name: str, rigcheck: Rigcheck) -> None:
+    code, doc = _judged(rigcheck, "hostlink", name)
     assert code == 0
     assert doc["source"]["tool"] == "bandwidthTest"
     verdicts = {j["check"]: j["verdict"] for j in doc["judgement"]}
@@ -110,20 +110,20 @@ def test_healthy_host_links_pass(name: str, capsys: pytest.CaptureFixture[str]) 
     assert_valid(doc)
 
 
-def test_a_gpu_run_from_the_wrong_socket_fails(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _judged(capsys, "hostlink", "p100-mbs-numa-remote-cut.txt")
+def test_a_gpu_run_from_the_wrong_socket_fails(rigcheck: Rigcheck) -> None:
+    code, doc = _judged(rigcheck, "hostlink", "p100-mbs-numa-remote-cut.txt")
     assert code == 1
     assert {j["verdict"] for j in doc["judgement"]} == {"fail"}
     assert doc["partial"] is True
 
 
-def test_a_gpu_the_catalog_lacks_is_unjudged_and_says_to_name_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _judged(capsys, "hostlink", "quadro-p1000-quick.txt")
+def test_a_gpu_the_catalog_lacks_is_unjudged_and_says_to_name_it(rigcheck: Rigcheck) -> None:
+    code, doc = _judged(rigcheck, "hostlink", "quadro-p1000-quick.txt")
     assert code == 0
     assert {j["verdict"] for j in doc["judgement"]} == {"unjudged"}
     assert all("--gpu" in j["reason"] for j in doc["judgement"])
     # --gpu names a model of the same host link (Gen3 x16) for the figure to be judged against
-    code, named = _judged(capsys, "hostlink", "quadro-p1000-quick.txt", "--gpu", "Tesla T4")
+    code, named = _judged(rigcheck, "hostlink", "quadro-p1000-quick.txt", "--gpu", "Tesla T4")
     assert {j["verdict"] for j in named["judgement"]} == {"pass"}
 
 
@@ -135,11 +135,11 @@ def test_device_to_device_is_read_plus_write() -> None:
     assert len(row.sizes) == 81
 
 
-def test_all_devices_sum_is_divided_among_the_listed_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+def test_all_devices_sum_is_divided_among_the_listed_gpus(rigcheck: Rigcheck) -> None:
     run8 = _run("8xk80-all-devices-summed-mbs.txt")
     assert [d.index for d in run8.devices] == list(range(8))
     assert {t.devices for t in run8.tables} == {8}
-    code, doc = _judged(capsys, "hostlink", "8xk80-all-devices-summed-mbs.txt")
+    code, doc = _judged(rigcheck, "hostlink", "8xk80-all-devices-summed-mbs.txt")
     h2d = [r for r in doc["results"] if r["direction"] == "h2d"]
     assert [r["gpu"] for r in h2d] == list(range(8))
     assert h2d[0]["gbps"] == pytest.approx(78952.3 * 1.024e6 / 1e9 / 8)
@@ -148,18 +148,18 @@ def test_all_devices_sum_is_divided_among_the_listed_gpus(capsys: pytest.Capture
     assert code == 0
 
 
-def test_pageable_rows_are_read_not_judged(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _judged(capsys, "hostlink", "k80-pageable-mbs.txt")
+def test_pageable_rows_are_read_not_judged(rigcheck: Rigcheck) -> None:
+    code, doc = _judged(rigcheck, "hostlink", "k80-pageable-mbs.txt")
     assert {r["memory"] for r in doc["results"]} == {"pageable"}
     assert doc.get("judgement", []) == []
     assert code == 0
 
 
 @pytest.mark.parametrize("name", ["a10-quick-cut.txt", "t4-shmoo.txt", "p100-mbs-numa-local.txt"])
-def test_device_copies_of_healthy_gpus_are_read_not_failed(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_device_copies_of_healthy_gpus_are_read_not_failed(name: str, rigcheck: Rigcheck) -> None:
     """Healthy GPUs' bandwidthTest D2D figures sit at 62-78% of their memory spec, under verify's membw floor
     (80%): held to it they failed (exit 1); they are unjudged, with the reason, the figure kept."""
-    code, doc = _judged(capsys, "membw", name)
+    code, doc = _judged(rigcheck, "membw", name)
     assert code == 0
     (judgement,) = doc["judgement"]
     assert judgement["verdict"] == "unjudged"

@@ -12,7 +12,7 @@ import pytest
 
 from rigcheck.errors import ParseError
 from rigcheck.readers.reference.gpu_burn import is_faulty, looks_like_gpu_burn, parse_gpu_burn, trace_of
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "gpu-burn"
 
@@ -22,8 +22,8 @@ def _parse(name: str) -> Any:
     return parse_gpu_burn(path.read_text(), str(path))
 
 
-def _analyze(capsys: pytest.CaptureFixture[str], name: str) -> tuple[int, dict[str, Any]]:
-    code, out, _ = run(["burn", "--analyze", str(FIXTURES / name), "--json"], capsys)
+def _analyze(rigcheck: Rigcheck, name: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = rigcheck("burn", "--analyze", str(FIXTURES / name), "--json")
     return code, json.loads(out)
 
 
@@ -68,8 +68,8 @@ def test_not_gpu_burn() -> None:
 
 
 @pytest.mark.parametrize("name", ["16gpu-all-faulty-issue12.txt", "8gpu-died-aborting-issue69.txt"])
-def test_faulty_gpus_fail(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _analyze(capsys, name)
+def test_faulty_gpus_fail(name: str, rigcheck: Rigcheck) -> None:
+    code, doc = _analyze(rigcheck, name)
     assert code == 1
     assert doc["source"] == "gpu-burn"
     assert all(g["verdict"].startswith("FAULTY (gpu-burn)") for g in doc["gpus"])
@@ -83,14 +83,14 @@ def test_faulty_gpus_of_a_healthy_neighbour() -> None:
 
 
 @pytest.mark.parametrize("name", ["2x1080-water-no-errors-cut-issue48.txt", "k80-azure-10s-issue8.txt"])
-def test_runs_without_wrong_results_pass(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _analyze(capsys, name)
+def test_runs_without_wrong_results_pass(name: str, rigcheck: Rigcheck) -> None:
+    code, doc = _analyze(rigcheck, name)
     assert code == 0
     assert not any(g["verdict"].startswith("FAULTY") for g in doc["gpus"])
 
 
-def test_sustained_gflops_and_error_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    _, doc = _analyze(capsys, "2x1080-water-no-errors-cut-issue48.txt")
+def test_sustained_gflops_and_error_lines(rigcheck: Rigcheck) -> None:
+    _, doc = _analyze(rigcheck, "2x1080-water-no-errors-cut-issue48.txt")
     gpu0 = doc["gpus"][0]
     assert gpu0["errors"] == 0
     # (7020 + 7088) / 2: the median of the six lines after the first
@@ -98,8 +98,8 @@ def test_sustained_gflops_and_error_lines(capsys: pytest.CaptureFixture[str]) ->
     assert gpu0["loaded_s"] > 0  # Gflop/s > 0: loaded, not "never loaded"
 
 
-def test_a_gpu_at_93c_fails_on_heat(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc = _analyze(capsys, "k40m-m4000-93c-cut-issue1.txt")
+def test_a_gpu_at_93c_fails_on_heat(rigcheck: Rigcheck) -> None:
+    code, doc = _analyze(rigcheck, "k40m-m4000-93c-cut-issue1.txt")
     assert code == 1
     assert doc["gpus"][0]["temp_c_max"] == 93
     assert not doc["gpus"][0]["verdict"].startswith("FAULTY")

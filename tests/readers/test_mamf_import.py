@@ -18,7 +18,7 @@ from rigcheck.model.bench import MatmulDocument, parse_bench
 from rigcheck.probe import live
 from rigcheck.readers.reference import mamf_doc
 from rigcheck.readers.reference.mamf import looks_like_mamf, parse_mamf
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 MAMF = FIXTURES / "mamf"
@@ -40,16 +40,16 @@ def no_live_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "probe_machine", refuse)
 
 
-def matmul(argv: list[str], capsys: pytest.CaptureFixture[str], expect: int = 0) -> MatmulDocument:
-    code, out, err = run(["bench", "matmul", *argv, "--json"], capsys)
+def matmul(argv: list[str], rigcheck: Rigcheck, expect: int = 0) -> MatmulDocument:
+    code, out, err = rigcheck("bench", "matmul", *argv, "--json")
     assert code == expect, err
     doc = parse_bench(json.loads(out))
     assert isinstance(doc, MatmulDocument)
     return doc
 
 
-def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code, out, err = run(["bench", "matmul", *argv], capsys)
+def one_line_error(argv: list[str], rigcheck: Rigcheck) -> str:
+    code, out, err = rigcheck("bench", "matmul", *argv)
     assert code == 2
     assert out == ""
     assert "Traceback" not in err
@@ -76,8 +76,8 @@ def scaled(text: str, factor: float) -> str:
 # --- real outputs ---------------------------------------------------------------------------------------------
 
 
-def test_healthy_h100_passes_with_its_margin(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = matmul(["--from", str(H100)], capsys)
+def test_healthy_h100_passes_with_its_margin(rigcheck: Rigcheck) -> None:
+    doc = matmul(["--from", str(H100)], rigcheck)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert (j.check, j.subject, j.verdict) == ("matmul_bf16", "GPU0", "pass")
@@ -112,9 +112,9 @@ def test_healthy_h100_passes_with_its_margin(capsys: pytest.CaptureFixture[str])
     assert doc.error is None
 
 
-def test_gpu_option_names_the_sku_of_a_nameless_output(capsys: pytest.CaptureFixture[str]) -> None:
+def test_gpu_option_names_the_sku_of_a_nameless_output(rigcheck: Rigcheck) -> None:
     # the README example names no device: unjudged, asking for --gpu, exit 0
-    nameless = matmul(["--from", str(H200_V4)], capsys)
+    nameless = matmul(["--from", str(H200_V4)], rigcheck)
     assert nameless.judgement is not None
     (j,) = nameless.judgement
     assert j.verdict == "unjudged"
@@ -122,7 +122,7 @@ def test_gpu_option_names_the_sku_of_a_nameless_output(capsys: pytest.CaptureFix
     assert "the output does not name the GPU" in j.reason
     assert "--gpu" in j.reason
     # named: the MAMF headline (a burst) against the H200's band; MSMF (sustained) kept, not judged
-    doc = matmul(["--from", str(H200_V4), "--gpu", "H200 SXM"], capsys)
+    doc = matmul(["--from", str(H200_V4), "--gpu", "H200 SXM"], rigcheck)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert (j.verdict, j.value, j.floor) == ("pass", 842.0, 712.4)
@@ -136,8 +136,8 @@ def test_gpu_option_names_the_sku_of_a_nameless_output(capsys: pytest.CaptureFix
     assert any("sibling GPU(s) sat idle" in n for n in doc.notes)
 
 
-def test_gpu_outside_the_catalog_asks_for_gpu(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = matmul(["--from", str(GH200_V1)], capsys)
+def test_gpu_outside_the_catalog_asks_for_gpu(rigcheck: Rigcheck) -> None:
+    doc = matmul(["--from", str(GH200_V1)], rigcheck)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert j.verdict == "unjudged"
@@ -150,7 +150,7 @@ def test_gpu_outside_the_catalog_asks_for_gpu(capsys: pytest.CaptureFixture[str]
     assert any("tried 493039 shapes" in n for n in doc.notes)
 
 
-def test_console_copy_with_its_quirks(capsys: pytest.CaptureFixture[str]) -> None:
+def test_console_copy_with_its_quirks(rigcheck: Rigcheck) -> None:
     # the last progress row only (the console rewrites it), "TFLOPSPS", "Tried  3375", hip instead of cuda
     run_ = parse_mamf(GFX1151.read_text(), str(GFX1151))
     assert run_.device_name == "AMD Radeon Graphics"
@@ -158,7 +158,7 @@ def test_console_copy_with_its_quirks(capsys: pytest.CaptureFixture[str]) -> Non
     assert (run_.hip, run_.cuda, run_.torch) == ("6.4.43480-9f04e2822", None, "2.6.0a0+git90b83a9")
     assert [(s.m, s.median) for s in run_.shapes] == [(13312, 25.6)]
     assert {k: b.tflops for k, b in run_.bests.items()} == {"mean": 35.1, "median": 35.1, "max": 36.9}
-    doc = matmul(["--from", str(GFX1151)], capsys)
+    doc = matmul(["--from", str(GFX1151)], rigcheck)
     assert doc.judgement is not None
     assert doc.judgement[0].verdict == "unjudged"
     assert "AMD Radeon Graphics (as mamf-finder printed it) is not in rigcheck's catalog" in doc.judgement[0].reason
@@ -169,10 +169,10 @@ def test_console_copy_with_its_quirks(capsys: pytest.CaptureFixture[str]) -> Non
     ]
 
 
-def test_headerless_summary_assumes_the_default_dtype(capsys: pytest.CaptureFixture[str]) -> None:
+def test_headerless_summary_assumes_the_default_dtype(rigcheck: Rigcheck) -> None:
     run_ = parse_mamf(GFX1151_SUMMARY.read_text(), "x")
     assert (run_.dtype_name, run_.dtype_from, run_.device_name) == ("bfloat16", "default", None)
-    doc = matmul(["--from", str(GFX1151_SUMMARY)], capsys)
+    doc = matmul(["--from", str(GFX1151_SUMMARY)], rigcheck)
     assert doc.judgement is not None
     assert "the output does not name the GPU" in doc.judgement[0].reason
     assert any("mamf-finder's default --dtype bfloat16 assumed" in n for n in doc.notes)
@@ -190,8 +190,8 @@ def test_every_fixture_is_detected_and_other_tools_are_not() -> None:
         assert not looks_like_mamf(path.read_text()), path.name
 
 
-def test_terminal_report_shows_the_verdict_in_tflops(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["bench", "matmul", "--from", str(H100)], capsys)
+def test_terminal_report_shows_the_verdict_in_tflops(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("bench", "matmul", "--from", str(H100))
     assert code == 0, err
     assert "read from mamf-finder 2 output" in out
     assert re.search(r"check\s+subject\s+TFLOPS\s+floor\s+margin\s+verdict", out)
@@ -202,10 +202,10 @@ def test_terminal_report_shows_the_verdict_in_tflops(capsys: pytest.CaptureFixtu
 # --- synthetic variants (each labelled) ---------------------------------------------------------------------
 
 
-def test_synthetic_slow_h100_fails_below_its_floor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_synthetic_slow_h100_fails_below_its_floor(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # SYNTHETIC: the real H100 output with every figure at 80% (a throttled or power-capped card)
     slow = synthetic(tmp_path, "slow-h100-synthetic.txt", scaled(H100.read_text(), 0.8))
-    doc = matmul(["--from", str(slow)], capsys, expect=1)
+    doc = matmul(["--from", str(slow)], rigcheck, expect=1)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert (j.verdict, j.value, j.floor) == ("fail", 639.4, 712.4)
@@ -213,11 +213,11 @@ def test_synthetic_slow_h100_fails_below_its_floor(tmp_path: Path, capsys: pytes
     assert "floor 712.4 (BF16 dense tensor, 989.4 TFLOPS), 10% below" in j.reason
 
 
-def test_machine_description_names_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_machine_description_names_the_gpu(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # SYNTHETIC: the H100 output without its device line; the machine's own nvidia-smi -q names the GPU
     text = "\n".join(line for line in H100.read_text().splitlines() if "Properties(" not in line)
     nameless = synthetic(tmp_path, "h100-no-device-synthetic.txt", text)
-    doc = matmul(["--from", str(nameless), "--from", str(H100_Q)], capsys)
+    doc = matmul(["--from", str(nameless), "--from", str(H100_Q)], rigcheck)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert j.verdict == "pass"
@@ -235,11 +235,11 @@ def test_machine_description_names_the_gpu(tmp_path: Path, capsys: pytest.Captur
     ],
 )
 def test_dtype_picks_the_band(
-    dtype: str, check: str, verdict: str, why: str, *, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    dtype: str, check: str, verdict: str, why: str, *, tmp_path: Path, rigcheck: Rigcheck
 ) -> None:
     # SYNTHETIC: the real H100 output with its "** Dtype:" line changed
     text = H100.read_text().replace("** Dtype: torch.bfloat16", f"** Dtype: {dtype}")
-    doc = matmul(["--from", str(synthetic(tmp_path, "dtype-synthetic.txt", text))], capsys)
+    doc = matmul(["--from", str(synthetic(tmp_path, "dtype-synthetic.txt", text))], rigcheck)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert (j.check, j.verdict) == (check, verdict)
@@ -252,11 +252,11 @@ def test_dtype_picks_the_band(
         assert all(r.dtype == check.removeprefix("matmul_") for r in doc.results)
 
 
-def test_file_cut_mid_line_keeps_the_best_so_far(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_file_cut_mid_line_keeps_the_best_so_far(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # SYNTHETIC: the real H100 output cut inside its 7th progress row (no summary)
     text = H100.read_text()
     cut = synthetic(tmp_path, "cut-synthetic.txt", text[: text.index("709.8(mean)") + 7])
-    doc = matmul(["--from", str(cut)], capsys, expect=1)  # partial: exit 1, as every cut --from file
+    doc = matmul(["--from", str(cut)], rigcheck, expect=1)  # partial: exit 1, as every cut --from file
     assert doc.partial
     assert doc.error is not None
     assert "ends before mamf-finder's summary" in doc.error
@@ -276,21 +276,19 @@ def test_file_cut_mid_line_keeps_the_best_so_far(tmp_path: Path, capsys: pytest.
         (None, "no figure"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(
-    text: str | None, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_input_is_one_line_exit_2(text: str | None, says: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     if text is None:  # SYNTHETIC: the H100 output cut mid-line before its first progress row printed
         real = H100.read_text()
         text = real[: real.index("Warming up") + 10]
-    line = one_line_error(["--from", str(synthetic(tmp_path, "bad.txt", text))], capsys)
+    line = one_line_error(["--from", str(synthetic(tmp_path, "bad.txt", text))], rigcheck)
     assert says in line
 
 
-def test_options_are_refused_beside_from(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "--gpu 'H9000'" in one_line_error(["--from", str(H100), "--gpu", "H9000"], capsys)
-    line = one_line_error(["--from", str(H100), "--quick"], capsys)
+def test_options_are_refused_beside_from(rigcheck: Rigcheck) -> None:
+    assert "--gpu 'H9000'" in one_line_error(["--from", str(H100), "--gpu", "H9000"], rigcheck)
+    line = one_line_error(["--from", str(H100), "--quick"], rigcheck)
     assert "--quick" in line
-    line = one_line_error(["--gpu", "H100 SXM5"], capsys)
+    line = one_line_error(["--gpu", "H100 SXM5"], rigcheck)
     assert "--gpu names the GPU model of a --from file" in line
 
 
@@ -326,10 +324,8 @@ def test_a_run_document_has_no_source_or_judgement_keys() -> None:
         (["doctor", "--from", str(H100)], "mamf-finder output"),
     ],
 )
-def test_each_reader_names_the_command_for_the_other(
-    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, _, err = run(argv, capsys)
+def test_each_reader_names_the_command_for_the_other(argv: list[str], says: str, rigcheck: Rigcheck) -> None:
+    code, _, err = rigcheck(*argv)
     assert code == 2
     assert says in err
     assert ("`rigcheck bench matmul --from" in err) == (argv[1] != "matmul")
@@ -361,36 +357,34 @@ def test_a_cut_anywhere_is_a_document_or_one_input_error(path: Path) -> None:
     assert all("no figure" in message for message in refused)
 
 
-def test_a_figure_line_the_file_ends_inside_is_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_figure_line_the_file_ends_inside_is_left_out(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # SYNTHETIC: the H100 output ending inside its "max:" line, mid-shape ("3072x8192x81"): the line is left
     # out (its shape may be cut short), the mean and median lines before it stand
     text = H100.read_text()
     end = text.index("max:    802.6 TFLOPS @ 3072x8192x8192") + len("max:    802.6 TFLOPS @ 3072x8192x81")
-    doc = matmul(["--from", str(synthetic(tmp_path, "cut-max-synthetic.txt", text[:end]))], capsys)
+    doc = matmul(["--from", str(synthetic(tmp_path, "cut-max-synthetic.txt", text[:end]))], rigcheck)
     assert doc.judgement is not None
     assert (doc.judgement[0].verdict, doc.judgement[0].value) == ("pass", 799.2)
     assert any("ends inside its last line, left out" in n and "3072x8192x81'" in n for n in doc.notes)
     # v1's only figure cut mid-shape: no figure is left, one line, exit 2
     v1 = GH200_V1.read_text()
     cut = v1[: v1.index("11264x19712x1536") + 14]  # "11264x19712x15"
-    assert "no figure" in one_line_error(["--from", str(synthetic(tmp_path, "cut-v1-synthetic.txt", cut))], capsys)
+    assert "no figure" in one_line_error(["--from", str(synthetic(tmp_path, "cut-v1-synthetic.txt", cut))], rigcheck)
 
 
 @pytest.mark.parametrize(("dtype", "verdict"), [("torch.bfloat16", "PASS"), ("torch.float8_e4m3fn", "UNJUDGED")])
-def test_verify_reads_a_saved_mamf_document(
-    dtype: str, verdict: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_verify_reads_a_saved_mamf_document(dtype: str, verdict: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     # a saved `bench matmul --from … --json` is verify's matmul stage; an fp8 one (SYNTHETIC: the H100 output's
     # dtype line changed) has no band: unjudged, not an internal error
     source = synthetic(tmp_path, "mamf.txt", H100.read_text().replace("torch.bfloat16", dtype))
     saved = tmp_path / "dir"
     saved.mkdir()
-    code, out, err = run(["bench", "matmul", "--from", str(source), "--json"], capsys)
+    code, out, err = rigcheck("bench", "matmul", "--from", str(source), "--json")
     assert code == 0, err
     (saved / "matmul.json").write_text(out)
-    code, _, err = run(["snapshot", "--from", str(H100_Q), "-o", str(saved / "snapshot.json")], capsys)
+    code, _, err = rigcheck("snapshot", "--from", str(H100_Q), "-o", str(saved / "snapshot.json"))
     assert code == 0, err
-    code, out, err = run(["verify", "--from", str(saved), "--only", "matmul"], capsys)
+    code, out, err = rigcheck("verify", "--from", str(saved), "--only", "matmul")
     assert "internal error" not in err
     assert out.splitlines()[1].startswith(verdict)
     assert code == 0  # unjudged is no failure (docs/verdicts.md)

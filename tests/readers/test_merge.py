@@ -14,13 +14,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.model import Missing, snapshot_from_json, snapshot_to_dict, snapshot_to_json
 from rigcheck.model.schema import snapshot_schema
 from rigcheck.model.snapshot import Diagnostic, P2PStatus, Snapshot
 from rigcheck.readers.from_file import load_file, load_files
 from rigcheck.readers.merge_fields import MERGE_SOURCE
+from tests.support.cli import Rigcheck
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
 H100 = CORPUS / "h100-vm"
@@ -38,14 +38,6 @@ def load(*paths: Path | str) -> Snapshot:
 
 def merge_notes(snap: Snapshot) -> list[str]:
     return [d.message for d in snap.diagnostics if d.source == MERGE_SOURCE]
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    assert isinstance(exit_info.value.code, int)
-    return exit_info.value.code, out, err
 
 
 # --- one machine, several outputs ------------------------------------------------------------------
@@ -204,11 +196,11 @@ def test_p2p_matrices_that_disagree_keep_the_first_and_say_so() -> None:
 # --- the check from the issue ----------------------------------------------------------------------
 
 
-def test_doctor_json_power_from_the_xml_links_from_the_topo(capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_json_power_from_the_xml_links_from_the_topo(rigcheck: Rigcheck) -> None:
     """`doctor --from X.xml --from topo.txt --json`: the power figures of the first, the links of the second.
 
     (The two files are of two machines that a merge cannot tell apart: topo -m carries no bus id or UUID.)"""
-    code, out, err = run(["doctor", "--from", str(A5000_XML), "--from", str(NV2_TOPO), "--json"], capsys)
+    code, out, err = rigcheck("doctor", "--from", str(A5000_XML), "--from", str(NV2_TOPO), "--json")
     assert code in (0, 1), err
     snap = json.loads(out)["snapshot"]
     assert [(g["power_draw_w"], g["power_limit_w"]) for g in snap["gpus"]] == [(6.52, 230.0), (13.59, 230.0)]
@@ -218,10 +210,8 @@ def test_doctor_json_power_from_the_xml_links_from_the_topo(capsys: pytest.Captu
     jsonschema.validate(snap, snapshot_schema())
 
 
-def test_doctor_json_same_machine_xml_and_topo(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(
-        ["doctor", "--from", str(H100 / "q.xml"), "--from", str(H100 / "topo-m.txt"), "--json"], capsys
-    )
+def test_doctor_json_same_machine_xml_and_topo(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("doctor", "--from", str(H100 / "q.xml"), "--from", str(H100 / "topo-m.txt"), "--json")
     assert code in (0, 1), err
     snap = json.loads(out)["snapshot"]
     gpu = snap["gpus"][0]
@@ -230,16 +220,16 @@ def test_doctor_json_same_machine_xml_and_topo(capsys: pytest.CaptureFixture[str
     assert err == ""  # nothing to say: no conflict, both files contribute
 
 
-def test_every_command_takes_several_files(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_command_takes_several_files(rigcheck: Rigcheck) -> None:
     files = ["--from", str(A6000_NVLINK), "--from", str(A6000_TOPO)]
     for command in ("doctor", "power", "thermal", "topo"):
-        code, out, err = run([command, *files, "--json"], capsys)
+        code, out, err = rigcheck(command, *files, "--json")
         assert code in (0, 1), (command, err)
         assert json.loads(out)
-    code, out, _ = run(["snapshot", *files], capsys)
+    code, out, _ = rigcheck("snapshot", *files)
     assert code == 0
     assert json.loads(out)["source"]["kind"] == "combined"
-    code, out, _ = run(["topo", *files, "--json"], capsys)
+    code, out, _ = rigcheck("topo", *files, "--json")
     assert json.loads(out)["matrix"][0] == ["X", "NV4", "NODE"]
 
 
@@ -266,7 +256,7 @@ def test_conflicting_limit_keeps_the_first_and_names_both_files(tmp_path: Path) 
     assert load(other, H100 / "q.xml").gpus[0].power_limit_w == 650  # the first file wins, whichever it is
 
 
-def test_a_fault_in_either_file_is_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_fault_in_either_file_is_kept(tmp_path: Path, rigcheck: Rigcheck) -> None:
     """Health counters only grow: the worse value is kept, so a merge never passes a broken machine."""
     faulty = tmp_path / "q-later.txt"
     text = (H100 / "q.txt").read_text()
@@ -295,18 +285,18 @@ def test_a_fault_in_either_file_is_kept(tmp_path: Path, capsys: pytest.CaptureFi
         assert gpu.remapped_rows_pending is True
         assert gpu.ecc_uncorrected_volatile == 3
         assert any("remapped_rows_uncorrectable" in n and "worse" in n for n in merge_notes(snap))
-    code, _, _ = run(["doctor", "--from", str(H100 / "q.xml"), "--from", str(faulty), "--json"], capsys)
-    healthy, _, _ = run(["doctor", "--from", str(H100 / "q.xml"), "--json"], capsys)
+    code, _, _ = rigcheck("doctor", "--from", str(H100 / "q.xml"), "--from", str(faulty), "--json")
+    healthy, _, _ = rigcheck("doctor", "--from", str(H100 / "q.xml"), "--json")
     assert (healthy, code) == (0, 1)
 
 
-def test_outputs_of_two_machines_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_outputs_of_two_machines_are_refused(rigcheck: Rigcheck) -> None:
     table = CORPUS / "smi/002-2x2080ti-550.txt"
     with pytest.raises(InputError, match="different machines") as info:
         load(table, A5000_XML)
     assert str(table) in str(info.value)
     assert str(A5000_XML) in str(info.value)
-    code, out, err = run(["doctor", "--from", str(table), "--from", str(A5000_XML)], capsys)
+    code, out, err = rigcheck("doctor", "--from", str(table), "--from", str(A5000_XML))
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
@@ -321,12 +311,10 @@ def test_snapshots_of_two_hosts_are_refused() -> None:
 # --- no file is dropped silently ---------------------------------------------------------------------
 
 
-def test_empty_file_is_a_note_in_a_combination_and_an_error_alone(capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_file_is_a_note_in_a_combination_and_an_error_alone(rigcheck: Rigcheck) -> None:
     with pytest.raises(InputError, match="empty file"):
         load(H100 / "nvlink-s.txt")
-    code, out, err = run(
-        ["doctor", "--from", str(H100 / "q.xml"), "--from", str(H100 / "nvlink-s.txt"), "--json"], capsys
-    )
+    code, out, err = rigcheck("doctor", "--from", str(H100 / "q.xml"), "--from", str(H100 / "nvlink-s.txt"), "--json")
     assert code == 0
     assert "nvlink-s.txt is empty" in err
     parts = json.loads(out)["snapshot"]["source"]["parts"]
@@ -375,7 +363,7 @@ def test_one_file_reads_exactly_as_before() -> None:
     assert "parts" not in snapshot_to_dict(alone)["source"]  # single-file JSON unchanged
 
 
-def test_combined_snapshot_is_valid_and_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_combined_snapshot_is_valid_and_replays(tmp_path: Path, rigcheck: Rigcheck) -> None:
     snap = load(A6000_TOPO, A6000_NVLINK)
     jsonschema.validate(snapshot_to_dict(snap), snapshot_schema())
     assert snapshot_from_json(snapshot_to_json(snap)) == snap
@@ -384,7 +372,7 @@ def test_combined_snapshot_is_valid_and_replays(tmp_path: Path, capsys: pytest.C
     replayed = load_file(str(saved))
     assert replayed.source.replayed_from == str(saved)
     assert [p.kind for p in replayed.source.parts] == ["topo", "nvlink-status"]
-    code, out, _ = run(["doctor", "--from", str(saved)], capsys)
+    code, out, _ = rigcheck("doctor", "--from", str(saved))
     assert code in (0, 1)
     assert f"combined: read from `nvidia-smi topo -m` output ({A6000_TOPO})" in out
 

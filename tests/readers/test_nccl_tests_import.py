@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from rigcheck.cli.app import main
 from rigcheck.errors import ParseError, UsageError
 from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, Versions, parse_bench
 from rigcheck.readers.reference.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
 from rigcheck.readers.reference.nccl_tests_doc import collective_document, error_tolerance, parse_link
 from rigcheck.report.bench.render import collective_summary
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -300,21 +299,10 @@ def test_pcie_ceiling_from_the_link_and_pcie_named() -> None:
 # --- the CLI --------------------------------------------------------------------------------------------------
 
 
-def test_cli_with_topo_gives_the_ceiling(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_with_topo_gives_the_ceiling(rigcheck: Rigcheck, tmp_path: Path) -> None:
     page = tmp_path / "ar.md"
-    code, out, err = run(
-        [
-            "bench",
-            "allreduce",
-            "--from",
-            str(PCIE_2080TI),
-            "--from",
-            str(TOPO_2080TI),
-            "--json",
-            "--markdown",
-            str(page),
-        ],
-        capsys,
+    code, out, err = rigcheck(
+        "bench", "allreduce", "--from", str(PCIE_2080TI), "--from", str(TOPO_2080TI), "--json", "--markdown", str(page)
     )
     assert code == 0, err
     doc = parse_bench(json.loads(out))
@@ -331,11 +319,10 @@ def test_cli_with_topo_gives_the_ceiling(capsys: pytest.CaptureFixture[str], tmp
     assert "Avg bus bandwidth: 2.05774 GB/s" in md
 
 
-def test_cli_nvlink_ceiling_and_verdict_from_topo(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_nvlink_ceiling_and_verdict_from_topo(rigcheck: Rigcheck) -> None:
     topo = CORPUS / "topo" / "008-8xa100-nv12-realigned-columns.txt"
-    code, out, err = run(
-        ["bench", "allreduce", "--from", str(EXTRA / "old-allreduce-8xa100-c0.log"), "--from", str(topo), "--json"],
-        capsys,
+    code, out, err = rigcheck(
+        "bench", "allreduce", "--from", str(EXTRA / "old-allreduce-8xa100-c0.log"), "--from", str(topo), "--json"
     )
     assert code == 0, err
     data = json.loads(out)
@@ -345,9 +332,9 @@ def test_cli_nvlink_ceiling_and_verdict_from_topo(capsys: pytest.CaptureFixture[
     assert data["results"][-1]["fraction_of_ceiling"] == pytest.approx(235.26 / 300)
 
 
-def test_cli_terminal_report_and_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_terminal_report_and_stdin(rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text(GB200).encode())))
-    code, out, _ = run(["bench", "allreduce", "--from", "-", "--link", "NV18", "--gpu", "GB200"], capsys)
+    code, out, _ = rigcheck("bench", "allreduce", "--from", "-", "--link", "NV18", "--gpu", "GB200")
     assert code == 0
     assert "read from nccl-tests output -: 144 ranks on slurm-gb200-207-171" in out
     assert "in-place busbw (GB/s)" in out
@@ -356,11 +343,11 @@ def test_cli_terminal_report_and_stdin(capsys: pytest.CaptureFixture[str], monke
     assert "Avg bus bandwidth: 688.487 GB/s" in out
 
 
-def test_cli_exits_1_when_values_were_wrong(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_exits_1_when_values_were_wrong(rigcheck: Rigcheck, tmp_path: Path) -> None:
     bad = tmp_path / "wrong.txt"
     body = text(PCIE_2080TI).replace("    4.00      0   268461", "    4.00      3   268461")
     bad.write_text(body.replace("values : 0 OK", "values : 3 FAILED"), encoding="utf-8")
-    code, out, _ = run(["bench", "allreduce", "--from", str(bad), "--json"], capsys)
+    code, out, _ = rigcheck("bench", "allreduce", "--from", str(bad), "--json")
     data = json.loads(out)
     assert code == 1
     assert data["results"][-1]["wrong"] == 3
@@ -376,19 +363,19 @@ def test_cli_exits_1_when_values_were_wrong(capsys: pytest.CaptureFixture[str], 
         (["--from", str(AWS)], "two nccl-tests outputs"),
     ],
 )
-def test_cli_usage_errors(extra: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["bench", "allreduce", "--from", str(PCIE_2080TI), *extra], capsys)
+def test_cli_usage_errors(extra: list[str], message: str, rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("bench", "allreduce", "--from", str(PCIE_2080TI), *extra)
     assert (code, out) == (2, "")
     assert message in err
     assert err.count("\n") == 1
 
 
-def test_cli_wrong_collective_and_link_without_from(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(["bench", "allreduce", "--from", str(EXTRA / "old-broadcast-8xa100-c0.log")], capsys)
+def test_cli_wrong_collective_and_link_without_from(rigcheck: Rigcheck) -> None:
+    code, _, err = rigcheck("bench", "allreduce", "--from", str(EXTRA / "old-broadcast-8xa100-c0.log"))
     assert code == 2
     assert "broadcast_perf output" in err
     assert "`bench broadcast` reads it" in err
-    code, _, err = run(["bench", "allreduce", "--link", "NV18"], capsys)
+    code, _, err = rigcheck("bench", "allreduce", "--link", "NV18")
     assert code == 2
     assert "go with --from FILE" in err
 
@@ -396,10 +383,10 @@ def test_cli_wrong_collective_and_link_without_from(capsys: pytest.CaptureFixtur
 # --- verify takes the saved document; the live summary ------------------------------------------------------------
 
 
-def test_verify_reads_a_saved_imported_document(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_verify_reads_a_saved_imported_document(rigcheck: Rigcheck, tmp_path: Path) -> None:
     from rigcheck.readers.saved import load_saved
 
-    code, out, _ = run(["bench", "allreduce", "--from", str(PCIE_2080TI), "--from", str(TOPO_2080TI), "--json"], capsys)
+    code, out, _ = rigcheck("bench", "allreduce", "--from", str(PCIE_2080TI), "--from", str(TOPO_2080TI), "--json")
     assert code == 0
     (tmp_path / "allreduce.json").write_text(out, encoding="utf-8")
     inputs = load_saved(tmp_path)
@@ -459,13 +446,12 @@ FAILED = (
 
 
 def test_a_run_that_failed_before_its_first_size_is_a_partial_document_with_the_failure(
-    capsys: pytest.CaptureFixture[str],
+    rigcheck: Rigcheck,
 ) -> None:
     """It was refused as "not nccl-tests output: a table header but no rows"."""
-    with pytest.raises(SystemExit) as ended:
-        main(["bench", "allreduce", "--from", str(FAILED), "--json"])
-    assert ended.value.code == 1
-    doc = json.loads(capsys.readouterr().out)
+    result = rigcheck("bench", "allreduce", "--from", str(FAILED), "--json")
+    assert result.code == 1
+    doc = result.json
     assert (doc["partial"], doc["results"], doc["world_size"]) == (True, [], 4)
     assert doc["error"] == (
         "the run failed: nccltest08192: Test CUDA failure common.cu:502 'an illegal memory access was encountered' "
@@ -502,13 +488,12 @@ OLD_FAILED = (
 
 
 def test_old_layout_rows_past_the_tolerance_are_wrong_when_the_footer_counts_failures(
-    capsys: pytest.CaptureFixture[str],
+    rigcheck: Rigcheck,
 ) -> None:
     """The error column `1e+00` at 4 GiB and 8 GiB with "Out of bounds values : 4 FAILED": every row said correct."""
-    with pytest.raises(SystemExit) as ended:
-        main(["bench", "allgather", "--from", str(OLD_FAILED), "--json"])
-    assert ended.value.code == 1
-    doc = json.loads(capsys.readouterr().out)
+    result = rigcheck("bench", "allgather", "--from", str(OLD_FAILED), "--json")
+    assert result.code == 1
+    doc = result.json
     wrong = [(r["size_bytes"], r["max_error"], r["in_place_max_error"]) for r in doc["results"] if not r["correct"]]
     assert wrong == [(4294967280, 1.0, 1.0), (8589934560, 1.0, 1.0)]
     assert doc["source"]["out_of_bounds"] == 4

@@ -13,14 +13,13 @@ from typing import Any
 
 import pytest
 
-from rigcheck.cli.app import main
 from rigcheck.errors import ParseError
 from rigcheck.model.bench import HostlinkDocument, MembwDocument, P2PDocument, parse_bench
 from rigcheck.probe import live
 from rigcheck.readers.reference.nvbandwidth import looks_like_nvbandwidth, parse_nvbandwidth
 from rigcheck.readers.reference.p2p_latency_test import looks_like_p2p_latency_test, parse_p2p_latency_test
 from rigcheck.readers.reference.reference_import import detect_tool
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TOOLS = FIXTURES / "reference-tools"
@@ -39,8 +38,8 @@ def no_live_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "probe_machine", refuse)
 
 
-def bench_json(argv: list[str], capsys: pytest.CaptureFixture[str], expect: int = 0) -> Any:
-    code, out, err = run([*argv, "--json"], capsys)
+def bench_json(argv: list[str], rigcheck: Rigcheck, expect: int = 0) -> Any:
+    code, out, err = rigcheck(*argv, "--json")
     assert code == expect, err
     return parse_bench(json.loads(out))
 
@@ -69,8 +68,8 @@ def test_2080ti_p2p_latency_test_every_matrix() -> None:
     assert not run_.truncated
 
 
-def test_2080ti_p2p_cli_rows_ceiling_and_failed_judgement(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = bench_json(["bench", "p2p", "--from", str(RTX2080TI_P2P)], capsys, expect=0)
+def test_2080ti_p2p_cli_rows_ceiling_and_failed_judgement(rigcheck: Rigcheck) -> None:
+    doc = bench_json(["bench", "p2p", "--from", str(RTX2080TI_P2P)], rigcheck, expect=0)
     assert isinstance(doc, P2PDocument)
     assert doc.source is not None
     assert doc.source.tool == "p2pBandwidthLatencyTest"
@@ -94,7 +93,7 @@ def test_2080ti_p2p_cli_rows_ceiling_and_failed_judgement(capsys: pytest.Capture
     ]
 
 
-def test_8xh100_cut_p2p_keeps_what_was_printed_and_judges_nvlink(capsys: pytest.CaptureFixture[str]) -> None:
+def test_8xh100_cut_p2p_keeps_what_was_printed_and_judges_nvlink(rigcheck: Rigcheck) -> None:
     path = TOOLS / "p2p-8xh100-nv18-cut.txt"
     parsed = parse_p2p_latency_test(path.read_text())
     assert parsed.truncated
@@ -104,7 +103,7 @@ def test_8xh100_cut_p2p_keeps_what_was_printed_and_judges_nvlink(capsys: pytest.
     ]  # fmt: skip
     # The file ends in "375.6", which may be a number cut short: that cell is dropped, the six before it kept.
     assert parsed.matrices["unidirectional_gbps_peer"] == [[2494.76, 371.02, 376.65, 376.60, 376.82, 375.59, 375.94]]
-    doc = bench_json(["bench", "p2p", "--from", str(path), "--gpu", "H100 SXM5"], capsys, expect=1)
+    doc = bench_json(["bench", "p2p", "--from", str(path), "--gpu", "H100 SXM5"], rigcheck, expect=1)
     assert doc.partial
     assert doc.error is not None
     assert "input ends early" in doc.error
@@ -151,8 +150,8 @@ def test_crlf_ansi_and_quoted_lines_read_the_same() -> None:
     assert [t.rows for t in parse_nvbandwidth(mangled).testcases] == [t.rows for t in parse_nvbandwidth(text).testcases]
 
 
-def test_h100_membw_beside_the_sxm5_peak(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = bench_json(["bench", "membw", "--from", str(H100), "--gpu", "H100 SXM5"], capsys)
+def test_h100_membw_beside_the_sxm5_peak(rigcheck: Rigcheck) -> None:
+    doc = bench_json(["bench", "membw", "--from", str(H100), "--gpu", "H100 SXM5"], rigcheck)
     assert isinstance(doc, MembwDocument)
     (row,) = doc.results
     assert (row.name, row.gpu, row.copy_gbps, row.read_write_gbps) == ("device_local_copy", 0, 1489.50, 2979.0)
@@ -165,9 +164,9 @@ def test_h100_membw_beside_the_sxm5_peak(capsys: pytest.CaptureFixture[str]) -> 
     assert (j.check, j.subject, j.verdict, j.floor) == ("membw", "GPU0", "pass", 2680.0)
 
 
-def test_h100_hostlink_beside_pcie_gen5_from_the_name_or_a_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
-    named = bench_json(["bench", "hostlink", "--from", str(H100), "--gpu", "H100 SXM5"], capsys)
-    described = bench_json(["bench", "hostlink", "--from", str(H100), "--from", str(H100_Q)], capsys)
+def test_h100_hostlink_beside_pcie_gen5_from_the_name_or_a_snapshot(rigcheck: Rigcheck) -> None:
+    named = bench_json(["bench", "hostlink", "--from", str(H100), "--gpu", "H100 SXM5"], rigcheck)
+    described = bench_json(["bench", "hostlink", "--from", str(H100), "--from", str(H100_Q)], rigcheck)
     for doc in (named, described):
         assert isinstance(doc, HostlinkDocument)
         rows = {r.name: r for r in doc.results}
@@ -185,7 +184,7 @@ def test_h100_hostlink_beside_pcie_gen5_from_the_name_or_a_snapshot(capsys: pyte
     assert described.snapshot.gpus[0].name == "NVIDIA H100 80GB HBM3"
 
 
-def test_nvbandwidth_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_nvbandwidth_json(rigcheck: Rigcheck) -> None:
     path = TOOLS / "nvbandwidth-2gpu-json-synthetic.json"
     assert detect_tool(path.read_text()) == "nvbandwidth"
     run_ = parse_nvbandwidth(path.read_text())
@@ -197,7 +196,7 @@ def test_nvbandwidth_json(capsys: pytest.CaptureFixture[str]) -> None:
     waived = run_.testcase("device_to_device_memcpy_write_ce")
     assert waived is not None
     assert waived.status == "waived"
-    doc = bench_json(["bench", "p2p", "--from", str(path)], capsys)
+    doc = bench_json(["bench", "p2p", "--from", str(path)], rigcheck)
     # "GPU(row) <- GPU(column)": row 0's 51.7203 is a copy from GPU1 to GPU0.
     assert {(r.src, r.dst): r.unidirectional_gbps for r in doc.results} == {(1, 0): 51.7203, (0, 1): 51.6988}
     assert any("device_to_device_memcpy_write_ce: waived" in n for n in doc.notes)
@@ -206,9 +205,9 @@ def test_nvbandwidth_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert {j.verdict for j in doc.judgement} == {"unjudged"}
 
 
-def test_6xa6000_excerpt_without_running_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_6xa6000_excerpt_without_running_line(rigcheck: Rigcheck) -> None:
     path = TOOLS / "nvbandwidth-6xa6000-d2d-read-ce-v0.8.txt"
-    doc = bench_json(["bench", "p2p", "--from", str(path), "--gpu", "RTX A6000"], capsys)
+    doc = bench_json(["bench", "p2p", "--from", str(path), "--gpu", "RTX A6000"], rigcheck)
     assert doc.gpus == 6
     assert len(doc.results) == 30
     assert doc.matrices["device_to_device_memcpy_read_ce"][3] == [21.82, 21.82, 22.26, None, 26.34, 26.35]
@@ -218,9 +217,9 @@ def test_6xa6000_excerpt_without_running_line(capsys: pytest.CaptureFixture[str]
     assert all("an NVLink bridge, if any, is not assumed" in j.reason for j in doc.judgement)
 
 
-def test_cut_nvbandwidth_keeps_the_figures_before_the_cut(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cut_nvbandwidth_keeps_the_figures_before_the_cut(rigcheck: Rigcheck) -> None:
     path = TOOLS / "nvbandwidth-8x4090-v0.2-cut.txt"
-    doc = bench_json(["bench", "hostlink", "--from", str(path)], capsys, expect=1)
+    doc = bench_json(["bench", "hostlink", "--from", str(path)], rigcheck, expect=1)
     assert doc.partial
     assert doc.error is not None
     assert "host_to_device_bidirectional_memcpy_ce" in doc.error
@@ -234,8 +233,8 @@ def test_cut_nvbandwidth_keeps_the_figures_before_the_cut(capsys: pytest.Capture
     assert doc.results[0].pcie_link == "Gen4 x16"
 
 
-def test_waived_testcase_is_a_note(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = bench_json(["bench", "p2p", "--from", str(TOOLS / "nvbandwidth-2x2080ti-waived-v0.2.txt")], capsys)
+def test_waived_testcase_is_a_note(rigcheck: Rigcheck) -> None:
+    doc = bench_json(["bench", "p2p", "--from", str(TOOLS / "nvbandwidth-2x2080ti-waived-v0.2.txt")], rigcheck)
     assert doc.results == []
     assert any("waived" in n for n in doc.notes)
 
@@ -243,13 +242,13 @@ def test_waived_testcase_is_a_note(capsys: pytest.CaptureFixture[str]) -> None:
 # --- bad input and usage ----------------------------------------------------------------------------------------
 
 
-def test_wrong_tool_output_names_the_command_that_reads_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["bench", "p2p", "--from", str(H100)], capsys)
+def test_wrong_tool_output_names_the_command_that_reads_it(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("bench", "p2p", "--from", str(H100))
     assert (code, out) == (2, "")
     assert len(err.splitlines()) == 1
     assert "device_local_copy" in err
     assert "`rigcheck bench membw --from`" in err
-    code, _, err = run(["bench", "membw", "--from", str(RTX2080TI_P2P)], capsys)
+    code, _, err = rigcheck("bench", "membw", "--from", str(RTX2080TI_P2P))
     assert code == 2
     assert "p2pBandwidthLatencyTest" in err
     assert "bench p2p --from" in err
@@ -269,12 +268,10 @@ def test_wrong_tool_output_names_the_command_that_reads_it(capsys: pytest.Captur
         (["bench", "membw", "--from", str(H100), "--from", str(H100)], "two tool outputs"),
     ],
 )  # fmt: skip
-def test_bad_input_is_one_line_exit_2(
-    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_input_is_one_line_exit_2(argv: list[str], words: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    code, out, err = run([str(empty) if a == "EMPTY" else a for a in argv], capsys)
+    code, out, err = rigcheck(*[str(empty) if a == "EMPTY" else a for a in argv])
     assert (code, out) == (2, "")
     assert len(err.splitlines()) == 1
     assert words in err
@@ -291,11 +288,9 @@ def test_parsers_refuse_what_holds_no_figure() -> None:
         parse_nvbandwidth('{"nvbandwidth": {"testcases": [')
 
 
-def test_reports_show_source_verdicts_and_matrices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reports_show_source_verdicts_and_matrices(tmp_path: Path, rigcheck: Rigcheck) -> None:
     md, page = tmp_path / "p2p.md", tmp_path / "p2p.html"
-    code, out, _ = run(
-        ["bench", "p2p", "--from", str(RTX2080TI_P2P), "--markdown", str(md), "--html", str(page)], capsys
-    )
+    code, out, _ = rigcheck("bench", "p2p", "--from", str(RTX2080TI_P2P), "--markdown", str(md), "--html", str(page))
     assert code == 0
     assert "read from p2pBandwidthLatencyTest output" in out
     assert "pass" in out
@@ -310,17 +305,17 @@ def test_reports_show_source_verdicts_and_matrices(tmp_path: Path, capsys: pytes
     assert "538.62" in html
 
 
-def test_topology_file_names_each_pairs_link(capsys: pytest.CaptureFixture[str]) -> None:
+def test_topology_file_names_each_pairs_link(rigcheck: Rigcheck) -> None:
     p2p = TOOLS / "p2p-8xh100-nv18-cut.txt"
     topo = FIXTURES / "corpus/topo/007-8xh100-nv18-2numa-no-nics-spaces.txt"
-    unnamed = bench_json(["bench", "p2p", "--from", str(p2p), "--from", str(topo)], capsys, expect=1)
+    unnamed = bench_json(["bench", "p2p", "--from", str(p2p), "--from", str(topo)], rigcheck, expect=1)
     peer = next(r for r in unnamed.results if r.mode == "peer")
     assert (peer.link, peer.nvlinks) == ("NV18", 18)
     # The excerpt names no device and topo -m no model: NV18 of an unknown NVLink generation stays unjudged.
     assert unnamed.judgement is not None
     assert {j.verdict for j in unnamed.judgement} == {"unjudged"}
     assert "NVLink generation" in unnamed.judgement[0].reason
-    named = bench_json(["bench", "p2p", "--from", str(p2p), "--from", str(topo), "--gpu", "H100 SXM5"], capsys, 1)
+    named = bench_json(["bench", "p2p", "--from", str(p2p), "--from", str(topo), "--gpu", "H100 SXM5"], rigcheck, 1)
     assert named.judgement is not None
     assert [j.verdict for j in named.judgement] == ["pass"] * 6
     assert next(r for r in named.results if r.mode == "peer").theoretical_gbps == 450
@@ -354,11 +349,9 @@ def test_nvbandwidth_0_10_prints_the_cuda_version_dotted_with_its_integer() -> N
     assert with_parens.cuda_driver == 13020
 
 
-def test_multinode_nvbandwidth_d2d_is_read_by_bench_p2p(capsys: pytest.CaptureFixture[str]) -> None:
+def test_multinode_nvbandwidth_d2d_is_read_by_bench_p2p(rigcheck: Rigcheck) -> None:
     """`multinode_device_to_device_memcpy_read_ce` was refused: "no device_to_device_* testcase"."""
-    with pytest.raises(SystemExit):
-        main(["bench", "p2p", "--from", str(MULTINODE), "--json"])
-    doc = json.loads(capsys.readouterr().out)
+    doc = rigcheck("bench", "p2p", "--from", str(MULTINODE), "--json").json
     assert doc["gpus"] == 8
     cells = [c for row in doc["matrices"]["multinode_device_to_device_memcpy_read_ce"] for c in row if c is not None]
     assert len(cells) == 56

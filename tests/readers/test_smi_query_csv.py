@@ -11,7 +11,7 @@ import pytest
 from rigcheck.errors import ParseError
 from rigcheck.model import Missing
 from rigcheck.readers.from_file import detect_kind, load_file, load_text
-from tests.cli.test_cli import run
+from tests.support.cli import Rigcheck
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
 RESET_CSV = CORPUS / "smi-q-fabric/203-8gpu-query-gpu-recovery-action-reset-csv.txt"
@@ -23,9 +23,9 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
 
 
-def test_noheader_recovery_action_fails_gpu1_with_reset(capsys: pytest.CaptureFixture[str]) -> None:
+def test_noheader_recovery_action_fails_gpu1_with_reset(rigcheck: Rigcheck) -> None:
     """DCGM issue #263's `--query-gpu=index,gpu_recovery_action --format=csv,noheader`: GPU 1 asks for a reset."""
-    code, out, _ = run(["doctor", "--from", str(RESET_CSV)], capsys)
+    code, out, _ = rigcheck("doctor", "--from", str(RESET_CSV))
     assert code == 1
     fail = next(line for line in out.splitlines() if line.startswith("FAIL"))
     assert "GPU1" in fail
@@ -108,11 +108,11 @@ def test_a_noheader_gpu_twice_is_a_trace_too() -> None:
     ],
 )
 def test_bad_query_csv_is_one_line_exit_2(
-    name: str, text: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, text: str, needle: str, tmp_path: Path, rigcheck: Rigcheck
 ) -> None:
     path = tmp_path / name
     path.write_text(text)
-    code, out, err = run(["doctor", "--from", str(path)], capsys)
+    code, out, err = rigcheck("doctor", "--from", str(path))
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1
