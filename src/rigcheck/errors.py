@@ -1,15 +1,16 @@
-"""rigcheck's exception tree.
+"""rigcheck's exception tree. Each error says what *kind* of failure it is; cli/exits.py alone turns a kind into an
+exit code (the library never decides one).
 
     RigcheckError            anything rigcheck reports to a user as a one-line error
-    ├── UsageError           bad arguments (exit 2)
-    ├── InputError           a file that cannot be read or understood (exit 2)
+    ├── UsageError           "usage": bad arguments
+    ├── InputError           "input": a file that cannot be read or understood
     │   ├── ParseError       text that is not the output it claims to be; carries file and line
     │   └── SnapshotError    snapshot JSON that is malformed or of another schema version
-    ├── OutputError          an output (a report file, stdout) that cannot be written (exit 2)
-    ├── ProbeError           the hardware could not be read at all (no driver, no library)
-    └── BenchError           a measurement could not run
+    ├── OutputError          "output": an output (a report file, stdout) that cannot be written
+    ├── ProbeError           "probe": the hardware could not be read at all (no driver, no library)
+    └── BenchError           "bench": a measurement could not run
 
-The CLI catches RigcheckError and maps it to an exit code; anything else is a bug (exit 3).
+The CLI catches RigcheckError and exits with the code of its kind; anything else is a bug (exit 3).
 
 Apart from the tree: Interrupted (a KeyboardInterrupt), SIGINT or SIGTERM as the CLI raises it. The CLI turns
 both signals into it (cli/common.py ``interruptible``), so every ``except KeyboardInterrupt`` that keeps what
@@ -20,20 +21,27 @@ library never installs a signal handler.
 from __future__ import annotations
 
 import signal
+from typing import Literal
+
+ErrorKind = Literal["usage", "input", "output", "probe", "bench"]
 
 
 class RigcheckError(Exception):
-    """Base of every error rigcheck raises on purpose."""
+    """Base of every error rigcheck raises on purpose; ``kind`` says which (a subclass sets its own)."""
 
-    exit_code = 2
+    kind: ErrorKind = "usage"
 
 
 class UsageError(RigcheckError):
     """The command line asks for something impossible."""
 
+    kind: ErrorKind = "usage"
+
 
 class InputError(RigcheckError):
     """An input file cannot be used. ``path`` and ``line`` locate the problem when known."""
+
+    kind: ErrorKind = "input"
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
         self.path = path
@@ -57,17 +65,19 @@ class OutputError(RigcheckError):
     """An output cannot be written: a full or read-only disk, a closed or full stdout, a target that is not a
     regular file (model/files_out.py). An old file it was to replace is left as it was."""
 
+    kind: ErrorKind = "output"
+
 
 class ProbeError(RigcheckError):
     """The machine could not be probed at all (no NVIDIA driver, no NVML library)."""
 
-    exit_code = 1
+    kind: ErrorKind = "probe"
 
 
 class BenchError(RigcheckError):
     """A measurement could not be carried out."""
 
-    exit_code = 1
+    kind: ErrorKind = "bench"
 
 
 # --- interruptions (SIGINT, SIGTERM) -----------------------------------------------------------------

@@ -38,7 +38,7 @@ from rigcheck.bench.verify.steps import (
 )
 from rigcheck.checks.verify.judge import Judged, NearFloor
 from rigcheck.checks.verify.judge import judge as real_judge
-from rigcheck.cli.exits import exit_code_for_verdict
+from rigcheck.cli.exits import exit_code_for_burn, exit_code_for_verdict
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.bench import MatmulBest, MatmulDocument, MatmulRow, Method, Versions, row_head
 from rigcheck.model.snapshot import Snapshot
@@ -301,7 +301,7 @@ def test_gpu_steps_without_a_gpu_fail_with_their_line_and_the_burn_reaches_the_j
     monkeypatch.setattr(runner, "run_burn", burn)
     snap = make_snapshot([make_gpu(0)])
     with NvmlPoller(burn_power_capped_h100(1)) as poller:
-        doc = run_verify(snapshot=snap, findings=[], burn_poller=poller)
+        doc = run_verify(snapshot=snap, findings=[], burn_poller=poller, burn_exit_code=exit_code_for_burn)
     steps = {s.name: s for s in doc.steps}
     for name in ("matmul", "membw", "hostlink"):
         reason = steps[name].reason
@@ -330,7 +330,13 @@ def test_a_burn_with_too_little_budget_is_cut_short(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(runner, "run_burn", _cpu_burn)
     with NvmlPoller(burn_power_capped_h100(1)) as poller:
         # 30 s: the burn's 38 % share (11.4 s) leaves under 10 s of load once its overhead is paid
-        doc = run_verify(snapshot=make_snapshot([make_gpu(0)]), findings=[], budget_s=30.0, burn_poller=poller)
+        doc = run_verify(
+            snapshot=make_snapshot([make_gpu(0)]),
+            findings=[],
+            budget_s=30.0,
+            burn_poller=poller,
+            burn_exit_code=exit_code_for_burn,
+        )
     burn = next(s for s in doc.steps if s.name == "burn")
     assert 30.0 * QUICK.shares["burn"] - BURN_OVERHEAD_S < 10.0
     assert burn.status == "cut_short"
@@ -481,7 +487,7 @@ def test_gpus_judges_those_and_notes_what_else_was_measured(monkeypatch: pytest.
     monkeypatch.setattr(runner, "run_hostlink", hostlink)
     snap = make_snapshot([make_gpu(0), make_gpu(1)])
     with NvmlPoller(burn_power_capped_h100(2)) as poller:
-        doc = run_verify(snapshot=snap, findings=[], gpus=[1], burn_poller=poller)
+        doc = run_verify(snapshot=snap, findings=[], gpus=[1], burn_poller=poller, burn_exit_code=exit_code_for_burn)
     assert [g.index for g in doc.gpus] == [1]
     assert hostlink_gpus == [[1]]
     assert any(n.startswith("matmul also measured GPU(s) 0, not judged") for n in doc.notes), doc.notes
@@ -516,7 +522,12 @@ def test_gpu_quick_fits_its_budget(live_poller: Callable[[], Any]) -> None:
     snap = machine(cpu=False)
     lines: list[str] = []
     doc = run_verify(
-        snapshot=snap, findings=run_checks(snap), level="quick", burn_poller=live_poller(), on_progress=lines.append
+        snapshot=snap,
+        findings=run_checks(snap),
+        level="quick",
+        burn_poller=live_poller(),
+        burn_exit_code=exit_code_for_burn,
+        on_progress=lines.append,
     )
     assert doc.source == "live"
     assert doc.elapsed_s <= LEVEL_BUDGET_S["quick"]

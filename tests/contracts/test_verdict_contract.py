@@ -1,5 +1,6 @@
 """The verdict contract (rigcheck.checks.verdicts, docs/verdicts.md): the document and the function say the same,
-and doctor's exit code, verify's doctor check, its node verdict, exit code and Slurm line all follow it."""
+and doctor's outcome, verify's doctor check, its node verdict, outcome and Slurm line all follow it; the CLI's
+exit codes (cli/exits.py) are the codes of those outcomes."""
 
 from __future__ import annotations
 
@@ -13,16 +14,16 @@ from rigcheck.checks.verdicts import (
     NODE_RULES,
     STEP_RULES,
     contract_tables,
-    doctor_exit_code,
+    doctor_outcome,
     drain_reason,
-    exit_code,
     family,
     finding_verdict,
+    node_outcome,
     node_verdict,
     slurm_line,
 )
 from rigcheck.checks.verify.judge import judge
-from rigcheck.cli.exits import exit_code_for, exit_code_for_verdict
+from rigcheck.cli.exits import OUTCOME_EXITS, exit_code_for, exit_code_for_verdict
 from rigcheck.model.finding import Finding, Severity
 from rigcheck.model.snapshot import Snapshot
 from rigcheck.model.verify import VERDICT_ORDER, VerifyInputs, worst
@@ -48,11 +49,11 @@ def _tables(text: str) -> list[list[tuple[str, ...]]]:
 
 
 def test_docs_verdicts_md_holds_the_functions_tables_word_for_word() -> None:
-    assert _tables(DOC.read_text(encoding="utf-8")) == contract_tables()
+    assert _tables(DOC.read_text(encoding="utf-8")) == contract_tables(OUTCOME_EXITS)
 
 
 def test_every_finding_family_is_in_the_contract() -> None:
-    families = {row[0].strip("`") for row in contract_tables()[0][1:]}
+    families = {row[0].strip("`") for row in contract_tables(OUTCOME_EXITS)[0][1:]}
     assert families == set(FINDING_IDS)
     for check, ids in FINDING_IDS.items():
         assert {family(i) for i in ids} == {check}, check
@@ -77,7 +78,7 @@ def test_doctor_exit_and_verify_doctor_check_follow_one_rule(
     severity: Severity, plain: int, strict: int, verify: str
 ) -> None:
     found = [_finding(severity), _finding(Severity.OK, "power.ok")]
-    assert exit_code_for(found) == doctor_exit_code(found) == plain
+    assert exit_code_for(found) == OUTCOME_EXITS[doctor_outcome(found)] == plain
     assert exit_code_for(found, strict=True) == strict
     assert finding_verdict(found[0]) == verify
     judged = judge(VerifyInputs(snapshot=Snapshot(), findings=found))
@@ -109,7 +110,7 @@ def test_verdict_order_exit_codes_and_the_slurm_line() -> None:
     assert worst(["unjudged", "incomplete"]) == "incomplete"
     assert set(NODE_RULES) == set(VERDICT_ORDER)
     for verdict in VERDICT_ORDER:
-        code = exit_code(verdict)
+        code = OUTCOME_EXITS[node_outcome(verdict)]
         assert exit_code_for_verdict(verdict) == code
         line = slurm_line(verdict, drain_reason(verdict, []))
         if code == 0:
@@ -118,7 +119,7 @@ def test_verdict_order_exit_codes_and_the_slurm_line() -> None:
         else:  # exit 1: always one non-empty line, even from a reason of no words
             assert line == f"rigcheck verify: {verdict}"
             assert slurm_line(verdict, None) == line
-    assert exit_code("unjudged") == 0
+    assert node_outcome("unjudged") == "ok"
     assert exit_code_for_verdict("not a verdict") == 1
 
 
@@ -153,4 +154,4 @@ def test_a_broken_state_fails_with_its_action(finding_id: str) -> None:
     assert found
     assert all(f.severity is Severity.FAIL for f in found)
     assert all(w in (found[0].advice or "") for w in words), found[0].advice
-    assert doctor_exit_code(findings) == 1
+    assert doctor_outcome(findings) == "problems"

@@ -9,6 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.plan import register
 from rigcheck.errors import UsageError
 from rigcheck.model import Gpu, GpuPair, LinkKind, Snapshot
@@ -364,5 +365,5 @@ def test_cli_from_bench_result(tmp_path: Path) -> None:
 def test_cli_usage_errors(args: list[str]) -> None:
     result = CliRunner().invoke(_app(), args)
     assert isinstance(result.exception, UsageError)
-    assert result.exception.exit_code == 2
+    assert exit_code_for_error(result.exception) == 2
     assert "\n" not in str(result.exception)

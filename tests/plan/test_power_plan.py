@@ -158,7 +158,7 @@ def test_psu_formula_and_rounding() -> None:
 def test_unknown_gpu_lists_close_matches() -> None:
     with pytest.raises(UsageError, match="TITAN RTX") as info:
         plan_power("Titan RTXX", 1)
-    assert info.value.exit_code == 2
+    assert info.value.kind == "usage"
 
 
 def test_ambiguous_gpu_is_a_usage_error() -> None:

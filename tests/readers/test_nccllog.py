@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from rigcheck.cli.app import main
+from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.nccl_log import register
 from rigcheck.errors import InputError, ParseError
 from rigcheck.readers.nccl_log import (
@@ -342,7 +343,7 @@ def test_cli_bad_input(tmp_path: Path) -> None:
     bad.write_text("no nccl here\n")
     result = CliRunner().invoke(_app(), ["nccl-log", str(bad)])
     assert isinstance(result.exception, ParseError)
-    assert result.exception.exit_code == 2
+    assert exit_code_for_error(result.exception) == 2
     missing = CliRunner().invoke(_app(), ["nccl-log", str(tmp_path / "absent.log")])
     assert isinstance(missing.exception, InputError)
 

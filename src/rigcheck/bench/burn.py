@@ -39,13 +39,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.gpu_select import cuda_index  # one NVML -> CUDA mapping for every run
 from rigcheck.bench.launcher import one_line
-from rigcheck.checks.burn.judge import BURN_ONLY_FIELDS, analyze_trace
+from rigcheck.checks.burn.judge import BURN_ONLY_FIELDS, analyze_trace, is_problem
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.burn import BurnRun, BurnWorkload, GpuLoadSummary
 from rigcheck.monitor.sampler import Poller, Sampler, TraceFile
@@ -61,6 +61,17 @@ FIRST_S = 10.0
 SUSTAINED_AFTER_S = 60.0
 PREROLL_S = 2.0  # idle samples before the load: the baseline for temperature rise and time to cap
 PROGRESS_EVERY_S = 5.0
+
+BurnOutcome = Literal["ok", "problems", "interrupted"]  # the CLI makes it the exit code (cli/exits.py)
+
+
+def burn_outcome(run: BurnRun) -> BurnOutcome:
+    """How a burn ended: cut short by a signal; a wrong result, a failed load or a problem by is_problem; else ok."""
+    if run.interrupted:
+        return "interrupted"
+    if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses):
+        return "problems"
+    return "ok"
 
 
 # --- pure accounting ---------------------------------------------------------------------------------

@@ -1,42 +1,43 @@
 """The verdict contract of doctor and verify: one place that says, for every finding family and every outcome
-of a verify step or check, the doctor's exit code, verify's verdict, the exit code and the drain-reason text.
+of a verify step or check, doctor's outcome, verify's verdict, the node's outcome and the drain-reason text.
 
-doctor's exit code (cli/exits.exit_code_for), verify's ``doctor`` check (checks/verify) and verify's node
-verdict and exit code (checks/verify.verify_document, cli/exits.exit_code_for_verdict) all ask this module.
-docs/verdicts.md holds the same tables, word for word: tests/contracts/test_verdict_contract.py keeps them equal.
+An outcome is a kind (``ok`` or ``problems``), not a number: cli/exits.py alone maps it to the exit code (doctor's
+through exit_code_for, verify's and fleet's through exit_code_for_verdict). verify's ``doctor`` check
+(checks/verify) and verify's node verdict (checks/verify.verify_document) ask this module too. docs/verdicts.md
+holds the same tables, word for word (their exit codes through cli/exits.py's map):
+tests/contracts/test_verdict_contract.py keeps them equal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from rigcheck.checks.doctor import FINDING_IDS
 from rigcheck.checks.doctor.driver import DRIVER_IDS
 from rigcheck.model.finding import Finding, Severity
-from rigcheck.model.verify import VERDICT_ORDER, StepStatus, Verdict, worst
+from rigcheck.model.verdict import VERDICT_ORDER, StepStatus, Verdict, worst
 
-EXIT_OK: Final = 0
-EXIT_PROBLEMS: Final = 1
+Outcome = Literal["ok", "problems"]  # what a run's findings or verdict make of it; cli/exits.py says the exit code
 
 
 @dataclass(frozen=True)
 class SeverityRule:
     """What one finding severity means, whichever family the finding is of."""
 
-    doctor_exit: int
-    strict_exit: int  # doctor --strict
+    doctor: Outcome
+    strict: Outcome  # doctor --strict
     verify: Verdict  # the verdict it gives verify's ``doctor`` check
     drain: str  # its words in the drain reason ("" = none)
 
 
 SEVERITY_RULES: Final[dict[Severity, SeverityRule]] = {
-    Severity.FAIL: SeverityRule(EXIT_PROBLEMS, EXIT_PROBLEMS, "fail", "[gpuN ]doctor <finding id>"),
-    Severity.WARN: SeverityRule(EXIT_OK, EXIT_PROBLEMS, "pass", ""),
-    Severity.UNKNOWN: SeverityRule(EXIT_OK, EXIT_OK, "pass", ""),
-    Severity.INFO: SeverityRule(EXIT_OK, EXIT_OK, "pass", ""),
-    Severity.OK: SeverityRule(EXIT_OK, EXIT_OK, "pass", ""),
+    Severity.FAIL: SeverityRule("problems", "problems", "fail", "[gpuN ]doctor <finding id>"),
+    Severity.WARN: SeverityRule("ok", "problems", "pass", ""),
+    Severity.UNKNOWN: SeverityRule("ok", "ok", "pass", ""),
+    Severity.INFO: SeverityRule("ok", "ok", "pass", ""),
+    Severity.OK: SeverityRule("ok", "ok", "pass", ""),
 }
 
 # Findings a `verify --cpu` run does not count: a CPU run needs no GPU and no driver, and says so in a note.
@@ -60,10 +61,10 @@ def finding_verdict(finding: Finding, *, cpu: bool = False) -> Verdict:
     return SEVERITY_RULES[finding.severity].verify
 
 
-def doctor_exit_code(findings: Iterable[Finding], *, strict: bool = False) -> int:
-    """doctor's exit code: the worst its findings' severities give (``strict``: warnings count too)."""
-    rules = [SEVERITY_RULES[f.severity] for f in findings]
-    return max((r.strict_exit if strict else r.doctor_exit for r in rules), default=EXIT_OK)
+def doctor_outcome(findings: Iterable[Finding], *, strict: bool = False) -> Outcome:
+    """doctor's outcome: ``problems`` when any finding's severity gives it (``strict``: warnings count too)."""
+    rules = (SEVERITY_RULES[f.severity] for f in findings)
+    return "problems" if any((r.strict if strict else r.doctor) == "problems" for r in rules) else "ok"
 
 
 # --- verify: the steps, the checks, the node ------------------------------------------------------------
@@ -102,25 +103,25 @@ ORDER: Final = VERDICT_ORDER
 
 @dataclass(frozen=True)
 class NodeRule:
-    exit_code: int
+    outcome: Outcome
     drain: str  # the drain reason's shape ("" = none: --slurm prints nothing)
     means: str
 
 
 NODE_RULES: Final[dict[Verdict, NodeRule]] = {
-    "pass": NodeRule(EXIT_OK, "", "every stage of the level ran (or does not apply, or was left out) and passed"),
+    "pass": NodeRule("ok", "", "every stage of the level ran (or does not apply, or was left out) and passed"),
     "unjudged": NodeRule(
-        EXIT_OK,
+        "ok",
         "",
         "everything ran and nothing failed, but some figure was held against no band: a CPU run, an unknown SKU",
     ),
     "incomplete": NodeRule(
-        EXIT_PROBLEMS,
+        "problems",
         "rigcheck verify: incomplete <check or step> ...",
         "a stage was skipped, cut short or failed: the node was not verified",
     ),
     "fail": NodeRule(
-        EXIT_PROBLEMS,
+        "problems",
         "rigcheck verify: fail <gpuN> <check> <why>; ...",
         "a check failed (a figure under its band or peers, wrong results, a failing finding, no GPU visible)",
     ),
@@ -137,15 +138,15 @@ def step_verdict(status: StepStatus) -> Verdict:
     return STEP_RULES[status].node
 
 
-def exit_code(verdict: Verdict) -> int:
-    """verify's exit code for its node verdict."""
-    return NODE_RULES[verdict].exit_code
+def node_outcome(verdict: Verdict) -> Outcome:
+    """verify's outcome for its node verdict (cli/exits.py makes it the exit code)."""
+    return NODE_RULES[verdict].outcome
 
 
 def slurm_line(verdict: Verdict, drain_reason: str | None) -> str | None:
-    """What `verify --slurm` prints: the drain reason whenever the exit code is 1 (never an empty line), and
-    nothing when it is 0."""
-    if exit_code(verdict) == EXIT_OK:
+    """What `verify --slurm` prints: the drain reason whenever the outcome is ``problems`` (exit 1; never an empty
+    line), and nothing when it is ``ok`` (exit 0)."""
+    if node_outcome(verdict) == "ok":
         return None
     return drain_reason or f"rigcheck verify: {verdict}"  # a reason of no words still names the verdict
 
@@ -157,9 +158,11 @@ def _drain_cell(text: str) -> str:
     return f"`{text}`" if text else "none"
 
 
-def finding_table() -> list[tuple[str, ...]]:
-    """One row per finding family: what each severity of it does to doctor and verify."""
+def finding_table(exits: Mapping[Outcome, int]) -> list[tuple[str, ...]]:
+    """One row per finding family: what each severity of it does to doctor and verify (``exits``: the CLI's
+    exit code of each outcome)."""
     fail, warn = SEVERITY_RULES[Severity.FAIL], SEVERITY_RULES[Severity.WARN]
+    unknown = SEVERITY_RULES[Severity.UNKNOWN]
     rows: list[tuple[str, ...]] = [
         ("family", "fail", "warn", "unknown, info, ok", "drain-reason text", "not counted by `verify --cpu`")
     ]
@@ -168,10 +171,9 @@ def finding_table() -> list[tuple[str, ...]]:
         rows.append(
             (
                 f"`{name}`",
-                f"doctor exit {fail.doctor_exit}; verify {fail.verify}",
-                f"doctor exit {warn.doctor_exit} ({warn.strict_exit} with --strict); verify {warn.verify}",
-                f"doctor exit {SEVERITY_RULES[Severity.UNKNOWN].doctor_exit}; verify "
-                f"{SEVERITY_RULES[Severity.UNKNOWN].verify}",
+                f"doctor exit {exits[fail.doctor]}; verify {fail.verify}",
+                f"doctor exit {exits[warn.doctor]} ({exits[warn.strict]} with --strict); verify {warn.verify}",
+                f"doctor exit {exits[unknown.doctor]}; verify {unknown.verify}",
                 _drain_cell(fail.drain),
                 ", ".join(f"`{i}`" for i in exempt) or "-",
             )
@@ -191,9 +193,9 @@ def check_table() -> list[tuple[str, ...]]:
     return rows
 
 
-def node_table() -> list[tuple[str, ...]]:
+def node_table(exits: Mapping[Outcome, int]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [("node verdict", "exit code", "drain reason (`--slurm`)", "means")]
-    rows += [(v, str(r.exit_code), _drain_cell(r.drain), r.means) for v, r in NODE_RULES.items()]
+    rows += [(v, str(exits[r.outcome]), _drain_cell(r.drain), r.means) for v, r in NODE_RULES.items()]
     return rows
 
 
@@ -240,9 +242,10 @@ def broken_table() -> list[tuple[str, ...]]:
     return rows
 
 
-def contract_tables() -> list[list[tuple[str, ...]]]:
-    """Every table of docs/verdicts.md, in its order, header row first."""
-    return [finding_table(), broken_table(), step_table(), check_table(), node_table()]
+def contract_tables(exits: Mapping[Outcome, int]) -> list[list[tuple[str, ...]]]:
+    """Every table of docs/verdicts.md, in its order, header row first; ``exits``: the CLI's exit code of each
+    outcome (cli/exits.OUTCOME_EXITS)."""
+    return [finding_table(exits), broken_table(), step_table(), check_table(), node_table(exits)]
 
 
 # --- the drain reason -------------------------------------------------------------------------------------
@@ -253,8 +256,8 @@ _UNQUOTE: Final = {ord(c): " " for c in "\"'`\\"}  # quotes would end the reason
 
 def drain_reason(verdict: Verdict, items: Sequence[str]) -> str | None:
     """One short ASCII line for `scontrol update ... reason=`: no quotes, no line breaks, at most DRAIN_MAX
-    characters (cut with "..."); None where the verdict exits 0 (pass, unjudged)."""
-    if exit_code(verdict) == EXIT_OK:
+    characters (cut with "..."); None where the verdict's outcome is ``ok`` (pass, unjudged: exit 0)."""
+    if node_outcome(verdict) == "ok":
         return None
     text = f"rigcheck verify: {verdict}" + (f" {'; '.join(items)}" if items else "")
     text = text.encode("ascii", "replace").decode("ascii")

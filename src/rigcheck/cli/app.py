@@ -195,8 +195,10 @@ def main(argv: list[str] | None = None) -> None:
         note("aborted")
         sys.exit(1)
     except RigcheckError as exc:
+        from rigcheck.cli.exits import exit_code_for_error  # the code of the error's kind
+
         note(f"error: {exc}")
-        sys.exit(exc.exit_code)
+        sys.exit(exit_code_for_error(exc))
     except BrokenPipeError:
         # The reader went away (`rigcheck doctor | head`) during a write not made through cli/common.write_stdout
         # (which says it as an OutputError): an output error as any other, exit 2; stdout to /dev/null so that

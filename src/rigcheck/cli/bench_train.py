@@ -17,6 +17,7 @@ from rigcheck.cli.bench_common import (
     placed_machine,
 )
 from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
+from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.progress import progress_line
 from rigcheck.errors import RigcheckError
 
@@ -110,7 +111,7 @@ def train(
             doc = one_run()[0]
     except RigcheckError as exc:
         note(f"error: {exc}")
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(exit_code_for_error(exc)) from None
     finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, parse_gpus, write_pages
-from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
+from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn
 from rigcheck.cli.progress import progress_line
 from rigcheck.errors import BenchError, OutputError
 from rigcheck.report.render import Format
@@ -29,16 +29,11 @@ if TYPE_CHECKING:
 
 
 def burn_exit_code(run: BurnRun) -> int:
-    """130 when Ctrl-C cut it short (143 for SIGTERM); 1 for a wrong result, a failed load or a problem by
-    is_problem; else 0."""
-    from rigcheck.checks.burn.judge import is_problem
+    """The exit code of the run's outcome (bench/burn.burn_outcome): 130 when Ctrl-C cut it short (143 for
+    SIGTERM); 1 for a wrong result, a failed load or a problem by is_problem; else 0."""
+    from rigcheck.bench.burn import burn_outcome
 
-    if run.interrupted:
-        signum = interrupted_by()
-        return EXIT_INTERRUPTED if signum is None else exit_code_for_signal(signum)
-    if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses):
-        return EXIT_PROBLEMS
-    return EXIT_OK
+    return exit_code_for_burn(burn_outcome(run), interrupted_by() if run.interrupted else None)
 
 
 def burn_document(run: BurnRun, exit_code: int) -> BurnResult:

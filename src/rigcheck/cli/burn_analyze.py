@@ -13,7 +13,7 @@ import typer
 
 from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace, is_problem
 from rigcheck.cli.common import emit, note, write_pages
-from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
+from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_error
 from rigcheck.errors import InputError
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis
 from rigcheck.model.telemetry import Trace
@@ -86,7 +86,7 @@ def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> No
             trace, analyses = _analyze(str(file), plot=html_file is not None)
     except InputError as exc:
         note(f"error: {exc}")
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(exit_code_for_error(exc)) from None
     for line in trace.diagnostics:
         note(line)
     code = EXIT_PROBLEMS if faulty else analysis_exit_code(analyses)

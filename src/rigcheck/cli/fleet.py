@@ -30,7 +30,7 @@ from rigcheck.cli.common import (
     note,
     write_pages,
 )
-from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_signal, exit_code_for_verdict
+from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn, exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
 from rigcheck.report.render import Format
 
@@ -188,6 +188,7 @@ def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, h
                 cpu=cpu,
                 host=host,
                 burn_poller=poller,
+                burn_exit_code=exit_code_for_burn,
                 on_progress=progress,
             )
     finally:

@@ -26,7 +26,7 @@ from rigcheck.cli.common import (
     write_pages,
     write_stdout,
 )
-from rigcheck.cli.exits import exit_code_for_signal, exit_code_for_verdict
+from rigcheck.cli.exits import exit_code_for_burn, exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.terminal_safe import terminal_text
 from rigcheck.report.render import Format
@@ -205,6 +205,7 @@ def _live(
                 site_name=names[1],
                 host=socket.gethostname(),
                 burn_poller=poller,
+                burn_exit_code=exit_code_for_burn,
                 on_progress=progress,
                 only=only,
             )

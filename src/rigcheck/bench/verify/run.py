@@ -56,7 +56,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rigcheck.bench.burn import run_burn
+from rigcheck.bench.burn import BurnOutcome, burn_outcome, run_burn
 from rigcheck.bench.collectives import run_collective
 from rigcheck.bench.device.hostlink import run_hostlink
 from rigcheck.bench.device.matmul import run_matmul
@@ -74,7 +74,6 @@ from rigcheck.bench.verify.steps import (
     merge_rows,
     parse_only,
 )
-from rigcheck.checks.burn.judge import is_problem
 from rigcheck.checks.verify.judge import Judged, NearFloor, judge, verify_document
 from rigcheck.errors import BenchError, UsageError, interrupt_behind, interrupted_text, signal_of, was_interrupted
 from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
@@ -93,9 +92,6 @@ NEEDS_GPU = "not applicable: a CPU run (it needs a GPU)"
 def one_gpu(n: int) -> str:
     """Why p2p and all-reduce do not apply: a pair needs two GPUs (not a skip: the node can still pass)."""
     return "not applicable: one GPU" if n == 1 else f"not applicable: {n} GPUs (it needs two or more)"
-
-
-BURN_EXIT_INTERRUPTED = 130  # BurnResult.exit_code of a load Ctrl-C cut short, as `rigcheck burn` sets it
 
 
 @dataclass(frozen=True)
@@ -136,11 +132,13 @@ class _Runner:
         say: Callable[[str], None],
         clock: Callable[[], float],
         only: Sequence[str] | None = None,
+        burn_exit_code: Callable[[BurnOutcome], int] | None = None,
     ) -> None:
         self.snapshot, self.plan, self.cpu, self.budget_s = snapshot, plan, cpu, budget_s
         self.only = tuple(only) if only is not None else None
         self.gpus = sorted(set(gpus)) if gpus is not None else None
         self.poller, self.say, self.clock = burn_poller, say, clock
+        self.burn_exit_code = burn_exit_code
         self.start = clock()
         self.setup_s = 0.0  # seconds the launched steps spent starting workers and joining the process group
         self.inputs = VerifyInputs(snapshot=snapshot, findings=list(findings), cpu=cpu)
@@ -303,8 +301,8 @@ class _Runner:
         return _launched(doc.error), doc
 
     def burn(self, allowed_s: float) -> Outcome:
-        poller = self.poller
-        if poller is None:  # the step is skipped without one; kept for mypy
+        poller, exit_code_of = self.poller, self.burn_exit_code
+        if poller is None or exit_code_of is None:  # the step is skipped without a poller; kept for mypy
             return Outcome("skipped", NO_POLLER)
         load_s = min(self.plan.burn_load_s, allowed_s - BURN_OVERHEAD_S)
         if load_s < BURN_MIN_LOAD_S:
@@ -316,11 +314,7 @@ class _Runner:
             on_progress=self.say,
             uuids=getattr(poller, "uuids", None),  # NvmlPoller's: finds each GPU in CUDA's order
         )
-        if run.interrupted:
-            code = BURN_EXIT_INTERRUPTED
-        else:
-            code = 1 if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses) else 0
-        self.inputs.burn = BurnResult.of_run(run, code)
+        self.inputs.burn = BurnResult.of_run(run, exit_code_of(burn_outcome(run)))  # the CLI's code
         if run.interrupted:
             return Outcome("cut_short", "interrupted: the load was stopped early", interrupted=True)
         if load_s < self.plan.burn_load_s * BURN_DONE_FRACTION:
@@ -472,6 +466,7 @@ def run_verify(
     site_name: str | None = None,
     host: str | None = None,
     burn_poller: Poller | None = None,
+    burn_exit_code: Callable[[BurnOutcome], int] | None = None,
     on_progress: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     only: Sequence[str] | None = None,
@@ -480,12 +475,16 @@ def run_verify(
 
     ``snapshot`` and ``findings``: the machine and the doctor's findings, as the caller probed and checked it.
     ``burn_poller``: an open telemetry poller (the CLI's NvmlPoller) for the burn; without one it is skipped.
+    ``burn_exit_code``: with a poller, the CLI's exit code of a burn's outcome (cli/exits.exit_code_for_burn), the
+    burn document's ``exit_code``: the library says the outcome, never the code.
     ``only``: the stages asked for (`--only`); the others are ``left_out`` and do not keep the node from passing.
     Raises UsageError for a budget that is not positive, a GPU the snapshot does not have or an unknown stage.
     """
     if only is not None:
         only = parse_only(",".join(only))
     budget = budget_s if budget_s is not None else (CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level])
+    if burn_poller is not None and burn_exit_code is None:
+        raise ValueError("a burn_poller needs a burn_exit_code: the burn document's exit code is the CLI's")
     if budget <= 0:
         raise UsageError(f"the time budget must be positive, not {budget:g} s")
     if gpus is not None and not cpu:
@@ -502,6 +501,7 @@ def run_verify(
         budget_s=budget,
         gpus=gpus,
         burn_poller=burn_poller,
+        burn_exit_code=burn_exit_code,
         say=say,
         clock=clock,
         only=only,
