@@ -153,6 +153,9 @@ def test_torch_only_in_bench() -> None:
         ("rigcheck.checks", "rigcheck.probe"),  # checks are pure: Snapshot in, findings out
         ("rigcheck.checks", "rigcheck.monitor"),
         ("rigcheck.checks", "rigcheck.bench"),
+        ("rigcheck.plan", "rigcheck.probe"),  # plan is pure: the CLI reads its files and the host, plan gets data
+        ("rigcheck.plan", "rigcheck.readers"),
+        ("rigcheck.plan", "rigcheck.inputs"),
     ],
 )
 def test_package_does_not_import(package: str, forbidden: str) -> None:
@@ -168,6 +171,21 @@ def test_checks_do_no_io() -> None:
         for imp in ALL_IMPORTS
         if in_package(imp.importer, "rigcheck.checks") and imp.imported.split(".")[0] in io_modules
     ]
+    assert bad == []
+
+
+def test_plan_does_no_io() -> None:
+    """plan/ is given what the CLI read (--from files, this machine's RAM and free space): no I/O module, no open()."""
+    io_modules = ("os", "subprocess", "socket", "time", "shutil", "pathlib", "http", "urllib", "threading", "io")
+    bad = [
+        where(imp)
+        for imp in ALL_IMPORTS
+        if in_package(imp.importer, "rigcheck.plan") and imp.imported.split(".")[0] in io_modules
+    ]
+    for name, path in MODULES.items():
+        if in_package(name, "rigcheck.plan"):
+            calls = ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            bad += [f"{name}:{c.lineno}: open()" for c in calls if isinstance(c, ast.Name) and c.id == "open"]
     assert bad == []
 
 

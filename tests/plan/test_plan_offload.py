@@ -12,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from rigcheck.cli.app import main
+from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.plan import register
 from rigcheck.errors import UsageError
 from rigcheck.plan.offload import Capacity, hostlink_from_bench, nvme_from_bench, plan_offload
@@ -204,7 +205,7 @@ def test_nodes_divide_the_cpu_share() -> None:
     args = ["plan", "--params", "7B", "--gpus", "8", "--nodes", "3", "--strategy", "zero3", "--offload", "cpu"]
     result = CliRunner().invoke(_app(), args)
     assert isinstance(result.exception, UsageError)
-    assert result.exception.exit_code == 2
+    assert exit_code_for_error(result.exception) == 2
 
 
 def test_compute_time_compared() -> None:
@@ -217,7 +218,7 @@ def test_compute_time_compared() -> None:
 
 
 def test_every_format_draws_the_offload_block() -> None:
-    from rigcheck.plan.build import build_comm_plan
+    from rigcheck.cli.plan import build_comm_plan
 
     doc = build_comm_plan("7B", 8, "zero3", "bf16", None, H100, None, None, None, None, offload="nvme")
     for fmt in (Format.MARKDOWN, Format.HTML):
@@ -238,7 +239,7 @@ def test_without_offload_no_offload_key() -> None:
     assert "offload" not in doc
     result = CliRunner().invoke(_app(), ["plan", "--params", "7B", "--gpus", "8", "--nodes", "2"])
     assert isinstance(result.exception, UsageError)
-    assert result.exception.exit_code == 2
+    assert exit_code_for_error(result.exception) == 2
 
 
 def _terminal(*args: str) -> str:

@@ -58,7 +58,7 @@ def thermal_sample() -> Document:
 
 
 def plan_sample() -> Document:
-    from rigcheck.plan.build import build_comm_plan
+    from rigcheck.cli.plan import build_comm_plan
 
     snap = SNAPSHOTS / "2x-titan-rtx-nv2.json"
     return build_comm_plan("gpt2", 2, "zero3", "fp32", None, snap, None, "TITAN RTX", None, None, explain_guide=True)

@@ -230,9 +230,14 @@ def _read_nccl(path: str) -> None:
 
 
 def _read_plan(path: str) -> None:
-    from rigcheck.plan.build import read_plan_source
+    from rigcheck.plan.comm import busbw_from_bench
+    from rigcheck.readers.plan_sources import read_bench_document, read_plan_snapshot
 
-    read_plan_source(Path(path))
+    doc = read_bench_document(path)
+    if doc is None:
+        read_plan_snapshot(path)
+    else:
+        busbw_from_bench(doc)
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rigcheck.cli.common import JsonOption, emit, interruptible
 from rigcheck.cli.exits import EXIT_OK
 from rigcheck.report.render import Format
+
+if TYPE_CHECKING:
+    from rigcheck.model.plan import CommPlan
 
 
 def plan(
@@ -56,8 +60,6 @@ def plan(
 
     Exit code: 0, or 2 for bad arguments or input.
     """
-    from rigcheck.plan.build import build_comm_plan
-
     doc = build_comm_plan(
         params,
         gpus,
@@ -77,6 +79,61 @@ def plan(
     )
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(EXIT_OK)
+
+
+def build_comm_plan(
+    params: str,
+    gpus: int,
+    strategy: str,
+    dtype: str,
+    busbw: float | None,
+    source: Path | Sequence[Path] | None,
+    link: str | None,
+    gpu: str | None,
+    tokens: int | None,
+    tflops: float | None,
+    *,
+    explain_guide: bool = False,
+    offload: str | None = None,
+    nodes: int = 1,
+    largest_layer: str | None = None,
+    nvme_free: tuple[float, str] | None = None,
+) -> CommPlan:
+    """The plan of the options as given: the options checked, the --from files read (readers/plan_sources.py) and
+    this machine's RAM when the offload plan needs it, then the pure plan (rigcheck.plan.build)."""
+    from rigcheck.plan import build
+    from rigcheck.readers.plan_sources import read_bench_document, read_plan_snapshot
+
+    paths = [source] if isinstance(source, Path) else list(source or [])
+    build.check_options(strategy, dtype, busbw, len(paths), offload, nodes, largest_layer, nvme_free is not None)
+    sources = build.sort_sources([(str(p), read_bench_document(str(p))) for p in paths], busbw=busbw, offload=offload)
+    snapshot = None
+    if sources.plain is not None and sources.plain_bench is None:
+        snapshot = read_plan_snapshot(sources.plain)
+    machine_ram_gib = None
+    if build.needs_machine_ram(offload, snapshot, sources.found):
+        from rigcheck.probe.host import probe_host
+
+        machine_ram_gib = probe_host().memory_total_gib
+    return build.build_comm_plan(
+        params,
+        gpus,
+        strategy,
+        dtype,
+        busbw,
+        sources,
+        snapshot,
+        link,
+        gpu,
+        tokens,
+        tflops,
+        explain_guide=explain_guide,
+        offload=offload,
+        nodes=nodes,
+        largest_layer=largest_layer,
+        nvme_free=nvme_free,
+        machine_ram_gib=machine_ram_gib,
+    )
 
 
 def _free_space(path: Path) -> tuple[float, str]:

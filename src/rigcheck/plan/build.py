@@ -1,19 +1,20 @@
-"""What `rigcheck plan` runs: its options read (a bench result or a snapshot from --from, the default tokens),
-the plan made, the guide's explanation and the offload plan added when asked: one ``rigcheck.plan/1`` document.
+"""What `rigcheck plan` makes of its options and of what its --from files hold (the CLI reads them: cli/plan.py
+through readers/plan_sources.py): the plan, the guide's explanation and the offload plan added when asked, one
+``rigcheck.plan/1`` document. Pure: no file, no host read.
 
 --from may be given more than once: one all-reduce bench result or snapshot (the bus bandwidth), and, with
---offload, a `bench hostlink` and a `bench nvme` result (the offload bandwidths).
+--offload, a `bench hostlink` and a `bench nvme` result (the offload bandwidths). The CLI checks the options
+(check_options), reads each file's bench document (None for another file), sorts them (sort_sources), reads the
+one left as a snapshot when it is no bench result, and builds the plan (build_comm_plan).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
-from rigcheck.errors import InputError, UsageError
+from rigcheck.errors import UsageError
 from rigcheck.model import Snapshot
 from rigcheck.model.plan import CommPlan
 from rigcheck.plan.comm import DTYPES, STRATEGIES, busbw_from_bench, parse_params, plan_comm
@@ -22,28 +23,6 @@ from rigcheck.plan.offload import Capacity, check_offload, hostlink_from_bench, 
 # The guide's batch, when --tokens is not given: 4 sequences x 1024 tokens per GPU per step.
 DEFAULT_TOKENS = 4096
 DEFAULT_TOKENS_NOTE = "tokens per GPU per step: 4096 (the guide's batch: 4 sequences x 1024 tokens); set --tokens"
-
-
-def read_plan_source(source: Path) -> tuple[float | None, str | None, Snapshot | None]:
-    """--from: a bench result (its all-reduce busbw and where it came from), or anything `--from` reads
-    elsewhere (a snapshot, topo -m ...) as a snapshot."""
-    from rigcheck.readers.from_file import load_file, read_text
-
-    path = str(source)
-    text = read_text(path, "a bench result, a snapshot or a topo -m file")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, or hostile JSON: load_file below says which in one line
-        data = None
-    if isinstance(data, dict) and str(data.get("schema", "")).startswith("rigcheck.bench/"):
-        bw, src = busbw_from_bench(data)
-        return bw, f"{src}: {path}", None
-    try:
-        return None, None, load_file(path)
-    except InputError as exc:
-        raise InputError(
-            f"neither a rigcheck.bench/1 result nor a snapshot/topology: {exc.detail}", path=path
-        ) from None
 
 
 @dataclass
@@ -58,19 +37,6 @@ class OffloadSources:
     ram_path: str | None = None
 
 
-def _bench_json(path: Path) -> dict[str, Any] | None:
-    """The file as a `bench hostlink` / `bench nvme` document, or None when it is anything else."""
-    from rigcheck.readers.from_file import read_text
-
-    text = read_text(str(path), "a bench result, a snapshot or a topo -m file")
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    is_bench = isinstance(data, dict) and str(data.get("schema", "")).startswith("rigcheck.bench/")
-    return data if is_bench and data.get("benchmark") in {"hostlink", "nvme"} else None
-
-
 def _embedded_ram(doc: dict[str, Any]) -> float | None:
     """host.memory_total_gib of the snapshot a bench document embeds, when it has one."""
     snap = doc.get("snapshot")
@@ -79,24 +45,27 @@ def _embedded_ram(doc: dict[str, Any]) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
-def _read_offload_doc(doc: dict[str, Any], path: Path, found: OffloadSources) -> None:
+def _read_offload_doc(doc: dict[str, Any], path: str, found: OffloadSources) -> None:
     kind = str(doc["benchmark"])
     if (kind == "hostlink" and found.host_link is not None) or (kind == "nvme" and found.nvme_bw is not None):
         raise UsageError(f"--from: two bench {kind} results; give one")
     if kind == "hostlink":
-        found.host_link = hostlink_from_bench(doc, str(path))
+        found.host_link = hostlink_from_bench(doc, path)
     else:
-        rd, wr, src, free = nvme_from_bench(doc, str(path))
+        rd, wr, src, free = nvme_from_bench(doc, path)
         found.nvme_bw = (rd, wr, src)
         if free is not None:
-            found.nvme_free, found.nvme_path = free, str(path)
+            found.nvme_free, found.nvme_path = free, path
     ram = _embedded_ram(doc)
     if ram is not None and found.ram_gib is None:
-        found.ram_gib, found.ram_path = ram, str(path)
+        found.ram_gib, found.ram_path = ram, path
 
 
-def _ram(snap: Snapshot | None, snap_path: str | None, found: OffloadSources) -> Capacity:
-    """CPU RAM: the snapshot given with --from, else the one a bench result embeds, else this machine."""
+def _ram(
+    snap: Snapshot | None, snap_path: str | None, found: OffloadSources, machine_ram_gib: float | None
+) -> Capacity:
+    """CPU RAM: the snapshot given with --from, else the one a bench result embeds, else this machine's (read by
+    the CLI when needs_machine_ram says so; None: unreadable)."""
     if snap is not None:
         gib = snap.host.memory_total_gib
         if gib is None:
@@ -104,12 +73,14 @@ def _ram(snap: Snapshot | None, snap_path: str | None, found: OffloadSources) ->
         return Capacity(gib * 2**30, f"the snapshot ({snap_path})", "")
     if found.ram_gib is not None:
         return Capacity(found.ram_gib * 2**30, f"the machine of {found.ram_path}", "")
-    from rigcheck.probe.host import probe_host
-
-    host = probe_host()
-    if host.memory_total_gib is None:
+    if machine_ram_gib is None:
         return Capacity(None, None, "this machine's RAM is unreadable (/proc/meminfo); pass --from a snapshot")
-    return Capacity(host.memory_total_gib * 2**30, "this machine (/proc/meminfo)", "")
+    return Capacity(machine_ram_gib * 2**30, "this machine (/proc/meminfo)", "")
+
+
+def needs_machine_ram(offload: str | None, snapshot: Snapshot | None, found: OffloadSources) -> bool:
+    """Whether the offload plan falls back on this machine's RAM (the CLI reads it only then)."""
+    return offload is not None and snapshot is None and found.ram_gib is None
 
 
 def _largest_layer(text: str | None) -> int | None:
@@ -127,13 +98,70 @@ NO_FREE_SPACE = (
 )
 
 
+def check_options(  # noqa: PLR0917 - the command's options, one for one
+    strategy: str,
+    dtype: str,
+    busbw: float | None,
+    sources: int,
+    offload: str | None,
+    nodes: int,
+    largest_layer: str | None,
+    nvme_path: bool,
+) -> None:
+    """The options alone, before any --from file is read (``sources``: how many; ``nvme_path``: given). UsageError
+    for bad ones."""
+    if strategy not in STRATEGIES:
+        raise UsageError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    if offload is not None:
+        check_offload(strategy, offload)
+    elif nodes != 1 or largest_layer is not None or nvme_path:
+        raise UsageError("--nodes, --largest-layer and --nvme-path go with --offload")
+    if busbw is not None and sources and offload is None:
+        raise UsageError("give --busbw or --from, not both")
+
+
+@dataclass
+class PlanSources:
+    """The --from files sorted: the offload figures of bench hostlink / nvme results, and the one file left (an
+    all-reduce bench result or a snapshot) with its bench document (None: a snapshot, read by the CLI)."""
+
+    found: OffloadSources = field(default_factory=OffloadSources)
+    plain: str | None = None
+    plain_bench: dict[str, Any] | None = None
+
+
+def sort_sources(
+    files: Sequence[tuple[str, dict[str, Any] | None]], *, busbw: float | None, offload: str | None
+) -> PlanSources:
+    """Each --from file (its path, and its rigcheck.bench document or None) to what it gives the plan."""
+    sorted_ = PlanSources()
+    plain: list[tuple[str, dict[str, Any] | None]] = []
+    for path, doc in files:
+        if doc is None or doc.get("benchmark") not in {"hostlink", "nvme"}:
+            plain.append((path, doc))
+        elif offload is None:
+            raise UsageError(f"--from {path}: a bench {doc['benchmark']} result is read with --offload")
+        else:
+            _read_offload_doc(doc, path, sorted_.found)
+    if len(plain) > 1:
+        raise UsageError("--from: one all-reduce bench result or snapshot at a time (beside bench hostlink / nvme)")
+    if busbw is not None and plain:
+        raise UsageError("give --busbw or --from, not both")
+    if plain:
+        sorted_.plain, sorted_.plain_bench = plain[0]
+    return sorted_
+
+
 def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
     params: str,
     gpus: int,
     strategy: str,
     dtype: str,
     busbw: float | None,
-    source: Path | Sequence[Path] | None,
+    sources: PlanSources,
+    snapshot: Snapshot | None,
     link: str | None,
     gpu: str | None,
     tokens: int | None,
@@ -144,38 +172,19 @@ def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
     nodes: int = 1,
     largest_layer: str | None = None,
     nvme_free: tuple[float, str] | None = None,
+    machine_ram_gib: float | None = None,
 ) -> CommPlan:
-    """The document `rigcheck plan` prints, from its options as given. UsageError / InputError for bad ones.
+    """The document `rigcheck plan` prints, from its options (checked by check_options) and what its --from files
+    hold. UsageError / InputError for bad ones.
 
-    ``nvme_free``: bytes free under --nvme-path and that path (the command reads it)."""
-    if strategy not in STRATEGIES:
-        raise UsageError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
-    if offload is not None:
-        check_offload(strategy, offload)
-    elif nodes != 1 or largest_layer is not None or nvme_free is not None:
-        raise UsageError("--nodes, --largest-layer and --nvme-path go with --offload")
-    sources = [source] if isinstance(source, Path) else list(source or [])
-    if busbw is not None and sources and offload is None:
-        raise UsageError("give --busbw or --from, not both")
-    found = OffloadSources()
-    plain: list[Path] = []
-    for path in sources:
-        doc = _bench_json(path)
-        if doc is None:
-            plain.append(path)
-        elif offload is None:
-            raise UsageError(f"--from {path}: a bench {doc['benchmark']} result is read with --offload")
-        else:
-            _read_offload_doc(doc, path, found)
-    if len(plain) > 1:
-        raise UsageError("--from: one all-reduce bench result or snapshot at a time (beside bench hostlink / nvme)")
-    if busbw is not None and plain:
-        raise UsageError("give --busbw or --from, not both")
-    bw, bw_src, snap = busbw, None, None
-    if plain:
-        bw, bw_src, snap = read_plan_source(plain[0])
+    ``snapshot``: the one plain --from file read as a snapshot (when it is no bench result). ``nvme_free``: bytes
+    free under --nvme-path and that path; ``machine_ram_gib``: this machine's RAM, where needs_machine_ram (the
+    command reads both)."""
+    found, plain = sources.found, sources.plain
+    bw, bw_src, snap = busbw, None, snapshot
+    if sources.plain_bench is not None:
+        bw, src = busbw_from_bench(sources.plain_bench)
+        bw_src = f"{src}: {plain}"
     stated: list[str] = []
     if tokens is None:
         tokens = DEFAULT_TOKENS
@@ -212,7 +221,7 @@ def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
             offload,
             nodes=nodes,
             largest_layer=_largest_layer(largest_layer),
-            ram=_ram(snap, str(plain[0]) if plain else None, found),
+            ram=_ram(snap, plain, found, machine_ram_gib),
             nvme_free=free,
             host_link=found.host_link,
             nvme_bw=found.nvme_bw,
