@@ -1,4 +1,11 @@
-"""Reading /proc, /sys and /etc files: the bytes, or the reason they could not be read."""
+"""The input primitives, two kinds apart by name:
+
+- ``read_sys_*``: the machine's own /proc, /sys and /etc files (the live probes): the value, or None with the
+  :class:`Missing` reason it could not be read. Nothing raises: an unreadable sysfs file is a reading.
+- ``*_input*``, ``read_capped``, ``line_blocks``, ``input_limits``: a file the user named (``--from FILE``,
+  ``nccl-log FILE``, ``burn --analyze FILE``; "-" is standard input), read whole under a cap or streamed a block
+  at a time. Whatever cannot be an output of these tools is one line of :class:`InputError` naming the file.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from rigcheck.errors import InputError
 from rigcheck.model.snapshot import Missing
 
 log = logging.getLogger(__name__)
 
 
-def read_bytes(path: Path) -> tuple[bytes | None, Missing | None]:
+# --- the machine's own files -------------------------------------------------------------------------------
+
+
+def read_sys_bytes(path: Path) -> tuple[bytes | None, Missing | None]:
     """The file's bytes, or None with why: no permission, absent (not supported here), or an I/O error."""
     try:
         return path.read_bytes(), None
@@ -28,20 +39,96 @@ def read_bytes(path: Path) -> tuple[bytes | None, Missing | None]:
         return None, Missing.ERROR
 
 
-def read_text(path: Path) -> tuple[str | None, Missing | None]:
-    """As :func:`read_bytes`, decoded (undecodable bytes replaced: these files are ASCII by contract)."""
-    data, reason = read_bytes(path)
+def read_sys_text(path: Path) -> tuple[str | None, Missing | None]:
+    """As :func:`read_sys_bytes`, decoded (undecodable bytes replaced: these files are ASCII by contract)."""
+    data, reason = read_sys_bytes(path)
     return (data.decode(errors="replace") if data is not None else None), reason
 
 
-# Bounded reading of user-named inputs (`--from FILE`, `nccl-log FILE`, `burn --analyze FILE`). The cap counts
-# bytes actually read, never st_size: a device (/dev/zero), a pipe, stdin or a file still being written reports a
-# size that says nothing about how much will come, and an unbounded read() of /dev/zero ends in MemoryError.
+# --- a file the user named ---------------------------------------------------------------------------------
 
+# Bounded reading: the cap counts bytes actually read, never st_size: a device (/dev/zero), a pipe, stdin or a
+# file still being written reports a size that says nothing about how much will come, and an unbounded read()
+# of /dev/zero ends in MemoryError.
+
+# A whole-file read (one record: a snapshot, an nvidia-smi output, a tool's log). Real outputs are kilobytes;
+# a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
 # Streaming readers hold one line at a time, so they may read far more than a whole-file reader; still, a
 # stream that never ends must end (`yes | rigcheck burn --analyze -`), and one line may not fill the memory.
 STREAM_MAX_BYTES = 16 * 1024**3
 STREAM_MAX_LINE = 1024 * 1024
+# Bytes a streaming reader reads at a time: large enough that decoding and splitting run in C over many lines.
+CHUNK_BYTES = 1 << 20
+
+
+def read_input_text(path: str, expected: str, *, allow_empty: bool = False) -> str:
+    """The whole file's text ("-" is standard input), refusing what cannot be an output of these tools.
+
+    ``expected`` names what the caller reads, for the message about an empty file; with ``allow_empty`` an
+    empty (or blank) file is "" instead.
+    """
+    try:
+        if path != "-" and Path(path).is_dir():
+            raise InputError("is a directory, not a file", path=path)
+        raw = read_capped(path, MAX_INPUT_BYTES)
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path=path) from None
+    except OSError as exc:  # EIO, ENXIO (a socket), a device that refuses reads: still the user's file
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
+    if not raw.strip():
+        if allow_empty:
+            return ""
+        raise InputError(f"empty file: expected {expected}", path=path)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell redirects write UTF-16
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise InputError("binary data, not text", path=path) from None
+    if b"\x00" in raw:
+        raise InputError("binary data, not text (it holds NUL bytes)", path=path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
+
+
+@contextmanager
+def open_input(path: str) -> Iterator[BinaryIO]:
+    """The file open for binary reading, closed after (standard input left open), for a streaming reader; a
+    file that cannot be opened is one line of InputError."""
+    try:
+        if path != "-" and Path(path).is_dir():
+            raise InputError("is a directory, not a file", path=path)
+        fh: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    try:
+        yield fh
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+
+
+def read_input_chunk(fh: BinaryIO, path: str) -> bytes:
+    """The next block of up to CHUNK_BYTES of ``fh`` (b"" at the end); a read error is one line of InputError."""
+    try:
+        return fh.read(CHUNK_BYTES)
+    except OSError as exc:  # EIO, a socket, a device that refuses reads: still the user's file
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
 
 
 def read_capped(path: str, cap: int) -> bytes:
@@ -85,8 +172,6 @@ def line_blocks(
     cut)`` numbers it, in the caller's own count of the lines it has read), more than ``max_total`` in all.
     The limits default to STREAM_MAX_BYTES and STREAM_MAX_LINE, read when the stream starts.
     """
-    from rigcheck.errors import InputError  # here: errors is light, but files.py is imported by every probe
-
     max_total = STREAM_MAX_BYTES if max_total is None else max_total
     max_line = STREAM_MAX_LINE if max_line is None else max_line
 
@@ -125,8 +210,6 @@ def input_limits(path: str | None) -> Iterator[None]:
     (csv.Error), JSON nested deeper than the interpreter's stack (RecursionError). Wrap a whole parse in it: a
     ValueError of another kind is a bug and passes through.
     """
-    from rigcheck.errors import InputError
-
     try:
         yield
     except RecursionError:

@@ -11,9 +11,10 @@ import pytest
 from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.errors import UsageError
 from rigcheck.facts.xid import XIDS, bus_key, severity_of
+from rigcheck.inputs import read_input_text
 from rigcheck.model import Severity, Snapshot
 from rigcheck.probe.kernel_log import apply_since, parse_kernel_events, parse_since, read_live
-from rigcheck.readers.from_file import detect_kind, load_files, read_text
+from rigcheck.readers.from_file import detect_kind, load_files
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
 LOGS = CORPUS / "kernel-log"
@@ -134,7 +135,7 @@ EXTRA = Path(__file__).parent.parent / "fixtures" / "kernel-log-extra"
 def test_the_drivers_three_line_fallen_off_the_bus_fails_that_gpu() -> None:
     """570's open module: "The NVIDIA GPU <bdf>" and two more NVRM lines under one timestamp, no Xid line."""
     path = EXTRA / "h100-570-open-fallen-off-bus-multiline.txt"
-    text = read_text(str(path))
+    text = read_input_text(str(path), "a saved output")
     assert detect_kind(text) == "kernel-log"  # it was "not a recognised input"
     off, probe = parse_kernel_events(text)
     assert (off.kind, off.pci_bus_id, off.time) == ("nvrm", "0000:b3:00.0", "1843.308145")
@@ -192,7 +193,7 @@ def test_a_gpu_message_that_is_not_off_the_bus_is_a_driver_message_and_lines_aft
 
 
 def test_an_xid_with_a_pid_and_no_process_name() -> None:
-    (event,) = parse_kernel_events(read_text(str(EXTRA / "xid63-pid-without-name.txt")))
+    (event,) = parse_kernel_events(read_input_text(str(EXTRA / "xid63-pid-without-name.txt"), "a saved output"))
     assert (event.code, event.pci_bus_id, event.pid, event.process) == (63, "PCI:0000:10:1c", 1896, None)
     assert event.message == "Row Remapper: New row marked for remapping, reset gpu to activate."
 
@@ -241,18 +242,8 @@ def test_catalog_covers_the_issue_codes() -> None:
 
 
 def test_detection_keeps_driver_errors_and_reads_kernel_logs() -> None:
-    assert (
-        detect_kind(
-            read_text(
-                str(
-                    CORPUS
-                    / "driver-errors"
-                    / next(p.name for p in (CORPUS / "driver-errors").iterdir() if p.name.startswith("201"))
-                )
-            )
-        )
-        == "nvidia-smi-error"
-    )
+    saved = next(p for p in (CORPUS / "driver-errors").iterdir() if p.name.startswith("201"))
+    assert detect_kind(read_input_text(str(saved), "a saved output")) == "nvidia-smi-error"
     assert detect_kind("kernel: NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception\n") == "kernel-log"
     assert detect_kind("[ 1.0] usb 1-1: new device\n") is None
 
@@ -334,7 +325,7 @@ def _extra(prefix: str) -> Path:
 
 def test_aer_lines_with_the_aer_prefix_of_kernels_4_19_to_5x() -> None:
     """R1: "pcieport 0000:00:1c.0: AER: PCIe Bus Error: ..." was refused (012) or skipped (008)."""
-    text = read_text(str(_extra("012")))
+    text = read_input_text(str(_extra("012")), "a saved output")
     assert detect_kind(text) == "kernel-log"
     (event,) = parse_kernel_events(text)
     assert (event.kind, event.pci_bus_id, event.device, event.time) == (
@@ -403,7 +394,7 @@ def test_rminitadapter_spellings(line: str, bus: str | None) -> None:
 def test_gsp_timeouts_without_an_xid_line_fail_naming_the_drivers_ordinal() -> None:
     """R2: 016 and 017 hold GSP heartbeat timeouts and no Xid line; both were refused as not a kernel log."""
     for prefix, ordinal, count in (("016", "GPU0", 2), ("017", "GPU6", 3)):
-        text = read_text(str(_extra(prefix)))
+        text = read_input_text(str(_extra(prefix)), "a saved output")
         assert detect_kind(text) == "kernel-log"
         events = parse_kernel_events(text)
         assert [(e.kind, e.device, e.pci_bus_id) for e in events] == [("nvrm", ordinal, None)] * count
@@ -411,11 +402,11 @@ def test_gsp_timeouts_without_an_xid_line_fail_naming_the_drivers_ordinal() -> N
         assert (finding.id, finding.severity) == ("xid.gsp-timeout", Severity.FAIL)
         assert f"the driver's {ordinal} (its own numbering, not necessarily nvidia-smi's index" in finding.message
         assert "reset the GPU" in (finding.advice or "")
-    last = parse_kernel_events(read_text(str(_extra("017"))))[-1]
+    last = parse_kernel_events(read_input_text(str(_extra("017")), "a saved output"))[-1]
     assert last.time == "84.300488"
     assert last.message.startswith("GPU6 _kgspLogRpcTimeout: ****")
     assert "GSP Timeout" in last.message
-    first = parse_kernel_events(read_text(str(_extra("016"))))[-1]
+    first = parse_kernel_events(read_input_text(str(_extra("016")), "a saved output"))[-1]
     assert (first.time, first.message) == ("Mar 21 21:42:01", "GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out")
 
 
@@ -441,7 +432,7 @@ def test_xid_119_and_its_gsp_lines_are_one_fault() -> None:
 def test_a_healthy_kernel_log_reads_as_no_xid_with_its_driver_version() -> None:
     """R3: 018 holds only the driver's loading lines; it was refused. Now: a kernel log, no events, xid.none."""
     path = _extra("018")
-    text = read_text(str(path))
+    text = read_input_text(str(path), "a saved output")
     assert detect_kind(text) == "kernel-log"
     snap = load_files([str(path)])
     assert snap.kernel_events == []

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.readers.from_file import detect_kind, load_file, load_text, read_text
+from rigcheck.inputs import read_input_text
+from rigcheck.readers.from_file import detect_kind, load_file, load_text
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
@@ -36,7 +37,7 @@ KIND = {
 def test_corpus_files_are_recognised(entry: dict[str, object]) -> None:
     path = CORPUS / str(entry["file"])
     # nccl logs, nccl-tests and p2pBandwidthLatencyTest are not snapshot inputs (issue #4 reads them).
-    assert detect_kind(read_text(str(path))) == KIND.get(str(entry["kind"]))
+    assert detect_kind(read_input_text(str(path), "a saved output")) == KIND.get(str(entry["kind"]))
 
 
 @pytest.mark.parametrize(
@@ -53,7 +54,7 @@ def test_corpus_files_are_recognised(entry: dict[str, object]) -> None:
     ],
 )
 def test_h100_outputs_are_recognised(name: str, kind: str | None) -> None:
-    assert detect_kind(read_text(str(CORPUS / "h100-vm" / name))) == kind
+    assert detect_kind(read_input_text(str(CORPUS / "h100-vm" / name), "a saved output")) == kind
 
 
 def test_p2p_matrix_is_read_not_mistaken_for_topo_m() -> None:
@@ -66,7 +67,7 @@ def test_p2p_matrix_is_read_not_mistaken_for_topo_m() -> None:
 
 @pytest.mark.parametrize("path", sorted((CORPUS / "topo-p2p").glob("*.txt")), ids=lambda p: p.name)
 def test_every_p2p_matrix_is_recognised_and_read(path: Path) -> None:
-    text = read_text(str(path))
+    text = read_input_text(str(path), "a saved output")
     assert detect_kind(text) == "topo-p2p"
     snap = load_file(str(path))
     assert snap.source.kind == "topo-p2p"

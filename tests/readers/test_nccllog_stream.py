@@ -31,7 +31,7 @@ def whole(path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("chunk", [1 << 20, 61])
 def test_stream_equals_whole_text_parse(path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # 61 bytes a block: lines (and CRLF pairs, escape sequences) are cut across blocks in every way.
-    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", chunk)
+    monkeypatch.setattr("rigcheck.inputs.CHUNK_BYTES", chunk)
     assert read_nccl_log(str(path)).to_json_dict() == whole(path)
 
 
@@ -46,7 +46,7 @@ def test_stream_equals_whole_text_parse(path: Path, chunk: int, monkeypatch: pyt
     ids=["bom-no-final-newline", "crlf-and-cr", "ansi", "utf-16"],
 )
 def test_stream_line_ends_and_encodings(raw: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", 7)
+    monkeypatch.setattr("rigcheck.inputs.CHUNK_BYTES", 7)
     path = tmp_path / "x.log"
     path.write_bytes(raw)
     text = raw.decode("utf-16") if raw.startswith(b"\xff\xfe") else raw.decode("utf-8-sig")

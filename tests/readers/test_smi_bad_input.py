@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rigcheck.errors import InputError, ParseError
+from rigcheck.inputs import read_input_text
 from rigcheck.model import Missing, Snapshot
 from rigcheck.model.snapshot import INPUT_ENDS_EARLY
-from rigcheck.readers.from_file import read_text
 from rigcheck.readers.smi.nvlink_status import parse_nvlink_status
 from rigcheck.readers.smi.query_text import parse_query_text
 from rigcheck.readers.smi.query_xml import parse_query_xml
@@ -65,10 +65,10 @@ def test_undecodable_bytes(tmp_path: Path) -> None:
     path = tmp_path / "garbage.bin"
     path.write_bytes(b"line one\nline two\n" + data.replace(b"\x00", b""))
     with pytest.raises(InputError, match="not UTF-8") as info:
-        read_text(str(path))
+        read_input_text(str(path), "a saved output")
     assert info.value.line == 3
     path.write_bytes("\ufeffGPU 0: x\n".encode())
-    assert read_text(str(path)) == "GPU 0: x\n"
+    assert read_input_text(str(path), "a saved output") == "GPU 0: x\n"
 
 
 @pytest.mark.parametrize("parse", PARSERS, ids=IDS)

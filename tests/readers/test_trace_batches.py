@@ -103,7 +103,7 @@ def _variant(rng: random.Random, source: Path, out: Path) -> None:
 @pytest.mark.parametrize("chunk", [1 << 20, 200])
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_columns_equal_samples_on_the_real_traces(source: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", chunk)
+    monkeypatch.setattr("rigcheck.inputs.CHUNK_BYTES", chunk)
     assert _analysis(str(source), batches=True) == _analysis(str(source), batches=False)
 
 
@@ -116,7 +116,7 @@ def test_columns_equal_samples_on_damaged_variants(seed: int, tmp_path: Path, mo
     rng = random.Random(seed)
     path = tmp_path / "variant.csv"
     _variant(rng, BASES[seed % len(BASES)], path)
-    monkeypatch.setattr("rigcheck.readers.trace.stream._CHUNK", rng.choice([1 << 20, 4096, 300]))
+    monkeypatch.setattr("rigcheck.inputs.CHUNK_BYTES", rng.choice([1 << 20, 4096, 300]))
     if seed % 3 == 0:  # the bounds on what is remembered, reached
         monkeypatch.setattr("rigcheck.readers.trace.batches._ROW_CACHE_MAX", 16)
         monkeypatch.setattr("rigcheck.checks.burn.columns._MEMO_MAX", 8)

@@ -38,7 +38,7 @@ def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
     from rigcheck.checks.reference.mamf import judge_mamf
     from rigcheck.checks.verify.bands import resolve_gpu
     from rigcheck.cli.bench_common import described_machine
-    from rigcheck.readers.from_file import read_text
+    from rigcheck.inputs import read_input_text
     from rigcheck.readers.reference.mamf import looks_like_mamf, parse_mamf
     from rigcheck.readers.reference.mamf_doc import mamf_document as document
 
@@ -46,7 +46,7 @@ def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")
-    texts = [(path, read_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
+    texts = [(path, read_input_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
     measured = [i for i, (_, text) in enumerate(texts) if text and looks_like_mamf(text)]
     if not measured:
         path, text = texts[0]

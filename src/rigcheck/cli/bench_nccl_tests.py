@@ -63,8 +63,8 @@ def imported_document(
     nics: str | None = None,
 ) -> CollectiveDocument:
     """The document of the nccl-tests output among ``files``, with the machine the others describe."""
+    from rigcheck.inputs import read_input_text
     from rigcheck.model.bench import CollectiveOp
-    from rigcheck.readers.from_file import read_text
     from rigcheck.readers.reference.nccl_tests import (
         add_log_evidence,
         looks_like_nccl_log,
@@ -79,7 +79,7 @@ def imported_document(
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")
-    texts = [(path, read_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
+    texts = [(path, read_input_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
     measured = [i for i, (_, text) in enumerate(texts) if text and looks_like_nccl_tests(text)]
     if len(measured) > 1:
         first, second = (texts[i][0] for i in measured[:2])

@@ -76,14 +76,14 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     describe (and ``gpu``)."""
     from rigcheck.checks.reference.judge import Machine, judge
     from rigcheck.checks.verify.bands import resolve_gpu
-    from rigcheck.readers.from_file import read_text
+    from rigcheck.inputs import read_input_text
     from rigcheck.readers.reference.reference_import import detect_tool, read_tool_output, wrong_tool
 
     named = resolve_gpu(gpu) if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")
-    texts = [(path, read_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
+    texts = [(path, read_input_text(path, MEASUREMENT, allow_empty=i > 0)) for i, path in enumerate(paths)]
     from rigcheck.readers.reference.bandwidth_test import looks_like_bandwidth_test
 
     def is_measurement(text: str) -> bool:

@@ -58,18 +58,18 @@ def _analyze(path: str, *, plot: bool) -> tuple[Trace, list[GpuBurnAnalysis]]:
 def _gpu_burn(path: str) -> tuple[Trace, list[GpuBurnAnalysis], bool] | None:
     """gpu-burn's output read as a trace, judged, with gpu-burn's own verdicts added; None for any other file
     (standard input is left to the trace readers: it cannot be read twice)."""
+    from rigcheck.inputs import open_input, read_input_chunk
     from rigcheck.readers.reference import gpu_burn as gb
-    from rigcheck.readers.trace.stream import open_input, read_chunk
 
     if path == "-":
         return None
     with open_input(path) as fh:
-        head = read_chunk(fh, path).decode("utf-8", "replace")
+        head = read_input_chunk(fh, path).decode("utf-8", "replace")
     if not gb.looks_like_gpu_burn(head):
         return None
-    from rigcheck.readers.from_file import read_text
+    from rigcheck.inputs import read_input_text
 
-    run = gb.parse_gpu_burn(read_text(path, "gpu-burn output"), path)
+    run = gb.parse_gpu_burn(read_input_text(path, "gpu-burn output"), path)
     trace = gb.trace_of(run, path)
     return trace, gb.with_gpu_burn(analyze_trace(trace), run), gb.is_faulty(run)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rigcheck.inputs import read_text
+from rigcheck.inputs import read_sys_text
 from rigcheck.model.snapshot import DriverState, Missing, NvmlState
 from rigcheck.probe.sysfs import pci_nvidia_gpus
 
@@ -69,10 +69,10 @@ def api_mismatch(text: str) -> tuple[str, str] | None:
 
 def kernel_module_version(root: Path = Path("/")) -> tuple[str | None, Missing | None]:
     """The loaded nvidia module's version, or None and why (not_supported: no module loaded)."""
-    text, reason = read_text(root / "sys/module/nvidia/version")
+    text, reason = read_sys_text(root / "sys/module/nvidia/version")
     if text is not None and text.strip():
         return text.strip(), None
-    proc, proc_reason = read_text(root / "proc/driver/nvidia/version")
+    proc, proc_reason = read_sys_text(root / "proc/driver/nvidia/version")
     version = parse_proc_version(proc) if proc is not None else None
     if version is not None:
         return version, None

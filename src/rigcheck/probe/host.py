@@ -10,7 +10,7 @@ import re
 import socket
 from pathlib import Path
 
-from rigcheck.inputs import read_text
+from rigcheck.inputs import read_sys_text
 from rigcheck.model.snapshot import Host, Missing
 
 _NODE_RE = re.compile(r"^node[0-9]+$")
@@ -57,22 +57,22 @@ def probe_host(root: Path = Path("/")) -> Host:
     host = Host()
     live = root == Path("/")
 
-    text, reason = read_text(root / "proc/sys/kernel/hostname")
+    text, reason = read_sys_text(root / "proc/sys/kernel/hostname")
     host.hostname = text.strip() if text and text.strip() else (socket.gethostname() if live else None)
     if host.hostname is None:
         host.mark_missing("hostname", reason or Missing.NOT_SUPPORTED)
 
-    text, reason = read_text(root / "etc/os-release")
+    text, reason = read_sys_text(root / "etc/os-release")
     host.os = parse_os_release(text) if text is not None else None
     if host.os is None:
         host.mark_missing("os", reason or Missing.NOT_SUPPORTED)
 
-    text, reason = read_text(root / "proc/sys/kernel/osrelease")
+    text, reason = read_sys_text(root / "proc/sys/kernel/osrelease")
     host.kernel = text.strip() if text and text.strip() else None
     if host.kernel is None:
         host.mark_missing("kernel", reason or Missing.NOT_SUPPORTED)
 
-    text, reason = read_text(root / "proc/cpuinfo")
+    text, reason = read_sys_text(root / "proc/cpuinfo")
     model, count = parse_cpuinfo(text) if text is not None else (None, 0)
     host.cpu_model = model
     host.cpu_count = count or None
@@ -92,7 +92,7 @@ def probe_host(root: Path = Path("/")) -> Host:
     if host.numa_nodes is None:
         host.mark_missing("numa_nodes", reason or Missing.NOT_SUPPORTED)
 
-    text, reason = read_text(root / "proc/meminfo")
+    text, reason = read_sys_text(root / "proc/meminfo")
     host.memory_total_gib = parse_meminfo_total_gib(text) if text is not None else None
     if host.memory_total_gib is None:
         host.mark_missing("memory_total_gib", reason or Missing.NOT_SUPPORTED)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigcheck.facts.pcie import BDF_RE, PCIE_GENERATIONS
-from rigcheck.inputs import read_text
+from rigcheck.inputs import read_sys_text
 from rigcheck.model.snapshot import Host, Missing, Mount, NvmeDrive, NvmeNamespace, StorageFacts, SwapArea
 from rigcheck.probe.sysfs import parse_link_speed
 
@@ -38,7 +38,7 @@ _MAX_STACK = 8  # device-mapper / md layers followed down to the drives
 
 
 def _strip(path: Path) -> tuple[str | None, Missing | None]:
-    text, reason = read_text(path)
+    text, reason = read_sys_text(path)
     if text is None:
         return None, reason
     text = text.strip()
@@ -69,7 +69,7 @@ def parse_meminfo(text: str) -> dict[str, int]:
 
 def probe_memory(host: Host, root: Path = Path("/")) -> None:
     """Fill the host's available memory and swap (GiB) from /proc/meminfo; each unread one gets its reason."""
-    text, reason = read_text(root / "proc/meminfo")
+    text, reason = read_sys_text(root / "proc/meminfo")
     values = parse_meminfo(text) if text is not None else {}
     for name, key in _MEMINFO_FIELDS:
         if key in values:
@@ -183,7 +183,7 @@ def _statvfs(root: Path, mount: Mount) -> None:
 
 
 def _mounts_by_namespace(root: Path, blocks: _Blocks) -> dict[str, list[Mount]]:
-    text, _ = read_text(root / "proc/mounts")
+    text, _ = read_sys_text(root / "proc/mounts")
     by_ns: dict[str, list[Mount]] = {}
     for device, mount_point, fstype in parse_mounts(text or ""):
         name = blocks.block_name(device)
@@ -314,7 +314,7 @@ def probe_storage(root: Path = Path("/")) -> StorageFacts:
     if controllers is not None:
         facts.nvme = [_drive(c, root, mounts) for c in controllers]
 
-    text, reason = read_text(root / "proc/swaps")
+    text, reason = read_sys_text(root / "proc/swaps")
     if text is None:
         facts.mark_missing("swaps", reason or Missing.NOT_SUPPORTED)
     else:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rigcheck.facts.pcie import PCIE_SOURCE, PcieLink, pcie_bandwidth_gbps
-from rigcheck.inputs import read_text
+from rigcheck.inputs import read_sys_text
 from rigcheck.model.bench import StorageDevice
 from rigcheck.model.snapshot import Missing
 from rigcheck.probe.storage import gen_from_gts, unescape_mount_field
@@ -78,7 +78,7 @@ _WHY = {Missing.NOT_SUPPORTED: "absent", Missing.NO_PERMISSION: "permission deni
 
 def _read(path: Path) -> tuple[str | None, str]:
     """The stripped text of a sysfs file, or None and why ("device/model: absent")."""
-    text, reason = read_text(path)
+    text, reason = read_sys_text(path)
     if text is None:
         return None, f"{path.parent.name}/{path.name}: {_WHY.get(reason, 'unreadable') if reason else 'unreadable'}"
     return text.strip(), ""

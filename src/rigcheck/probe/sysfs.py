@@ -21,7 +21,7 @@ from typing import Literal
 
 from rigcheck.facts.pcie import BDF_RE as _BDF_RE
 from rigcheck.facts.pcie import normalize_bdf
-from rigcheck.inputs import read_bytes, read_text
+from rigcheck.inputs import read_sys_bytes, read_sys_text
 from rigcheck.model.snapshot import IbPort, Missing, PcieHop, PciGpu, System
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def _is_bdf(name: str) -> bool:
 
 
 def _read_text(path: Path) -> tuple[str | None, Missing | None]:
-    text, reason = read_text(path)
+    text, reason = read_sys_text(path)
     return (text.strip() if text is not None else None), reason
 
 
@@ -116,7 +116,7 @@ def _read_hop(dev: Path, *, is_bridge: bool) -> PcieHop:
         else:
             setattr(hop, field, value)
     if is_bridge:  # ACS on the GPU endpoint itself does not matter for P2P between GPUs
-        config, reason = read_bytes(dev / "config")
+        config, reason = read_sys_bytes(dev / "config")
         acs, acs_reason = acs_redirect_from_config(config) if config is not None else (None, reason)
         hop.acs_enabled = acs
         if acs is None:

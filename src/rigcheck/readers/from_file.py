@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.inputs import input_limits, read_capped
+from rigcheck.inputs import input_limits, read_input_text
 from rigcheck.model import Gpu, Missing, Snapshot, Source, snapshot_from_json
 from rigcheck.model.kernel_log import KernelEvent
 from rigcheck.readers.smi.ansi import strip_ansi
-
-# Real outputs are kilobytes; a 64 MiB ceiling keeps a wrong file from eating the machine's memory.
-MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 InputKind = Literal[
     "snapshot",
@@ -52,45 +48,6 @@ _Q_SECTION = re.compile(
 
 
 SNAPSHOT_INPUTS = "nvidia-smi output or a rigcheck snapshot"
-
-
-def read_text(path: str, expected: str = SNAPSHOT_INPUTS, *, allow_empty: bool = False) -> str:
-    """The file's text ("-" is standard input), refusing what cannot be an output of these tools.
-
-    ``expected`` names what the caller reads, for the message about an empty file; with ``allow_empty`` an
-    empty (or blank) file is "" instead.
-    """
-    try:
-        if path != "-" and Path(path).is_dir():
-            raise InputError("is a directory, not a file", path=path)
-        # Bytes read, not st_size, decide "too large": /dev/zero, a pipe or a growing file has no honest size.
-        raw = read_capped(path, MAX_INPUT_BYTES)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except PermissionError:
-        raise InputError("permission denied", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", path=path) from None
-    except OSError as exc:  # EIO, ENXIO (a socket), a device that refuses reads: still the user's file
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    if len(raw) > MAX_INPUT_BYTES:
-        raise InputError(f"input is too large (over {MAX_INPUT_BYTES // 2**20} MiB)", path=path)
-    if not raw.strip():
-        if allow_empty:
-            return ""
-        raise InputError(f"empty file: expected {expected}", path=path)
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # PowerShell redirects write UTF-16
-        try:
-            return raw.decode("utf-16")
-        except UnicodeDecodeError:
-            raise InputError("binary data, not text", path=path) from None
-    if b"\x00" in raw:
-        raise InputError("binary data, not text (it holds NUL bytes)", path=path)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
 
 
 def detect_kind(text: str) -> InputKind | None:
@@ -454,7 +411,7 @@ def load_text(text: str, path: str | None = None) -> Snapshot:
 
 def load_file(path: str) -> Snapshot:
     """Read ``path`` (or "-" for stdin) as whichever supported output it is."""
-    return load_text(read_text(path), path)
+    return load_text(read_input_text(path, SNAPSHOT_INPUTS), path)
 
 
 def load_files(paths: Sequence[str]) -> Snapshot:
@@ -473,6 +430,6 @@ def load_files(paths: Sequence[str]) -> Snapshot:
 
     parts = []
     for path in paths:
-        text = read_text(path, allow_empty=True)
+        text = read_input_text(path, SNAPSHOT_INPUTS, allow_empty=True)
         parts.append(Part(path, load_text(text, path) if text else None))
     return merge_snapshots(parts)

@@ -352,8 +352,7 @@ def read_nccl_log(path: str) -> NcclLog:
     """Read and parse the log at ``path`` ('-' for stdin) in one pass, a block of lines at a time: memory holds
     the document (every channel line is in it), never the file. InputError when unreadable, too long (a line
     over 1 MiB, more than 16 GiB in all: /dev/zero, an endless pipe) or not text; ParseError when no log."""
-    from rigcheck.inputs import input_limits
-    from rigcheck.readers.trace.stream import open_input
+    from rigcheck.inputs import input_limits, open_input
 
     with open_input(path) as fh, input_limits(path):  # a 5,000-digit number: exit 2, not an internal error
         return _read_stream(fh, path)
@@ -363,19 +362,17 @@ _EXPECTED = "an NCCL_DEBUG=INFO log"
 
 
 def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
-    """The streamed twin of parse_nccl_log(read_text(path)): the same lines, numbers and document, and the same
+    """The streamed twin of parse_nccl_log(read_input_text(path)): the same lines, numbers and document, and the same
     errors, except that a NUL byte or undecodable byte is reported where it is met (the whole-file read found
     every NUL before any decoding error) and that the limits are the streaming ones (rigcheck.inputs)."""
-    from rigcheck.inputs import line_blocks
-    from rigcheck.readers.from_file import MAX_INPUT_BYTES
-    from rigcheck.readers.trace.stream import read_chunk
+    from rigcheck.inputs import MAX_INPUT_BYTES, line_blocks, read_input_chunk
 
-    chunk = read_chunk(fh, path)
+    chunk = read_input_chunk(fh, path)
     if chunk.startswith((b"\xff\xfe", b"\xfe\xff")):
         # PowerShell's UTF-16: rare and small (a redirect of one run); read whole under the one-record cap.
         raw = [chunk]
         size = len(chunk)
-        while size <= MAX_INPUT_BYTES and (more := read_chunk(fh, path)):
+        while size <= MAX_INPUT_BYTES and (more := read_input_chunk(fh, path)):
             raw.append(more)
             size += len(more)
         if size > MAX_INPUT_BYTES:
@@ -384,18 +381,18 @@ def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
             return parse_nccl_log(b"".join(raw).decode("utf-16"), path)
         except UnicodeDecodeError:
             raise InputError("binary data, not text", path=path) from None
-    # A lone UTF-8 BOM is not an empty file for the byte test (read_text's rule), only for the text one.
+    # A lone UTF-8 BOM is not an empty file for the byte test (read_input_text's rule), only for the text one.
     any_bytes = chunk.startswith(b"\xef\xbb\xbf")
     chunk = chunk.removeprefix(b"\xef\xbb\xbf")
     scan = _LogScan()
     number = 0  # lines as the parser counts them (CR, LF and CRLF each end one)
-    newlines = 0  # LF bytes so far: the line a decoding error names, as read_text counts it
+    newlines = 0  # LF bytes so far: the line a decoding error names, as read_input_text counts it
     chars = bad = 0
     content = False
     first = True
     blocks = line_blocks(
         chunk,
-        lambda: read_chunk(fh, path),
+        lambda: read_input_chunk(fh, path),
         path,
         line_of_rest=lambda data, cut: newlines + data.count(b"\n", 0, cut) + 1,
     )
@@ -426,7 +423,7 @@ def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
         for piece in pieces:
             number += 1
             scan.feed(piece, number)
-    # The whole-file checks, in read_text's and _check_input's order, now that the counts are complete.
+    # The whole-file checks, in read_input_text's and _check_input's order, now that the counts are complete.
     if not any_bytes:
         raise InputError(f"empty file: expected {_EXPECTED}", path=path)
     if not content:

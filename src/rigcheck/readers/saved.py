@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from rigcheck.errors import InputError
-from rigcheck.inputs import input_limits, read_capped
+from rigcheck.inputs import MAX_INPUT_BYTES, input_limits, read_capped
 from rigcheck.model.bench import (
     BENCH_SCHEMA,
     BenchDocumentBase,
@@ -47,7 +47,6 @@ from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
 from rigcheck.model.io import snapshot_from_dict
 from rigcheck.model.snapshot import SNAPSHOT_SCHEMA, Snapshot
 from rigcheck.model.verify import VERIFY_SCHEMA, VerifyDocument, VerifyInputs
-from rigcheck.readers.from_file import MAX_INPUT_BYTES
 from rigcheck.readers.reference.dcgm_diag import diag_in_text, is_dcgm_diag, parse_dcgm_diag
 from rigcheck.readers.reference.dcgm_diag_text import looks_like_dcgm_text, parse_dcgm_diag_table
 from rigcheck.readers.reference.dcgm_machine import machine_of

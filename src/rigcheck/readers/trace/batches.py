@@ -17,17 +17,15 @@ from operator import sub
 from typing import BinaryIO, cast
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.inputs import line_blocks
+from rigcheck.inputs import line_blocks, read_input_chunk, read_input_text
 from rigcheck.model.telemetry import Reading, Sample, SampleBatch, counter_median
 from rigcheck.model.trace import PendingBadLine, split_csv_line
-from rigcheck.readers.from_file import read_text
 from rigcheck.readers.smi.query_csv import column_key as _column_key
 from rigcheck.readers.smi.values import _BAD_CONTROL, check_text
 from rigcheck.readers.trace.stream import (
     _ROW_CACHE_MAX,
     _VALUE_FIELDS,
     _numbered,
-    _read,
     _Row,
     _RowError,
     _RowParser,
@@ -43,16 +41,19 @@ assert not any(_BAD_CONTROL.match(chr(b)) for b in range(128) if b not in _BAD_B
 def text_blocks(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int, list[str]]]:
     """The file's lines a block of up to about 1 MiB at a time, blank ones too: (lines before the block, its
     lines). Binary input ends in one line of InputError (numbered_lines)."""
-    first = _read(fh, path)
+    first = read_input_chunk(fh, path)
     if first.startswith((b"\xff\xfe", b"\xfe\xff")):
         # PowerShell's UTF-16: rare and small (a redirect of a short run); read whole, under the one-record cap.
-        text = read_text(path, expected)
+        text = read_input_text(path, expected)
         check_text(text, path)
         yield 0, text.splitlines()
         return
     number = 0  # lines seen so far
     blocks = line_blocks(
-        first.removeprefix(b"\xef\xbb\xbf"), lambda: _read(fh, path), path, line_of_rest=lambda _d, _c: number + 1
+        first.removeprefix(b"\xef\xbb\xbf"),
+        lambda: read_input_chunk(fh, path),
+        path,
+        line_of_rest=lambda _d, _c: number + 1,
     )
     del first  # line_blocks has it: a second reference would keep the first 1 MiB alive to the end
     for block, _ in blocks:

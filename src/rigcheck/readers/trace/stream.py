@@ -29,17 +29,14 @@ from __future__ import annotations
 import csv
 import itertools
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import BinaryIO, cast
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.inputs import input_limits
+from rigcheck.inputs import input_limits, open_input, read_input_text
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
 from rigcheck.model.telemetry import Reading, Sample, SampleBatch, Trace, TraceGpu, counter_median
 from rigcheck.model.trace import (
@@ -51,7 +48,6 @@ from rigcheck.model.trace import (
     sidecar_path,
     split_csv_line,
 )
-from rigcheck.readers.from_file import read_text
 from rigcheck.readers.smi.query_csv import IDENTITY_NAMES as _IDENTITY_NAMES
 from rigcheck.readers.smi.query_csv import MASK_NAMES as _MASK_NAMES
 from rigcheck.readers.smi.query_csv import NAME_NAMES as _NAME_NAMES
@@ -78,8 +74,6 @@ DEFAULT_INTERVAL_S = 0.1
 # --- reading ------------------------------------------------------------------------------------
 
 EXPECTED = "a telemetry trace (nvidia-smi --query-gpu CSV, nvidia-smi dmon output, or rigcheck CSV/JSONL)"
-# Bytes read at a time: large enough that decoding and splitting run in C over many lines at once.
-_CHUNK = 1 << 20
 
 
 class TraceStream:
@@ -169,7 +163,7 @@ def read_sidecar(path: str) -> tuple[str, str] | None:
     meta = sidecar_path(path)
     if not meta.is_file():
         return None
-    return str(meta), read_text(str(meta), "the rigcheck.trace/1 header of a CSV trace (JSON)")
+    return str(meta), read_input_text(str(meta), "the rigcheck.trace/1 header of a CSV trace (JSON)")
 
 
 def read_trace(path: str) -> Trace:
@@ -190,42 +184,6 @@ def numbered_lines(path: str, expected: str = EXPECTED) -> Iterator[tuple[int, s
     """
     with open_input(path) as fh:
         yield from _chunked_lines(fh, path, expected)
-
-
-@contextmanager
-def open_input(path: str) -> Iterator[BinaryIO]:
-    """The user-named file ("-" is stdin) open for binary reading, closed after (stdin left open); a file that
-    cannot be opened is one line of InputError (streaming readers: traces here, NCCL logs in
-    rigcheck.readers.nccl_log)."""
-    try:
-        if path != "-" and Path(path).is_dir():
-            raise InputError("is a directory, not a file", path=path)
-        fh: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except PermissionError:
-        raise InputError("permission denied", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    try:
-        yield fh
-    finally:
-        if fh is not sys.stdin.buffer:
-            fh.close()
-
-
-def read_chunk(fh: BinaryIO, path: str) -> bytes:
-    """The next block of up to 1 MiB of ``fh`` (b"" at the end); a read error is one line of InputError."""
-    return _read(fh, path)
-
-
-def _read(fh: BinaryIO, path: str) -> bytes:
-    try:
-        return fh.read(_CHUNK)
-    except OSError as exc:  # EIO, a socket, a device that refuses reads: still the user's file
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
 
 
 def _chunked_lines(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int, str]]:
