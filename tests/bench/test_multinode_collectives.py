@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from rigcheck.checks.fleet.judge import fleet_document
-from rigcheck.cli.app import main
 from rigcheck.facts import allreduce_bands as ab
 from rigcheck.model.bench import CollectiveDocument
 from rigcheck.model.finding import Severity
@@ -30,6 +29,7 @@ from rigcheck.readers.reference.nccl_tests import (
 )
 from rigcheck.readers.reference.nccl_tests_doc import collective_document, parse_link
 from tests.checks.test_fleet_rules import healthy, report
+from tests.support.cli import Rigcheck
 
 HERE = Path(__file__).parent.parent
 CASES = HERE / "calibration" / "cases"
@@ -82,13 +82,12 @@ def test_two_h100_nodes_at_6_gbps_fail_without_nics() -> None:
     assert "give --nics" in reason
 
 
-def test_two_h100_nodes_at_6_gbps_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_h100_nodes_at_6_gbps_exit_1(tmp_path: Path, rigcheck: Rigcheck) -> None:
     slow = tmp_path / "slow.txt"
     slow.write_text(_slowed(TWO_HOSTS, 6.0), encoding="utf-8")
-    with pytest.raises(SystemExit) as ended:
-        main(["bench", "allreduce", "--from", str(slow), "--json"])
-    doc = json.loads(capsys.readouterr().out)
-    assert ended.value.code == 1
+    result = rigcheck("bench", "allreduce", "--from", str(slow), "--json")
+    doc = result.json
+    assert result.code == 1
     assert doc["judgement"]["verdict"] == "fail"
     assert "smallest published fabric" in doc["judgement"]["source"]
     assert "cloud.google.com" in doc["judgement"]["source"]  # the fabric's published source travels with it
@@ -280,23 +279,19 @@ def test_the_fleet_fails_under_the_bench_floor(size: int, busbw: float, severity
     assert doc.verdict == verdict
 
 
-def test_fleet_from_files_fails_a_6_gbps_run_across_h100_nodes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_fleet_from_files_fails_a_6_gbps_run_across_h100_nodes(tmp_path: Path, rigcheck: Rigcheck) -> None:
     from rigcheck.model import snapshot_to_dict
 
     slow = tmp_path / "slow.txt"
     slow.write_text(_slowed(TWO_HOSTS, 6.0), encoding="utf-8")
-    with pytest.raises(SystemExit):
-        main(["bench", "allreduce", "--from", str(slow), "--json"])
-    (tmp_path / "allreduce.json").write_text(capsys.readouterr().out, encoding="utf-8")
+    result = rigcheck("bench", "allreduce", "--from", str(slow), "--json")
+    (tmp_path / "allreduce.json").write_text(result.stdout, encoding="utf-8")
     slow.unlink()
     for name in ("ztan-mig-235z", "ztan-mig-gq73"):  # 8x H100 snapshots without RDMA ports
         (tmp_path / f"{name}.json").write_text(json.dumps(snapshot_to_dict(healthy(name))), encoding="utf-8")
-    with pytest.raises(SystemExit) as ended:
-        main(["fleet", "--from", str(tmp_path), "--json"])
-    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert (ended.value.code, doc["verdict"]) == (1, "fail")
+    result = rigcheck("fleet", "--from", str(tmp_path), "--json")
+    doc: dict[str, Any] = result.json
+    assert (result.code, doc["verdict"]) == (1, "fail")
     (finding,) = [f for f in doc["findings"] if f["id"] == "fleet.internode-bandwidth"]
     assert finding["severity"] == "fail"
     assert "smallest published fabric for 8x H100/H200 nodes" in finding["message"]

@@ -14,13 +14,13 @@ from rich.console import Console
 
 from rigcheck.checks.doctor import FINDING_IDS, run_checks
 from rigcheck.checks.doctor.unknown_sources import FOLDABLE, NEVER_FOLDED, fold_input_gaps, folds_input_gaps
-from rigcheck.cli.app import main
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Finding, Missing, Severity, Snapshot, Source, snapshot_from_json
 from rigcheck.model.doctor import DoctorDocument, doctor_document
 from rigcheck.readers.from_file import load_file, load_files
 from rigcheck.report.doctor import doctor_html, doctor_markdown, doctor_terminal, show_unknown
 from rigcheck.report.render import json_text
+from tests.support.cli import Rigcheck
 
 ROOT = Path(__file__).resolve().parent.parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
@@ -51,14 +51,6 @@ def _terminal(doc: DoctorDocument) -> str:
 
 def _table_doc() -> DoctorDocument:
     return _doc(load_file(TABLE))
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, _ = capsys.readouterr()
-    assert isinstance(exit_info.value.code, int)
-    return exit_info.value.code, out
 
 
 def test_table_folds_its_unknowns_into_one_line_per_source_after_the_problems() -> None:
@@ -95,9 +87,9 @@ def test_show_unknown_restores_the_full_list() -> None:
     assert html.count('data-severity="unknown"') == 7
 
 
-def test_the_cli_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    code, folded = _run(["doctor", "--from", TABLE], capsys)
-    code_all, listed = _run(["doctor", "--from", TABLE, "--show-unknown"], capsys)
+def test_the_cli_flag(rigcheck: Rigcheck) -> None:
+    code, folded, _ = rigcheck("doctor", "--from", TABLE)
+    code_all, listed, _ = rigcheck("doctor", "--from", TABLE, "--show-unknown")
     assert code == code_all == 0
     assert "NOT IN INPUT" in folded
     assert "UNKNOWN" not in folded
@@ -105,21 +97,21 @@ def test_the_cli_flag(capsys: pytest.CaptureFixture[str]) -> None:
     assert "link type unknown for 6 of 6 GPU pairs" in listed
 
 
-def test_the_flag_reaches_the_pages_written_beside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_flag_reaches_the_pages_written_beside(tmp_path: Path, rigcheck: Rigcheck) -> None:
     for flag, folded in (([], True), (["--show-unknown"], False)):
         md, html = tmp_path / "rig.md", tmp_path / "rig.html"
-        _run(["doctor", "--from", TABLE, "--json", "--markdown", str(md), "--html", str(html), *flag], capsys)
+        rigcheck("doctor", "--from", TABLE, "--json", "--markdown", str(md), "--html", str(html), *flag)
         assert ("## Not in this input" in md.read_text(encoding="utf-8")) is folded
         assert ('id="not-in-input"' in html.read_text(encoding="utf-8")) is folded
 
 
-def test_json_is_the_same_with_and_without_folding(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_is_the_same_with_and_without_folding(rigcheck: Rigcheck) -> None:
     doc = _table_doc()
     with show_unknown():
         listed = json_text(doc)
     assert json_text(doc) == listed
-    _, out = _run(["doctor", "--from", TABLE, "--json"], capsys)
-    _, out_all = _run(["doctor", "--from", TABLE, "--json", "--show-unknown"], capsys)
+    out = rigcheck("doctor", "--from", TABLE, "--json").stdout
+    out_all = rigcheck("doctor", "--from", TABLE, "--json", "--show-unknown").stdout
     assert out == out_all
     assert json.loads(out)["counts"]["unknown"] == 12
     assert sum(f["severity"] == "unknown" for f in json.loads(out)["findings"]) == 12

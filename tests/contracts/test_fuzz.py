@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.inputs import input_limits, line_blocks, read_capped
+from tests.support.cli import Rigcheck
 from tests.support.fuzzing import CLI_SNAPSHOT_COMMANDS, CORPUS, HANG, MUTATIONS, READERS, Hang, Reader, mutate, outcome
 from tests.support.fuzzing import time_limit as fuzz_time_limit
 
@@ -59,7 +59,7 @@ def test_the_sample_covers_every_mutation_and_reader() -> None:
 
 
 @pytest.mark.parametrize("command", [*CLI_SNAPSHOT_COMMANDS, "nccl-log", "burn-analyze", "plan"])
-def test_cli_exits_0_1_or_2(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exits_0_1_or_2(command: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     """A smaller sample through rigcheck.cli.app.main: only exit codes 0, 1, 2, and never a traceback."""
     by_name = {r.name: r for r in READERS}
     reader = by_name[{"nccl-log": "nccl-log", "burn-analyze": "trace", "plan": "plan"}.get(command, "snapshot")]
@@ -75,11 +75,9 @@ def test_cli_exits_0_1_or_2(command: str, tmp_path: Path, capsys: pytest.Capture
             if command in {"nccl-log", "burn-analyze", "plan"}
             else [command, "--from", str(path)]
         )
-        with pytest.raises(SystemExit) as exc, fuzz_time_limit(20.0):
-            main(argv)  # typer in standalone mode always exits, 0 included
-        code = exc.value.code
-        err = capsys.readouterr().err
-        assert code in {0, 1, 2, None}, f"{argv[0]} on {seed.name} {steps}: exit {code}: {err[-400:]}"
+        with fuzz_time_limit(20.0):
+            code, _, err = rigcheck(*argv)
+        assert code in {0, 1, 2}, f"{argv[0]} on {seed.name} {steps}: exit {code}: {err[-400:]}"
         assert "Traceback" not in err
         assert "internal error" not in err
 
@@ -87,11 +85,11 @@ def test_cli_exits_0_1_or_2(command: str, tmp_path: Path, capsys: pytest.Capture
 # --- the inputs of the issue, each a one-line exit 2 --------------------------------------------------------
 
 
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc, fuzz_time_limit(30.0):
-        main(argv)
-    code = exc.value.code
-    return (code if isinstance(code, int) else 0), capsys.readouterr().err
+def _run(rigcheck: Rigcheck, *argv: str) -> tuple[int, str]:
+    """The exit code and stderr of ``rigcheck ARGV``, which has 30 s to end."""
+    with fuzz_time_limit(30.0):
+        code, _, err = rigcheck(*argv)
+    return code, err
 
 
 @pytest.mark.parametrize(
@@ -99,8 +97,8 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
     [["doctor", "--from", "/dev/zero"], ["nccl-log", "/dev/zero"], ["burn", "--analyze", "/dev/zero"]],
     ids=["doctor", "nccl-log", "burn-analyze"],
 )
-def test_dev_zero_is_too_large_not_memory_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, err = _run(argv, capsys)
+def test_dev_zero_is_too_large_not_memory_error(argv: list[str], rigcheck: Rigcheck) -> None:
+    code, err = _run(rigcheck, *argv)
     assert code == 2
     assert len(err.strip().splitlines()) == 1
     assert "internal error" not in err
@@ -148,29 +146,27 @@ def _with_number(rel: str, old: str, new: str, tmp_path: Path) -> Path:
          else "h100-vm/topo-m.txt", "0"),
     ],
 )  # fmt: skip
-def test_five_thousand_digit_numbers_are_exit_2_or_read(
-    rel: str, old: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_five_thousand_digit_numbers_are_exit_2_or_read(rel: str, old: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = _with_number(rel, old, "9" * 5000, tmp_path)
-    code, err = _run(["doctor", "--from", str(path)], capsys)
+    code, err = _run(rigcheck, "doctor", "--from", str(path))
     assert code in {0, 1, 2}
     assert "internal error" not in err
 
 
-def test_deep_snapshot_json_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_deep_snapshot_json_is_exit_2(tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = tmp_path / "deep.json"
     path.write_text('{"schema": ' + "[" * 100_000 + "]" * 100_000 + "}")
-    code, err = _run(["snapshot", "--from", str(path)], capsys)
+    code, err = _run(rigcheck, "snapshot", "--from", str(path))
     assert code == 2
     assert "nested too deeply" in err
 
 
-def test_unicode_digit_numa_cell_is_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unicode_digit_numa_cell_is_not_a_crash(tmp_path: Path, rigcheck: Rigcheck) -> None:
     text = (CORPUS / "h100-vm/topo-m.txt").read_text()
     assert "0-15\t0\t" in text
     path = tmp_path / "topo.txt"
     path.write_text(text.replace("0-15\t0\t", "0-15\t\u00b9\t", 1))
-    code, err = _run(["topo", "--from", str(path), "--json"], capsys)
+    code, err = _run(rigcheck, "topo", "--from", str(path), "--json")
     assert code in {0, 1, 2}
     assert "internal error" not in err
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import typer.main
-from typer.testing import CliRunner
 
-from rigcheck.cli.app import RigcheckGroup, app, main
+from rigcheck.cli.app import RigcheckGroup, app
 from rigcheck.cli.lazy import LazyGroup
+from tests.support.cli import Rigcheck
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 README = ROOT / "README.md"
@@ -112,10 +112,10 @@ def readme_lines() -> list[Line]:
     return list(lines.values())
 
 
-def help_text(path: tuple[str, ...] | list[str]) -> str:
-    result = CliRunner().invoke(app, [*path, "--help"], env=WIDE)
-    assert result.exit_code == 0, (path, result.output)
-    return result.output
+def help_text(rigcheck: Rigcheck, path: tuple[str, ...] | list[str]) -> str:
+    result = rigcheck(*path, "--help", env=WIDE)
+    assert result.code == 0, (path, result.stderr)
+    return result.stdout
 
 
 def in_help(option: str, text: str) -> bool:
@@ -137,14 +137,14 @@ def test_the_readme_shows_the_commands_this_test_relies_on() -> None:
 
 
 @pytest.mark.parametrize("line", README_LINES, ids=[line.text for line in README_LINES])
-def test_readme_line_is_accepted_and_its_options_exist(line: Line) -> None:
+def test_readme_line_is_accepted_and_its_options_exist(line: Line, rigcheck: Rigcheck) -> None:
     """The line itself, with --help appended, parses (an option that does not exist would be exit 2), and every
     option it or its comment names is listed in its command's --help."""
-    result = CliRunner().invoke(app, [*line.args, "--help"], env=WIDE)
-    assert result.exit_code == 0, result.output
+    result = rigcheck(*line.args, "--help", env=WIDE)
+    assert result.code == 0, result.stderr
     assert line.path, "the line names no command"
     for path, option in line.options:
-        assert in_help(option, help_text(path)), f"{option} is not in `rigcheck {' '.join(path)} --help`"
+        assert in_help(option, help_text(rigcheck, path)), f"{option} is not in `rigcheck {' '.join(path)} --help`"
 
 
 def heading_commands() -> list[str]:
@@ -170,7 +170,7 @@ def test_commands_md_headings_were_found() -> None:
 
 
 @pytest.mark.parametrize("heading", HEADINGS)
-def test_commands_md_heading_options_exist(heading: str) -> None:
+def test_commands_md_heading_options_exist(heading: str, rigcheck: Rigcheck) -> None:
     """A heading is a synopsis (`[--json | --format terminal|json|markdown]`), not a command line: its command
     is the leading words, and each option it names must be in that command's --help."""
     words = heading.replace("…", " ").split()[1:]
@@ -182,7 +182,7 @@ def test_commands_md_heading_options_exist(heading: str) -> None:
         command = subcommand(command, word)
         path.append(word)
     assert path, heading
-    text = help_text(path)
+    text = help_text(rigcheck, path)
     options = re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", heading)
     missing = [o for o in options if not in_help(o, text)]
     assert not missing, f"rigcheck {' '.join(path)} --help lacks {missing}"
@@ -235,14 +235,13 @@ REAL_RUNS: dict[str, tuple[dict[str, Path], set[int]]] = {
 
 
 @pytest.mark.parametrize("text", sorted(REAL_RUNS))
-def test_readme_line_runs_for_real(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_line_runs_for_real(text: str, rigcheck: Rigcheck) -> None:
     readme = {line.text.replace(" --psu-watts 1000", "") for line in README_LINES}
     assert text in readme, "the README no longer shows this line"
     files, codes = REAL_RUNS[text]
     args = [str(files.get(word, word)) for word in shlex.split(text)[1:]]
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    out, err = capsys.readouterr()
-    assert exit_info.value.code in codes, err
+    result = rigcheck(*args)
+    out, err = result.stdout, result.stderr
+    assert result.code in codes, err
     assert out.strip(), "printed no report"
     assert "error" not in err

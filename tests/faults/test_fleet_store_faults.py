@@ -37,6 +37,7 @@ from rigcheck.bench.fleet.auth import (
 from rigcheck.bench.fleet.env import FleetEnv
 from rigcheck.bench.fleet.store import Bounded
 from rigcheck.errors import BenchError, UsageError
+from tests.support.cli import Rigcheck
 from tests.support.procs import assert_none_left
 from tests.support.slurm_harness import SlurmCluster, slurm_cluster
 
@@ -293,19 +294,17 @@ def test_sigterm_to_rank_0_prints_the_partial_document() -> None:
 
 
 def test_an_off_host_store_without_a_key_is_refused_in_one_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
-    from rigcheck.cli.app import main
 
     for name in [k for k in os.environ if k.startswith(("SLURM_", KEY_VAR))]:
         monkeypatch.delenv(name)
     ranks = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"}
     for name, value in {**ranks, "MASTER_ADDR": "192.0.2.1", "MASTER_PORT": "29555"}.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(SystemExit) as ended:
-        main(["fleet", "--cpu", "--json"])
-    out, err = capsys.readouterr()
-    assert (ended.value.code, out) == (2, "")
+    result = rigcheck("fleet", "--cpu", "--json")
+    out, err = result.stdout, result.stderr
+    assert (result.code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1
     assert "--insecure" in err
 

@@ -17,6 +17,7 @@ from rigcheck.plan.power import (
     round_up_psu,
 )
 from rigcheck.report.render import Format, render
+from tests.support.cli import Rigcheck
 
 REQUIRED_KEYS = {
     "schema",
@@ -244,21 +245,17 @@ def test_a_limit_outside_the_cards_range_is_refused(limit: float, says: str) -> 
         plan_power("RTX 4090", 1, power_limit_w=limit)
 
 
-def test_the_limit_in_every_rendering_and_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
-    from rigcheck.cli.app import main
-
+def test_the_limit_in_every_rendering_and_on_the_command_line(rigcheck: Rigcheck) -> None:
     plan = plan_power("RTX 4090", 4, power_limit_w=300)
     for fmt in (Format.MARKDOWN, Format.HTML):
         text = render(plan, fmt)
         assert isinstance(text, str)
         assert "run at a 300 W power limit" in text
-    with pytest.raises(SystemExit) as exit_info:
-        main(["power", "plan", "--gpu", "RTX 4090", "--count", "4", "--power-limit", "300", "--json"])
-    assert exit_info.value.code == 0
-    assert json.loads(capsys.readouterr().out)["gpu"]["power_limit_w"] == 300
-    with pytest.raises(SystemExit) as exit_info:
-        main(["power", "plan", "--gpu", "RTX 4090", "--power-limit", "600"])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
+    result = rigcheck("power", "plan", "--gpu", "RTX 4090", "--count", "4", "--power-limit", "300", "--json")
+    assert result.code == 0
+    assert result.json["gpu"]["power_limit_w"] == 300
+    result = rigcheck("power", "plan", "--gpu", "RTX 4090", "--power-limit", "600")
+    assert result.code == 2
+    err = result.stderr
     assert len(err.strip().splitlines()) == 1
     assert "above the GeForce RTX 4090's 450 W board power" in err

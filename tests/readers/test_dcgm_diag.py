@@ -13,13 +13,13 @@ import pytest
 
 from rigcheck.checks.verify.dcgm import check_id
 from rigcheck.checks.verify.saved import verify_saved
-from rigcheck.cli.app import main
 from rigcheck.errors import InputError
 from rigcheck.model.dcgm import DcgmDiag, DcgmResult
 from rigcheck.model.verify import VerifyCheck, VerifyDocument
 from rigcheck.readers.reference.dcgm_diag import parse_dcgm_diag, parse_dcgm_diag_text
 from rigcheck.readers.saved import load_saved
 from tests.contracts.test_schemas import assert_valid
+from tests.support.cli import Rigcheck
 
 HERE = Path(__file__).parent.parent
 DCGM = HERE / "fixtures" / "dcgm"
@@ -259,12 +259,11 @@ def test_a_dcgm_failure_fails_the_gpu_and_the_node_quoting_dcgm(tmp_path: Path) 
     assert_valid(doc.to_json_dict())  # the rigcheck.verify/1 schema, with its dcgm key and rule
 
 
-def test_the_terminal_report_names_the_gpu_and_dcgms_test(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_terminal_report_names_the_gpu_and_dcgms_test(tmp_path: Path, rigcheck: Rigcheck) -> None:
     directory = _dir(tmp_path, H100_FAIL)
-    with pytest.raises(SystemExit) as exited:
-        main(["verify", "--from", str(directory)])
-    assert exited.value.code == 1
-    out = capsys.readouterr().out
+    result = rigcheck("verify", "--from", str(directory))
+    assert result.code == 1
+    out = result.stdout
     assert "GPU5 dcgm.memory-bandwidth fail: DCGM Fail: GPU 5 only achieved" in " ".join(out.split())
     assert "DCGM Pass" in out
 

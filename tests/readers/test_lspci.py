@@ -13,12 +13,12 @@ import pytest
 
 from rigcheck.checks.doctor import run_checks
 from rigcheck.checks.doctor.driver import NO_MODULE_NOTE
-from rigcheck.cli.app import main
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Finding, Severity
 from rigcheck.readers.from_file import detect_kind, load_file, load_files
 from rigcheck.readers.lspci import NO_MODULE_NOTE as PROBE_NOTE
 from rigcheck.readers.lspci import pci_gpus, read_lspci
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 LSPCI = FIXTURES / "lspci"
@@ -228,27 +228,23 @@ def test_detected_as_lspci() -> None:
         (b"\tKernel driver in use: nvidia\n\tKernel modules: nouveau, nvidia\n", "not a recognised input"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(
-    data: bytes, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_bad_input_is_one_line_exit_2(data: bytes, needle: str, tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = tmp_path / "lspci.txt"
     path.write_bytes(data)
-    with pytest.raises(SystemExit) as exit_info:
-        main(["doctor", "--from", str(path)])
-    out, err = capsys.readouterr()
-    assert exit_info.value.code == 2
+    result = rigcheck("doctor", "--from", str(path))
+    out, err = result.stdout, result.stderr
+    assert result.code == 2
     assert out == ""
     assert needle in err
     assert len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
 
 
-def test_the_not_recognised_message_names_lspci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_not_recognised_message_names_lspci(tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("hello\n")
-    with pytest.raises(SystemExit):
-        main(["doctor", "--from", str(path)])
-    assert "`lspci` (-k, -nn, -v)" in capsys.readouterr().err
+    result = rigcheck("doctor", "--from", str(path))
+    assert "`lspci` (-k, -nn, -v)" in result.stderr
 
 
 def test_no_nvidia_module_for_the_kernel_says_install_it(tmp_path: Path) -> None:
@@ -266,16 +262,15 @@ def test_no_nvidia_module_for_the_kernel_says_install_it(tmp_path: Path) -> None
     assert "install the NVIDIA driver for the running kernel" in (f.advice or "")
 
 
-def test_an_lspci_of_another_machine_is_not_combined(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_lspci_of_another_machine_is_not_combined(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # The real lspci of a GTX 960M laptop (bus 02) beside the real table of a 2x 2080 Ti box (bus b4, b5): no GPU in
     # common, so its unbound GPU must not fail the other machine.
     table = FIXTURES / "corpus/smi/002-2x2080ti-550.txt"
     lspci = LSPCI / "no-driver-v-gtx960m.txt"
     for argv in ([str(table), str(lspci)], [str(lspci), str(table)]):
-        with pytest.raises(SystemExit) as exit_info:
-            main(["doctor", *(x for p in argv for x in ("--from", p))])
-        err = capsys.readouterr().err
-        assert exit_info.value.code == 2
+        result = rigcheck("doctor", *(x for p in argv for x in ("--from", p)))
+        err = result.stderr
+        assert result.code == 2
         assert "no GPU in common (by PCI bus id)" in err
 
 

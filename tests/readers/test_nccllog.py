@@ -8,12 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from rigcheck.cli.app import main
-from rigcheck.cli.exits import exit_code_for_error
-from rigcheck.cli.nccl_log import register
 from rigcheck.errors import InputError, ParseError
 from rigcheck.readers.nccl_log import (
     P2P_LABEL,
@@ -23,9 +18,11 @@ from rigcheck.readers.nccl_log import (
     describe_transport,
     p2p_mismatch,
     parse_nccl_log,
+    read_nccl_log,
 )
 from rigcheck.report.nccl_log import markdown
 from rigcheck.report.render import Format, render
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -304,22 +301,11 @@ def test_renderings_escape_what_the_log_says() -> None:
 # --- the command ------------------------------------------------------------------------------------------------
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """test app"""
-
-    return app
-
-
-def test_cli_json() -> None:
+def test_cli_json(rigcheck: Rigcheck) -> None:
     path = CORPUS / "nccl-log/001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt"
-    result = CliRunner().invoke(_app(), ["nccl-log", str(path), "--json"])
-    assert result.exit_code == 0, result.output
-    doc = json.loads(result.stdout)
+    result = rigcheck("nccl-log", path, "--json")
+    assert result.code == 0, result.stderr
+    doc = result.json
     assert doc["transports"] == ["P2P/CUMEM"]
     assert doc["p2p_disabled"] is False
     assert doc["nccl_version"] == "2.28.9"
@@ -327,10 +313,10 @@ def test_cli_json() -> None:
     assert len(doc["channels"]) == 4
 
 
-def test_cli_terminal_summary() -> None:
+def test_cli_terminal_summary(rigcheck: Rigcheck) -> None:
     path = EXTRA / "s02-synthetic-2x-titanrtx-p2p-disabled-shm-2.18.5-mpirun-ansi.txt"
-    result = CliRunner().invoke(_app(), ["nccl-log", str(path)])
-    assert result.exit_code == 0, result.output
+    result = rigcheck("nccl-log", path)
+    assert result.code == 0, result.stderr
     out = result.stdout
     assert "NCCL 2.18.5 (CUDA 12.2); ranks: 2" in out
     assert SHM_LABEL in out
@@ -338,14 +324,20 @@ def test_cli_terminal_summary() -> None:
     assert "0[0] -> 1[1]: SHM/direct/direct ch 00,01" in out
 
 
-def test_cli_bad_input(tmp_path: Path) -> None:
+def test_cli_bad_input(tmp_path: Path, rigcheck: Rigcheck) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("no nccl here\n")
-    result = CliRunner().invoke(_app(), ["nccl-log", str(bad)])
-    assert isinstance(result.exception, ParseError)
-    assert exit_code_for_error(result.exception) == 2
-    missing = CliRunner().invoke(_app(), ["nccl-log", str(tmp_path / "absent.log")])
-    assert isinstance(missing.exception, InputError)
+    with pytest.raises(ParseError):  # not a log: a parse error, where a missing file is an input error
+        read_nccl_log(str(bad))
+    code, out, err = rigcheck("nccl-log", bad)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"rigcheck: error: {bad}: no NCCL line found")
+    assert len(err.splitlines()) == 1
+    with pytest.raises(InputError):
+        read_nccl_log(str(tmp_path / "absent.log"))
+    code, out, err = rigcheck("nccl-log", tmp_path / "absent.log")
+    assert (code, out) == (2, "")
+    assert err == f"rigcheck: error: {tmp_path / 'absent.log'}: no such file\n"
 
 
 # --- what says the run failed ----------------------------------------------------------------------------------
@@ -371,22 +363,20 @@ def test_nccl_warnings_are_kept_and_an_ib_completion_error_is_a_failure() -> Non
     ],
 )
 def test_an_abort_or_a_watchdog_timeout_is_a_failed_run_exit_1(
-    name: str, lines: int, first: str, capsys: pytest.CaptureFixture[str]
+    name: str, lines: int, first: str, rigcheck: Rigcheck
 ) -> None:
     """Before, the abort and the timeout were not in the document (and a log of only watchdog lines was refused)."""
-    with pytest.raises(SystemExit) as ended:
-        main(["nccl-log", str(EXTRA_LOGS / name), "--json"])
-    assert ended.value.code == 1
-    doc = json.loads(capsys.readouterr().out)
+    result = rigcheck("nccl-log", str(EXTRA_LOGS / name), "--json")
+    assert result.code == 1
+    doc = json.loads(result.stdout)
     assert doc["failure_lines"] == lines
     assert first in doc["failures"][0]
     assert "warnings" not in doc  # absent, not empty, where NCCL warned of nothing
 
 
-def test_a_clean_log_has_no_failure_keys_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_clean_log_has_no_failure_keys_and_exits_0(rigcheck: Rigcheck) -> None:
     clean = EXTRA_LOGS / "004-multinode-net-socket-p2p-ipc-read-issue952.txt"
-    with pytest.raises(SystemExit) as ended:
-        main(["nccl-log", str(clean), "--json"])
-    assert ended.value.code == 0
-    doc = json.loads(capsys.readouterr().out)
+    result = rigcheck("nccl-log", str(clean), "--json")
+    assert result.code == 0
+    doc = json.loads(result.stdout)
     assert not {"failures", "failure_lines"} & set(doc)

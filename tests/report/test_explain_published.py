@@ -9,22 +9,21 @@ from typing import Any
 import pytest
 
 from rigcheck.checks.verify.bands import explain_bands, published_mark
-from rigcheck.cli.app import main
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import CHECKS
 from rigcheck.facts.published_figures import LOWEST_HEALTHY, PublishedFigure
 from rigcheck.model.site_config import parse_site_config
 from rigcheck.report.verify.bands import html, markdown
+from tests.support.cli import Rigcheck
 
 NEAR = "within 5% of a published healthy figure"
 ABOVE = "above a published healthy figure"
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    out, err = capsys.readouterr()
-    assert exit_info.value.code == 0, err
+def explain(rigcheck: Rigcheck, *argv: str) -> str:
+    """What ``rigcheck verify --explain --gpu "H100 SXM5" ARGV`` printed; it exits 0."""
+    code, out, err = rigcheck("verify", "--explain", "--gpu", "H100 SXM5", *argv)
+    assert code == 0, err
     return out
 
 
@@ -36,9 +35,9 @@ def _row(text: str, check: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(check + " "))
 
 
-def test_a_band_with_a_published_figure_shows_it_and_its_margin(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_band_with_a_published_figure_shows_it_and_its_margin(rigcheck: Rigcheck) -> None:
     # H100 SXM5 p2p: floor 351 GB/s, the NV18 p2pBandwidthLatencyTest of nccl #1264 reads 371.02 GB/s at its lowest.
-    data = json.loads(run(["verify", "--explain", "--gpu", "H100 SXM5", "--json"], capsys))
+    data = json.loads(explain(rigcheck, "--json"))
     p2p = _bands(data, "H100 SXM5")["p2p"]
     assert p2p["expected_min"] == 351
     assert p2p["lowest_healthy"] == 371.02
@@ -48,7 +47,7 @@ def test_a_band_with_a_published_figure_shows_it_and_its_margin(capsys: pytest.C
     assert p2p["margin_pct"] == 5.7
     assert not any(NEAR in n or ABOVE in n for n in data["notes"])  # 5.7% is not near
 
-    text = run(["verify", "--explain", "--gpu", "H100 SXM5"], capsys)
+    text = explain(rigcheck)
     assert "lowest published healthy" in text
     row = _row(text, "p2p")
     assert "371 GB/s" in row
@@ -57,12 +56,12 @@ def test_a_band_with_a_published_figure_shows_it_and_its_margin(capsys: pytest.C
     assert "nccl/issues/1264" in text  # the figure's source in the numbered list
 
 
-def test_a_band_without_a_published_figure_shows_nothing_new(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_band_without_a_published_figure_shows_nothing_new(rigcheck: Rigcheck) -> None:
     assert ("H100 SXM5", "matmul_fp16") not in LOWEST_HEALTHY
-    data = json.loads(run(["verify", "--explain", "--gpu", "H100 SXM5", "--json"], capsys))
+    data = json.loads(explain(rigcheck, "--json"))
     fp16 = _bands(data, "H100 SXM5")["matmul_fp16"]
     assert set(fp16) == {"check", "unit", "expected_min", "peak", "source", "basis"}  # absent, never null
-    text = run(["verify", "--explain", "--gpu", "H100 SXM5"], capsys)
+    text = explain(rigcheck)
     assert "%" not in _row(text, "matmul_fp16").split("TFLOPS")[-1]  # no margin after the floor and peak
 
 
@@ -75,19 +74,19 @@ def test_a_gpu_with_no_published_figure_gets_no_note_about_them() -> None:
 
 
 def test_a_floor_within_five_percent_of_a_published_figure_is_marked(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
 ) -> None:
     # Synthetic: a healthy membw of 2750 GB/s against H100 SXM5's 2680 floor is 2.6% above it.
     figure = PublishedFigure(2750.0, "synthetic-near", "synthetic, for this test", "a synthetic H100")
     monkeypatch.setitem(LOWEST_HEALTHY, ("H100 SXM5", "membw"), figure)
-    data = json.loads(run(["verify", "--explain", "--gpu", "H100 SXM5", "--json"], capsys))
+    data = json.loads(explain(rigcheck, "--json"))
     membw = _bands(data, "H100 SXM5")["membw"]
     assert (membw["lowest_healthy"], membw["margin_pct"]) == (2750.0, 2.6)
     [note] = [n for n in data["notes"] if NEAR in n]
     assert note.startswith("H100 SXM5 membw: floor 2680 GB/s")
     assert "synthetic-near" in note
 
-    text = run(["verify", "--explain", "--gpu", "H100 SXM5"], capsys)
+    text = explain(rigcheck)
     row = _row(text, "membw")
     assert "+2.6%" in row
     assert "within 5%" in row

@@ -15,6 +15,7 @@ from rigcheck.model import GpuPair, Snapshot
 from rigcheck.model.topo import topo_document
 from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
 from rigcheck.report.topo import full_matrix, topo_html, topology_renderable
+from tests.support.cli import Rigcheck
 
 TOPO = Path(__file__).parent.parent / "fixtures" / "corpus" / "topo"
 NVLINK_8 = ["026-8xv100-sxm2-hybrid-cube-mesh-nv1-nv2-nic.txt", "008-8xa100-nv12-realigned-columns.txt"]
@@ -116,17 +117,18 @@ def test_snapshot_pair_lookup_is_indexed_and_follows_changes() -> None:
     assert snap.pair(0, 2) is snap.pairs[0]
 
 
-def _rigcheck(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "rigcheck", *args], capture_output=True, text=True, check=False)
-    assert done.returncode in (0, 1), done.stderr
-    return done.stdout
+def _doctor(rigcheck: Rigcheck, path: Path, fmt: str) -> str:
+    """``rigcheck doctor --from PATH --format FMT``'s output (exit 0 or 1: a finding is no error)."""
+    code, out, err = rigcheck("doctor", "--from", path, "--format", fmt)
+    assert code in (0, 1), err
+    return out
 
 
-def test_html_above_sixteen_gpus_is_a_summary_with_the_matrix_folded(tmp_path: Path) -> None:
+def test_html_above_sixteen_gpus_is_a_summary_with_the_matrix_folded(tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = tmp_path / "topo64.txt"
     path.write_text(_grown(64, odd=(3, 40)))
     topo = parse_topo(path.read_text())
-    doctor = _rigcheck("doctor", "--from", str(path), "--format", "html")
+    doctor = _doctor(rigcheck, path, "html")
     for page in (topo_html(topo_document(topo, pairs_from_topology(topo))), doctor):
         summary = page.index('<table class="topo-summary">')
         details = page.index("<details><summary>Full matrix (64 × 64)</summary>")
@@ -143,11 +145,11 @@ def test_html_of_a_box_keeps_its_matrix_open() -> None:
     assert "Full matrix" not in page
 
 
-def test_doctor_folds_pair_findings_above_sixteen_gpus(tmp_path: Path) -> None:
+def test_doctor_folds_pair_findings_above_sixteen_gpus(tmp_path: Path, rigcheck: Rigcheck) -> None:
     for n, folded in ((16, False), (17, True), (64, True)):
         path = tmp_path / f"topo{n}.txt"
         path.write_text(_grown(n, odd=(3, 12)))
-        findings = json.loads(_rigcheck("doctor", "--from", str(path), "--format", "json"))["findings"]
+        findings = json.loads(_doctor(rigcheck, path, "json"))["findings"]
         nvlink = [f for f in findings if f["id"] == "topology.nvlink"]
         sys_pairs = [f for f in findings if f["id"] == "topology.pcie-only"]
         pairs = n * (n - 1) // 2
