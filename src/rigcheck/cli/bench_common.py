@@ -31,8 +31,6 @@ WorldSizeOption = Annotated[
 TimeoutOption = Annotated[
     float, typer.Option("--timeout", min=1.0, help="Give up after this many seconds; partial results are kept.")
 ]
-RepeatsOption = Annotated[int, typer.Option("--repeats", min=1, max=10000, help="Timed repetitions per size.")]
-WarmupOption = Annotated[int, typer.Option("--warmup", min=0, max=10000, help="Untimed repetitions first.")]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print the result document (rigcheck.bench/1) as JSON.")]
 BenchGpusOption = Annotated[
     str | None,

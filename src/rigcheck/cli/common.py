@@ -162,12 +162,6 @@ def read_site_config(path: Path) -> SiteConfig:
     return parse_site_config(data, str(path))
 
 
-def print_json(data: Any) -> None:
-    from rigcheck.report.render import dumps
-
-    write_stdout(json_for_stdout(dumps(data)))
-
-
 def is_utf(encoding: str | None) -> bool:
     """Whether a stream's encoding holds every character (UTF-8/16/32); None counts as UTF-8."""
     return (encoding or "utf-8").lower().replace("-", "").replace("_", "").startswith("utf")

@@ -57,13 +57,6 @@ PCIE_P2P = (
     "GPU-to-GPU copies over PCIe, https://github.com/tinygrad/open-gpu-kernel-modules/issues/6, "
     "https://github.com/NVIDIA/nccl/issues/814"
 )
-# 8 H100 with NVLink SHARP: peak busbw ~480 GB/s (NCCL's maintainer); 8x H200: 475 GB/s measured.
-HOPPER_ALLREDUCE = (
-    "8-GPU NVSwitch all_reduce_perf, https://github.com/NVIDIA/nccl-tests/issues/212, "
-    "https://github.com/NVIDIA/nccl-tests/issues/272"
-)
-# 8x A100 80GB SXM over NVSwitch: busbw ~200 GB/s.
-A100_ALLREDUCE = "8x A100 NVSwitch all_reduce_perf, https://github.com/NVIDIA/nccl-tests/issues/149"
 PCIE_LINKS_SOURCE = "system interface of the SKU's datasheet"
 
 # Fractions of the peak each floor is. --------------------------------------------------------------------------

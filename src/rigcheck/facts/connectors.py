@@ -65,13 +65,7 @@ PIGTAIL_RULE = (
     "A pigtail (two 8-pin plugs at the end of one PSU cable) is ONE cable and delivers 150 W, not 300 W: "
     "plug one independent cable into each 8-pin socket."
 )
-PIGTAIL_SOURCE = GUIDE_SOURCE
 PIGTAIL_CABLE_W = 150.0
-
-
-def connector(kind: str) -> Connector | None:
-    """The connector of a kind (``"8-pin"``, ``"12VHPWR"`` ...); None when rigcheck does not know it."""
-    return CONNECTORS.get(kind)
 
 
 def rated_watts(sockets: tuple[tuple[str, int], ...], *, include_slot: bool = True) -> float | None:

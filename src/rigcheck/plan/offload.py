@@ -76,7 +76,6 @@ SOURCE_NAME = {"zero1": DS_ZERO2_ESTIMATOR, "zero2": DS_ZERO2_ESTIMATOR, "zero3"
 
 BUFFER_FACTOR = 1.5  # the estimators' additional_buffer_factor default
 FP32_STATES = 16  # fp32 master weights 4 + gradients 4 + momentum 4 + variance 4 (DS_MEMORY_DOC)
-ADAM_STATES = 12  # what the optimizer step writes back: master weights, momentum, variance
 PARAM_BUFFERS = 5 * 100_000_000  # offload_param buffer_count x buffer_size, elements (DS_OFFLOAD_CONFIG)
 OPTIMIZER_BUFFERS = 4  # offload_optimizer buffer_count (DS_OFFLOAD_CONFIG)
 SUB_GROUP_SIZE = 1_000_000_000  # zero_optimization.sub_group_size default, elements

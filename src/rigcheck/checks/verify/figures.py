@@ -398,10 +398,6 @@ def slot_notes(gpus: Iterable[tuple[int, SlotReadings]]) -> list[str]:
     ]
 
 
-def keys_of(figures: Iterable[Figure]) -> set[int]:
-    return {f.key for f in figures if f.key is not None}
-
-
 # --- numbers in words -------------------------------------------------------------------------------------
 
 
