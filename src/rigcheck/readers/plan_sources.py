@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from rigcheck.errors import InputError
-from rigcheck.readers.from_file import read_text
+from rigcheck.inputs import read_input_text
 from rigcheck.model.snapshot import Snapshot
 
 WHAT = "a bench result, a snapshot or a topo -m file"
@@ -16,7 +16,7 @@ WHAT = "a bench result, a snapshot or a topo -m file"
 def read_bench_document(path: str) -> dict[str, Any] | None:
     """The file's ``rigcheck.bench/*`` document, or None when it holds anything else (not JSON, hostile JSON,
     another document). A file that cannot be read is an InputError."""
-    text = read_text(path, WHAT)
+    text = read_input_text(path, WHAT)
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or hostile JSON: read_plan_snapshot says which in one line
