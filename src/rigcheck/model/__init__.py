@@ -1,4 +1,11 @@
-"""The data model: Snapshot (what was read) and Finding (what was concluded)."""
+"""The data model: Snapshot (what was read) and Finding (what was concluded), every command's document
+(``document.py``: Document, ReasonedRecord), the trace format (``trace.py``, ``telemetry.py``), JSON in and out
+with validation (``io.py``) and schema generation (``schema.py``).
+
+Rules: pydantic models and the functions that build, validate and serialise them; imports facts and the
+leaves only. The one I/O it holds is ``files_out.py``, the writer of whole output files every layer above
+uses. A document carries no decision of the CLI's own: an ``exit_code`` it prints is filled by the CLI
+(cli/exits.py)."""
 
 from rigcheck.facts.legend import LinkKind
 from rigcheck.model.finding import Finding, Severity, gpu_subject, pair_subject

@@ -1,7 +1,8 @@
 """Single-device and device-pair measurements: matmul, membw (device-local copy), hostlink, p2p.
 
 matmul and membw run one worker per device through ``rigcheck.bench.launcher`` (with a CPU path, gloo, that CI
-runs); hostlink and p2p need NVIDIA GPUs and run in the calling process (see their modules for why).
+runs); hostlink and p2p need NVIDIA GPUs and run in the calling process (see their modules for why). Rules as
+bench/.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The doctor checks: pure functions ``Snapshot -> list[Finding]``; no I/O, no clock, no NVML.
 
 ``CHECKS`` maps each check's name (its finding category) to its function; ``run_checks`` runs them all and
-sorts the findings worst first (fail, warn, unknown, info, ok), then by category and subject.
+sorts the findings worst first (fail, warn, unknown, info, ok), then by category and subject. Rules as
+checks/.
 """
 
 from __future__ import annotations
