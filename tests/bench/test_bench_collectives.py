@@ -13,8 +13,6 @@ import pytest
 pytest.importorskip("torch")
 
 import torch
-import typer
-from typer.testing import CliRunner
 
 from rigcheck.bench import collectives
 from rigcheck.bench.collectives import (
@@ -35,11 +33,12 @@ from rigcheck.bench.collectives import (
 from rigcheck.bench.formulas import busbw_factor
 from rigcheck.bench.launcher import WorkerContext, free_port, launch
 from rigcheck.bench.timing import time_across_ranks, time_repetitions, timer_name
-from rigcheck.cli.bench_collectives import parse_size, register
+from rigcheck.cli.bench_collectives import parse_size
 from rigcheck.errors import UsageError
 from rigcheck.model import snapshot_from_json, snapshot_to_dict
 from rigcheck.model.bench import BENCH_SCHEMA
 from tests.bench.test_bench_launcher import assert_no_worker_left
+from tests.support.cli import Rigcheck
 
 SNAPSHOT = snapshot_from_json(
     (Path(__file__).parent.parent / "fixtures" / "snapshots" / "2x-titan-rtx-nv2.json").read_text(encoding="utf-8")
@@ -283,16 +282,10 @@ def test_fallback_implementations_are_correct_on_two_processes(op: Any, impl: st
 # --- the commands --------------------------------------------------------------------------------------
 
 
-def make_app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-    return app
-
-
-def test_contract_allreduce_cpu_world_size_2_json() -> None:
-    result = CliRunner().invoke(make_app(), ["allreduce", "--cpu", "--world-size", "2", "--json"])
+def test_contract_allreduce_cpu_world_size_2_json(rigcheck: Rigcheck) -> None:
+    result = rigcheck("bench", "allreduce", "--cpu", "--world-size", "2", "--json")
     assert_no_worker_left()
-    assert result.exit_code == 0, result.output
+    assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema"] == "rigcheck.bench/1"
     assert [r["size_bytes"] for r in doc["results"]] == default_sizes(cpu=True)
@@ -304,7 +297,7 @@ def test_contract_allreduce_cpu_world_size_2_json() -> None:
     assert "allreduce 16 MiB: " in result.stderr  # progress, one line per size, on stderr
 
 
-def test_table_output() -> None:
+def test_table_output(rigcheck: Rigcheck) -> None:
     args = [
         "broadcast",
         "--cpu",
@@ -319,8 +312,8 @@ def test_table_output() -> None:
         "--warmup",
         "0",
     ]
-    result = CliRunner().invoke(make_app(), args)
-    assert result.exit_code == 0, result.output
+    result = rigcheck("bench", *args)
+    assert result.code == 0, result.stderr
     out = result.stdout
     for header in ("size", "count (float32)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "correct"):
         assert header in out
@@ -332,13 +325,15 @@ def test_table_output() -> None:
         assert line.rstrip().endswith("yes")
 
 
-def test_a_killed_worker_gives_exit_1_one_line_and_partial_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_worker_gives_exit_1_one_line_and_partial_rows(
+    monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck
+) -> None:
     monkeypatch.setenv("RIGCHECK_BENCH_FAIL_RANK", "1")
     monkeypatch.setenv("RIGCHECK_BENCH_FAIL_AFTER", "2")
     args = ["allreduce", "--cpu", "--world-size", "2", "--max-bytes", "1K", "--repeats", "2", "--warmup", "0", "--json"]
-    result = CliRunner().invoke(make_app(), args)
+    result = rigcheck("bench", *args)
     assert_no_worker_left()
-    assert result.exit_code == 1
+    assert result.code == 1
     doc = json.loads(result.stdout)
     assert doc["partial"] is True
     assert doc["error"] == "rank 1 exited with code -9 (SIGKILL)"
@@ -365,13 +360,13 @@ def test_a_hung_worker_is_named_at_the_timeout(monkeypatch: pytest.MonkeyPatch) 
     assert [r["size_bytes"] for r in doc["results"]] == [8]
 
 
-def test_no_gpu_and_no_cpu_flag_follows_the_no_gpu_rule() -> None:
+def test_no_gpu_and_no_cpu_flag_follows_the_no_gpu_rule(rigcheck: Rigcheck) -> None:
     """No GPU at all: exit 1, as every command that reads the live machine (docs/commands.md), one line that
     points at --cpu, and no document on stdout."""
     if torch.cuda.is_available():
         pytest.skip("a GPU is visible")
-    result = CliRunner().invoke(make_app(), ["allreduce", "--json"])
-    assert result.exit_code == 1
+    result = rigcheck("bench", "allreduce", "--json")
+    assert result.code == 1
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
@@ -379,12 +374,10 @@ def test_no_gpu_and_no_cpu_flag_follows_the_no_gpu_rule() -> None:
     assert "--cpu" in lines[0]
 
 
-def test_bad_sizes_are_usage_errors() -> None:
-    result = CliRunner().invoke(make_app(), ["allgather", "--cpu", "--min-bytes", "2X"])
-    assert isinstance(result.exception, UsageError)
-    result = CliRunner().invoke(make_app(), ["allgather", "--cpu", "--min-bytes", "1M", "--max-bytes", "1K"])
-    assert isinstance(result.exception, UsageError)
-    assert "larger than --max-bytes" in str(result.exception)
+def test_bad_sizes_are_usage_errors(rigcheck: Rigcheck) -> None:
+    assert "2X" in rigcheck("bench", "allgather", "--cpu", "--min-bytes", "2X").error()
+    refused = rigcheck("bench", "allgather", "--cpu", "--min-bytes", "1M", "--max-bytes", "1K").error()
+    assert "larger than --max-bytes" in refused
 
 
 @pytest.mark.gpu

@@ -14,17 +14,15 @@ from typing import Any
 
 import jsonschema
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from rigcheck.bench.device import common, hostlink, matmul, membw, p2p
 from rigcheck.bench.launcher import WorkerContext
-from rigcheck.cli.bench_device import register
 from rigcheck.cpulist import format_cpulist, parse_cpulist
 from rigcheck.errors import UsageError
 from rigcheck.model import snapshot_from_json, snapshot_to_dict
 from rigcheck.model.bench import BENCH_SCHEMA, MatmulRow, Method, row_head
 from rigcheck.model.snapshot import Gpu
+from tests.support.cli import Rigcheck
 
 torch = pytest.importorskip("torch")
 
@@ -456,18 +454,11 @@ def test_gpu_only_benchmarks_refuse_in_one_line() -> None:
 # --- the CLI, through the launcher (one spawned CPU worker each) -----------------------------------------
 
 
-def bench_app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-    return app
-
-
-def test_cli_matmul_cpu_json() -> None:
-    result = CliRunner().invoke(
-        bench_app(),
-        ["matmul", "--cpu", "--shape", "32x32x32", "--shape", "48", "--dtype", "all", "--repeats", "2", "--json"],
+def test_cli_matmul_cpu_json(rigcheck: Rigcheck) -> None:
+    result = rigcheck(
+        "bench", "matmul", "--cpu", "--shape", "32x32x32", "--shape", "48", "--dtype", "all", "--repeats", "2", "--json"
     )
-    assert result.exit_code == 0, result.output
+    assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema"] == BENCH_SCHEMA
     assert doc["benchmark"] == "matmul"
@@ -483,9 +474,9 @@ def test_cli_matmul_cpu_json() -> None:
     assert any("tf32 skipped" in n for n in doc["notes"])
 
 
-def test_cli_membw_cpu_table() -> None:
-    result = CliRunner().invoke(bench_app(), ["membw", "--cpu", "--size", "64K", "--repeats", "2", "--warmup", "0"])
-    assert result.exit_code == 0, result.output
+def test_cli_membw_cpu_table(rigcheck: Rigcheck) -> None:
+    result = rigcheck("bench", "membw", "--cpu", "--size", "64K", "--repeats", "2", "--warmup", "0")
+    assert result.code == 0, result.stderr
     assert "copy (GB/s)" in result.stdout
     assert "read+write (GB/s)" in result.stdout
     assert "64 KiB" in result.stdout
@@ -515,11 +506,11 @@ def test_run_matmul_two_cpu_ranks() -> None:
 
 
 @needs_no_cuda
-def test_cli_gpu_commands_without_gpu() -> None:
+def test_cli_gpu_commands_without_gpu(rigcheck: Rigcheck) -> None:
     """The no-GPU rule (docs/commands.md): exit 1, one line on stderr, nothing on stdout."""
     for args, hint in ((["hostlink", "--json"], None), (["matmul"], "--cpu")):
-        result = CliRunner().invoke(bench_app(), args)
-        assert result.exit_code == 1, args
+        result = rigcheck("bench", *args)
+        assert result.code == 1, args
         assert result.stdout == ""
         line = result.stderr.strip()
         assert line.startswith("rigcheck: no NVIDIA GPU visible: ")
@@ -528,10 +519,8 @@ def test_cli_gpu_commands_without_gpu() -> None:
             assert hint in line
 
 
-def test_cli_matmul_cpu_rejects_gpu_only_dtype() -> None:
-    result = CliRunner().invoke(bench_app(), ["matmul", "--cpu", "--dtype", "tf32"])
-    assert isinstance(result.exception, UsageError)
-    assert "only bf16 and fp32" in str(result.exception)
+def test_cli_matmul_cpu_rejects_gpu_only_dtype(rigcheck: Rigcheck) -> None:
+    assert "only bf16 and fp32" in rigcheck("bench", "matmul", "--cpu", "--dtype", "tf32").error()
 
 
 # --- on a real GPU -----------------------------------------------------------------------------------------

@@ -21,8 +21,6 @@ pytest.importorskip("transformers")
 
 import torch
 import torch.distributed as dist
-import typer
-from typer.testing import CliRunner
 
 from rigcheck.bench.launcher import WorkerContext
 from rigcheck.bench.train import (
@@ -35,9 +33,9 @@ from rigcheck.bench.train import (
     train_shape,
     train_worker,
 )
-from rigcheck.cli.bench_train import register
 from rigcheck.errors import InputError, UsageError
 from rigcheck.model.bench import BENCH_SCHEMA
+from tests.support.cli import Rigcheck
 
 REPO = Path(__file__).resolve().parent.parent.parent
 TEXT = REPO / "docs" / "design.md"  # English prose: a byte-level model learns its letter frequencies fast
@@ -195,20 +193,9 @@ def test_bf16_autocast_runs_and_says_so() -> None:
 # --- for real: two CPU processes through the launcher -------------------------------------------------------
 
 
-def make_app() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.callback()
-    def _root() -> None:
-        """The test's stand-in for `rigcheck bench`."""
-
-    register(app)
-    return app
-
-
-def test_cli_train_tiny_on_two_cpu_processes() -> None:
-    result = CliRunner().invoke(make_app(), ["train", "--tiny", "--cpu", "--world-size", "2", "--steps", "4", "--json"])
-    assert result.exit_code == 0, result.output
+def test_cli_train_tiny_on_two_cpu_processes(rigcheck: Rigcheck) -> None:
+    result = rigcheck("bench", "train", "--tiny", "--cpu", "--world-size", "2", "--steps", "4", "--json")
+    assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema"] == BENCH_SCHEMA
     assert doc["benchmark"] == "train"
@@ -232,10 +219,10 @@ def test_cli_train_tiny_on_two_cpu_processes() -> None:
     assert "train: gpt2 (tiny)" in result.stderr
 
 
-def test_cli_bad_text_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_cli_bad_text_path_is_one_line_and_exit_2(tmp_path: Path, rigcheck: Rigcheck) -> None:
     missing = tmp_path / "nope.txt"
-    result = CliRunner().invoke(make_app(), ["train", "--tiny", "--cpu", "--text", str(missing)])
-    assert result.exit_code == 2
+    result = rigcheck("bench", "train", "--tiny", "--cpu", "--text", str(missing))
+    assert result.code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1

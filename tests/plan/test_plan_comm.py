@@ -6,11 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from rigcheck.cli.exits import exit_code_for_error
-from rigcheck.cli.plan import register
 from rigcheck.errors import UsageError
 from rigcheck.model import Gpu, GpuPair, LinkKind, Snapshot
 from rigcheck.plan.comm import (
@@ -29,6 +25,7 @@ from rigcheck.plan.comm import (
 )
 from rigcheck.plan.guide import guide_rig_explanation
 from rigcheck.report.render import Format, render
+from tests.support.cli import Rigcheck
 
 SCHEMA = "rigcheck.plan/1"
 
@@ -298,20 +295,9 @@ def test_markdown_and_html_show_the_strategy_table_and_the_guide() -> None:
 # --- the command ------------------------------------------------------------------------------------------------
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """test app"""
-
-    return app
-
-
-def test_cli_json_contract() -> None:
-    result = CliRunner().invoke(_app(), ["plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json"])
-    assert result.exit_code == 0, result.output
+def test_cli_json_contract(rigcheck: Rigcheck) -> None:
+    result = rigcheck("plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json")
+    assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["schema"] == SCHEMA
     for key in ("wire_bytes_per_gpu_per_step", "comm_time_s", "compute_time_s", "strategy", "advice"):
@@ -322,32 +308,32 @@ def test_cli_json_contract() -> None:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_cli_every_strategy(strategy: str) -> None:
+def test_cli_every_strategy(strategy: str, rigcheck: Rigcheck) -> None:
     args = ["plan", "--params", "124M", "--gpus", "2", "--strategy", strategy, "--busbw", "50", "--json"]
-    result = CliRunner().invoke(_app(), args)
-    assert result.exit_code == 0, result.output
+    result = rigcheck(*args)
+    assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
     factor = 1.5 if strategy in {"zero3", "fsdp"} else 1.0
     assert doc["wire_bytes_per_gpu_per_step"] == 496_000_000 * factor
     assert doc["comm_time_s"] == pytest.approx(496e6 * factor / 50e9)
 
 
-def test_cli_terminal_and_guide() -> None:
+def test_cli_terminal_and_guide(rigcheck: Rigcheck) -> None:
     args = ["plan", "--params", "gpt2", "--gpus", "2", "--gpu", "TITAN RTX", "--link", "NV2", "--explain-guide"]
-    result = CliRunner().invoke(_app(), args)
-    assert result.exit_code == 0, result.output
+    result = rigcheck(*args)
+    assert result.code == 0, result.stderr
     assert "Bytes on the wire per GPU per step: 497.76 MB" in result.stdout
     assert "Time on the wire per step: 10.0 ms" in result.stdout
     assert "The guide's NVLink result, explained" in result.stdout
 
 
-def test_cli_from_bench_result(tmp_path: Path) -> None:
+def test_cli_from_bench_result(tmp_path: Path, rigcheck: Rigcheck) -> None:
     doc = {"schema": "rigcheck.bench/1", "results": [{"op": "all_reduce", "size_bytes": 1 << 30, "busbw_gbps": 4.0}]}
     path = tmp_path / "ar.json"
     path.write_text(json.dumps(doc))
     args = ["plan", "--params", "124M", "--from", str(path), "--json"]
-    result = CliRunner().invoke(_app(), args)
-    assert result.exit_code == 0, result.output
+    result = rigcheck(*args)
+    assert result.code == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["busbw_gbps"] == 4.0
     assert out["comm_time_s"] == pytest.approx(0.124)
@@ -362,8 +348,5 @@ def test_cli_from_bench_result(tmp_path: Path) -> None:
         ["plan", "--params", "124M", "--busbw", "10", "--from", "x.json"],
     ],
 )
-def test_cli_usage_errors(args: list[str]) -> None:
-    result = CliRunner().invoke(_app(), args)
-    assert isinstance(result.exception, UsageError)
-    assert exit_code_for_error(result.exception) == 2
-    assert "\n" not in str(result.exception)
+def test_cli_usage_errors(args: list[str], rigcheck: Rigcheck) -> None:
+    assert rigcheck(*args).error()  # exit 2, one line

@@ -8,36 +8,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from rigcheck.cli.app import main
-from rigcheck.cli.exits import exit_code_for_error
-from rigcheck.cli.plan import register
 from rigcheck.errors import UsageError
 from rigcheck.plan.offload import Capacity, hostlink_from_bench, nvme_from_bench, plan_offload
 from rigcheck.report.render import Format, render
 from tests.contracts.test_schemas import assert_valid
+from tests.support.cli import Rigcheck
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots"
 H100 = SNAPSHOTS / "healthy-8x-h100.json"  # host.memory_total_gib 2015.6
 UNKNOWN = Capacity(None, None, "not known in this test")
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-
-    @app.callback()
-    def _root() -> None:
-        """test app"""
-
-    return app
-
-
-def _plan(*args: str) -> dict[str, Any]:
-    result = CliRunner().invoke(_app(), ["plan", "--params", "7B", "--gpus", "8", *args, "--json"])
-    assert result.exit_code == 0, result.output
+def _plan(rigcheck: Rigcheck, *args: str) -> dict[str, Any]:
+    result = rigcheck("plan", "--params", "7B", "--gpus", "8", *args, "--json")
+    assert result.code == 0, result.stderr
     doc: dict[str, Any] = json.loads(result.stdout)
     return doc
 
@@ -61,8 +47,8 @@ def _nvme_doc(read: float, write: float, **extra: Any) -> dict[str, Any]:
     return {"schema": "rigcheck.bench/1", "benchmark": "nvme", "results": rows, **extra}
 
 
-def test_zero3_cpu_asks_16_bytes_per_param_and_names_deepspeed() -> None:
-    doc = _plan("--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))
+def test_zero3_cpu_asks_16_bytes_per_param_and_names_deepspeed(rigcheck: Rigcheck) -> None:
+    doc = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))
     off = doc["offload"]
     assert off["cpu_bytes"] >= 16 * 7e9
     # DeepSpeed's zero3 estimator, zero_init, 1 node: params x 18 x 1.5
@@ -75,14 +61,14 @@ def test_zero3_cpu_asks_16_bytes_per_param_and_names_deepspeed() -> None:
     assert_valid(doc)
 
 
-def test_zero3_cpu_default_dtype_still_at_least_16_bytes() -> None:
-    off = _plan("--strategy", "zero3", "--offload", "cpu", "--from", str(H100))["offload"]
+def test_zero3_cpu_default_dtype_still_at_least_16_bytes(rigcheck: Rigcheck) -> None:
+    off = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--from", str(H100))["offload"]
     assert off["cpu_bytes"] >= 16 * 7e9
     assert any("fp32" in a for a in off["assumptions"])
 
 
-def test_zero2_cpu_keeps_params_and_grads_on_gpu() -> None:
-    off = _plan("--strategy", "zero2", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))["offload"]
+def test_zero2_cpu_keeps_params_and_grads_on_gpu(rigcheck: Rigcheck) -> None:
+    off = _plan(rigcheck, "--strategy", "zero2", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))["offload"]
     gpu = next(r for r in off["breakdown"] if r["tier"] == "gpu")
     cpu = next(r for r in off["breakdown"] if r["tier"] == "cpu")
     assert off["gpu_bytes"] == 2 * 7e9  # DeepSpeed's zero2 estimator: 2 x params per GPU
@@ -95,8 +81,8 @@ def test_zero2_cpu_keeps_params_and_grads_on_gpu() -> None:
     assert "estimate_zero2_model_states_mem_needs" in off["source"]
 
 
-def test_nvme_tier_holds_optimizer_and_params() -> None:
-    off = _plan("--strategy", "zero3", "--offload", "nvme", "--dtype", "bf16", "--from", str(H100))["offload"]
+def test_nvme_tier_holds_optimizer_and_params(rigcheck: Rigcheck) -> None:
+    off = _plan(rigcheck, "--strategy", "zero3", "--offload", "nvme", "--dtype", "bf16", "--from", str(H100))["offload"]
     nvme = next(r for r in off["breakdown"] if r["tier"] == "nvme")
     cpu = next(r for r in off["breakdown"] if r["tier"] == "cpu")
     assert nvme["optimizer_bytes"] == 12 * 7e9
@@ -132,12 +118,12 @@ def test_refused_in_one_line(strategy: str, tier: str, needle: str, capsys: pyte
         plan_offload(7_000_000_000, 8, strategy, "bf16", tier, ram=UNKNOWN, nvme_free=UNKNOWN)
 
 
-def test_hostlink_from_changes_the_time(tmp_path: Path) -> None:
+def test_hostlink_from_changes_the_time(tmp_path: Path, rigcheck: Rigcheck) -> None:
     base = ["--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100)]
-    assumed = _plan(*base)["offload"]
+    assumed = _plan(rigcheck, *base)["offload"]
     path = tmp_path / "hostlink.json"
     path.write_text(json.dumps(_hostlink_doc(5.0)))
-    measured = _plan(*base, "--from", str(path))["offload"]
+    measured = _plan(rigcheck, *base, "--from", str(path))["offload"]
     assert measured["host_h2d_gbps"] == 5.0
     assert measured["host_d2h_gbps"] == 5.0
     assert "measured" in measured["host_source"]
@@ -147,11 +133,21 @@ def test_hostlink_from_changes_the_time(tmp_path: Path) -> None:
     assert measured["host_time_s"] > assumed["host_time_s"]
 
 
-def test_nvme_bench_gives_bandwidth_and_free_space(tmp_path: Path) -> None:
+def test_nvme_bench_gives_bandwidth_and_free_space(tmp_path: Path, rigcheck: Rigcheck) -> None:
     path = tmp_path / "nvme.json"
     path.write_text(json.dumps(_nvme_doc(6.0, 4.0, path={"free_bytes": 10e12})))
     off = _plan(
-        "--strategy", "zero3", "--offload", "nvme", "--dtype", "bf16", "--from", str(H100), "--from", str(path)
+        rigcheck,
+        "--strategy",
+        "zero3",
+        "--offload",
+        "nvme",
+        "--dtype",
+        "bf16",
+        "--from",
+        str(H100),
+        "--from",
+        str(path),
     )["offload"]
     assert (off["nvme_read_gbps"], off["nvme_write_gbps"]) == (6.0, 4.0)
     fits = {f["tier"]: f for f in off["fit"]}
@@ -170,24 +166,34 @@ def test_bench_readers_refuse_documents_without_rows() -> None:
     assert nvme_from_bench(_nvme_doc(2.0, 1.0), "x")[3] is None
 
 
-def test_fit_against_snapshot_ram(tmp_path: Path) -> None:
+def test_fit_against_snapshot_ram(tmp_path: Path, rigcheck: Rigcheck) -> None:
     small = json.loads((SNAPSHOTS / "2x-titan-rtx-nv2.json").read_text())
     gib = small["host"]["memory_total_gib"]
     off = _plan(
-        "--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(SNAPSHOTS / "2x-titan-rtx-nv2.json")
+        rigcheck,
+        "--strategy",
+        "zero3",
+        "--offload",
+        "cpu",
+        "--dtype",
+        "bf16",
+        "--from",
+        str(SNAPSHOTS / "2x-titan-rtx-nv2.json"),
     )["offload"]
     fit = off["fit"][0]
     assert fit["available_bytes"] == pytest.approx(gib * 2**30)
     assert fit["fits"] is (off["cpu_bytes"] <= gib * 2**30)
     assert f"{gib:,.1f} GiB" in fit["verdict"]
     assert fit["verdict"].startswith("needs 189.0 GB of CPU RAM")
-    big = _plan("--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))["offload"]["fit"][0]
+    big = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))["offload"][
+        "fit"
+    ][0]
     assert big["fits"] is True
     assert big["verdict"].endswith(": fits")
     small["host"]["memory_total_gib"] = None
     path = tmp_path / "no-ram.json"
     path.write_text(json.dumps(small))
-    doc = _plan("--strategy", "zero3", "--offload", "cpu", "--from", str(path))
+    doc = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--from", str(path))
     unknown = doc["offload"]["fit"][0]
     assert unknown["fits"] is None
     assert unknown["available_bytes"] is None
@@ -195,29 +201,37 @@ def test_fit_against_snapshot_ram(tmp_path: Path) -> None:
     assert_valid(doc)
 
 
-def test_nodes_divide_the_cpu_share() -> None:
-    one = _plan("--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))["offload"]
-    two = _plan("--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--nodes", "2", "--from", str(H100))[
-        "offload"
-    ]
+def test_nodes_divide_the_cpu_share(rigcheck: Rigcheck) -> None:
+    one = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--from", str(H100))["offload"]
+    two = _plan(
+        rigcheck, "--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--nodes", "2", "--from", str(H100)
+    )["offload"]
     assert two["cpu_bytes"] == pytest.approx(one["cpu_bytes"] / 2)
     assert two["gpus_per_node"] == 4
     args = ["plan", "--params", "7B", "--gpus", "8", "--nodes", "3", "--strategy", "zero3", "--offload", "cpu"]
-    result = CliRunner().invoke(_app(), args)
-    assert isinstance(result.exception, UsageError)
-    assert exit_code_for_error(result.exception) == 2
+    assert "divide" in rigcheck(*args).error()
 
 
-def test_compute_time_compared() -> None:
+def test_compute_time_compared(rigcheck: Rigcheck) -> None:
     off = _plan(
-        "--strategy", "zero3", "--offload", "cpu", "--dtype", "bf16", "--gpu", "H100 SXM5", "--from", str(H100)
+        rigcheck,
+        "--strategy",
+        "zero3",
+        "--offload",
+        "cpu",
+        "--dtype",
+        "bf16",
+        "--gpu",
+        "H100 SXM5",
+        "--from",
+        str(H100),
     )["offload"]
     assert off["compute_time_s"] > 0
     assert off["offload_to_compute"] == pytest.approx(off["offload_time_s"] / off["compute_time_s"])
     assert any("vs compute" in note for note in off["notes"])
 
 
-def test_every_format_draws_the_offload_block() -> None:
+def test_every_format_draws_the_offload_block(rigcheck: Rigcheck) -> None:
     from rigcheck.cli.plan import build_comm_plan
 
     doc = build_comm_plan("7B", 8, "zero3", "bf16", None, H100, None, None, None, None, offload="nvme")
@@ -226,32 +240,29 @@ def test_every_format_draws_the_offload_block() -> None:
         assert isinstance(text, str)
         assert "Offload" in text
         assert "needs " in text
-    result = CliRunner().invoke(
-        _app(),
-        ["plan", "--params", "7B", "--gpus", "8", "--strategy", "zero3", "--offload", "cpu", "--from", str(H100)],
+    result = rigcheck(
+        "plan", "--params", "7B", "--gpus", "8", "--strategy", "zero3", "--offload", "cpu", "--from", str(H100)
     )
     assert "Offload to CPU" in result.stdout
     assert "CPU RAM" in result.stdout
 
 
-def test_without_offload_no_offload_key() -> None:
-    doc = _plan("--strategy", "zero3", "--from", str(H100))
+def test_without_offload_no_offload_key(rigcheck: Rigcheck) -> None:
+    doc = _plan(rigcheck, "--strategy", "zero3", "--from", str(H100))
     assert "offload" not in doc
-    result = CliRunner().invoke(_app(), ["plan", "--params", "7B", "--gpus", "8", "--nodes", "2"])
-    assert isinstance(result.exception, UsageError)
-    assert exit_code_for_error(result.exception) == 2
+    assert rigcheck("plan", "--params", "7B", "--gpus", "8", "--nodes", "2").error()
 
 
-def _terminal(*args: str) -> str:
-    result = CliRunner().invoke(_app(), ["plan", "--params", "7B", *args])
-    assert result.exit_code == 0, result.output
+def _terminal(rigcheck: Rigcheck, *args: str) -> str:
+    result = rigcheck("plan", "--params", "7B", *args)
+    assert result.code == 0, result.stderr
     return " ".join(result.stdout.split())
 
 
-def test_multinode_zero2_shows_deepspeeds_estimate_beside_its_own() -> None:
+def test_multinode_zero2_shows_deepspeeds_estimate_beside_its_own(rigcheck: Rigcheck) -> None:
     """Issue 23: 2 x 8 GPUs, ZeRO-2 CPU offload said it followed DeepSpeed's estimator and printed 336 GB alone;
     estimate_zero2_model_states_mem_needs gives 7e9 x max(4 x 16, 16) x 1.5 = 672 GB."""
-    text = _terminal("--gpus", "16", "--nodes", "2", "--strategy", "zero2", "--offload", "cpu")
+    text = _terminal(rigcheck, "--gpus", "16", "--nodes", "2", "--strategy", "zero2", "--offload", "cpu")
     assert "672.0 GB" in text
     assert "CPU RAM 336.0 GB and NVMe 0.0 GB per node (672.0 GB and 0.0 GB for all 2)" in text
     assert "max(4 x 16 GPUs, 16)" in text
@@ -267,10 +278,13 @@ def test_multinode_zero2_shows_deepspeeds_estimate_beside_its_own() -> None:
         ("16", "2", "zero3", "bf16"),
     ],
 )
-def test_cpu_bytes_against_deepspeeds_formulas(gpus: str, nodes: str, strategy: str, dtype: str) -> None:
+def test_cpu_bytes_against_deepspeeds_formulas(
+    gpus: str, nodes: str, strategy: str, dtype: str, rigcheck: Rigcheck
+) -> None:
     """The estimators' own arithmetic (stage_1_and_2.py / stage3.py, DeepSpeed 0.19.8), written out here."""
     p, t, n = 7e9, int(gpus), int(nodes)
     off = _plan(
+        rigcheck,
         "--gpus",
         gpus,
         "--nodes",

@@ -34,6 +34,15 @@ class Result(NamedTuple):
                 f"stdout: {self.stdout[:2000]!r}\nstderr: {self.stderr[-2000:]!r}"
             ) from None
 
+    def error(self, code: int = 2) -> str:
+        """The message of a refusal: exit ``code`` (2: usage or input), nothing on stdout, one line on stderr
+        (``rigcheck: error: MESSAGE``, no traceback). What it says is left to the test."""
+        assert (self.code, self.stdout) == (code, ""), f"exit {self.code}: {self.stderr[-2000:]}"
+        lines = self.stderr.splitlines()
+        assert len(lines) == 1, self.stderr[-2000:]
+        assert lines[0].startswith("rigcheck: error: "), lines[0]
+        return lines[0].removeprefix("rigcheck: error: ")
+
 
 class Rigcheck(Protocol):
     """The fixture: ``rigcheck("doctor", "--from", path, "--json")``."""
