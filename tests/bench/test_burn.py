@@ -246,13 +246,13 @@ def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
         assert a.tflops_first_10s > 0
         assert a.tflops_sustained is not None
         assert a.loaded_s > 0
-        assert a.power_limit_w == 700.0
+        assert a.power_enforced_limit_w == 700.0
     assert any(line.startswith("burn: ") and "GPU1" in line for line in lines[1:])
     doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result)).to_json_dict()))
-    assert doc["schema"] == "rigcheck.burn/1"
+    assert doc["schema"] == "rigcheck.burn/2"
     assert doc["partial"] is False
     gpu = doc["gpus"][0]
-    for key in ("index", "loaded_s", "power_w_median_loaded", "limiter", "verdict", "advice"):
+    for key in ("index", "loaded_s", "power_draw_w_median_loaded", "limiter", "verdict", "advice"):
         assert key in gpu
     assert gpu["errors"] == 0
     assert gpu["tflops_sustained"] > 0
@@ -377,7 +377,7 @@ def test_burn_bad_usage_is_exit_2(argv: list[str], capsys: pytest.CaptureFixture
 def test_burn_analyze_delegates_to_the_analysis(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["burn", "--analyze", str(TELEMETRY / "smi-lms-torch-bf16-burn.csv"), "--json"], capsys)
     doc = json.loads(out)
-    assert doc["schema"] == "rigcheck.burn/1"
+    assert doc["schema"] == "rigcheck.burn/2"
     assert doc["gpus"][0]["limiter"] == "power"
     assert code == 0
 

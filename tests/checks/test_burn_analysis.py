@@ -75,9 +75,9 @@ def test_real_bf16_burn_is_power_capped_not_thermally_limited() -> None:
     assert result.reasons_time_fraction["sw_power_cap"] == pytest.approx(441 / 443)
     assert set(result.reasons_time_fraction) == set(CLOCK_EVENT_REASONS)
     assert result.reasons_time_fraction["sw_thermal_slowdown"] == 0
-    assert result.power_w_median_loaded == pytest.approx(expected["power_median"])
-    assert 698 <= (result.power_w_median_loaded or 0) <= 700
-    assert result.power_limit_w == 700
+    assert result.power_draw_w_median_loaded == pytest.approx(expected["power_median"])
+    assert 698 <= (result.power_draw_w_median_loaded or 0) <= 700
+    assert result.power_enforced_limit_w == 700
     # the SM clock falls from its 1980 MHz max to ~1.3-1.4 GHz under the cap
     assert result.sm_clock_max_mhz == 1980
     assert 1300 <= (result.sm_clock_mhz_sustained or 0) <= 1400
@@ -102,8 +102,8 @@ def test_real_light_load_is_not_limited() -> None:
     assert result.reasons_time_fraction["sw_power_cap"] == 0
     assert expected["cap_fraction"] == 0
     assert result.time_to_power_cap_s is None
-    assert result.power_w_median_loaded == pytest.approx(expected["power_median"])
-    assert 400 <= (result.power_w_median_loaded or 0) < 0.95 * 700
+    assert result.power_draw_w_median_loaded == pytest.approx(expected["power_median"])
+    assert 400 <= (result.power_draw_w_median_loaded or 0) < 0.95 * 700
     assert result.sm_clock_drop_percent == 0
     assert result.loaded_s > 40
     assert not is_problem(result)
@@ -147,7 +147,7 @@ def test_reasons_on_the_light_load_that_never_capped() -> None:
 
 def test_reasons_when_never_loaded_lost_or_columns_absent() -> None:
     idle = _one(trace_of(ramp(100, util=3, power=60, temp=(35, 36), clock=345, reasons=["idle"])))
-    for key in ("power_w_median_loaded", "sm_clock_mhz_median_loaded", "time_to_power_cap_s", "temp_rise_c"):
+    for key in ("power_draw_w_median_loaded", "sm_clock_mhz_median_loaded", "time_to_power_cap_s", "temp_rise_c"):
         assert idle.missing[key] == "the GPU was never loaded"
     assert "temp_c_max" not in idle.missing  # 36 C: a number, no reason
     lost = _one(trace_of([*ramp(30, power=300, reasons=["sw_power_cap"]), Sample(t_s=3.0, gpu=0, lost=True)]))
@@ -155,7 +155,14 @@ def test_reasons_when_never_loaded_lost_or_columns_absent() -> None:
     assert "lost_at_s" not in lost.missing
     bare = _one(trace_of(ramp(50, power=None, limit=None, temp=None, clock=None, clock_max=None, reasons=None)))
     assert bare.loaded_s > 0  # utilization says so
-    for key in ("power_w_median_loaded", "power_limit_w", "temp_c_max", "temp_rise_c", "sm_clock_drop_percent"):
+    keys = (
+        "power_draw_w_median_loaded",
+        "power_enforced_limit_w",
+        "temp_c_max",
+        "temp_rise_c",
+        "sm_clock_drop_percent",
+    )
+    for key in keys:
         assert bare.missing[key] == "not in the trace"
     assert bare.missing["time_to_power_cap_s"] == "not in the trace"  # no power, limit or reasons: cannot tell
     assert set(bare.missing) == _nulls(bare)
@@ -189,8 +196,8 @@ def ramp(
             Sample(
                 t_s=round(t0 + k * 0.1, 3),
                 gpu=gpu,
-                power_w=power,
-                power_limit_w=limit,
+                power_draw_w=power,
+                power_enforced_limit_w=limit,
                 temp_c=t,
                 sm_clock_mhz=clock,
                 sm_clock_max_mhz=clock_max,
@@ -276,7 +283,7 @@ def test_never_loaded_gpu() -> None:
     assert result.verdict == "not loaded"
     assert result.loaded_s == 0
     assert result.reasons_time_fraction == {}
-    assert result.power_w_median_loaded is None
+    assert result.power_draw_w_median_loaded is None
     assert result.temp_c_max == 36
     assert "never loads" in result.advice
     assert not is_problem(result)
@@ -386,8 +393,8 @@ def _jsonl(tmp_path: Path, samples: list[Sample], *gpus: TraceGpu) -> Path:
 CONTRACT_KEYS = {
     "index",
     "loaded_s",
-    "power_w_median_loaded",
-    "power_limit_w",
+    "power_draw_w_median_loaded",
+    "power_enforced_limit_w",
     "temp_c_max",
     "temp_slowdown_c",
     "sm_clock_mhz_median_loaded",

@@ -91,9 +91,10 @@ def test_gpu_burn_one_minute_is_power_capped_at_the_band() -> None:
     assert {a.index for a in run.analyses} == set(names)
     for a in run.analyses:
         assert a.loaded_s >= 50, f"GPU {a.index} loaded only {a.loaded_s} s of 60"
-        power = positive_finite(a.power_w_median_loaded, f"GPU {a.index} median power loaded (W)")
-        assert a.power_limit_w is not None
-        assert power <= a.power_limit_w * 1.1, f"GPU {a.index}: {power} W over its {a.power_limit_w} W limit"
+        power = positive_finite(a.power_draw_w_median_loaded, f"GPU {a.index} median power loaded (W)")
+        limit = a.power_enforced_limit_w
+        assert limit is not None
+        assert power <= limit * 1.1, f"GPU {a.index}: {power} W over its {limit} W limit"
         positive_finite(a.temp_c_max, f"GPU {a.index} max temperature (C)")
         positive_finite(a.tflops_sustained, f"GPU {a.index} sustained TFLOPS")
         if is_reference_name(names[a.index]):
@@ -123,7 +124,7 @@ def test_gpu_poller_keeps_10_hz_and_reads_the_instant_power() -> None:
         assert info.power_source in {"instant", "average"}, f"GPU {index}: power source {info.power_source!r}"
         for s in samples:
             if s.gpu == index and not s.lost:
-                positive_finite(s.power_w, f"GPU {index} power (W)")
+                positive_finite(s.power_draw_w, f"GPU {index} power (W)")
         if is_reference_name(info.name):
             # The driver of the evidence (580) gives NVML_FI_DEV_POWER_INSTANT on Hopper: the poller must use it,
             # not nvmlDeviceGetPowerUsage's 1 s average.
@@ -154,8 +155,8 @@ def test_gpu_monitor_summarises_power_and_temperature_of_every_gpu() -> None:
     for gpu in result.gpus:
         summary = gpu.summary
         assert summary.samples >= 25, (gpu.index, summary)
-        positive_finite(summary.power_w_median, f"GPU {gpu.index} median power (W)")
-        positive_finite(summary.power_w_max, f"GPU {gpu.index} max power (W)")
+        positive_finite(summary.power_draw_w_median, f"GPU {gpu.index} median power (W)")
+        positive_finite(summary.power_draw_w_max, f"GPU {gpu.index} max power (W)")
         temp = positive_finite(summary.temp_c_max, f"GPU {gpu.index} max temperature (C)")
         assert temp < 120, f"GPU {gpu.index}: {temp} C is not a GPU's temperature in Celsius"
 

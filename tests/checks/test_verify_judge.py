@@ -383,8 +383,8 @@ def burn_doc(
             GpuBurnAnalysis(
                 index=i,
                 loaded_s=60.0,
-                power_w_median_loaded=698.0,
-                power_limit_w=700.0,
+                power_draw_w_median_loaded=698.0,
+                power_enforced_limit_w=700.0,
                 temp_c_max=91.0 if hot else 73.0,
                 temp_slowdown_c=89.0,
                 sm_clock_mhz_median_loaded=1100.0 if hot else 1335.0,

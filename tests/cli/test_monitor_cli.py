@@ -70,8 +70,8 @@ LATEST = {
     0: Sample(
         t_s=1.0,
         gpu=0,
-        power_w=698.5,
-        power_limit_w=700.0,
+        power_draw_w=698.5,
+        power_enforced_limit_w=700.0,
         temp_c=73.0,
         sm_clock_mhz=1335.0,
         utilization_gpu_percent=100.0,
@@ -169,11 +169,11 @@ def test_monitor_json_with_duration_and_csv(
     )
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["schema"] == "rigcheck.monitor/1"
+    assert doc["schema"] == "rigcheck.monitor/2"
     assert doc["interrupted"] is False
     assert doc["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert doc["gpus"][0]["temp_slowdown_c"] == 89.0
-    assert doc["gpus"][0]["latest"]["power_limit_w"] == 700.0
+    assert doc["gpus"][0]["latest"]["power_enforced_limit_w"] == 700.0
     assert doc["sampler"]["polls"] >= 10
     trace = read_trace(str(path))
     assert len(trace.samples) == doc["sampler"]["samples"]
@@ -263,5 +263,5 @@ def test_monitor_starts_http_server_only_for_prometheus(extra: list[str], loaded
     done = subprocess.run(
         [sys.executable, "-c", _MONITOR_LOADS, *argv], capture_output=True, text=True, check=True, cwd=root
     )
-    assert json.loads(done.stdout[: done.stdout.rindex("}") + 1])["schema"] == "rigcheck.monitor/1"
+    assert json.loads(done.stdout[: done.stdout.rindex("}") + 1])["schema"] == "rigcheck.monitor/2"
     assert done.stdout.splitlines()[-1] == loaded

@@ -461,7 +461,8 @@ def test_burn_json_of_a_run_is_valid() -> None:
 
 def test_burn_schema_rejects_broken_documents() -> None:
     good = cli_json(["burn", "--analyze", str(CORPUS / "telemetry" / "smi-lms-torch-bf16-burn.csv"), "--json"])
-    for key in ("index", "loaded_s", "power_w_median_loaded", "temp_slowdown_c", "reasons_time_fraction", "limiter"):
+    keys = ("index", "loaded_s", "power_draw_w_median_loaded", "temp_slowdown_c", "reasons_time_fraction", "limiter")
+    for key in keys:
         bad = copy.deepcopy(good)
         del bad["gpus"][0][key]
         assert_invalid(bad)
@@ -517,18 +518,18 @@ def test_trace_header_and_samples_are_valid(fmt: str, tmp_path: Path, monkeypatc
         header = json.loads(lines[0])
     assert_valid(header)
     if fmt == "jsonl":
-        schema = document_schema("rigcheck.trace/1")
+        schema = document_schema("rigcheck.trace/2")
         sample = jsonschema.Draft202012Validator({**schema["$defs"]["sample"], "$defs": schema["$defs"]})
         samples = [json.loads(line) for line in lines[1:]]
         assert samples
         for s in samples:
             sample.validate(s)
-        bad = dict(samples[0], power_w="700 W")
+        bad = dict(samples[0], power_draw_w="700 W")
         assert not sample.is_valid(bad)
     for mutate in (lambda h: h.pop("gpus"), lambda h: h.update(interval_s="0.02"), lambda h: h["gpus"][0].pop("index")):
         bad_header = copy.deepcopy(header)
         mutate(bad_header)
-        assert_invalid(bad_header, "rigcheck.trace/1")
+        assert_invalid(bad_header, "rigcheck.trace/2")
 
 
 def test_monitor_json_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -538,7 +539,7 @@ def test_monitor_json_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_valid(doc)
     for mutate in (
         lambda d: d.pop("sampler"),
-        lambda d: d["gpus"][0]["summary"].update(power_w_max="700"),
+        lambda d: d["gpus"][0]["summary"].update(power_draw_w_max="700"),
         lambda d: d["gpus"][0]["latest"].update(temp_c="73 C"),  # the trace schema's sample, by reference
         lambda d: d["gpus"][0].pop("unavailable"),
     ):

@@ -288,7 +288,7 @@ def test_monitor_csv_is_plain_with_a_sidecar_and_burn_analyze_reads_it(
     assert len(rows) > 5
     assert all(len(r) == len(CSV_COLUMNS) for r in rows)
     meta = json.loads(sidecar_path(path).read_text())
-    assert meta["schema"] == "rigcheck.trace/1"
+    assert meta["schema"] == "rigcheck.trace/2"
     assert meta["gpus"][0]["name"] == H100
     assert meta["interval_s"] == 0.02
     trace = read_trace(str(path))
@@ -299,12 +299,12 @@ def test_monitor_csv_is_plain_with_a_sidecar_and_burn_analyze_reads_it(
     code, out, err = run_cli(["burn", "--analyze", str(path), "--json"], capsys)
     assert code in (0, 1), err
     doc = json.loads(out)
-    assert doc["schema"] == "rigcheck.burn/1"
+    assert doc["schema"] == "rigcheck.burn/2"
     assert [g["index"] for g in doc["gpus"]] == [0]
 
 
 GPUS = [TraceGpu(index=0, name=H100, temp_slowdown_c=89.0)]
-SAMPLES = [Sample(t_s=0.0, gpu=0, power_w=74.25, temp_c=41.0, reasons=["idle"]), Sample(t_s=0.1, gpu=0, lost=True)]
+SAMPLES = [Sample(t_s=0.0, gpu=0, power_draw_w=74.25, temp_c=41.0, reasons=["idle"]), Sample(t_s=0.1, gpu=0, lost=True)]
 
 
 def _header_json() -> str:

@@ -54,7 +54,8 @@ def test_poller_reads_every_field_and_static_facts_once() -> None:
     assert "nvmlDeviceGetMaxClockInfo" not in per_poll
     assert lib.count("nvmlDeviceGetMaxClockInfo") == 8  # cached: once per GPU
     s = samples[0]
-    assert (s.t_s, s.gpu, s.power_w, s.power_limit_w, s.temp_c, s.temp_memory_c) == (0.5, 0, 74.21, 700.0, 43.0, 46.0)
+    assert (s.t_s, s.gpu, s.power_draw_w, s.power_enforced_limit_w) == (0.5, 0, 74.21, 700.0)
+    assert (s.temp_c, s.temp_memory_c) == (43.0, 46.0)
     assert (s.sm_clock_mhz, s.sm_clock_max_mhz, s.mem_clock_mhz, s.utilization_gpu_percent) == (
         1980.0,
         1980.0,
@@ -73,12 +74,12 @@ def test_poller_not_supported_is_none_and_not_asked_again() -> None:
         second = poller.poll(0.1)[0]
         assert lib.count("nvmlDeviceGetPowerUsage") == n
         assert poller.unavailable[0] == {
-            "power_w": "not_supported",
-            "power_limit_w": "not_supported",
+            "power_draw_w": "not_supported",
+            "power_enforced_limit_w": "not_supported",
             "temp_memory_c": "not_supported",
         }
     for s in (first, second):
-        assert (s.power_w, s.power_limit_w, s.temp_memory_c) == (None, None, None)
+        assert (s.power_draw_w, s.power_enforced_limit_w, s.temp_memory_c) == (None, None, None)
         assert s.temp_c == 43.0
 
 
@@ -99,7 +100,7 @@ def test_poller_lost_gpu_reported_once_then_not_polled() -> None:
         assert poller.active == [0]
     assert [len(p) for p in polls] == [2, 2, 2, 2, 1, 1]
     lost = polls[3][1]
-    assert (lost.gpu, lost.lost, lost.t_s, lost.power_w) == (1, True, 0.3, None)
+    assert (lost.gpu, lost.lost, lost.t_s, lost.power_draw_w) == (1, True, 0.3, None)
     assert all(not s.lost for p in polls for s in p if s.gpu == 0)
     assert lib.polls[1] == 4  # never asked again after it said GpuIsLost
 
@@ -154,7 +155,7 @@ class ClockedPoller:
     def poll(self, t_s: float) -> list[Sample]:
         self.fake.now += self.fake.poll_cost
         self.fake.polls_left -= 1
-        return [Sample(t_s=t_s, gpu=i, power_w=float(i)) for i in self.gpus]
+        return [Sample(t_s=t_s, gpu=i, power_draw_w=float(i)) for i in self.gpus]
 
 
 def test_schedule_has_no_drift() -> None:
@@ -282,9 +283,9 @@ def test_burn_profile_reads_as_a_power_capped_load() -> None:
         samples = [poller.poll(k / 10)[0] for k in range(BURN_IDLE_POLLS + 40)]
     idle, loaded = samples[0], samples[-1]
     assert idle.reasons == ["idle"]
-    assert idle.power_w == 74.0
+    assert idle.power_draw_w == 74.0
     assert loaded.reasons == ["sw_power_cap"]
-    assert loaded.power_w == 698.0
+    assert loaded.power_draw_w == 698.0
     assert loaded.sm_clock_mhz == 1335.0
     assert loaded.temp_c is not None
     assert idle.temp_c is not None
@@ -300,7 +301,7 @@ def test_poller_reads_instant_power_where_the_driver_has_it() -> None:
         before = len(lib.calls)
         s = poller.poll(0.0)[0]
         per_poll = lib.calls[before:]
-    assert s.power_w == 312.5
+    assert s.power_draw_w == 312.5
     assert "nvmlDeviceGetPowerUsage" not in per_poll
     assert per_poll.count("nvmlDeviceGetFieldValues") == 2  # the power field, then the memory temperature
 
@@ -310,7 +311,7 @@ def test_poller_falls_back_to_the_averaged_call_without_the_field() -> None:
         s = poller.poll(0.0)[0]
         assert poller.gpus[0].power_source == "average"
         assert poller.unavailable == {}
-    assert s.power_w == 74.21
+    assert s.power_draw_w == 74.21
 
 
 def test_poller_field_gone_mid_run_falls_back_and_says_so() -> None:
@@ -321,16 +322,16 @@ def test_poller_field_gone_mid_run_falls_back_and_says_so() -> None:
         second = poller.poll(0.1)[0]
         third = poller.poll(0.2)[0]
         assert poller.gpus[0].power_source == "average"
-        assert "power_w" not in poller.unavailable.get(0, {})
-    assert (first.power_w, second.power_w, third.power_w) == (312.5, 74.21, 74.21)
+        assert "power_draw_w" not in poller.unavailable.get(0, {})
+    assert (first.power_draw_w, second.power_draw_w, third.power_draw_w) == (312.5, 74.21, 74.21)
 
 
 def test_instant_burn_profile_shows_the_load_the_average_hides() -> None:
     with NvmlPoller(burn_power_capped_h100_instant(1)) as poller:
         samples = [poller.poll(k / 10)[0] for k in range(BURN_IDLE_POLLS + 40)]
         assert poller.gpus[0].power_source == "instant"
-    assert samples[0].power_w == 74.0
-    assert samples[-1].power_w == 698.0
+    assert samples[0].power_draw_w == 74.0
+    assert samples[-1].power_draw_w == 698.0
     assert samples[-1].reasons == ["sw_power_cap"]
 
 
@@ -376,13 +377,13 @@ class VaryingPoller:
             Sample(
                 t_s=t_s,
                 gpu=0,
-                power_w=round(300.0 + (k * 37 % 1500) / 10, 2),
+                power_draw_w=round(300.0 + (k * 37 % 1500) / 10, 2),
                 temp_c=float(40 + k % 31),
                 sm_clock_mhz=float(1200 + (k * 7) % 600) if k % 5 else None,
             )
         ]
         if k < self.lose_at:
-            out.append(Sample(t_s=t_s, gpu=1, power_w=float(k % 3), sm_clock_mhz=1980.0))
+            out.append(Sample(t_s=t_s, gpu=1, power_draw_w=float(k % 3), sm_clock_mhz=1980.0))
         elif k == self.lose_at:
             out.append(Sample(t_s=t_s, gpu=1, lost=True))
         return out
@@ -416,17 +417,17 @@ def test_monitor_keeps_a_window_and_summarises_every_sample() -> None:
     assert len(sampler.samples()) <= WINDOW_POLLS * 2  # the window, not the run
     assert sampler.latest()[1].lost  # lost long before the window: still the newest of GPU 1
     gpu0 = [s for s in every if s.gpu == 0]
-    power = [s.power_w for s in gpu0 if s.power_w is not None]
+    power = [s.power_draw_w for s in gpu0 if s.power_draw_w is not None]
     clock = [s.sm_clock_mhz for s in gpu0 if s.sm_clock_mhz is not None]
     s0 = running.summary(0)
     assert s0.samples == polls
-    assert s0.power_w_median == statistics.median(power)
+    assert s0.power_draw_w_median == statistics.median(power)
     assert s0.sm_clock_mhz_median == statistics.median(clock)
-    assert (s0.power_w_max, s0.temp_c_max, s0.sm_clock_mhz_min) == (max(power), 70.0, min(clock))
+    assert (s0.power_draw_w_max, s0.temp_c_max, s0.sm_clock_mhz_min) == (max(power), 70.0, min(clock))
     s1 = running.summary(1)
     assert s1.lost_at_s == pytest.approx(1500.0)
     assert s1.samples == 15_001
-    assert s1.power_w_median == 1.0
+    assert s1.power_draw_w_median == 1.0
     for gpu in (0, 1):  # the running summary is the summary over the list, field by field
         assert running.summary(gpu) == gpu_summary([s for s in every if s.gpu == gpu])
     assert running.last_t_s == every[-1].t_s

@@ -72,7 +72,7 @@ def test_gtx1050ti_two_gpus_old_driver_no_power() -> None:
     assert _values(trace, 0, "sm_clock_mhz") == [1784.0, 1784.0, 1784.0, 1771.0]
     assert _values(trace, 1, "sm_clock_mhz") == [1341.0] * 4
     assert _values(trace, 1, "mem_clock_mhz") == [3504.0] * 4
-    assert all(s.power_w is None and s.temp_memory_c is None for s in trace.samples)
+    assert all(s.power_draw_w is None and s.temp_memory_c is None for s in trace.samples)
     assert trace.interval_s == 1.0
     path = str(GTX_2GPU)
     assert trace.diagnostics == [
@@ -87,7 +87,7 @@ def test_ctrl_c_capture_skips_the_cut_last_line() -> None:
     """Every group (-s pucvmet) with -o DT; the terminal's ^C landed inside the last row."""
     trace = read_trace(str(CTRL_C))
     assert [s.t_s for s in trace.samples] == [0.0, 1.0, 2.0]
-    assert {(s.power_w, s.temp_c, s.temp_memory_c, s.mem_clock_mhz, s.sm_clock_mhz) for s in trace.samples} == {
+    assert {(s.power_draw_w, s.temp_c, s.temp_memory_c, s.mem_clock_mhz, s.sm_clock_mhz) for s in trace.samples} == {
         (6.0, 38.0, None, 405.0, 180.0)
     }
     assert trace.diagnostics[0] == (
@@ -98,7 +98,7 @@ def test_ctrl_c_capture_skips_the_cut_last_line() -> None:
 
 def test_h100_idle_corpus_capture() -> None:
     trace = read_trace(str(H100_IDLE))
-    assert _values(trace, 0, "power_w") == [74.0, 74.0, 73.0]
+    assert _values(trace, 0, "power_draw_w") == [74.0, 74.0, 73.0]
     assert _values(trace, 0, "temp_c") == [43.0, 42.0, 42.0]
     assert _values(trace, 0, "temp_memory_c") == [46.0, 46.0, 45.0]
     assert _values(trace, 0, "sm_clock_mhz") == [345.0] * 3
@@ -114,7 +114,7 @@ def test_h100_idle_corpus_capture() -> None:
         (
             "# gpu    pwr  gtemp  mtemp",
             "    0    690     62     50",
-            {"power_w": 690.0, "temp_c": 62.0, "temp_memory_c": 50.0},
+            {"power_draw_w": 690.0, "temp_c": 62.0, "temp_memory_c": 50.0},
         ),
         ("# gpu     sm    mem    enc    dec", "    0     99     25      0      0", {"utilization_gpu_percent": 99.0}),
         ("# gpu  pviol  tviol     fb   pclk", "    0    100      0   4580   1500", {"sm_clock_mhz": 1500.0}),
@@ -122,7 +122,7 @@ def test_h100_idle_corpus_capture() -> None:
         (
             "# gpu  pclk  pwr  sm",
             "    0   1500  690  100",
-            {"sm_clock_mhz": 1500.0, "power_w": 690.0, "utilization_gpu_percent": 100.0},
+            {"sm_clock_mhz": 1500.0, "power_draw_w": 690.0, "utilization_gpu_percent": 100.0},
         ),
     ],
 )
@@ -162,7 +162,7 @@ def test_repeated_header_blocks_are_skipped_and_a_new_one_is_read(tmp_path: Path
     row = "    0     73     33     40      0      0      0      0      0      0   2619   1980\n"
     restarted = "# gpu    pwr  gtemp\n# Idx      W      C\n    0    400     55\n"  # dmon run again with -s p
     trace = _read(tmp_path, DEFAULT_HEADER + row * 2 + DEFAULT_HEADER + row + restarted)
-    assert _values(trace, 0, "power_w") == [73.0, 73.0, 73.0, 400.0]
+    assert _values(trace, 0, "power_draw_w") == [73.0, 73.0, 73.0, 400.0]
     assert _values(trace, 0, "sm_clock_mhz") == [1980.0, 1980.0, 1980.0, None]
     assert [s.t_s for s in trace.samples] == [0.0, 1.0, 2.0, 3.0]
 
@@ -171,7 +171,7 @@ def test_dash_is_missing_never_zero(tmp_path: Path) -> None:
     rows = "    0      -     44      -     29      5      0      0      -      -    405    210\n" * 2
     rows += "    0     12     44      -     29      5      0      0      -      -    405    210\n"
     trace = _read(tmp_path, DEFAULT_HEADER + rows)
-    assert _values(trace, 0, "power_w") == [None, None, 12.0]
+    assert _values(trace, 0, "power_draw_w") == [None, None, 12.0]
     assert _values(trace, 0, "temp_memory_c") == [None] * 3
     dashes = [d for d in trace.diagnostics if "is '-'" in d]
     assert len(dashes) == 2
@@ -265,12 +265,12 @@ def test_burn_analyze_json_on_the_h200_capture() -> None:
     assert data["interval_s"] == 1.0
     [gpu] = data["gpus"]
     assert gpu["loaded_s"] == 17.0  # 11:21:26 to 11:21:42 at sm >= 99%
-    assert gpu["power_w_median_loaded"] == 690.0
+    assert gpu["power_draw_w_median_loaded"] == 690.0
     assert gpu["temp_c_max"] == 63.0
     assert gpu["sm_clock_mhz_median_loaded"] == 1500.0
     # dmon has no power limit and no reasons: the cap cannot be told, and the analysis says so.
-    assert gpu["power_limit_w"] is None
-    assert gpu["missing"]["power_limit_w"] == NOT_IN_TRACE
+    assert gpu["power_enforced_limit_w"] is None
+    assert gpu["missing"]["power_enforced_limit_w"] == NOT_IN_TRACE
     assert gpu["reasons_time_fraction"] == {}
     assert gpu["limiter"] == "unknown"
     assert gpu["verdict"] == "excellent, limiter unknown"
@@ -281,5 +281,5 @@ def test_streamed_batches_match_the_whole_read() -> None:
     assert list(stream.batches()) == read_trace(str(GTX_2GPU)).samples
     [busy, idle] = analyze_trace(read_trace(str(GTX_2GPU)))
     assert busy.loaded_s == 4.0
-    assert busy.missing["power_w_median_loaded"] == NOT_IN_TRACE
+    assert busy.missing["power_draw_w_median_loaded"] == NOT_IN_TRACE
     assert idle.verdict == "not loaded"

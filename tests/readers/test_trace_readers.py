@@ -51,8 +51,8 @@ def test_real_burn_trace_reads_every_row_with_units_stripped() -> None:
     assert first == Sample(
         t_s=0.0,
         gpu=0,
-        power_w=127.87,
-        power_limit_w=700.0,
+        power_draw_w=127.87,
+        power_enforced_limit_w=700.0,
         temp_c=41.0,
         temp_memory_c=48.0,
         sm_clock_mhz=1980.0,
@@ -90,7 +90,7 @@ def test_reordered_columns_without_units_two_gpus_across_midnight() -> None:
     assert gpu0[-1].t_s == pytest.approx(5.9)
     assert gpu0[0].reasons == ["idle"]
     assert gpu0[20].reasons == ["sw_power_cap"]
-    assert gpu0[20].power_w == 300.0
+    assert gpu0[20].power_draw_w == 300.0
     assert gpu0[20].sm_clock_mhz == 1500.0
     assert gpu0[20].mem_clock_mhz == 9501.0
     assert gpu1[0].utilization_gpu_percent == 60.0
@@ -108,7 +108,7 @@ def test_per_reason_columns_na_cells_and_no_timestamp() -> None:
     assert len(samples) == 20
     assert samples[0].reasons == ["sw_power_cap"]
     assert samples[10].reasons == ["hw_slowdown", "hw_power_brake_slowdown"]
-    assert samples[5].power_w is None  # "[N/A]"
+    assert samples[5].power_draw_w is None  # "[N/A]"
     assert samples[5].reasons == ["sw_power_cap"]
     assert samples[6].reasons is None  # every reason cell "[N/A]": not read, not "none active"
     assert samples[19].t_s == pytest.approx(1.9)  # 0.1 s steps assumed
@@ -120,7 +120,7 @@ def test_gpu_lost_cells_mark_the_sample_lost() -> None:
     gpu1 = trace.for_gpu(1)
     assert [s.lost for s in gpu1[:30]] == [False] * 30
     assert all(s.lost for s in gpu1[30:])
-    assert gpu1[30].power_w is None
+    assert gpu1[30].power_draw_w is None
     assert gpu1[30].t_s == pytest.approx(3.0)
     assert not any(s.lost for s in trace.for_gpu(0))
 
@@ -154,15 +154,15 @@ def test_gpus_told_apart_by_uuid_without_index(tmp_path: Path) -> None:
     trace = read_trace(_write(tmp_path, "t.csv", text))
     assert trace.gpu_indices() == [0, 1]
     assert trace.gpus[1] == TraceGpu(index=1, name="A100", power_default_limit_w=400.0)
-    assert trace.for_gpu(0)[0].power_w == 100.0
+    assert trace.for_gpu(0)[0].power_draw_w == 100.0
 
 
 def test_power_limit_prefers_enforced_and_header_repeats_are_skipped(tmp_path: Path) -> None:
     header = "index, power.limit [W], enforced.power.limit [W], power.draw [W]"
     text = f"{header}\n0, 700 W, 650 W, 600 W\n{header}\n0, 700 W, 650 W, 610 W\n"
     samples = read_trace(_write(tmp_path, "t.csv", text)).samples
-    assert [s.power_limit_w for s in samples] == [650.0, 650.0]
-    assert [s.power_w for s in samples] == [600.0, 610.0]
+    assert [s.power_enforced_limit_w for s in samples] == [650.0, 650.0]
+    assert [s.power_draw_w for s in samples] == [600.0, 610.0]
 
 
 # --- rigcheck's own formats -----------------------------------------------------------------------
@@ -172,11 +172,11 @@ GPUS = [
     TraceGpu(index=1, power_default_limit_w=700.0),
 ]
 SAMPLES = [
-    Sample(t_s=0.0, gpu=0, power_w=74.25, power_limit_w=700.0, temp_c=41.0, reasons=["idle"]),
-    Sample(t_s=0.0, gpu=1, power_w=None, temp_c=40.0, reasons=None),
-    Sample(t_s=0.1, gpu=0, power_w=699.5, sm_clock_mhz=1365.0, utilization_gpu_percent=100.0, reasons=[]),
+    Sample(t_s=0.0, gpu=0, power_draw_w=74.25, power_enforced_limit_w=700.0, temp_c=41.0, reasons=["idle"]),
+    Sample(t_s=0.0, gpu=1, power_draw_w=None, temp_c=40.0, reasons=None),
+    Sample(t_s=0.1, gpu=0, power_draw_w=699.5, sm_clock_mhz=1365.0, utilization_gpu_percent=100.0, reasons=[]),
     Sample(t_s=0.1, gpu=1, lost=True),
-    Sample(t_s=0.2, gpu=0, power_w=698.0, reasons=["sw_power_cap", "hw_slowdown"], mem_clock_mhz=2619.0),
+    Sample(t_s=0.2, gpu=0, power_draw_w=698.0, reasons=["sw_power_cap", "hw_slowdown"], mem_clock_mhz=2619.0),
 ]
 
 
@@ -205,16 +205,59 @@ def test_rigcheck_formats_round_trip(tmp_path: Path, kind: str) -> None:
     assert trace.diagnostics == []
 
 
+# The same trace as rigcheck wrote it before the power fields' names said what they are (rigcheck.trace/1:
+# power_w, power_limit_w), kept as written then.
+V1_HEADER = (
+    '{"schema": "rigcheck.trace/1", "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "temp_slowdown_c": 89.0, '
+    '"temp_shutdown_c": 95.0, "temp_max_operating_c": null, "power_default_limit_w": null}, {"index": 1, "name": null, '
+    '"temp_slowdown_c": null, "temp_shutdown_c": null, "temp_max_operating_c": null, "power_default_limit_w": 700.0}], '
+    '"interval_s": 0.1, "started_at": "2026-11-22T18:08:32Z"}\n'
+)
+V1_JSONL = V1_HEADER + "".join(
+    '{{"t_s":{},"gpu":{},"power_w":{},"power_limit_w":{},"temp_c":{},"temp_memory_c":null,"sm_clock_mhz":{},'
+    '"sm_clock_max_mhz":null,"mem_clock_mhz":{},"utilization_gpu_percent":{},"reasons":{},"lost":{}}}\n'.format(*row)
+    for row in [
+        ("0.0", 0, "74.25", "700.0", "41.0", "null", "null", "null", '["idle"]', "false"),
+        ("0.0", 1, "null", "null", "40.0", "null", "null", "null", "null", "false"),
+        ("0.1", 0, "699.5", "null", "null", "1365.0", "null", "100.0", "[]", "false"),
+        ("0.1", 1, "null", "null", "null", "null", "null", "null", "null", "true"),
+        ("0.2", 0, "698.0", "null", "null", "null", "2619.0", "null", '["sw_power_cap","hw_slowdown"]', "false"),
+    ]
+)
+V1_CSV = """t_s,gpu,power_w,power_limit_w,temp_c,temp_memory_c,sm_clock_mhz,sm_clock_max_mhz,mem_clock_mhz,\
+utilization_gpu_percent,reasons,lost
+0.000,0,74.25,700,41,,,,,,idle,
+0.000,1,,,40,,,,,,,
+0.100,0,699.5,,,,1365,,,100,none,
+0.100,1,,,,,,,,,,1
+0.200,0,698,,,,,,2619,,sw_power_cap|hw_slowdown,
+"""
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_trace_v1_reads_as_its_v2_twin(tmp_path: Path, kind: str) -> None:
+    """A /1 trace (JSONL, or CSV with its sidecar) gives what the same trace written as /2 gives."""
+    (tmp_path / "v1.csv.meta.json").write_text(V1_HEADER)
+    old = read_trace(_write(tmp_path, f"v1.{kind}", V1_CSV if kind == "csv" else V1_JSONL))
+    text = _rigcheck_file(kind, tmp_path / "v2.csv.meta.json")
+    new = read_trace(_write(tmp_path, f"v2.{kind}", text))
+    assert "power_draw_w" in text  # the twin is written as /2
+    assert "power_w" not in text
+    assert old.samples == new.samples == SAMPLES
+    assert (old.source, old.gpus, old.interval_s, old.started_at) == (new.source, new.gpus, 0.1, new.started_at)
+    assert old.diagnostics == new.diagnostics == []  # the old column names are known, not "ignored"
+
+
 def test_rigcheck_csv_layout(tmp_path: Path) -> None:
     lines = _rigcheck_file("csv", tmp_path / "t.csv.meta.json").splitlines()
     header = json.loads((tmp_path / "t.csv.meta.json").read_text())
     assert header["schema"] == TRACE_SCHEMA
     assert header["gpus"][0]["temp_slowdown_c"] == 89.0
     assert lines[0].split(",") == list(CSV_COLUMNS)  # a plain CSV: the column row first
-    assert lines[0].startswith("t_s,gpu,power_w,")
+    assert lines[0].startswith("t_s,gpu,power_draw_w,")
     row = dict(zip(CSV_COLUMNS, lines[5].split(","), strict=True))
     assert row["reasons"] == "sw_power_cap|hw_slowdown"
-    assert row["power_w"] == "698"
+    assert row["power_draw_w"] == "698"
     assert dict(zip(CSV_COLUMNS, lines[2].split(","), strict=True))["reasons"] == ""  # None: not read
     assert dict(zip(CSV_COLUMNS, lines[3].split(","), strict=True))["reasons"] == "none"  # []: none active
 
@@ -225,8 +268,8 @@ def test_jsonl_rows_are_one_object_per_line() -> None:
     assert json.loads(lines[4]) == {
         "t_s": 0.1,
         "gpu": 1,
-        "power_w": None,
-        "power_limit_w": None,
+        "power_draw_w": None,
+        "power_enforced_limit_w": None,
         "temp_c": None,
         "temp_memory_c": None,
         "sm_clock_mhz": None,
@@ -236,7 +279,7 @@ def test_jsonl_rows_are_one_object_per_line() -> None:
         "reasons": None,
         "lost": True,
     }
-    assert format_jsonl_row(Sample(t_s=1.0, gpu=0, power_w=float("nan"))).count('"power_w":null') == 1
+    assert format_jsonl_row(Sample(t_s=1.0, gpu=0, power_draw_w=float("nan"))).count('"power_draw_w":null') == 1
 
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl"])
@@ -260,11 +303,11 @@ def test_rigcheck_truncated_last_line_is_skipped(tmp_path: Path, kind: str) -> N
         ("foo, bar\n1, 2\n", 1, "not a telemetry trace"),
         ("index, name, pci.bus_id\n0, H100, 00000000:00:06.0\n", 1, "no column rigcheck can use"),
         ("index, power.draw [W]\n", None, "no samples"),
-        ("index, power.draw [W]\n0, lots\n0, 100 W\n", 2, "power_w: cannot read 'lots'"),
+        ("index, power.draw [W]\n0, lots\n0, 100 W\n", 2, "power_draw_w: cannot read 'lots'"),
         ("index, clocks_event_reasons.active\n0, 0xZZ\n0, 0x4\n", 2, "not a hex bit mask"),
         ("timestamp, power.draw [W]\nyesterday, 100 W\n0, 100 W\n", 2, "timestamp 'yesterday'"),
         ("index, power.draw [W]\n0, 100 W, 7\n0, 100 W\n", 2, "3 fields, expected 2"),
-        ('{"schema": "rigcheck.snapshot/1"}\n', 1, "expected 'rigcheck.trace/1'"),
+        ('{"schema": "rigcheck.snapshot/1"}\n', 1, "expected 'rigcheck.trace/2'"),
         ('{"schema": "rigcheck.trace/1", "gpus": []}\n{"t_s": "x", "gpu": 0}\n{"t_s": 1, "gpu": 0}\n', 2, "t_s"),
         ('{"schema": "rigcheck.trace/1"}\n', None, "no samples"),
         ("{not json\n", 1, "line 1 is not JSON"),

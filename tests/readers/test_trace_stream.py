@@ -53,7 +53,7 @@ def test_one_pass_equals_the_analysis_in_memory(tmp_path: Path, copies: int) -> 
 def test_samples_out_of_order_ask_for_the_analysis_in_memory() -> None:
     agg = BurnAggregator({})
     for t in (0.0, 0.2, 0.1):
-        agg.add(Sample(t_s=t, gpu=0, utilization_gpu_percent=100.0, power_w=300.0, power_limit_w=400.0))
+        agg.add(Sample(t_s=t, gpu=0, utilization_gpu_percent=100.0, power_draw_w=300.0, power_enforced_limit_w=400.0))
     assert agg.finish(0.1) is None
 
 

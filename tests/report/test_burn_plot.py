@@ -58,8 +58,8 @@ def _long(seconds: float, hz: float = 10.0) -> list[Sample]:
             Sample(
                 t_s=t,
                 gpu=0,
-                power_w=power,
-                power_limit_w=700.0,
+                power_draw_w=power,
+                power_enforced_limit_w=700.0,
                 temp_c=40 + i * 40 / n,
                 sm_clock_mhz=1980.0 if i % 3 else None,
                 reasons=["sw_power_cap"] if (i // 7) % 3 == 0 else [],
@@ -75,7 +75,7 @@ def test_a_long_trace_is_bounded_and_keeps_each_series_extremes() -> None:
     g = plot.gpus[0]
     assert g.raw is None
     assert g.count == len(samples)
-    for name in ("power_w", "temp_c", "sm_clock_mhz"):
+    for name in ("power_draw_w", "temp_c", "sm_clock_mhz"):
         points = g.points(name)
         assert len(points) <= 3 * PLOT_BUCKETS
         values = [v for _, v in points if v is not None]

@@ -82,8 +82,8 @@ def smi_csv_trace(path: Path) -> Trace:
                 Sample(
                     t_s=(stamp - t0).total_seconds(),
                     gpu=int(row[col["index"]]),
-                    power_w=_number(row[col["power.draw [W]"]]),
-                    power_limit_w=_number(row[col["power.limit [W]"]]),
+                    power_draw_w=_number(row[col["power.draw [W]"]]),
+                    power_enforced_limit_w=_number(row[col["power.limit [W]"]]),
                     temp_c=_number(row[col["temperature.gpu"]]),
                     temp_memory_c=_number(row[col["temperature.memory"]]),
                     sm_clock_mhz=_number(row[col["clocks.current.sm [MHz]"]]),
@@ -106,8 +106,8 @@ def burn_analysis(index: int = 0, verdict: str = "throttling (power-limited)") -
     return GpuBurnAnalysis(
         index=index,
         loaded_s=45.0,
-        power_w_median_loaded=697.0,
-        power_limit_w=700.0,
+        power_draw_w_median_loaded=697.0,
+        power_enforced_limit_w=700.0,
         temp_c_max=70.0,
         temp_slowdown_c=89.0,
         sm_clock_mhz_median_loaded=1365.0,
@@ -140,8 +140,8 @@ def synthetic_trace(gpus: int, seconds: float, hz: float = 10.0) -> Trace:
                 Sample(
                     t_s=t,
                     gpu=g,
-                    power_w=600 + 90 * math.sin(t / 30 + g),
-                    power_limit_w=700.0,
+                    power_draw_w=600 + 90 * math.sin(t / 30 + g),
+                    power_enforced_limit_w=700.0,
                     temp_c=40 + 48 * (1 - math.exp(-t / 600)) + (i % 5) * 0.3,
                     sm_clock_mhz=1980 - 600 * ((i // 7) % 2),
                     sm_clock_max_mhz=1980.0,

@@ -456,8 +456,8 @@ def _progress_line(elapsed_s: float, duration_s: float, loads: dict[int, GpuLoad
         if s is not None and s.lost:
             bits.append("LOST")
         elif s is not None:
-            if s.power_w is not None:
-                bits.append(f"{s.power_w:.0f} W")
+            if s.power_draw_w is not None:
+                bits.append(f"{s.power_draw_w:.0f} W")
             if s.temp_c is not None:
                 bits.append(f"{s.temp_c:.0f} C")
             if s.sm_clock_mhz is not None:

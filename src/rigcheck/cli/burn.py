@@ -1,6 +1,6 @@
 """`rigcheck burn`: load the GPUs with sustained matmuls, record telemetry, say whether, when and why they slowed.
 
-``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (``rigcheck.burn/1``,
+``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (``rigcheck.burn/2``,
 rigcheck.model.burn.BurnResult) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
 ``tflops_first_10s`` and ``errors`` (products that came out wrong), and ``workload`` / ``sampler`` /
 ``partial`` / ``interrupted``.
@@ -60,7 +60,7 @@ def burn(
         typer.Option("--analyze", help="Analyse a recorded trace (rigcheck CSV/JSONL, nvidia-smi CSV) instead."),
     ] = None,
     interval: Annotated[float, typer.Option("--interval", min=0.01, max=10.0, help="Seconds between polls.")] = 0.1,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result (rigcheck.burn/1) as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result (rigcheck.burn/2) as JSON.")] = False,
     html_file: HtmlFileOption = None,
 ) -> None:
     """Load the GPUs with sustained matmuls while recording power, temperature, clocks and throttle reasons."""

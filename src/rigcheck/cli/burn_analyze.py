@@ -1,4 +1,4 @@
-"""`rigcheck burn --analyze FILE [--json] [--html FILE]`: the burn verdict on a recorded trace (``rigcheck.burn/1``).
+"""`rigcheck burn --analyze FILE [--json] [--html FILE]`: the burn verdict on a recorded trace (``rigcheck.burn/2``).
 
 Exit codes: 0 nothing wrong; 1 a GPU throttled for heat, was lost, or hit the hardware power brake for
 a second or more (:func:`rigcheck.checks.burn.judge.is_problem`); 2 a file that is not a trace.

@@ -5,7 +5,7 @@ limit, temperature against the card's slowdown threshold, SM clock against its m
 active clock-event reasons and a short sparkline history of power and temperature. Messages go to stderr.
 Ctrl-C (or ``--duration``) ends it cleanly: the sampler stops, the file is flushed and closed, the endpoint
 shut down; exit 0. SIGTERM ends it the same way, and exits 143. ``--json``: no view, the
-``rigcheck.monitor/1`` summary at the end.
+``rigcheck.monitor/2`` summary at the end.
 
 With ``--prometheus`` the endpoint (prometheus_client, dcgm-exporter's names and labels: rigcheck.monitor.prometheus)
 also serves the slow readings (each NVLink's error counters, Xid events in the kernel log since the start, the
@@ -115,7 +115,7 @@ def monitor(
     ] = None,
     gpus_text: Annotated[str | None, typer.Option("--gpus", help="Only these GPUs, e.g. 0,1.")] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="No live view: print a JSON summary (rigcheck.monitor/1) at the end.")
+        bool, typer.Option("--json", help="No live view: print a JSON summary (rigcheck.monitor/2) at the end.")
     ] = False,
 ) -> None:
     """Live telemetry per GPU: power vs limit, temperature vs slowdown, clocks, throttle reasons."""

@@ -1,4 +1,4 @@
-"""`rigcheck burn [--analyze FILE] --json` (``rigcheck.burn/1``): the verdict per GPU under load, and what a
+"""`rigcheck burn [--analyze FILE] --json` (``rigcheck.burn/2``): the verdict per GPU under load, and what a
 burn's own load measured.
 
 - :class:`GpuBurnAnalysis` — one GPU's verdict on a trace (built by rigcheck.checks.burn.judge.analyze_trace; a
@@ -23,7 +23,10 @@ from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Trace, TraceSource
 
-BURN_SCHEMA: Literal["rigcheck.burn/1"] = "rigcheck.burn/1"
+BURN_SCHEMA: Literal["rigcheck.burn/2"] = "rigcheck.burn/2"
+BURN_SCHEMA_V1 = "rigcheck.burn/1"
+# A /1 document's per-GPU keys (and keys of its ``missing`` map) that /2 names for what they are.
+BURN_V1_NAMES = {"power_w_median_loaded": "power_draw_w_median_loaded", "power_limit_w": "power_enforced_limit_w"}
 
 Limiter = Literal["power", "thermal", "none", "unknown"]
 Count = Annotated[int, Field(ge=0)]
@@ -44,13 +47,29 @@ def gpu_burn_problem(verdict: str) -> bool:
     return verdict.startswith(GPU_BURN_PROBLEMS)
 
 
+def burn_v1_upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """A saved ``rigcheck.burn/1`` document as /2: the power keys renamed (:data:`BURN_V1_NAMES`), nothing else
+    differs. What is not shaped as a document is left for validation to name."""
+
+    def renamed(gpu: object) -> object:
+        if not isinstance(gpu, dict):
+            return gpu
+        out = {BURN_V1_NAMES.get(key, key): value for key, value in gpu.items()}
+        if isinstance(missing := out.get("missing"), dict):
+            out["missing"] = {BURN_V1_NAMES.get(key, key): value for key, value in missing.items()}
+        return out
+
+    gpus = data.get("gpus")
+    return {**data, "schema": BURN_SCHEMA, "gpus": [renamed(g) for g in gpus] if isinstance(gpus, list) else gpus}
+
+
 class GpuBurnAnalysis(ReasonedRecord):
     """The verdict on one GPU under load (docs/commands.md, issue 5)."""
 
     index: Count
     loaded_s: Number = Field(description="seconds the GPU was under load (utilization or power says so)")
-    power_w_median_loaded: float | None
-    power_limit_w: float | None
+    power_draw_w_median_loaded: float | None
+    power_enforced_limit_w: float | None
     temp_c_max: float | None
     temp_slowdown_c: float | None = Field(description="null when the trace lacks it")
     sm_clock_mhz_median_loaded: float | None
@@ -161,7 +180,7 @@ class BurnResult(Document):
 
     model_config = ConfigDict(json_schema_extra=_run_fields_schema)
 
-    schema_: Literal["rigcheck.burn/1"] = Field(BURN_SCHEMA, alias="schema")
+    schema_: Literal["rigcheck.burn/2"] = Field(BURN_SCHEMA, alias="schema")
     source: TraceSource
     path: str | None
     interval_s: float | None

@@ -1,5 +1,5 @@
-"""`rigcheck monitor --json` (``rigcheck.monitor/1``): per GPU its trace-header facts, the latest sample, a
-summary over the run and what NVML could not give; the sampler's own costs (shared with ``rigcheck.burn/1``).
+"""`rigcheck monitor --json` (``rigcheck.monitor/2``): per GPU its trace-header facts, the latest sample, a
+summary over the run and what NVML could not give; the sampler's own costs (shared with ``rigcheck.burn/2``).
 
 Built by rigcheck.monitor.session from a stopped sampler; drawn by rigcheck.report.monitor.
 """
@@ -14,12 +14,12 @@ from rigcheck.model.document import EXTERNAL_REF, Document, Plain
 from rigcheck.model.snapshot import Missing
 from rigcheck.model.telemetry import Sample, TraceGpu
 
-MONITOR_SCHEMA: Literal["rigcheck.monitor/1"] = "rigcheck.monitor/1"
+MONITOR_SCHEMA: Literal["rigcheck.monitor/2"] = "rigcheck.monitor/2"
 
 # The latest sample of a GPU: in the schema, a reference to the trace schema's sample line.
 LatestSample = Annotated[
     Sample | None,
-    WithJsonSchema({"anyOf": [{EXTERNAL_REF: "../rigcheck.trace/1#/$defs/sample"}, {"type": "null"}]}),
+    WithJsonSchema({"anyOf": [{EXTERNAL_REF: "../rigcheck.trace/2#/$defs/sample"}, {"type": "null"}]}),
 ]
 Count = Annotated[int, Field(ge=0)]
 
@@ -42,8 +42,8 @@ class GpuSummary(Plain):
     """One GPU over the run; null where no sample gave the figure."""
 
     samples: Count
-    power_w_median: float | None
-    power_w_max: float | None
+    power_draw_w_median: float | None
+    power_draw_w_max: float | None
     temp_c_max: float | None
     sm_clock_mhz_median: float | None
     sm_clock_mhz_min: float | None
@@ -61,7 +61,7 @@ class MonitorGpu(TraceGpu):
 class MonitorResult(Document):
     """The summary `rigcheck monitor --json` prints at the end."""
 
-    schema_: Literal["rigcheck.monitor/1"] = Field(MONITOR_SCHEMA, alias="schema")
+    schema_: Literal["rigcheck.monitor/2"] = Field(MONITOR_SCHEMA, alias="schema")
     started_at: str | None = Field(json_schema_extra={"format": "date-time"})
     interval_s: float
     duration_s: float

@@ -44,12 +44,12 @@ GENERATED: dict[str, tuple[str, str, str]] = {
         "rigcheck power plan --json",
     ),
     "rigcheck.nccl-log/1": ("nccl-log-1.schema.json", "rigcheck.model.nccl_log:NcclLog", "rigcheck nccl-log --json"),
-    "rigcheck.burn/1": (
-        "burn-1.schema.json",
+    "rigcheck.burn/2": (
+        "burn-2.schema.json",
         "rigcheck.model.burn:BurnResult",
         "rigcheck burn --json / rigcheck burn --analyze FILE --json",
     ),
-    "rigcheck.monitor/1": ("monitor-1.schema.json", "rigcheck.model.monitor:MonitorResult", "rigcheck monitor --json"),
+    "rigcheck.monitor/2": ("monitor-2.schema.json", "rigcheck.model.monitor:MonitorResult", "rigcheck monitor --json"),
     "rigcheck.verify/1": ("verify-1.schema.json", "rigcheck.model.verify:VerifyDocument", "rigcheck verify --json"),
     "rigcheck.verify-bands/1": (
         "verify-bands-1.schema.json",
@@ -57,8 +57,8 @@ GENERATED: dict[str, tuple[str, str, str]] = {
         "rigcheck verify --explain --json",
     ),
     "rigcheck.fleet/1": ("fleet-1.schema.json", "rigcheck.model.fleet:FleetDocument", "rigcheck fleet --json"),
-    "rigcheck.trace/1": (
-        "trace-1.schema.json",
+    "rigcheck.trace/2": (
+        "trace-2.schema.json",
         "rigcheck.model.trace:TraceHeader",
         "rigcheck trace header (monitor / burn --csv / --jsonl)",
     ),
@@ -66,7 +66,7 @@ GENERATED: dict[str, tuple[str, str, str]] = {
 
 # Generated schemas of files rigcheck writes rather than documents it prints (a trace's header line): they have
 # no report module (rigcheck.report.render.REPORT_MODULES).
-FILE_FORMATS: frozenset[str] = frozenset({"rigcheck.trace/1"})
+FILE_FORMATS: frozenset[str] = frozenset({"rigcheck.trace/2"})
 
 
 def snapshot_schema() -> dict[str, Any]:

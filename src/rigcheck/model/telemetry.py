@@ -2,7 +2,7 @@
 
 :class:`Sample` is a plain slots dataclass, not a pydantic model: a trace of 10 Hz × 8 GPUs × an hour is
 ~300k samples, and these stay cheap. Its annotations still carry what the trace schema says of each field
-(``rigcheck.trace/1``'s ``$defs/sample``, generated from this class through pydantic: rigcheck.model.trace).
+(``rigcheck.trace/2``'s ``$defs/sample``, generated from this class through pydantic: rigcheck.model.trace).
 :class:`TraceGpu` (one per GPU) is a pydantic model, so the trace header and the monitor document embed it.
 Units are in the field names; a value a source did not give is ``None``.
 """
@@ -45,8 +45,8 @@ class Sample:
 
     t_s: Annotated[float, Field(description="seconds since the trace started")]
     gpu: Annotated[int, Field(ge=0)]
-    power_w: float | None = None
-    power_limit_w: float | None = None
+    power_draw_w: float | None = None
+    power_enforced_limit_w: float | None = None
     temp_c: float | None = None
     temp_memory_c: float | None = None
     sm_clock_mhz: float | None = None
@@ -64,8 +64,8 @@ class Reading:
     prints the same (an identity-hashed key: a consumer may remember what it made of it)."""
 
     gpu: int
-    power_w: float | None = None
-    power_limit_w: float | None = None
+    power_draw_w: float | None = None
+    power_enforced_limit_w: float | None = None
     temp_c: float | None = None
     temp_memory_c: float | None = None
     sm_clock_mhz: float | None = None
@@ -80,8 +80,8 @@ class Reading:
         return Sample(
             t_s,
             self.gpu,
-            self.power_w,
-            self.power_limit_w,
+            self.power_draw_w,
+            self.power_enforced_limit_w,
             self.temp_c,
             self.temp_memory_c,
             self.sm_clock_mhz,
@@ -115,7 +115,7 @@ class TraceGpu(Plain):
     temp_shutdown_c: float | None = None
     temp_max_operating_c: float | None = None
     power_default_limit_w: float | None = None
-    # Which NVML reading the samples' power_w is: the instant field, or nvmlDeviceGetPowerUsage (a 1 s average
+    # Which NVML reading the samples' power_draw_w is: the instant field, or nvmlDeviceGetPowerUsage (a 1 s average
     # on Ampere but GA100 and newer). Set by the live poller; absent (not null) in traces read from files, so
     # what rigcheck printed for those before stays as it was.
     power_source: PowerSource | None = Field(
@@ -173,7 +173,7 @@ def counter_median(counts: Mapping[float, int]) -> float | None:
 # --- thinned samples for plots ----------------------------------------------------------------------
 
 # The series a burn page plots, per GPU.
-PLOT_FIELDS = ("power_w", "power_limit_w", "temp_c", "temp_memory_c", "sm_clock_mhz", "sm_clock_max_mhz")
+PLOT_FIELDS = ("power_draw_w", "power_enforced_limit_w", "temp_c", "temp_memory_c", "sm_clock_mhz", "sm_clock_max_mhz")
 # Time buckets per GPU at most: past this the width doubles and neighbours merge. A chart is ~1000 px wide, so
 # 1000 to 2000 buckets keep a peak of one sample visible while a 24 h trace costs the same as a 10 min one.
 PLOT_BUCKETS = 2000
@@ -252,8 +252,8 @@ class GpuPlot:
             if v is not None:
                 self.temp_lo = v if self.temp_lo is None else min(self.temp_lo, v)
                 self.temp_hi = v if self.temp_hi is None else max(self.temp_hi, v)
-        if s.power_limit_w is not None:
-            self.limit_last = s.power_limit_w
+        if s.power_enforced_limit_w is not None:
+            self.limit_last = s.power_enforced_limit_w
         prev = self.prev
         if prev is not None:
             step = t - prev.t_s

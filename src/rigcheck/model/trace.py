@@ -1,14 +1,17 @@
-"""rigcheck's own trace files (``rigcheck.trace/1``): the header, and writing and reading the two formats.
+"""rigcheck's own trace files (``rigcheck.trace/2``): the header, and writing and reading the two formats.
 
-- **JSONL**: line 1 is the header object (:class:`TraceHeader`: ``{"schema": "rigcheck.trace/1", "gpus":
+- **JSONL**: line 1 is the header object (:class:`TraceHeader`: ``{"schema": "rigcheck.trace/2", "gpus":
   [{"index", "name", "temp_slowdown_c", ...}], "interval_s", "started_at"}``); every further line is one
   sample object with the fields of :class:`rigcheck.model.telemetry.Sample` (``reasons``: a list of names,
   or ``null`` when not read).
 - **CSV**: a plain CSV that any reader takes as it is: line 1 the column names :data:`CSV_COLUMNS`
-  (``t_s,gpu,power_w,...``), then one sample per row. An empty cell is ``None``; ``reasons`` holds names joined
+  (``t_s,gpu,power_draw_w,...``), then one sample per row. An empty cell is ``None``; ``reasons`` holds names joined
   by ``|``, ``none`` for an empty list; ``lost`` is ``1`` or empty. The header (the same JSON object as JSONL's
   line 1) is in the sidecar file ``FILE.meta.json`` (:func:`sidecar_path`). Traces written before the sidecar
   have ``# rigcheck.trace/1 {the JSON header}`` as line 1 and the column names as line 2; they still read.
+- ``rigcheck.trace/1`` files (written before the power fields were named ``power_draw_w`` and
+  ``power_enforced_limit_w``) still read: their ``power_w`` and ``power_limit_w`` keys and columns are those
+  two fields (:data:`V1_NAMES`); rigcheck writes only /2.
 
 The sampler writes through :func:`write_csv_header` / :func:`format_csv_row` (and the JSONL pair);
 rigcheck.readers.trace.stream reads any trace file (and the sidecar, when there is one) and hands rigcheck's own to
@@ -33,11 +36,21 @@ from rigcheck.model.document import Document
 from rigcheck.model.files_out import write_whole
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 
-TRACE_SCHEMA: Literal["rigcheck.trace/1"] = "rigcheck.trace/1"
+TRACE_SCHEMA: Literal["rigcheck.trace/2"] = "rigcheck.trace/2"
+TRACE_SCHEMA_V1 = "rigcheck.trace/1"
+READ_SCHEMAS = (TRACE_SCHEMA, TRACE_SCHEMA_V1)
+# A /1 trace's sample key or CSV column -> the Sample field it is (the power fields' names before /2).
+V1_NAMES = {"power_w": "power_draw_w", "power_limit_w": "power_enforced_limit_w"}
 
 # Sample fields in the order rigcheck's CSV writes them.
 CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
 _FLOAT_FIELDS = frozenset(f.name for f in fields(Sample) if f.name not in {"t_s", "gpu", "reasons", "lost"})
+# Per schema a JSONL file may name, its sample lines' float keys: (key in the file, Sample field).
+_V1_KEYS = {field: key for key, field in V1_NAMES.items()}
+_FLOAT_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    TRACE_SCHEMA: tuple((name, name) for name in _FLOAT_FIELDS),
+    TRACE_SCHEMA_V1: tuple((_V1_KEYS.get(name, name), name) for name in _FLOAT_FIELDS),
+}
 REASONS_SEPARATOR = "|"
 NO_REASONS = "none"
 CSV_COMMENT = "# "  # line 1 of a CSV trace written before the sidecar
@@ -48,7 +61,7 @@ class TraceHeader(Document):
     """Line 1 of a rigcheck JSONL trace, and the whole of a rigcheck CSV trace's sidecar FILE.meta.json (older CSV
     traces: the JSON after '# rigcheck.trace/1 ' on line 1). The sample lines that follow are `$defs/sample`."""
 
-    schema_: Literal["rigcheck.trace/1"] = Field(TRACE_SCHEMA, alias="schema")
+    schema_: Literal["rigcheck.trace/2"] = Field(TRACE_SCHEMA, alias="schema")
     gpus: list[TraceGpu]
     interval_s: float | None = Field(description="seconds between polls")
     started_at: str | None = Field(description="ISO 8601, UTC", json_schema_extra={"format": "date-time"})
@@ -199,7 +212,7 @@ def _header_from_json(data: object, path: str, line: int) -> tuple[dict[int, Tra
     if not isinstance(data, dict):
         raise ParseError("the header is not a JSON object", path=path, line=line)
     schema = data.get("schema")
-    if schema != TRACE_SCHEMA:
+    if schema not in READ_SCHEMAS:
         raise ParseError(f"schema {schema!r}, expected {TRACE_SCHEMA!r}", path=path, line=line)
     gpus: dict[int, TraceGpu] = {}
     raw_gpus = data.get("gpus") or []
@@ -231,8 +244,9 @@ def _header_from_json(data: object, path: str, line: int) -> tuple[dict[int, Tra
     return gpus, (float(interval) if interval is not None else None), started
 
 
-def _sample_from_json(data: object) -> Sample:
-    """A sample object -> Sample; ValueError says what is wrong."""
+def _sample_from_json(data: object, keys: tuple[tuple[str, str], ...] = _FLOAT_KEYS[TRACE_SCHEMA]) -> Sample:
+    """A sample object -> Sample (``keys``: its float keys as :data:`_FLOAT_KEYS` gives them for the file's
+    schema); ValueError says what is wrong."""
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     t_s, gpu = data.get("t_s"), data.get("gpu")
@@ -241,10 +255,10 @@ def _sample_from_json(data: object) -> Sample:
     if not isinstance(gpu, int) or isinstance(gpu, bool):
         raise ValueError("'gpu' is not an integer")
     values: dict[str, Any] = {}
-    for name in _FLOAT_FIELDS:
-        value = data.get(name)
+    for key, name in keys:
+        value = data.get(key)
         if not _is_number_or_none(value):
-            raise ValueError(f"{name!r} is not a number")
+            raise ValueError(f"{key!r} is not a number")
         values[name] = float(value) if value is not None else None
     reasons = data.get("reasons")
     if reasons is not None and (not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons)):
@@ -262,15 +276,16 @@ def read_rigcheck_jsonl(lines: NumberedLines, path: str, trace: Trace) -> Iterat
     try:
         header = json.loads(first)
     except json.JSONDecodeError:
-        raise ParseError("line 1 is not JSON: expected the rigcheck.trace/1 header", path=path, line=first_no) from None
+        raise ParseError(f"line 1 is not JSON: expected the {TRACE_SCHEMA} header", path=path, line=first_no) from None
     gpus, trace.interval_s, trace.started_at = _header_from_json(header, path, first_no)
+    keys = _FLOAT_KEYS[header["schema"]]  # a dict naming one of READ_SCHEMAS: _header_from_json checked
     trace.gpus.update(gpus)  # in place: whoever holds the header's GPUs (an aggregator) sees them
     trace.source = "rigcheck-jsonl"
     pending = PendingBadLine()
     for number, line in lines:
         pending.check(path)
         try:
-            yield _sample_from_json(json.loads(line))
+            yield _sample_from_json(json.loads(line), keys)
         except json.JSONDecodeError:
             pending.hold(number, "not complete JSON", "not a JSON sample line")
         except (ValueError, TypeError) as exc:
@@ -304,7 +319,8 @@ def read_rigcheck_csv(
             trace.diagnostics.append(
                 f"{path}: no sidecar {sidecar_path(path).name}: GPU names, thresholds and the interval are unknown"
             )
-    columns = [c.strip() for c in next(csv.reader([cols_line]))]
+    # A /1 trace's power columns are the /2 fields (the column names tell, with or without a header).
+    columns = [V1_NAMES.get(c, c) for c in (c.strip() for c in next(csv.reader([cols_line])))]
     missing = [c for c in ("t_s", "gpu") if c not in columns]
     if missing:
         raise ParseError(f"column header lacks {', '.join(missing)}", path=path, line=cols_no)
@@ -323,10 +339,11 @@ def read_rigcheck_csv(
 
 def _header_from_comment(first: str, number: int, path: str, trace: Trace) -> None:
     body = first.strip()[len(CSV_COMMENT.strip()) :].strip()
-    if not body.startswith(TRACE_SCHEMA):
-        raise ParseError(f"expected '# {TRACE_SCHEMA} {{...}}' on the first line", path=path, line=number)
+    schema = next((name for name in READ_SCHEMAS if body.startswith(name)), None)
+    if schema is None:
+        raise ParseError(f"expected '# {TRACE_SCHEMA_V1} {{...}}' on the first line", path=path, line=number)
     try:
-        header = json.loads(body[len(TRACE_SCHEMA) :].strip() or "{}")
+        header = json.loads(body[len(schema) :].strip() or "{}")
     except json.JSONDecodeError:
         raise ParseError("the header comment does not hold valid JSON", path=path, line=number) from None
     gpus, trace.interval_s, trace.started_at = _header_from_json(header, path, number)

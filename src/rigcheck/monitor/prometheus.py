@@ -54,8 +54,8 @@ MISSING = "rigcheck_reading_missing"
 
 # Sample attribute -> (series, help). Units are DCGM's, which are the Sample's own.
 _READINGS: tuple[tuple[str, str, str], ...] = (
-    ("power_w", "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."),
-    ("power_limit_w", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "Power limit the driver enforces (in W)."),
+    ("power_draw_w", "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."),
+    ("power_enforced_limit_w", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "Power limit the driver enforces (in W)."),
     ("temp_c", "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."),
     ("temp_memory_c", "DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C)."),
     ("sm_clock_mhz", "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)."),
@@ -274,8 +274,8 @@ class GpuCollector:
                 mask.add_metric(self.labels(i), float(_mask(names)))
                 for reason in CLOCK_EVENT_REASONS:
                     active.add_metric([*self.labels(i), reason], 1.0 if reason in names else 0.0)
-            if not s.lost and s.power_w is not None and s.power_limit_w:
-                ratio.add_metric(self.labels(i), s.power_w / s.power_limit_w)
+            if not s.lost and s.power_draw_w is not None and s.power_enforced_limit_w:
+                ratio.add_metric(self.labels(i), s.power_draw_w / s.power_enforced_limit_w)
         yield from (mask, active, ratio, lost)
 
     def _thresholds(

@@ -153,7 +153,7 @@ class SamplerStats:
         return self.poll_us_total / self.polls if self.polls else None
 
     def report(self) -> SamplerReport:
-        """The counts as the documents give them (``sampler`` in ``rigcheck.monitor/1`` and ``rigcheck.burn/1``)."""
+        """The counts as the documents give them (``sampler`` in ``rigcheck.monitor/2`` and ``rigcheck.burn/2``)."""
         return SamplerReport(
             polls=self.polls,
             samples=self.samples,

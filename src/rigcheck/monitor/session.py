@@ -1,5 +1,5 @@
 """One `rigcheck monitor` run: sample an open poller (optionally into a trace file and a Prometheus endpoint)
-until the watcher returns, then summarise it as a ``rigcheck.monitor/1`` document.
+until the watcher returns, then summarise it as a ``rigcheck.monitor/2`` document.
 
 The poller comes from the caller (the CLI makes the NVML one): monitor/ does not import the probe. The
 Prometheus endpoint (and with it prometheus_client and http.server) is imported only when asked for.
@@ -53,7 +53,7 @@ class History:
 
     def add(self, samples: list[Sample]) -> None:
         for s in samples:
-            self.power.setdefault(s.gpu, deque(maxlen=self.size)).append(s.power_w)
+            self.power.setdefault(s.gpu, deque(maxlen=self.size)).append(s.power_draw_w)
             self.temp.setdefault(s.gpu, deque(maxlen=self.size)).append(s.temp_c)
 
 

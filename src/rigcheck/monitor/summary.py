@@ -74,7 +74,7 @@ class GpuRunning:
             if self.lost_at_s is None:
                 self.lost_at_s = s.t_s
             return
-        if (p := s.power_w) is not None:
+        if (p := s.power_draw_w) is not None:
             self.power.add(p)
             if self.power_max is None or p > self.power_max:
                 self.power_max = p
@@ -88,8 +88,8 @@ class GpuRunning:
     def summary(self) -> GpuSummary:
         return GpuSummary(
             samples=self.samples,
-            power_w_median=self.power.median(),
-            power_w_max=self.power_max,
+            power_draw_w_median=self.power.median(),
+            power_draw_w_max=self.power_max,
             temp_c_max=self.temp_max,
             sm_clock_mhz_median=self.clock.median(),
             sm_clock_mhz_min=self.clock_min,

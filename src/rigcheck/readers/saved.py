@@ -7,7 +7,7 @@ Every ``*.json`` directly in the directory (not below it) is read, in name order
   document embeds;
 - ``rigcheck.bench/1`` — by ``benchmark``: matmul, membw, hostlink, p2p, allreduce; any other benchmark is
   ignored with a note;
-- ``rigcheck.burn/1`` — the burn;
+- ``rigcheck.burn/2`` — the burn (a ``rigcheck.burn/1`` one too: the same with its power keys' old names);
 - a DCGM diagnostic (`dcgmi diag -r N -j`, no "schema" key: known by its top-level key) — judged as
   ``dcgm.<test>`` checks (rigcheck.checks.verify.dcgm); one saved with other lines around its JSON is read
   with a note; so is the table dcgmi prints without ``-j``, saved as ``*.txt``, ``*.log`` or ``*.out`` (or under
@@ -41,7 +41,7 @@ from rigcheck.model.bench import (
     P2PDocument,
     parse_bench,
 )
-from rigcheck.model.burn import BURN_SCHEMA, BurnResult
+from rigcheck.model.burn import BURN_SCHEMA, BURN_SCHEMA_V1, BurnResult, burn_v1_upgraded
 from rigcheck.model.dcgm import DcgmDiag
 from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
 from rigcheck.model.io import snapshot_from_dict
@@ -138,7 +138,9 @@ def _take(found: _Found, path: Path, data: object) -> None:
         doctor: DoctorDocument = validate_document(DoctorDocument, data, schema, path)
         _once(found.doctor, "doctor", path)
         found.doctor = (doctor.snapshot, name)
-    elif schema == BURN_SCHEMA:
+    elif schema in (BURN_SCHEMA, BURN_SCHEMA_V1):
+        if schema == BURN_SCHEMA_V1 and isinstance(data, dict):
+            data = burn_v1_upgraded(data)
         burn: BurnResult = validate_document(BurnResult, data, schema, path)
         _once(found.burn, "burn", path)
         found.burn = (burn, name)

@@ -1,5 +1,5 @@
 """Every rendering of `rigcheck monitor`: the live view (a rich table refreshed while sampling) and the
-``rigcheck.monitor/1`` summary in the four formats (terminal, JSON, Markdown, HTML)."""
+``rigcheck.monitor/2`` summary in the four formats (terminal, JSON, Markdown, HTML)."""
 
 from __future__ import annotations
 
@@ -71,12 +71,12 @@ def live_view(
             if s.reasons is None
             else Text(", ".join(reasons) or ("idle" if s.reasons else "none"), style="yellow" if reasons else "")
         )
-        limit = s.power_limit_w or info.power_default_limit_w
+        limit = s.power_enforced_limit_w or info.power_default_limit_w
         slowdown = info.temp_slowdown_c
         table.add_row(
             str(i),
             info.name or "",
-            _of(s.power_w, limit, "W"),
+            _of(s.power_draw_w, limit, "W"),
             _of(s.temp_c, slowdown, "C"),
             _of(s.sm_clock_mhz, s.sm_clock_max_mhz, "MHz"),
             Text(f"{s.utilization_gpu_percent:.0f} %") if s.utilization_gpu_percent is not None else Text("n/a"),
@@ -102,7 +102,7 @@ def _row(g: MonitorGpu) -> tuple[str, ...]:
         f"GPU{g.index}",
         g.name or "",
         str(s.samples),
-        f"{_n(s.power_w_median, 'W')} / {_n(s.power_w_max, 'W')}",
+        f"{_n(s.power_draw_w_median, 'W')} / {_n(s.power_draw_w_max, 'W')}",
         f"{_n(s.temp_c_max, 'C')} / {_n(g.temp_slowdown_c, 'C')}",
         f"{_n(s.sm_clock_mhz_median, 'MHz')} / {_n(s.sm_clock_mhz_min, 'MHz')}",
     )

@@ -227,7 +227,7 @@ class GpuColumns:
         seen = st.any
         if limit is not None:
             seen["limit"] = True
-        power, clock, temp = r.power_w, r.sm_clock_mhz, r.temp_c
+        power, clock, temp = r.power_draw_w, r.sm_clock_mhz, r.temp_c
         if power is not None:
             seen["power"] = True
         if clock is not None:

@@ -92,7 +92,7 @@ NO_SUSTAINED_CLOCK = "no SM clock reading after the first 3 s of load"
 NO_REFERENCE_CLOCK = "no usable reference clock: neither the max SM clock nor a first-seconds clock"
 # The numbers that come from the loaded samples only.
 LOADED_FIELDS = (
-    "power_w_median_loaded",
+    "power_draw_w_median_loaded",
     "sm_clock_mhz_median_loaded",
     "time_to_power_cap_s",
     "temp_rise_c",
@@ -159,8 +159,8 @@ def _max(values: Sequence[float | None]) -> float | None:
 
 
 def _limit(sample: Sample | Reading, gpu: TraceGpu) -> float | None:
-    if sample.power_limit_w is not None and sample.power_limit_w > 0:
-        return sample.power_limit_w
+    if sample.power_enforced_limit_w is not None and sample.power_enforced_limit_w > 0:
+        return sample.power_enforced_limit_w
     default = gpu.power_default_limit_w
     return default if default is not None and default > 0 else None
 
@@ -168,14 +168,14 @@ def _limit(sample: Sample | Reading, gpu: TraceGpu) -> float | None:
 def _is_loaded(sample: Sample | Reading, gpu: TraceGpu, clock_max: float | None) -> bool:
     util = sample.utilization_gpu_percent
     limit = _limit(sample, gpu)
-    has_power = sample.power_w is not None and limit is not None
+    has_power = sample.power_draw_w is not None and limit is not None
     if util is not None and util >= LOADED_UTIL_PERCENT:
         return True
     if (
         has_power
-        and sample.power_w is not None
+        and sample.power_draw_w is not None
         and limit is not None
-        and sample.power_w >= LOADED_POWER_FRACTION * limit
+        and sample.power_draw_w >= LOADED_POWER_FRACTION * limit
     ):
         return True
     if util is not None or has_power:
@@ -280,7 +280,7 @@ class _GpuState:
         ceiling = s.sm_clock_max_mhz
         if ceiling is not None and not self.clock_preset and (self.clock_max is None or ceiling > self.clock_max):
             self.clock_max = ceiling
-        limit = s.power_limit_w
+        limit = s.power_enforced_limit_w
         if limit is None or not limit > 0:
             limit = gpu.power_default_limit_w
             if limit is not None and not limit > 0:
@@ -289,7 +289,7 @@ class _GpuState:
         if limit is not None:
             self.limits_all[limit] += 1
             seen["limit"] = True
-        power, clock, temp = s.power_w, s.sm_clock_mhz, s.temp_c
+        power, clock, temp = s.power_draw_w, s.sm_clock_mhz, s.temp_c
         if power is not None:
             seen["power"] = True
         if clock is not None:
@@ -496,8 +496,8 @@ def _analysis(st: _GpuState, gpu: TraceGpu, trace_end: float, interval: float | 
     result = GpuBurnAnalysis(
         index=index,
         loaded_s=st.loaded_seconds(),
-        power_w_median_loaded=counter_median(st.power),
-        power_limit_w=counter_median(st.limits if st.loaded else st.limits_all),
+        power_draw_w_median_loaded=counter_median(st.power),
+        power_enforced_limit_w=counter_median(st.limits if st.loaded else st.limits_all),
         temp_c_max=temp_max,
         temp_slowdown_c=slowdown,
         sm_clock_mhz_median_loaded=counter_median(st.clock),
@@ -540,15 +540,17 @@ def _explain_nulls(result: GpuBurnAnalysis, st: _GpuState) -> None:
         """Why a loaded-sample figure is None: the column is not in the trace, or it is but not while loaded."""
         return NOT_WHILE_LOADED if st.any[key] else NOT_IN_TRACE
 
-    reasons = dict.fromkeys(("power_limit_w", "temp_c_max", "temp_slowdown_c", "sm_clock_max_mhz"), NOT_IN_TRACE)
+    reasons = dict.fromkeys(
+        ("power_enforced_limit_w", "temp_c_max", "temp_slowdown_c", "sm_clock_max_mhz"), NOT_IN_TRACE
+    )
     reasons["slowdown_margin_c"] = NO_THRESHOLD if result.temp_slowdown_c is None else NO_TEMPERATURE
     reasons["lost_at_s"] = NOT_LOST
     reasons.update(dict.fromkeys(BURN_ONLY_FIELDS, NOT_MEASURED))
     if not st.loaded:
         reasons.update(dict.fromkeys(LOADED_FIELDS, NEVER_LOADED))
     else:
-        reasons["power_limit_w"] = absent("limit")
-        reasons["power_w_median_loaded"] = absent("power")
+        reasons["power_enforced_limit_w"] = absent("limit")
+        reasons["power_draw_w_median_loaded"] = absent("power")
         clocks = absent("clock")
         reasons["sm_clock_mhz_median_loaded"] = clocks
         temps = absent("temp")
@@ -577,7 +579,7 @@ def _clocks(result: GpuBurnAnalysis, st: _GpuState) -> None:
 
 
 def _limiter(result: GpuBurnAnalysis, st: _GpuState) -> Limiter:
-    power, limit, peak = result.power_w_median_loaded, result.power_limit_w, result.temp_c_max
+    power, limit, peak = result.power_draw_w_median_loaded, result.power_enforced_limit_w, result.temp_c_max
     slowdown = result.temp_slowdown_c
     power_at_cap = power is not None and limit is not None and power >= AT_CAP_FRACTION * limit
     if st.with_reasons:
@@ -622,7 +624,7 @@ def _power_advice(result: GpuBurnAnalysis, gpu: TraceGpu) -> str:
         result.reasons_time_fraction.get("sw_power_cap", 0.0)
     ):
         return BRAKE_ADVICE
-    limit, default = result.power_limit_w, gpu.power_default_limit_w
+    limit, default = result.power_enforced_limit_w, gpu.power_default_limit_w
     set_to = f"`sudo nvidia-smi -i {result.index} -pl {fmt(default) if default is not None else 'WATTS'}`"
     if limit is not None and default is not None and limit < default * (1 - LIMIT_TOLERANCE):
         text = (
@@ -655,10 +657,10 @@ def _advice(result: GpuBurnAnalysis, gpu: TraceGpu, band: str) -> str:
     if result.limiter == "power":
         parts.append(_power_advice(result, gpu))
     elif result.limiter == "none":
-        power = result.power_w_median_loaded
+        power = result.power_draw_w_median_loaded
         drew = (
-            f" (median {fmt(power, 'W')} of {fmt(result.power_limit_w, 'W')})"
-            if power is not None and (result.power_limit_w is not None)
+            f" (median {fmt(power, 'W')} of {fmt(result.power_enforced_limit_w, 'W')})"
+            if power is not None and (result.power_enforced_limit_w is not None)
             else ""
         )
         parts.append(f"nothing held the clocks back under this load{drew}")

@@ -260,11 +260,12 @@ def burn_figures(burn: BurnResult) -> list[Figure]:
         tflops = analysis.tflops_sustained
         if tflops is None and load is not None:
             tflops = load.tflops_sustained
-        value, unit = (tflops, "TFLOPS") if tflops is not None else (analysis.power_w_median_loaded, "W")
+        value, unit = (tflops, "TFLOPS") if tflops is not None else (analysis.power_draw_w_median_loaded, "W")
         parts = [analysis.verdict]
-        if analysis.power_w_median_loaded is not None:
-            limit = f" of {analysis.power_limit_w:.0f} W" if analysis.power_limit_w is not None else ""
-            parts.append(f"{analysis.power_w_median_loaded:.0f} W{limit}")
+        if analysis.power_draw_w_median_loaded is not None:
+            cap = analysis.power_enforced_limit_w
+            limit = f" of {cap:.0f} W" if cap is not None else ""
+            parts.append(f"{analysis.power_draw_w_median_loaded:.0f} W{limit}")
         if analysis.temp_c_max is not None:
             parts.append(f"max {analysis.temp_c_max:.0f} C")
         if analysis.sm_clock_mhz_median_loaded is not None:

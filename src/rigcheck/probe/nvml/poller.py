@@ -44,8 +44,8 @@ T = TypeVar("T")
 # The reasons read picks the newer function and falls back to the pre-R535 "throttle" name when the driver lacks it.
 _POLL_REASON_FUNCTIONS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
 _POLL_FIELDS = (
-    ("power_w", "nvmlDeviceGetPowerUsage"),
-    ("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
+    ("power_draw_w", "nvmlDeviceGetPowerUsage"),
+    ("power_enforced_limit_w", "nvmlDeviceGetEnforcedPowerLimit"),
     ("temp_c", "nvmlDeviceGetTemperature"),
     ("temp_memory_c", "nvmlDeviceGetFieldValues"),
     ("sm_clock_mhz", "nvmlDeviceGetClockInfo"),
@@ -83,7 +83,7 @@ class _PolledGpu:
         self.unavailable: dict[str, Missing] = {}
         self.facts_missing: dict[str, Missing] = {}  # facts read once at open (TraceGpu fields) -> why not
         self.max_sm_clock_mhz: float | None = None
-        self.power_instant = False  # power_w from NVML_FI_DEV_POWER_INSTANT, not nvmlDeviceGetPowerUsage
+        self.power_instant = False  # power_draw_w from NVML_FI_DEV_POWER_INSTANT, not nvmlDeviceGetPowerUsage
         self.lost = False  # a lost sample has been emitted; the GPU is not polled again
         self.lost_detail: str | None = None  # lost, but the lost sample is still to be emitted
 
@@ -301,11 +301,14 @@ class NvmlPoller:
     def _read(self, g: _PolledGpu, s: Sample) -> None:
         lib, h = self._lib, g.handle
         power = self._power_mw(g)
-        s.power_w = power / 1000.0 if power is not None else None
+        s.power_draw_w = power / 1000.0 if power is not None else None
         limit = self._call(
-            g, "power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", lambda: lib.nvmlDeviceGetEnforcedPowerLimit(h)
+            g,
+            "power_enforced_limit_w",
+            "nvmlDeviceGetEnforcedPowerLimit",
+            lambda: lib.nvmlDeviceGetEnforcedPowerLimit(h),
         )
-        s.power_limit_w = limit / 1000.0 if limit is not None else None
+        s.power_enforced_limit_w = limit / 1000.0 if limit is not None else None
         temp = self._call(
             g, "temp_c", "nvmlDeviceGetTemperature", lambda: lib.nvmlDeviceGetTemperature(h, TEMPERATURE_GPU)
         )
@@ -356,21 +359,24 @@ class NvmlPoller:
         lib, h = self._lib, g.handle
         if g.power_instant:
             values = self._call(
-                g, "power_w", "nvmlDeviceGetFieldValues", lambda: lib.nvmlDeviceGetFieldValues(h, [FI_POWER_INSTANT])
+                g,
+                "power_draw_w",
+                "nvmlDeviceGetFieldValues",
+                lambda: lib.nvmlDeviceGetFieldValues(h, [FI_POWER_INSTANT]),
             )
-            mw = self._field_value(g, "power_w", values, FI_POWER_INSTANT) if values is not None else None
-            if "power_w" not in g.unavailable:
+            mw = self._field_value(g, "power_draw_w", values, FI_POWER_INSTANT) if values is not None else None
+            if "power_draw_w" not in g.unavailable:
                 return mw
             # The field went NotSupported / NoPermission after open: the averaged call from now on, and the
             # GPU's facts say so (a trace header already written keeps what held at open).
             log.debug(
                 "GPU %d: instant power field unavailable (%s), using nvmlDeviceGetPowerUsage",
                 g.index,
-                g.unavailable.pop("power_w").value,
+                g.unavailable.pop("power_draw_w").value,
             )
             g.power_instant = False
             g.info.power_source = "average"
-        return self._call(g, "power_w", "nvmlDeviceGetPowerUsage", lambda: lib.nvmlDeviceGetPowerUsage(h))
+        return self._call(g, "power_draw_w", "nvmlDeviceGetPowerUsage", lambda: lib.nvmlDeviceGetPowerUsage(h))
 
     def _field_value(self, g: _PolledGpu, field: str, values: Sequence[FieldValue], field_id: int) -> float | None:
         if not values:

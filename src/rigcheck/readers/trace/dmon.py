@@ -32,7 +32,7 @@ DEFAULT_INTERVAL_S = 1.0
 
 # dmon column -> Sample field.
 _FIELDS: dict[str, str] = {
-    "pwr": "power_w",
+    "pwr": "power_draw_w",
     "gtemp": "temp_c",
     "temp": "temp_c",  # drivers before the memory temperature: one "temp" column
     "mtemp": "temp_memory_c",

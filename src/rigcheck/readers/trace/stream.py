@@ -14,8 +14,8 @@ Formats (told apart by their first line):
   are ignored, and named in the trace's diagnostics.
 - **nvidia-smi dmon** output (``# gpu pwr gtemp ...`` or ``#Date Time gpu ...`` on line 1), read by
   rigcheck.readers.trace.dmon.
-- **rigcheck JSONL** and **rigcheck CSV** (``rigcheck.trace/1``): rigcheck's own file format, read and written
-  by rigcheck.model.trace. A CSV trace (``t_s,gpu,...`` on line 1) has its header in the sidecar
+- **rigcheck JSONL** and **rigcheck CSV** (``rigcheck.trace/2``, ``/1`` read too): rigcheck's own file format,
+  read and written by rigcheck.model.trace. A CSV trace (``t_s,gpu,...`` on line 1) has its header in the sidecar
   ``FILE.meta.json``, read here when it is there; without it the samples still read (a diagnostic says what is
   unknown). An older CSV trace, with its header on line 1 (``# rigcheck.trace/1 {...}``), needs none.
 
@@ -163,7 +163,7 @@ def read_sidecar(path: str) -> tuple[str, str] | None:
     meta = sidecar_path(path)
     if not meta.is_file():
         return None
-    return str(meta), read_input_text(str(meta), "the rigcheck.trace/1 header of a CSV trace (JSON)")
+    return str(meta), read_input_text(str(meta), "the rigcheck.trace header of a CSV trace (JSON)")
 
 
 def read_trace(path: str) -> Trace:
@@ -207,8 +207,8 @@ _TIMESTAMP_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:
 
 # nvidia-smi field (as asked, or as its header prints it) -> Sample field; earlier names win when a file has both.
 _SMI_FIELDS: dict[str, tuple[str, ...]] = {
-    "power_w": ("power.draw", "power.draw.average", "power.draw.instant"),
-    "power_limit_w": ("enforced.power.limit", "power.limit"),
+    "power_draw_w": ("power.draw", "power.draw.average", "power.draw.instant"),
+    "power_enforced_limit_w": ("enforced.power.limit", "power.limit"),
     "temp_c": ("temperature.gpu",),
     "temp_memory_c": ("temperature.memory",),
     # The graphics clock stands in where a log has no SM clock: one domain on every NVIDIA GPU since Kepler, so
@@ -219,8 +219,8 @@ _SMI_FIELDS: dict[str, tuple[str, ...]] = {
     "utilization_gpu_percent": ("utilization.gpu",),
 }
 _SMI_PARSERS: dict[str, Callable[[str], Parsed[float]]] = {
-    "power_w": parse_watts,
-    "power_limit_w": parse_watts,
+    "power_draw_w": parse_watts,
+    "power_enforced_limit_w": parse_watts,
     "temp_c": parse_celsius,
     "temp_memory_c": parse_celsius,
     "sm_clock_mhz": parse_mhz,
@@ -509,7 +509,7 @@ class _SmiCsvReader:
         if not _looks_like_smi_header(headers):
             raise ParseError(
                 "not a telemetry trace: expected an nvidia-smi --query-gpu CSV header (timestamp, index, power.draw, "
-                "temperature.gpu, ...), nvidia-smi dmon output (# gpu pwr gtemp ...), a rigcheck.trace/1 CSV or JSONL",
+                "temperature.gpu, ...), nvidia-smi dmon output (# gpu pwr gtemp ...), a rigcheck.trace CSV or JSONL",
                 path=path,
                 line=header_no,
             )

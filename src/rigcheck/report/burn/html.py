@@ -73,7 +73,7 @@ def _facts(a: GpuBurnAnalysis) -> str:
         ("time under load", num(a.loaded_s, "s", 0)),
         (
             "power, median under load / limit",
-            f"{num(a.power_w_median_loaded, 'W', 0)} / {num(a.power_limit_w, 'W', 0)}",
+            f"{num(a.power_draw_w_median_loaded, 'W', 0)} / {num(a.power_enforced_limit_w, 'W', 0)}",
         ),
     ]
     if a.time_to_power_cap_s is not None:
@@ -150,22 +150,26 @@ def _gpu_plots(trace: Trace, g: GpuPlot, index: int, a: GpuBurnAnalysis | None, 
     left = lane_label_width(lanes or [])  # every chart of the GPU gets the same time axis, left edge included
 
     # Power against the limit.
-    series = [Series("power draw", _series(g, "power_w", scale), "#2563eb")]
+    series = [Series("power draw", _series(g, "power_draw_w", scale), "#2563eb")]
     hlines: list[HLine] = []
-    if _has(g, "power_limit_w"):
-        series.append(Series("power limit", _series(g, "power_limit_w", scale), "#dc2626", dash="7 4"))
-    elif a is not None and a.power_limit_w is not None:
-        hlines.append(HLine(a.power_limit_w, f"power limit {a.power_limit_w:.0f} W", "#dc2626"))
+    if _has(g, "power_enforced_limit_w"):
+        series.append(Series("power limit", _series(g, "power_enforced_limit_w", scale), "#dc2626", dash="7 4"))
+    elif a is not None and a.power_enforced_limit_w is not None:
+        hlines.append(HLine(a.power_enforced_limit_w, f"power limit {a.power_enforced_limit_w:.0f} W", "#dc2626"))
     if samples is None:
         limit_now = g.limit_last
     else:
-        limit_now = next((s.power_limit_w for s in reversed(samples) if s.power_limit_w is not None), None)
+        limits = (s.power_enforced_limit_w for s in reversed(samples))
+        limit_now = next((limit for limit in limits if limit is not None), None)
     if info is not None and info.power_default_limit_w is not None and info.power_default_limit_w != limit_now:
         hlines.append(HLine(info.power_default_limit_w, f"default limit {info.power_default_limit_w:.0f} W", "#64748b"))
-    if _has(g, "power_w"):
+    if _has(g, "power_draw_w"):
         desc = "Power draw over time against the power limit."
         if a is not None:
-            desc += f" Median under load {num(a.power_w_median_loaded, 'W', 0)}, limit {num(a.power_limit_w, 'W', 0)}."
+            desc += (
+                f" Median under load {num(a.power_draw_w_median_loaded, 'W', 0)},"
+                f" limit {num(a.power_enforced_limit_w, 'W', 0)}."
+            )
         fig(
             "power",
             "Power against the limit",
@@ -380,14 +384,14 @@ def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigch
             f'<tr><td><a href="#gpu{i}">GPU{i}</a></td>'
             f'<td><span class="verdict {_verdict_class(a.verdict)}">{esc(a.verdict)}</span></td>'
             f"<td>{esc(a.limiter)}</td>"
-            f"<td>{esc(num(a.power_w_median_loaded, 'W', 0))} / {esc(num(a.power_limit_w, 'W', 0))}</td>"
+            f"<td>{esc(num(a.power_draw_w_median_loaded, 'W', 0))} / {esc(num(a.power_enforced_limit_w, 'W', 0))}</td>"
             f"<td>{esc(num(a.temp_c_max, 'C', 0))} / {esc(num(a.temp_slowdown_c, 'C', 0))}</td>"
             f"<td>{esc(num(a.sm_clock_mhz_median_loaded, 'MHz', 0))}</td></tr>"
         )
     body.append("</tbody></table></section>")
     if len(by_gpu) > 1:
         body.append('<section id="all-gpus"><h2>All GPUs together</h2>')
-        for attr, label, unit in (("power_w", "power", "W"), ("temp_c", "temperature", "C")):
+        for attr, label, unit in (("power_draw_w", "power", "W"), ("temp_c", "temperature", "C")):
             if plot.any_read(attr):
                 body.append(
                     f'<figure class="plot" data-plot="all-{attr}"><figcaption>{esc(label.capitalize())} of every GPU'

@@ -1,4 +1,4 @@
-"""Every rendering of ``rigcheck.burn/1`` (`rigcheck burn` and `burn --analyze FILE`): terminal, JSON, Markdown,
+"""Every rendering of ``rigcheck.burn/2`` (`rigcheck burn` and `burn --analyze FILE`): terminal, JSON, Markdown,
 and the HTML page with plots over time (rigcheck.report.burn.html, imported only when a page is drawn)."""
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def evidence(a: GpuBurnAnalysis) -> list[str]:
         return [f"temperature {fmt(a.temp_c_max, 'C')} peak"] if a.temp_c_max is not None else []
     cap = f", power cap reached after {fmt(a.time_to_power_cap_s, 's', 1)}" if a.time_to_power_cap_s is not None else ""
     lines = [
-        f"loaded {fmt(a.loaded_s, 's', 1)}: power {_value(a.power_w_median_loaded, 'W')} median "
-        f"of a {_value(a.power_limit_w, 'W')} limit{cap}"
+        f"loaded {fmt(a.loaded_s, 's', 1)}: power {_value(a.power_draw_w_median_loaded, 'W')} median "
+        f"of a {_value(a.power_enforced_limit_w, 'W')} limit{cap}"
     ]
     if a.slowdown_margin_c is not None and a.temp_slowdown_c is not None:
         side = "under" if a.slowdown_margin_c >= 0 else "over"
