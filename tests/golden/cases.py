@@ -16,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "out"
@@ -154,6 +155,66 @@ def cases() -> list[Case]:
         out.append(Case(f"{cmd}--combined-{name}.json", argv if cmd == "snapshot" else (*argv, "--json")))
     two_2080ti = ("--from", f"{CORPUS}/smi/002-2x2080ti-550.txt", "--from", f"{CORPUS}/topo/010-2x2080ti-pix-numa1.txt")
     out.append(Case("doctor--combined-2x2080ti-table-topo.txt", ("doctor", *two_2080ti)))
+    out += _saved_judgements()
+    return out
+
+
+def _both(name: str, argv: tuple[str, ...]) -> list[Case]:
+    """The JSON document and the terminal report of one command line."""
+    return [Case(f"{name}.json", (*argv, "--json")), Case(f"{name}.txt", argv)]
+
+
+def _saved_judgements() -> list[Case]:
+    """What verify, fleet and bench judge from saved outputs (--from), and the bands verify --explain states."""
+    calibration = "tests/calibration/cases"
+    out: list[Case] = []
+    verify_dirs = [  # rigcheck's own saved documents, and saved dcgmi diag outputs (text table and -j JSON)
+        *_files(f"{FIX}/verify/*"),
+        *(
+            f"{calibration}/{name}"
+            for name in (
+                "dcgmi-4xa10g-r3-all-pass",
+                "dcgmi-4xa10g-r3-gpu1-targeted-power-fail",
+                "dcgmi-8xh100-r3-fabricmanager-down",
+                "dcgm-gb10-r2-dcgm4.5.2-software-fail",
+            )
+        ),
+    ]
+    for src in verify_dirs:
+        out += _both(f"verify--{_stem(src)}", ("verify", "--from", src))
+    out += _both("fleet--4-nodes", ("fleet", "--from", f"{FIX}/fleet/4-nodes"))
+    bench = {  # (command, saved output of the reference tool, extra options)
+        "allreduce": [
+            f"{CORPUS}/nccl-tests/{n}"
+            for n in (
+                "001-2x2080ti-allreduce-pcie-no-p2p.txt",
+                "002-awsbatch-allreduce-mpirun-tag-output.txt",
+                "004-gb200-nvl72-2racks-fragment.txt",
+            )
+        ]
+        + [
+            f"{FIX}/nccl-tests-extra/{n}"
+            for n in (
+                "new-allreduce-16xh100-2hosts-markdown.txt",
+                "new-allreduce-4xh200-cuda-failure-no-rows.txt",
+            )
+        ],
+        "allgather": [f"{FIX}/nccl-tests-extra/old-allgather-12xv100-dgx2-oob-4-failed.txt"],
+        "p2p": [  # nvbandwidth (text and -j JSON) and p2pBandwidthLatencyTest; the 1-GPU run has no pair
+            *(p for p in _files(f"{FIX}/reference-tools/nvbandwidth-*") if "1xh100" not in p and "-cut" not in p),
+            *_files(f"{FIX}/reference-tools/p2p-*.txt"),
+            f"{CORPUS}/p2p/001-2x2080ti-cannot-access-peer.txt",
+        ],
+        "membw": [f"{FIX}/reference-tools/nvbandwidth-1xh100-vm-v0.8.txt"],
+        "matmul": _files(f"{FIX}/mamf/*.txt"),
+        "hostlink": [f"{FIX}/reference-tools/nvbandwidth-1xh100-vm-v0.8.txt", *_files(f"{FIX}/bandwidth-test/*.txt")],
+    }
+    for command, sources in bench.items():
+        for src in sources:
+            out.append(Case(f"bench-{command}--{_stem(src)}.json", ("bench", command, "--from", src, "--json")))
+        out.append(Case(f"bench-{command}--{_stem(sources[0])}.txt", ("bench", command, "--from", sources[0])))
+    for gpu in ("H100 SXM5", "A100 SXM4 80GB", "RTX 4090"):
+        out += _both(f"verify-explain--{_stem(gpu)}", ("verify", "--explain", "--gpu", gpu))
     return out
 
 
@@ -182,11 +243,24 @@ def run(case: Case) -> tuple[int, str]:
     return int(code or 0), text
 
 
+def _without_wall_time(doc: Any) -> Any:
+    """``doc`` with every ``elapsed_s`` at 0: how long a run took is the one figure that differs between runs."""
+    if isinstance(doc, dict):
+        return {k: 0 if k == "elapsed_s" else _without_wall_time(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_without_wall_time(v) for v in doc]
+    return doc
+
+
 def record(case: Case) -> str:
-    """What a golden file holds: the exit code on the first line, then stdout (JSON re-indented stably)."""
+    """What a golden file holds: the exit code on the first line, then stdout (JSON re-indented stably; the wall
+    time of verify and fleet set to 0)."""
     code, text = run(case)
     if case.is_json and code != 2:
-        text = json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+        doc = _without_wall_time(json.loads(text))
+        text = json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    else:
+        text = re.sub(r"\(saved files, [0-9.]+ s\)", "(saved files, 0.0 s)", text)
     return f"exit {code}\n{text}"
 
 
