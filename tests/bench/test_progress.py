@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rigcheck.bench.progress import StepTicker, eta_text
-from rigcheck.cli import common
+from rigcheck.cli import streams
 from rigcheck.cli.progress import MIN_GAP_S, PREFIX, ProgressLine, progress_line
 
 CLEAR = "\r\x1b[K"
@@ -93,9 +93,9 @@ def test_a_note_during_a_run_erases_the_line_first(capsys: pytest.CaptureFixture
     out = TtyStream()
     with progress_line(out) as line:
         line("step 1/9")
-        common.note("something to say")
+        streams.note("something to say")
         assert out.getvalue().endswith(CLEAR)
-    assert common.before_note == []
+    assert streams.before_note == []
     assert "something to say" in capsys.readouterr().err
 
 

@@ -13,7 +13,7 @@ import typer
 
 from rigcheck.cli import burn as burn_cmd
 from rigcheck.cli import monitor as monitor_cmd
-from rigcheck.cli.common import note
+from rigcheck.cli.streams import note
 from rigcheck.errors import RigcheckError, UsageError
 from rigcheck.model.telemetry import Sample, TraceGpu
 from rigcheck.monitor.prometheus import ExporterSource, GpuIdentity, MetricsServer, exposition, registry_for

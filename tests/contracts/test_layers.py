@@ -198,7 +198,7 @@ def test_the_version_is_not_read_from_package_metadata() -> None:
 # --- what a command loads ------------------------------------------------------------------------------
 
 # The modules of cli/ every command shares.
-_CLI_CORE = ("app", "common", "lazy", "group_help", "exits", "terminal_safe")
+_CLI_CORE = ("app", "common", "streams", "lazy", "group_help", "exits", "terminal_safe")
 
 # Modules a command must not load unless it needs them.
 HEAVY = (

@@ -18,7 +18,7 @@ from rigcheck.errors import ParseError, UsageError
 from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, Versions, parse_bench
 from rigcheck.readers.reference.nccl_tests import looks_like_nccl_tests, parse_nccl_tests
 from rigcheck.readers.reference.nccl_tests_doc import collective_document, error_tolerance, parse_link
-from rigcheck.report.bench.render import collective_summary
+from rigcheck.report.bench.collective import collective_summary
 from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

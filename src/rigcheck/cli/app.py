@@ -13,8 +13,8 @@ import typer.core
 import typer.main
 
 from rigcheck import __version__
-from rigcheck.cli.common import is_utf, note
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
+from rigcheck.cli.streams import is_utf, note
 from rigcheck.errors import RigcheckError
 
 GC_YOUNG_THRESHOLD = 70_000  # CPython's default is 700 allocations between young-generation collections

@@ -17,7 +17,7 @@ import re
 import sys
 import unicodedata
 
-from rigcheck.cli.common import is_utf
+from rigcheck.cli.streams import is_utf
 
 HANDLER = "rigcheck-ascii"
 

@@ -30,8 +30,9 @@ from rigcheck.cli.bench_nccl_tests import (
     PcieOption,
     imported_document,
 )
-from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
+from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
 from rigcheck.cli.progress import progress_line
+from rigcheck.cli.streams import note
 from rigcheck.errors import UsageError
 
 if TYPE_CHECKING:

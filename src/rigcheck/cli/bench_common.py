@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from rigcheck.cli.common import emit, interrupted_by, load_snapshot, note, write_pages
+from rigcheck.cli.common import emit, interrupted_by, load_snapshot, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.cli.nogpu import NO_GPU_BENCH, refuse
+from rigcheck.cli.streams import note
 from rigcheck.errors import InputError, UsageError
 from rigcheck.report.render import Format
 

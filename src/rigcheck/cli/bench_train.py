@@ -16,9 +16,10 @@ from rigcheck.cli.bench_common import (
     finish,
     placed_machine,
 )
-from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible, note
+from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
 from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.progress import progress_line
+from rigcheck.cli.streams import note
 from rigcheck.errors import RigcheckError
 
 if TYPE_CHECKING:

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, note, parse_gpus, write_pages
+from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, parse_gpus, write_pages
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn
 from rigcheck.cli.progress import progress_line
+from rigcheck.cli.streams import note
 from rigcheck.errors import BenchError, OutputError
 from rigcheck.report.render import Format
 

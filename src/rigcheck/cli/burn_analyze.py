@@ -12,8 +12,9 @@ from pathlib import Path
 import typer
 
 from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace, is_problem
-from rigcheck.cli.common import emit, note, write_pages
+from rigcheck.cli.common import emit, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_error
+from rigcheck.cli.streams import note
 from rigcheck.errors import InputError
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis
 from rigcheck.model.telemetry import Trace

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
+from rigcheck.cli.streams import is_utf, note
+
 # Only what every command needs is imported here: each command module is loaded on its own (cli/lazy.py), so
 # a module-level import in this file is paid by `rigcheck --help` and every command alike.
 if TYPE_CHECKING:
@@ -79,20 +81,6 @@ def out_console() -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = _Console(highlight=False, soft_wrap=False, markup=False, width=PIPE_WIDTH)
     return console
-
-
-# What to do before a note: a live progress line (cli/progress.py) erases itself, so the note starts its own line.
-before_note: list[Callable[[], None]] = []
-
-
-def note(message: str) -> None:
-    """A human message on stderr, one unwrapped line (never mixed into JSON on stdout)."""
-    from rigcheck.cli.terminal_safe import terminal_text  # a message may quote an input: no control characters
-
-    for clear in before_note:
-        clear()
-    sys.stderr.write(f"rigcheck: {' '.join(terminal_text(message).split())}\n")
-    sys.stderr.flush()
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
@@ -160,11 +148,6 @@ def read_site_config(path: Path) -> SiteConfig:
     except OSError as exc:
         raise InputError(f"cannot read the site file: {exc.strerror or exc}", path=str(path)) from None
     return parse_site_config(data, str(path))
-
-
-def is_utf(encoding: str | None) -> bool:
-    """Whether a stream's encoding holds every character (UTF-8/16/32); None counts as UTF-8."""
-    return (encoding or "utf-8").lower().replace("-", "").replace("_", "").startswith("utf")
 
 
 def json_for_stdout(text: str) -> str:

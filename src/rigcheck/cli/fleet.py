@@ -27,11 +27,11 @@ from rigcheck.cli.common import (
     MarkdownFileOption,
     emit,
     interrupted_by,
-    note,
     write_pages,
 )
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn, exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
+from rigcheck.cli.streams import note
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import emit, interrupted_by, interruptible, note, out_console, parse_gpus
+from rigcheck.cli.common import emit, interrupted_by, interruptible, out_console, parse_gpus
 from rigcheck.cli.exits import EXIT_TERMINATED
+from rigcheck.cli.streams import note
 from rigcheck.errors import ProbeError, UsageError
 from rigcheck.report.render import Format
 

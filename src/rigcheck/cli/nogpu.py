@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from rigcheck.cli.common import note
 from rigcheck.cli.exits import EXIT_PROBLEMS
+from rigcheck.cli.streams import note
 
 if TYPE_CHECKING:
     from rigcheck.errors import ProbeError

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-from rigcheck.cli import common
+from rigcheck.cli import streams
 from rigcheck.cli.terminal_safe import terminal_text
 
 # Shown lines are at least this far apart; workers tick every bench.progress.PROGRESS_TICK_S (0.5 s), so the next
@@ -108,12 +108,12 @@ class ProgressLine:
 
 @contextmanager
 def progress_line(stream: TextIO | None = None, *, tty: bool | None = None) -> Iterator[ProgressLine]:
-    """A :class:`ProgressLine` for the duration of a run; ``cli.common.note`` erases its line before writing.
+    """A :class:`ProgressLine` for the duration of a run; ``cli.streams.note`` erases its line before writing.
     ``tty=False``: plain lines even on a terminal (fleet: several ranks may share one)."""
     line = ProgressLine(stream, tty=tty)
-    common.before_note.append(line.clear)
+    streams.before_note.append(line.clear)
     try:
         yield line
     finally:
-        common.before_note.remove(line.clear)
+        streams.before_note.remove(line.clear)
         line.close()

@@ -163,8 +163,9 @@ def _live(
 
     from rigcheck.bench.verify.run import CPU_BUDGET_S, LEVEL_BUDGET_S, run_verify
     from rigcheck.checks.doctor import run_checks
-    from rigcheck.cli.common import load_snapshot, note
+    from rigcheck.cli.common import load_snapshot
     from rigcheck.cli.nogpu import VERDICT_WITHOUT_GPU, absence
+    from rigcheck.cli.streams import note
 
     snap = load_snapshot(None, announce_absent=False)
     findings = run_checks(snap, config=site)

@@ -16,7 +16,9 @@ from rigcheck.report.html import GPU_PALETTE, esc, footer, num, page
 from rigcheck.report.svg import Axis, Bar, HLine, Series, bar_chart, line_chart
 
 if TYPE_CHECKING:
-    from rigcheck.report.bench.render import BenchDoc
+    from rigcheck.model.bench import CompareDocument, SingleDocument
+
+    BenchDoc = SingleDocument | CompareDocument  # report/bench/render.py's
 
 # Unit words in key names (DESIGN.md: units are in the names) and how a header shows them.
 _KEY_UNITS: dict[str, str] = {
@@ -330,9 +332,9 @@ def _bench_body(doc: dict[str, Any], doc_id: str, level: int) -> list[str]:
 
 
 def _collective_lines(document: BenchDoc) -> list[str]:
-    """A collective's source, ceiling and verdict, and nccl-tests' two summary lines (report/bench/render.py's)."""
+    """A collective's source, ceiling and verdict, and nccl-tests' two summary lines (as the terminal shows them)."""
     from rigcheck.model.bench import CollectiveDocument
-    from rigcheck.report.bench.render import collective_context, collective_summary
+    from rigcheck.report.bench.collective import collective_context, collective_summary
 
     if not isinstance(document, CollectiveDocument):
         return []
