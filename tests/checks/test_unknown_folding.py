@@ -18,8 +18,8 @@ from rigcheck.cli.exits import exit_code_for
 from rigcheck.model import Finding, Missing, Severity, Snapshot, Source, snapshot_from_json
 from rigcheck.model.doctor import DoctorDocument, doctor_document
 from rigcheck.readers.from_file import load_file, load_files
-from rigcheck.report.doctor import doctor_html, doctor_markdown, doctor_terminal, show_unknown
-from rigcheck.report.render import json_text
+from rigcheck.report.doctor import doctor_html, doctor_markdown, doctor_terminal
+from rigcheck.report.render import DEFAULT_OPTIONS, RenderOptions, json_text
 from tests.support.cli import Rigcheck
 
 ROOT = Path(__file__).resolve().parent.parents[1]
@@ -43,9 +43,9 @@ def _doc(snap: Snapshot) -> DoctorDocument:
     return doctor_document(snap, findings, exit_code=exit_code_for(findings), strict=False)
 
 
-def _terminal(doc: DoctorDocument) -> str:
+def _terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     out = io.StringIO()
-    Console(file=out, width=400, color_system=None).print(doctor_terminal(doc))
+    Console(file=out, width=400, color_system=None).print(doctor_terminal(doc, options))
     return out.getvalue()
 
 
@@ -73,10 +73,10 @@ def test_table_folds_its_unknowns_into_one_line_per_source_after_the_problems() 
 
 def test_show_unknown_restores_the_full_list() -> None:
     doc = _table_doc()
-    with show_unknown():
-        text = _terminal(doc)
-        markdown = doctor_markdown(doc)
-        html = doctor_html(doc)
+    every = RenderOptions(show_unknown=True)
+    text = _terminal(doc, every)
+    markdown = doctor_markdown(doc, every)
+    html = doctor_html(doc, every)
     assert "NOT IN INPUT" not in text
     assert len(re.findall(r"^UNKNOWN ", text, flags=re.MULTILINE)) == 6  # one line per id, GPUs grouped
     for fid in ("topology.link-unknown", "pcie.link-unavailable", "p2p.iommu-unknown", "p2p.acs-unknown"):
@@ -107,8 +107,7 @@ def test_the_flag_reaches_the_pages_written_beside(tmp_path: Path, rigcheck: Rig
 
 def test_json_is_the_same_with_and_without_folding(rigcheck: Rigcheck) -> None:
     doc = _table_doc()
-    with show_unknown():
-        listed = json_text(doc)
+    listed = json_text(doc, RenderOptions(show_unknown=True))
     assert json_text(doc) == listed
     out = rigcheck("doctor", "--from", TABLE, "--json").stdout
     out_all = rigcheck("doctor", "--from", TABLE, "--json", "--show-unknown").stdout

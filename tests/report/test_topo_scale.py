@@ -14,7 +14,8 @@ from rich.console import Console
 from rigcheck.model import GpuPair, Snapshot
 from rigcheck.model.topo import topo_document
 from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
-from rigcheck.report.topo import full_matrix, topo_html, topology_renderable
+from rigcheck.report.render import RenderOptions
+from rigcheck.report.topo import topo_html, topology_renderable
 from tests.support.cli import Rigcheck
 
 TOPO = Path(__file__).parent.parent / "fixtures" / "corpus" / "topo"
@@ -83,8 +84,7 @@ def test_sixty_four_gpus_are_summarised_and_the_odd_pair_named() -> None:
     assert "GPU5–GPU40 SYS" in out
     assert "NUMA node 0 ↔ NUMA node 1: NV18 × 1023, SYS × 1" in out
     assert len(out.splitlines()) < 20  # not a 64-row grid
-    with full_matrix():
-        full = _text(topology_renderable(doc), 400)
+    full = _text(topology_renderable(doc, RenderOptions(full_matrix=True)), 400)
     assert len(full.splitlines()) > 64
     assert "summarised" not in full
 
@@ -100,9 +100,10 @@ def test_snapshot_pair_lookup_is_indexed_and_follows_changes() -> None:
     snap = Snapshot(pairs=[GpuPair(a=a, b=b, link="NV18") for a in range(40) for b in range(a + 1, 40)])
     assert snap.pair(39, 3) is snap.pairs[[(p.a, p.b) for p in snap.pairs].index((3, 39))]
     assert snap.pair(3, 3) is None
-    index = snap._pair_index
-    assert index is not None
-    assert isinstance(index[2], dict)
+    table = snap.pair_table()
+    assert snap.pair_table() is table  # built once, shared by every reader
+    assert table.get(39, 3) is snap.pair(3, 39)
+    assert (0, 1) in table.nvlink
     snap.pairs.append(GpuPair(a=40, b=41, link="PHB"))  # appended: the index is rebuilt
     found = snap.pair(41, 40)
     assert found is not None

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from rigcheck.model import Snapshot
     from rigcheck.model.document import Document
     from rigcheck.model.site_config import SiteConfig
-    from rigcheck.report.render import Format
+    from rigcheck.report.render import Format, RenderOptions
 
 FromOption = Annotated[
     list[Path] | None,
@@ -41,6 +41,16 @@ FromOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of the report.")]
+IndentOption = Annotated[
+    int | None,
+    typer.Option(
+        "--indent",
+        min=0,
+        metavar="N",
+        help="Indent the JSON by N spaces. Default: 2 on a terminal; compact (one line) in a pipe or a file.",
+        show_default=False,
+    ),
+]
 GpusOption = Annotated[
     str | None,
     typer.Option(
@@ -240,14 +250,26 @@ def interruptible(command: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
-def emit(doc: Document, fmt: Format | None = None) -> None:
-    """Print ``doc`` in ``fmt`` (default: the terminal report) on stdout: the one place a command's document
-    becomes output. Every rendering but JSON goes through cli/terminal_safe.py, so no string of an input reaches
-    the terminal with its control characters; JSON escapes them. A failed write is exit 2 (:func:`stdout_errors`)."""
-    from rigcheck.cli.terminal_safe import TerminalSafe, terminal_text
-    from rigcheck.report.render import Format, render
+def json_indent(indent: int | None = None) -> int | None:
+    """The JSON indentation for stdout: ``--indent N`` where given; else 2 on a terminal (a person reads it) and
+    compact in a pipe or a file (a program reads it, and compact JSON is printed by json's C encoder)."""
+    if indent is not None:
+        return indent
+    from rigcheck.report.render import PRETTY_INDENT
 
-    rendered = render(doc, fmt or Format.TERMINAL)
+    return PRETTY_INDENT if sys.stdout.isatty() else None
+
+
+def emit(doc: Document, fmt: Format | None = None, options: RenderOptions | None = None) -> None:
+    """Print ``doc`` in ``fmt`` (default: the terminal report) on stdout: the one place a command's document
+    becomes output. ``options``: what the command line asks of the rendering (default: nothing, the JSON indented
+    as :func:`json_indent` says). Every rendering but JSON goes through cli/terminal_safe.py, so no string of an
+    input reaches the terminal with its control characters; JSON escapes them. A failed write is exit 2
+    (:func:`stdout_errors`)."""
+    from rigcheck.cli.terminal_safe import TerminalSafe, terminal_text
+    from rigcheck.report.render import Format, RenderOptions, render
+
+    rendered = render(doc, fmt or Format.TERMINAL, options or RenderOptions(indent=json_indent()))
     if isinstance(rendered, str):
         write_stdout(json_for_stdout(rendered) if fmt is Format.JSON else terminal_text(rendered))
     else:
@@ -255,27 +277,29 @@ def emit(doc: Document, fmt: Format | None = None) -> None:
             out_console().print(TerminalSafe(rendered))
 
 
-def write_rendering(path: Path, doc: Document, fmt: Format) -> None:
+def write_rendering(path: Path, doc: Document, fmt: Format, options: RenderOptions | None = None) -> None:
     """Write ``doc`` rendered as text (HTML, Markdown, JSON) to ``path``, whole or not at all. HTML and Markdown
     are read with `cat` and `less` too: they lose the control characters an input held, as the terminal report
     does (neither has a use for them); JSON keeps them, escaped."""
     from rigcheck.cli.terminal_safe import json_escapes, terminal_text
-    from rigcheck.report.render import Format, render
+    from rigcheck.report.render import DEFAULT_OPTIONS, Format, render
 
-    rendered = render(doc, fmt)
+    rendered = render(doc, fmt, options or DEFAULT_OPTIONS)
     if not isinstance(rendered, str):
         raise TypeError(f"the {fmt.value} rendering is not text")
     write_report_file(path, json_escapes(rendered) if fmt is Format.JSON else terminal_text(rendered))
 
 
-def write_pages(doc: Document, html_file: Path | None, markdown_file: Path | None = None) -> None:
-    """The --html and --markdown files a command was asked for, each ``doc`` rendered whole."""
+def write_pages(
+    doc: Document, html_file: Path | None, markdown_file: Path | None = None, options: RenderOptions | None = None
+) -> None:
+    """The --html and --markdown files a command was asked for, each ``doc`` rendered whole (with ``options``)."""
     from rigcheck.report.render import Format
 
     if html_file is not None:
-        write_rendering(html_file, doc, Format.HTML)
+        write_rendering(html_file, doc, Format.HTML, options)
     if markdown_file is not None:
-        write_rendering(markdown_file, doc, Format.MARKDOWN)
+        write_rendering(markdown_file, doc, Format.MARKDOWN, options)
 
 
 def write_report_file(path: Path, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -12,21 +13,34 @@ from rigcheck.cli.common import (
     FromOption,
     GpusOption,
     HtmlFileOption,
+    IndentOption,
     JsonOption,
     MarkdownFileOption,
     emit,
+    json_indent,
     load_snapshot,
     read_site_config,
     write_pages,
 )
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.model.doctor import doctor_document
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
+
+
+def _since(since: str) -> datetime | None:
+    """--since as a time, or None for every event. The default ('boot') is not parsed: probe/kernel_log.py, the
+    live kernel-log reader, is then not loaded by a `doctor --from` that does not need it."""
+    if since == "boot":
+        return None
+    from rigcheck.probe.kernel_log import parse_since
+
+    return parse_since(since, datetime.now())
 
 
 def doctor(
     source: FromOption = None,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
     fmt: Annotated[
         Format, typer.Option("--format", "-f", help="Report format (--json is short for --format json).")
     ] = Format.TERMINAL,
@@ -66,21 +80,16 @@ def doctor(
 
     Exit code: 0 healthy, 1 problems found (warnings too with --strict), 2 bad input, 3 internal error.
     """
-    from datetime import datetime
-
-    from rigcheck.probe.kernel_log import apply_since, parse_since
-
-    cutoff = parse_since(since, datetime.now())  # a bad --since is exit 2 before anything is read
+    cutoff = _since(since)  # a bad --since is exit 2 before anything is read
     site = read_site_config(config) if config is not None else None  # so is a bad site file
     snap = load_snapshot(source, gpus=gpus_text)
-    apply_since(snap, cutoff, since)
+    if cutoff is not None:
+        from rigcheck.probe.kernel_log import apply_since
+
+        apply_since(snap, cutoff, since)
     findings = run_checks(snap, config=site)
     doc = doctor_document(snap, findings, exit_code=exit_code_for(findings, strict=strict), strict=strict)
-    from rigcheck.report.doctor import show_unknown
-    from rigcheck.report.topo import full_matrix
-
-    with show_unknown(all_unknown):
-        write_pages(doc, html_file, markdown_file)
-        with full_matrix(matrix):
-            emit(doc, Format.JSON if as_json else fmt)
+    write_pages(doc, html_file, markdown_file, RenderOptions(show_unknown=all_unknown))
+    options = RenderOptions(show_unknown=all_unknown, full_matrix=matrix, indent=json_indent(indent))
+    emit(doc, Format.JSON if as_json else fmt, options)
     raise typer.Exit(doc.exit_code)

@@ -6,16 +6,17 @@ from typing import Annotated
 
 import typer
 
-from rigcheck.cli.common import FromOption, GpusOption, JsonOption, emit, load_snapshot
+from rigcheck.cli.common import FromOption, GpusOption, IndentOption, JsonOption, emit, json_indent, load_snapshot
 from rigcheck.cli.nogpu import NO_TOPOLOGY, stop
 from rigcheck.errors import InputError
 from rigcheck.model.topo import snapshot_topo_document
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 
 def topo(
     source: FromOption = None,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
     matrix: Annotated[
         bool, typer.Option("--matrix", help="Show the full GPU matrix above 16 GPUs (else a summary).")
     ] = False,
@@ -31,7 +32,6 @@ def topo(
         if not source:
             stop(snap, NO_TOPOLOGY)  # the no-GPU rule (cli/nogpu.py)
         raise InputError("no GPUs in this input, so no topology to show", path=", ".join(map(str, source)))
-    from rigcheck.report.topo import full_matrix
-
-    with full_matrix(matrix):
-        emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(
+        doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(full_matrix=matrix, indent=json_indent(indent))
+    )

@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from rigcheck.facts.legend import LinkKind
+from rigcheck.facts.legend import LinkKind, nvlink_count
 from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
 
 SNAPSHOT_SCHEMA: Literal["rigcheck.snapshot/1"] = "rigcheck.snapshot/1"
@@ -468,6 +468,41 @@ class Source(BaseModel):
     )
 
 
+class PairTable:
+    """A snapshot's GPU pairs indexed once, for the checks and the reports that walk them (a 512-GPU machine has
+    130,816 pairs): ``get(a, b)``, the first record of a pair (in either order), and ``nvlink``, the pairs on
+    NVLink. Built by :meth:`Snapshot.pair_table` and kept while the snapshot's pairs list is the same list of the
+    same length; the records are not copied, so a record changed in place is what the table returns."""
+
+    __slots__ = ("_nvlink", "by_key", "pairs", "size")
+
+    def __init__(self, pairs: list[GpuPair]) -> None:
+        self.pairs = pairs  # held, so that its id cannot be reused by another list while the table is cached
+        self.size = len(pairs)
+        self.by_key: dict[tuple[int, int], GpuPair] = {}
+        for p in pairs:
+            self.by_key.setdefault((p.a, p.b), p)
+        self._nvlink: frozenset[tuple[int, int]] | None = None
+
+    def describes(self, pairs: list[GpuPair]) -> bool:
+        """Whether this table was built from ``pairs`` as it is now (the same list, not grown or shrunk)."""
+        return pairs is self.pairs and len(pairs) == self.size
+
+    def get(self, a: int, b: int) -> GpuPair | None:
+        return self.by_key.get((a, b) if a < b else (b, a))
+
+    @property
+    def nvlink(self) -> frozenset[tuple[int, int]]:
+        """The (a, b) of the pairs whose record says NVLink: its kind, an NV# link code or a link count."""
+        if self._nvlink is None:
+            self._nvlink = frozenset(
+                (p.a, p.b)
+                for p in self.pairs
+                if p.kind == "nvlink" or (p.link is not None and nvlink_count(p.link)) or (p.nvlinks or 0) > 0
+            )
+        return self._nvlink
+
+
 def _is_none(value: object) -> bool:
     return value is None
 
@@ -512,23 +547,24 @@ class Snapshot(BaseModel):
     def gpu(self, index: int) -> Gpu | None:
         return next((g for g in self.gpus if g.index == index), None)
 
-    # (the pairs list indexed, its length then, (a, b) -> the first pair record): pair() is called for every GPU
-    # pair, so a scan per call would be quadratic in pairs. Rebuilt when ``pairs`` is another list or another
-    # length (assigned, appended to: readers/merge.py appends while it looks up); the list is held so its id
-    # cannot be reused, and a hit is checked against the record, so a replaced element is not returned.
-    _pair_index: tuple[list[GpuPair], int, dict[tuple[int, int], GpuPair]] | None = PrivateAttr(default=None)
+    # The pairs indexed (PairTable): pair() is called for every GPU pair, and the checks and reports walk them
+    # all, so each would otherwise index or scan them again. Rebuilt when ``pairs`` is another list or another
+    # length (assigned, appended to: readers/merge.py appends while it looks up).
+    _pair_table: PairTable | None = PrivateAttr(default=None)
+
+    def pair_table(self) -> PairTable:
+        """The pairs indexed once for every reader of this snapshot (see :class:`PairTable`)."""
+        table = self._pair_table
+        if table is None or not table.describes(self.pairs):
+            table = self._pair_table = PairTable(self.pairs)
+        return table
 
     def pair(self, a: int, b: int) -> GpuPair | None:
         lo, hi = min(a, b), max(a, b)
-        cached = self._pair_index
-        if cached is None or cached[0] is not self.pairs or cached[1] != len(self.pairs):
-            index: dict[tuple[int, int], GpuPair] = {}
-            for p in self.pairs:
-                index.setdefault((p.a, p.b), p)
-            cached = self._pair_index = (self.pairs, len(self.pairs), index)
-        found = cached[2].get((lo, hi))
+        found = self.pair_table().get(lo, hi)
         if found is None or (found.a == lo and found.b == hi):
             return found
-        # The record's GPUs were changed in place since the index was built: look the slow way, rebuild next time.
-        self._pair_index = None
+        # A hit is checked against the record: its GPUs were changed in place since the table was built. Look the
+        # slow way, and rebuild the table next time.
+        self._pair_table = None
         return next((p for p in self.pairs if p.a == lo and p.b == hi), None)

@@ -7,15 +7,11 @@ with their advice, the passed checks, and the result.
 - JSON: the document itself.
 
 From saved outputs (`--from`), the `unknown` findings that only say the input lacks a kind of data are folded into
-one line per missing source after the findings (checks/doctor/unknown_sources.py); :func:`show_unknown` (doctor's
---show-unknown) lists them all again. The JSON always holds every finding.
+one line per missing source after the findings (checks/doctor/unknown_sources.py); ``RenderOptions.show_unknown``
+(doctor's --show-unknown) lists them all again. The JSON always holds every finding.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -52,7 +48,7 @@ from rigcheck.report.common import (
     td_html,
     value_text,
 )
-from rigcheck.report.render import Renderers, json_text
+from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 from rigcheck.report.topo import topology_renderable, topology_section_html
 
 
@@ -71,23 +67,12 @@ def _drawn_topology(snap: Snapshot) -> TopoDocument | TopoSummaryInput | None:
     return doctor_topology(snap)
 
 
-_SHOW_UNKNOWN: ContextVar[bool] = ContextVar("rigcheck_show_unknown", default=False)
-
-
-@contextmanager
-def show_unknown(enabled: bool = True) -> Iterator[None]:
-    """List every unknown finding while inside (doctor's --show-unknown), instead of folding those that only say
-    a saved input lacks some data."""
-    token = _SHOW_UNKNOWN.set(enabled)
-    try:
-        yield
-    finally:
-        _SHOW_UNKNOWN.reset(token)
-
-
-def listed_findings(doc: DoctorDocument) -> tuple[list[Finding], list[FoldedSource]]:
-    """The findings the reports list one by one, and the unknowns folded into one line per missing source."""
-    if _SHOW_UNKNOWN.get():
+def listed_findings(
+    doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS
+) -> tuple[list[Finding], list[FoldedSource]]:
+    """The findings the reports list one by one, and the unknowns folded into one line per missing source
+    (``options.show_unknown``: every finding listed, none folded)."""
+    if options.show_unknown:
         return list(doc.findings), []
     return fold_input_gaps(doc.snapshot, doc.findings)
 
@@ -192,7 +177,7 @@ def _fold_lines(doc: DoctorDocument, groups: list[FoldedSource]) -> list[Rendera
     return out
 
 
-def doctor_terminal(doc: DoctorDocument) -> RenderableType:
+def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> RenderableType:
     snap = doc.snapshot
     parts: list[RenderableType] = [Text("rigcheck doctor", style="bold")]
     parts += [Text(line) for line in machine_lines(snap)]
@@ -201,9 +186,9 @@ def doctor_terminal(doc: DoctorDocument) -> RenderableType:
         parts += [Text(""), gpu_table(snap)]
     topology = _drawn_topology(snap) if len(snap.gpus) > 1 else None
     if topology is not None:
-        parts += [Text(""), topology_renderable(topology)]
+        parts += [Text(""), topology_renderable(topology, options)]
     parts.append(Text(""))
-    shown, groups = listed_findings(doc)
+    shown, groups = listed_findings(doc, options)
     parts += finding_lines(shown)
     passed = passed_line(shown)
     if passed is not None:
@@ -260,7 +245,7 @@ def _fold_html(doc: DoctorDocument, groups: list[FoldedSource]) -> str:
     )
 
 
-def doctor_markdown(doc: DoctorDocument) -> str:
+def doctor_markdown(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     snap = doc.snapshot
     out: list[str] = ["# rigcheck doctor", ""]
     out += [f"- {md_prose(line)}" for line in machine_lines(snap)]
@@ -283,7 +268,7 @@ def doctor_markdown(doc: DoctorDocument) -> str:
             cells = [str(g.index), g.name or "?", power, temp, pcie_text(g), value_text(g, "pstate")]
             out.append("| " + " | ".join(md_text(c) for c in cells) + " |")  # the input's words, as text
         out.append("")
-    shown, groups = listed_findings(doc)
+    shown, groups = listed_findings(doc, options)
     out += findings_markdown(shown, _counts_text(doc, _folded(groups)))
     if groups:
         # rigcheck's own words and ids (no input text): their backticks are meant as code.
@@ -339,7 +324,7 @@ def _gpu_table_html(snap: Snapshot) -> str:
     return "".join(rows)
 
 
-def doctor_html(doc: DoctorDocument) -> str:
+def doctor_html(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     """The doctor report as one self-contained HTML page."""
     from rigcheck.report.html import esc, footer, page
 
@@ -354,12 +339,12 @@ def doctor_html(doc: DoctorDocument) -> str:
     ]
     if snap.gpus:
         body.append(f'<section id="gpus"><h2>GPUs</h2>{_gpu_table_html(snap)}</section>')
-    shown, groups = listed_findings(doc)
+    shown, groups = listed_findings(doc, options)
     body.append(findings_html(shown, _html_counts_text(doc, shown, _folded(groups))))
     body.append(_fold_html(doc, groups))
     topology = _drawn_topology(snap) if snap.topology is not None or len(snap.gpus) > 1 else None
     if topology is not None:
-        body.append(topology_section_html(topology))
+        body.append(topology_section_html(topology, options))
     if snap.missing_functions or snap.diagnostics:
         items = [f"<li>NVML functions this driver lacks: {esc(', '.join(snap.missing_functions))}</li>"]
         items = items if snap.missing_functions else []
@@ -377,5 +362,8 @@ def doctor_html(doc: DoctorDocument) -> str:
 
 
 RENDERERS: Renderers[DoctorDocument] = Renderers(
-    terminal=doctor_terminal, json=json_text, markdown=doctor_markdown, html=doctor_html
+    terminal=WithOptions(doctor_terminal),
+    json=json_text,
+    markdown=WithOptions(doctor_markdown),
+    html=WithOptions(doctor_html),
 )

@@ -5,9 +5,7 @@ of link explained once, and the summary. The doctor report embeds the same matri
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -27,24 +25,13 @@ from rigcheck.model.topo import (
     sorted_pairs,
 )
 from rigcheck.report.common import md_code, md_text
-from rigcheck.report.render import Renderers, json_text
+from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 
 UNKNOWN_SENTENCE = "the link is unknown."
 # The groups the summary draws GPUs in: their NUMA nodes, when there are at most this many (else one group).
 _MAX_GROUPS = 8
 # How many pairs the summary names before "and N more".
 _NAMED = 8
-_FULL_MATRIX: ContextVar[bool] = ContextVar("rigcheck_full_matrix", default=False)
-
-
-@contextmanager
-def full_matrix(enabled: bool = True) -> Iterator[None]:
-    """Draw the full matrix at any size while inside (the CLI's --matrix), instead of the summary."""
-    token = _FULL_MATRIX.set(enabled)
-    try:
-        yield
-    finally:
-        _FULL_MATRIX.reset(token)
 
 
 KIND_STYLE: dict[LinkKind, str] = {
@@ -202,9 +189,9 @@ class _Matrix:
             yield aff
 
 
-def summarised(doc: TopoDocument) -> bool:
+def summarised(doc: TopoDocument, options: RenderOptions = DEFAULT_OPTIONS) -> bool:
     """Whether the reports summarise this topology (more than SUMMARY_ABOVE GPUs, and no --matrix)."""
-    return len(doc.gpus) > SUMMARY_ABOVE and not _FULL_MATRIX.get()
+    return len(doc.gpus) > SUMMARY_ABOVE and not options.full_matrix
 
 
 def _ranges(indices: list[int]) -> str:
@@ -286,14 +273,16 @@ def _unpack(
     return topo, topo.pairs, [(c, m, s) for c, m, s in link_groups(topo)]
 
 
-def topology_renderable(topo: TopoDocument | TopoSummaryInput) -> RenderableType:
+def topology_renderable(
+    topo: TopoDocument | TopoSummaryInput, options: RenderOptions = DEFAULT_OPTIONS
+) -> RenderableType:
     """The matrix coloured by link kind (a summary above SUMMARY_ABOVE GPUs), affinities, the NIC legend, each
     kind of link explained, a summary."""
     doc, pairs, groups = _unpack(topo)
     if not has_links(doc):
         return Group(Text("GPU topology", style="bold"), Text(doc.summary, style="bold"))
     parts: list[RenderableType]
-    if summarised(doc):
+    if summarised(doc, options):
         parts = [
             Text(f"GPU topology: {len(doc.gpus)} GPUs, summarised (--matrix shows the full matrix)", style="bold"),
             *(Text(line) for line in _summary_lines(doc, pairs)),
@@ -380,7 +369,7 @@ def _summary_table_html(doc: TopoDocument, pairs: Sequence[PairLink]) -> list[st
     return out
 
 
-def topology_section_html(topo: TopoDocument | TopoSummaryInput) -> str:
+def topology_section_html(topo: TopoDocument | TopoSummaryInput, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     """The matrix as a grid coloured by link kind, with affinities, a legend, each link explained, a summary.
     Above SUMMARY_ABOVE GPUs a summary table comes first and the grid folds into a <details>."""
     from rigcheck.facts.legend import KIND_MEANING, LINK_CODES
@@ -392,7 +381,7 @@ def topology_section_html(topo: TopoDocument | TopoSummaryInput) -> str:
     if not has_links(doc):
         out.append(f'<p class="summary-line">{esc(doc.summary)}</p></section>')
         return "".join(out)
-    folded = summarised(doc)
+    folded = summarised(doc, options)
     if folded:
         out += _summary_table_html(doc, pairs)
         out.append(f"<details><summary>Full matrix ({len(doc.labels)} × {len(doc.labels)})</summary>")
@@ -436,14 +425,14 @@ def topology_section_html(topo: TopoDocument | TopoSummaryInput) -> str:
     return "".join(out)
 
 
-def topo_html(doc: TopoDocument) -> str:
+def topo_html(doc: TopoDocument, options: RenderOptions = DEFAULT_OPTIONS) -> str:
     """The topo document as one self-contained page."""
     from rigcheck.report.html import footer, page
 
-    body = ["<header><h1>rigcheck topo</h1></header>", topology_section_html(doc), footer()]
+    body = ["<header><h1>rigcheck topo</h1></header>", topology_section_html(doc, options), footer()]
     return page("rigcheck topo", "\n".join(body))
 
 
 RENDERERS: Renderers[TopoDocument] = Renderers(
-    terminal=topology_renderable, json=json_text, markdown=topo_markdown, html=topo_html
+    terminal=WithOptions(topology_renderable), json=json_text, markdown=topo_markdown, html=WithOptions(topo_html)
 )

@@ -17,7 +17,7 @@ from rigcheck.facts import catalog
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.facts.legend import nvlink_count
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
-from rigcheck.model.links import nvlink_pairs_from_state, nvlink_pairs_of
+from rigcheck.model.links import nvlink_pairs_from_state
 
 FINDING_IDS: tuple[str, ...] = ("nvlink.ok", "nvlink.links-down", "nvlink.no-bridge", "nvlink.state-unknown")
 
@@ -48,7 +48,7 @@ def _spec(gpu: Gpu) -> GpuSpec | None:
 
 def _on_nvlink(snapshot: Snapshot) -> set[int]:
     """GPUs that a pair record, the `topo -m` matrix or the link state puts in an NVLink pair."""
-    found = {i for pair in nvlink_pairs_of(snapshot.pairs) for i in pair}
+    found = {i for pair in snapshot.pair_table().nvlink for i in pair}
     found |= {i for pair in nvlink_pairs_from_state(snapshot.gpus) for i in pair}
     topo = snapshot.topology
     if topo is not None:

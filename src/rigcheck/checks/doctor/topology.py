@@ -107,10 +107,11 @@ def _matrix_code(snapshot: Snapshot, where: dict[str, int], a: int, b: int) -> s
 def _links(snapshot: Snapshot, indices: list[int]) -> list[_Link]:
     links: list[_Link] = []
     inferred: set[tuple[int, int]] = set()
-    pairs = snapshot.pairs
     if snapshot.topology is None:
         pairs, inferred = pairs_with_link_state(readable_gpus(snapshot), snapshot.pairs)
-    by_pair = {(p.a, p.b): p for p in pairs}
+        by_pair = {(p.a, p.b): p for p in pairs}
+    else:
+        by_pair = snapshot.pair_table().by_key  # indexed once for every check and report
     topo = snapshot.topology
     where: dict[str, int] = {}
     for pos, label in enumerate(topo.labels if topo is not None else []):
