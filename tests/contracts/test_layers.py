@@ -268,6 +268,25 @@ def test_doctor_from_a_snapshot_loads_only_what_it_uses(extra: list[str]) -> Non
         m for m in loaded if m.startswith("rigcheck.cli.") and m.split(".")[2] not in (*_CLI_CORE, "doctor")
     )
     assert other_commands == []
+    # The exit code asks checks/verdicts.py, which needs the verdict words only (model/verdict.py), not the verify
+    # document's models and the bench, burn and monitor models behind them.
+    assert "rigcheck.checks.verdicts" in loaded
+    assert sorted(m for m in loaded if m in _OTHER_DOCUMENTS) == []
+    # A saved snapshot needs no live probe: the default --since ('boot') is not parsed by probe/kernel_log.py.
+    assert sorted(m for m in loaded if in_package(m, "rigcheck.probe")) == []
+    assert "rigcheck.report.html" not in loaded  # no --html asked
+
+
+# Models of other commands' documents: doctor builds none of them.
+_OTHER_DOCUMENTS = (
+    "rigcheck.model.verify",
+    "rigcheck.model.bench",
+    "rigcheck.model.burn",
+    "rigcheck.model.monitor",
+    "rigcheck.model.dcgm",
+    "rigcheck.model.fleet",
+    "rigcheck.model.trace",
+)
 
 
 def test_importlib_metadata_comes_only_from_pydantic() -> None:

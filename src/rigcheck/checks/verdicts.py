@@ -17,7 +17,7 @@ from typing import Final, Literal
 from rigcheck.checks.doctor import FINDING_IDS
 from rigcheck.checks.doctor.driver import DRIVER_IDS
 from rigcheck.model.finding import Finding, Severity
-from rigcheck.model.verify import StepStatus, Verdict, worst
+from rigcheck.model.verdict import StepStatus, Verdict, worst
 
 Outcome = Literal["ok", "problems"]  # what a run's findings or verdict make of it; cli/exits.py says the exit code
 
@@ -97,7 +97,7 @@ CHECK_RULES: Final[tuple[tuple[str, Verdict], ...]] = (
     ("every rule that judged it passed", "pass"),
 )
 
-# The node's (and a GPU's) verdict is the worst of its checks' and its steps', in model.verify.VERDICT_ORDER.
+# The node's (and a GPU's) verdict is the worst of its checks' and its steps', in model.verdict.VERDICT_ORDER.
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,11 @@ one place errors become exit codes."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
+from collections.abc import Iterator
 from typing import Annotated, Any, cast
 
 import typer
@@ -17,6 +19,7 @@ from rigcheck.cli.lazy import LazyCommand, LazyGroup
 from rigcheck.cli.streams import is_utf, note
 from rigcheck.errors import RigcheckError
 
+PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 GC_YOUNG_THRESHOLD = 70_000  # CPython's default is 700 allocations between young-generation collections
 
 
@@ -187,7 +190,8 @@ def main(argv: list[str] | None = None) -> None:
 
         ascii_out.install(force=forced)
     try:
-        result = app(args=argv, prog_name="rigcheck", standalone_mode=False)
+        with _pydantic_plugins_off():
+            result = app(args=argv, prog_name="rigcheck", standalone_mode=False)
     except _ClickException as exc:
         sys.exit(_usage_error(exc, sys.argv[1:] if argv is None else argv))
     except typer.Abort as exc:  # typer's wrapping of a KeyboardInterrupt that no command kept
@@ -218,6 +222,22 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_INTERNAL)
     # Outside standalone mode typer returns typer.Exit's code, or a finished command's value (None: exit 0).
     sys.exit(result if isinstance(result, int) and not isinstance(result, bool) else 0)
+
+
+@contextlib.contextmanager
+def _pydantic_plugins_off() -> Iterator[None]:
+    """pydantic looks for plugins (an entry-point scan of every installed package, which grows with the environment)
+    when it builds the first model; rigcheck's models are its own and no plugin has a use for them. Off while a
+    command runs (pydantic reads PYDANTIC_DISABLE_PLUGINS at each model it builds, pydantic/plugin/_loader.py);
+    a value the user set is kept, and the variable is restored after."""
+    if PYDANTIC_PLUGINS in os.environ:
+        yield
+        return
+    os.environ[PYDANTIC_PLUGINS] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop(PYDANTIC_PLUGINS, None)
 
 
 def _exit_if_interrupted(exc: BaseException) -> None:

@@ -16,7 +16,6 @@ Built by ``rigcheck.checks.verify.judge`` (the judge, pure) from :class:`VerifyI
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -36,30 +35,18 @@ from rigcheck.model.document import Document, Plain
 from rigcheck.model.finding import Finding
 from rigcheck.model.snapshot import Snapshot
 
+# The verdict words live in model/verdict.py, free of pydantic models (doctor's exit code needs them); re-exported.
+from rigcheck.model.verdict import VERDICT_ORDER as VERDICT_ORDER  # noqa: PLC0414
+from rigcheck.model.verdict import StepStatus as StepStatus  # noqa: PLC0414
+from rigcheck.model.verdict import Verdict as Verdict  # noqa: PLC0414
+from rigcheck.model.verdict import worst as worst  # noqa: PLC0414
+
 VERIFY_SCHEMA: Final = "rigcheck.verify/1"
 VERIFY_BANDS_SCHEMA: Final = "rigcheck.verify-bands/1"
 
-# unjudged: measured, nothing failed, but no band (nor peer, nor baseline) held the figure: a CPU run, a GPU
-# rigcheck has no band for (docs/verdicts.md).
-Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 Level = Literal["quick", "full"]
 Rule = Literal["band", "peers", "baseline", "result", "findings", "dcgm"]
 RuleVerdict = Literal["pass", "fail", "not_judged"]
-# not_applicable: the step does not apply (p2p on one GPU, the burn on a CPU run); left_out: `--only` left it out;
-# skipped: it applies and did not run (no document of it in `--from DIR`): the node is incomplete.
-StepStatus = Literal["done", "cut_short", "failed", "skipped", "not_applicable", "left_out"]
-
-VERDICT_ORDER: Final[tuple[Verdict, ...]] = ("pass", "unjudged", "incomplete", "fail")
-_ORDER: Final[dict[str, int]] = {v: i for i, v in enumerate(VERDICT_ORDER)}
-
-
-def worst(verdicts: Iterable[Verdict]) -> Verdict:
-    """fail > incomplete > unjudged > pass; ``pass`` for nothing at all."""
-    found: Verdict = "pass"
-    for v in verdicts:
-        if _ORDER[v] > _ORDER[found]:
-            found = v
-    return found
 
 
 class Judgement(Plain):
