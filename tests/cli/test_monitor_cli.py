@@ -9,12 +9,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import typer
 
-from rigcheck.cli import burn as burn_cmd
 from rigcheck.cli import monitor as monitor_cmd
-from rigcheck.cli.streams import note
-from rigcheck.errors import RigcheckError, UsageError
+from rigcheck.errors import UsageError
 from rigcheck.model.telemetry import Sample, TraceGpu
 from rigcheck.monitor.prometheus import ExporterSource, GpuIdentity, MetricsServer, exposition, registry_for
 from rigcheck.monitor.sampler import Sampler, SamplerStats
@@ -22,35 +19,8 @@ from rigcheck.monitor.session import exporter_source
 from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.readers.trace.stream import read_trace
 from tests.conftest import nvidia_gpu_present
+from tests.support.cli import Rigcheck
 from tests.support.fakenvml import burn_gpu_lost, burn_power_capped_h100
-
-
-def _app() -> typer.Typer:
-    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
-
-    @app.callback()
-    def _root() -> None:
-        """rigcheck (the commands of this test)."""
-
-    monitor_cmd.register(app)
-    burn_cmd.register(app)
-    return app
-
-
-def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Run a command as rigcheck.cli.app.main does: rigcheck's errors become one line and their exit code."""
-    code: int
-    try:
-        _app()(args=argv, prog_name="rigcheck")
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except RigcheckError as exc:
-        note(f"error: {exc}")
-        code = exc.exit_code
-    else:
-        code = 0
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _fake(monkeypatch: pytest.MonkeyPatch, make: object = burn_power_capped_h100) -> None:
@@ -151,8 +121,8 @@ def test_a_port_in_use_is_a_usage_error() -> None:
 # --- the command --------------------------------------------------------------------------------------
 # On a GPU machine the real monitor would run (exit 0): this checks the message given without one.
 @pytest.mark.skipif(nvidia_gpu_present(), reason="this machine has a GPU")
-def test_monitor_without_a_gpu_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(["monitor", "--duration", "0.1"], capsys)
+def test_monitor_without_a_gpu_is_one_line_and_exit_1(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("monitor", "--duration", "0.1")
     assert code == 1
     assert out == ""
     assert err.startswith("rigcheck: no NVIDIA GPU visible: ")
@@ -160,13 +130,11 @@ def test_monitor_without_a_gpu_is_one_line_and_exit_1(capsys: pytest.CaptureFixt
 
 
 def test_monitor_json_with_duration_and_csv(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _fake(monkeypatch)
     path = tmp_path / "m.csv"
-    code, out, err = run_cli(
-        ["monitor", "--interval", "0.02", "--duration", "0.5", "--csv", str(path), "--json"], capsys
-    )
+    code, out, err = rigcheck("monitor", "--interval", "0.02", "--duration", "0.5", "--csv", str(path), "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["schema"] == "rigcheck.monitor/2"
@@ -180,10 +148,10 @@ def test_monitor_json_with_duration_and_csv(
     assert f"samples written to {path}" in err
 
 
-def test_monitor_live_view_shows_each_gpu(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_monitor_live_view_shows_each_gpu(rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake(monkeypatch, lambda: burn_gpu_lost(lose_at_poll=3))
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, _ = run_cli(["monitor", "--interval", "0.02", "--duration", "0.4"], capsys)
+    code, out, _ = rigcheck("monitor", "--interval", "0.02", "--duration", "0.4")
     assert code == 0
     assert re.search(
         r"^0 +NVIDIA H100 80GB HBM3 +\d+ / 700 W +\d+ / 89 C +\d+ / 1980 MHz +\d+ % +\w+ +[▁-█]+ +[▁-█]+$", out, re.M
@@ -193,7 +161,7 @@ def test_monitor_live_view_shows_each_gpu(capsys: pytest.CaptureFixture[str], mo
 
 
 def test_monitor_ctrl_c_stops_cleanly_and_flushes(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _fake(monkeypatch)
     pauses = iter(range(1000))
@@ -205,7 +173,7 @@ def test_monitor_ctrl_c_stops_cleanly_and_flushes(
 
     monkeypatch.setattr(monitor_cmd, "_pause", pause)
     path = tmp_path / "m.jsonl"
-    code, out, err = run_cli(["monitor", "--interval", "0.02", "--jsonl", str(path), "--json"], capsys)
+    code, out, err = rigcheck("monitor", "--interval", "0.02", "--jsonl", str(path), "--json")
     assert code == 0
     assert json.loads(out)["interrupted"] is True
     assert "stopped" in err
@@ -213,11 +181,9 @@ def test_monitor_ctrl_c_stops_cleanly_and_flushes(
     assert len(trace.samples) == json.loads(out)["sampler"]["samples"] > 0
 
 
-def test_monitor_prometheus_endpoint_is_announced(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_monitor_prometheus_endpoint_is_announced(rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake(monkeypatch)
-    code, _, err = run_cli(["monitor", "--duration", "0.2", "--prometheus", "0", "--json"], capsys)
+    code, _, err = rigcheck("monitor", "--duration", "0.2", "--prometheus", "0", "--json")
     assert code == 0
     assert re.search(r"Prometheus metrics at http://127\.0\.0\.1:\d+/metrics", err)
 
@@ -225,24 +191,22 @@ def test_monitor_prometheus_endpoint_is_announced(
 @pytest.mark.parametrize(
     "argv", [["monitor", "--csv", "a", "--jsonl", "b"], ["monitor", "--interval", "0"], ["monitor", "--gpus", "a"]]
 )
-def test_monitor_bad_usage_is_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(argv, capsys)
+def test_monitor_bad_usage_is_exit_2(argv: list[str], rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck(*argv)
     assert code == 2
     assert out == ""
 
 
 _MONITOR_LOADS = """
 import sys
-import typer
 from rigcheck.cli import monitor as monitor_cmd
+from rigcheck.cli.app import main
 from rigcheck.probe.nvml import NvmlPoller
 from tests.support.fakenvml import burn_power_capped_h100
 
 monitor_cmd.make_poller = lambda gpus=None: NvmlPoller(burn_power_capped_h100(1), gpus=gpus)
-app = typer.Typer()
-monitor_cmd.register(app)
 try:
-    app(sys.argv[1:])
+    main(["monitor", *sys.argv[1:]])
 except SystemExit:
     pass
 heavy = ("http.server", "prometheus_client", "rigcheck.monitor.prometheus", "rigcheck.report.html")
