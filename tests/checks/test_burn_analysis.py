@@ -8,21 +8,18 @@ import io
 import json
 import statistics
 from pathlib import Path
-from typing import Annotated
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from rigcheck.checks.burn.judge import analyze_trace, is_problem
 from rigcheck.checks.doctor.power import BRAKE_ADVICE
 from rigcheck.checks.doctor.thermal import COOLING_ADVICE
-from rigcheck.cli.burn_analyze import burn_analyze
 from rigcheck.model.burn import BURN_SCHEMA, GpuBurnAnalysis
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
 from rigcheck.model.trace import format_jsonl_row, write_jsonl_header
 from rigcheck.readers.trace.stream import read_trace
+from tests.support.cli import Rigcheck
 
 TELEMETRY = Path(__file__).parent.parent / "fixtures" / "corpus" / "telemetry"
 BURN = TELEMETRY / "smi-lms-torch-bf16-burn.csv"
@@ -367,19 +364,6 @@ def test_clock_decides_load_only_without_utilization_and_power() -> None:
 # --- the command ------------------------------------------------------------------------------------
 
 
-def _app() -> typer.Typer:
-    app = typer.Typer()
-
-    @app.command()
-    def burn(
-        analyze: Annotated[Path, typer.Option("--analyze")],
-        as_json: Annotated[bool, typer.Option("--json")] = False,
-    ) -> None:
-        burn_analyze(analyze, as_json)
-
-    return app
-
-
 def _jsonl(tmp_path: Path, samples: list[Sample], *gpus: TraceGpu) -> Path:
     out = io.StringIO()
     write_jsonl_header(out, gpus, interval_s=0.1, started_at=None)
@@ -405,9 +389,9 @@ CONTRACT_KEYS = {
 }
 
 
-def test_cli_json_on_the_real_burn() -> None:
-    result = CliRunner().invoke(_app(), ["--analyze", str(BURN), "--json"])
-    assert result.exit_code == 0, result.output
+def test_cli_json_on_the_real_burn(rigcheck: Rigcheck) -> None:
+    result = rigcheck("burn", "--analyze", str(BURN), "--json")
+    assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["schema"] == BURN_SCHEMA
     assert data["source"] == "nvidia-smi-csv"
@@ -420,9 +404,9 @@ def test_cli_json_on_the_real_burn() -> None:
     assert gpu == _one(read_trace(str(BURN))).model_dump(mode="json")
 
 
-def test_cli_terminal_on_the_light_load() -> None:
-    result = CliRunner().invoke(_app(), ["--analyze", str(LIGHT)])
-    assert result.exit_code == 0, result.output
+def test_cli_terminal_on_the_light_load(rigcheck: Rigcheck) -> None:
+    result = rigcheck("burn", "--analyze", str(LIGHT))
+    assert result.code == 0, result.stderr
     text = result.stdout
     assert "\x1b[" not in text
     assert "GPU0  excellent, not limited" in text
@@ -431,47 +415,47 @@ def test_cli_terminal_on_the_light_load() -> None:
     assert "advice: nothing held the clocks back" in text
 
 
-def test_cli_exit_1_when_thermally_throttling(tmp_path: Path) -> None:
+def test_cli_exit_1_when_thermally_throttling(tmp_path: Path, rigcheck: Rigcheck) -> None:
     samples = ramp(50, power=250, temp=(80, 90), reasons=["hw_thermal_slowdown"])
     path = _jsonl(tmp_path, samples, TraceGpu(index=0, temp_slowdown_c=88.0))
-    result = CliRunner().invoke(_app(), ["--analyze", str(path), "--json"])
-    assert result.exit_code == 1
+    result = rigcheck("burn", "--analyze", str(path), "--json")
+    assert result.code == 1
     data = json.loads(result.stdout)
     assert data["exit_code"] == 1
     assert data["gpus"][0]["limiter"] == "thermal"
     assert data["gpus"][0]["temp_slowdown_c"] == 88
     assert data["gpus"][0]["slowdown_margin_c"] == -2
-    terminal = CliRunner().invoke(_app(), ["--analyze", str(path)])
-    assert terminal.exit_code == 1
+    terminal = rigcheck("burn", "--analyze", str(path))
+    assert terminal.code == 1
     assert "GPU0  throttling, thermally limited" in terminal.stdout
     assert "peak (rise 10 C, plateau 89 C), 2 C over the card's 88 C slowdown" in terminal.stdout
     assert "problems on GPU 0" in terminal.stdout
 
 
-def test_cli_exit_1_when_a_gpu_is_lost() -> None:
-    result = CliRunner().invoke(_app(), ["--analyze", str(TRACES / "smi-gpu-lost.csv")])
-    assert result.exit_code == 1
+def test_cli_exit_1_when_a_gpu_is_lost(rigcheck: Rigcheck) -> None:
+    result = rigcheck("burn", "--analyze", str(TRACES / "smi-gpu-lost.csv"))
+    assert result.code == 1
     assert "GPU lost at 3.0 s" in result.stdout
 
 
-def test_cli_truncated_file_notes_it_on_stderr() -> None:
-    result = CliRunner().invoke(_app(), ["--analyze", str(TRACES / "smi-truncated.csv"), "--json"])
-    assert result.exit_code == 0
+def test_cli_truncated_file_notes_it_on_stderr(rigcheck: Rigcheck) -> None:
+    result = rigcheck("burn", "--analyze", str(TRACES / "smi-truncated.csv"), "--json")
+    assert result.code == 0
     assert "last line is incomplete" in result.stderr
     assert json.loads(result.stdout)["diagnostics"][0].endswith("skipped, as a write cut short")
 
 
 @pytest.mark.parametrize("content", [b"", b"\x00\x01\x02", b"hello, world\n1, 2\n"])
-def test_cli_bad_input_exit_2_one_line(tmp_path: Path, content: bytes) -> None:
+def test_cli_bad_input_exit_2_one_line(tmp_path: Path, content: bytes, rigcheck: Rigcheck) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(content)
-    result = CliRunner().invoke(_app(), ["--analyze", str(path), "--json"])
-    assert result.exit_code == 2
+    result = rigcheck("burn", "--analyze", str(path), "--json")
+    assert result.code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(f"rigcheck: error: {path}")
-    assert "Traceback" not in result.output
+    assert "Traceback" not in result.stderr
 
 
 # --- what `burn --analyze` loads ------------------------------------------------------------------------

@@ -8,15 +8,14 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from rigcheck.checks.burn.judge import NOT_IN_TRACE, analyze_trace
 from rigcheck.errors import ParseError
 from rigcheck.model.telemetry import Sample, Trace
 from rigcheck.readers.trace.dmon import header_names
 from rigcheck.readers.trace.stream import TraceStream, read_trace
-from tests.checks.test_burn_analysis import _app
 from tests.contracts.test_schemas import assert_valid
+from tests.support.cli import Rigcheck
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TRACES = FIXTURES / "traces"
@@ -256,9 +255,9 @@ def test_csv_and_dmon_are_told_apart(tmp_path: Path) -> None:
 # --- burn --analyze ---------------------------------------------------------------------------------------
 
 
-def test_burn_analyze_json_on_the_h200_capture() -> None:
-    result = CliRunner().invoke(_app(), ["--analyze", str(H200_BURN), "--json"])
-    assert result.exit_code == 0, result.output
+def test_burn_analyze_json_on_the_h200_capture(rigcheck: Rigcheck) -> None:
+    result = rigcheck("burn", "--analyze", str(H200_BURN), "--json")
+    assert result.code == 0, result.stderr
     data = json.loads(result.stdout)
     assert_valid(data)
     assert data["source"] == "nvidia-smi-dmon"
