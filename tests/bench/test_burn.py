@@ -28,8 +28,8 @@ from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.cli.burn import burn_document, burn_exit_code
 from rigcheck.errors import BenchError
 from rigcheck.probe.nvml import NvmlPoller
-from tests.cli.test_monitor_cli import run_cli
 from tests.conftest import nvidia_gpu_present
+from tests.support.cli import Rigcheck
 from tests.support.fakenvml import burn_gpu_lost, burn_power_capped_h100
 
 TELEMETRY = Path(__file__).parent.parent / "fixtures" / "corpus" / "telemetry"
@@ -340,20 +340,18 @@ def test_ctrl_c_keeps_what_was_measured() -> None:
 # --- the command line ---------------------------------------------------------------------------------
 # On a GPU machine the real burn would run (exit 0): this checks the message given without one.
 @pytest.mark.skipif(nvidia_gpu_present(), reason="this machine has a GPU")
-def test_burn_without_a_gpu_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(["burn", "--minutes", "0.1"], capsys)
+def test_burn_without_a_gpu_is_one_line_and_exit_1(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("burn", "--minutes", "0.1")
     assert code == 1
     assert out == ""
     assert err.count("\n") == 1
     assert err.startswith("rigcheck: no NVIDIA GPU visible: ")
 
 
-def test_burn_with_nvml_but_no_cuda_is_one_line(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_burn_with_nvml_but_no_cuda_is_one_line(rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(burn_power_capped_h100(1), gpus=gpus))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    code, out, err = run_cli(["burn", "--minutes", "0.1"], capsys)
+    code, out, err = rigcheck("burn", "--minutes", "0.1")
     assert code == 1
     assert out == ""
     assert "torch sees no CUDA device" in err
@@ -368,14 +366,14 @@ def test_burn_with_nvml_but_no_cuda_is_one_line(
         ["burn", "--gpus", "0,x"],
     ],
 )
-def test_burn_bad_usage_is_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, out, _ = run_cli([*argv], capsys)
+def test_burn_bad_usage_is_exit_2(argv: list[str], rigcheck: Rigcheck, tmp_path: Path) -> None:
+    code, out, _ = rigcheck(*argv)
     assert code == 2
     assert out == ""
 
 
-def test_burn_analyze_delegates_to_the_analysis(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(["burn", "--analyze", str(TELEMETRY / "smi-lms-torch-bf16-burn.csv"), "--json"], capsys)
+def test_burn_analyze_delegates_to_the_analysis(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("burn", "--analyze", str(TELEMETRY / "smi-lms-torch-bf16-burn.csv"), "--json")
     doc = json.loads(out)
     assert doc["schema"] == "rigcheck.burn/2"
     assert doc["gpus"][0]["limiter"] == "power"

@@ -16,12 +16,11 @@ from rigcheck.cli import monitor as monitor_cmd
 from rigcheck.cli.common import _on_signal, interrupted_by, interruptible
 from rigcheck.cli.exits import EXIT_INTERRUPTED, EXIT_TERMINATED
 from rigcheck.errors import Interrupted
-from tests.cli.test_monitor_cli import _fake, run_cli
+from tests.cli.test_monitor_cli import _fake
+from tests.support.cli import Rigcheck
 
 
-def test_monitor_sigterm_prints_the_summary_and_exits_143(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_monitor_sigterm_prints_the_summary_and_exits_143(rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake(monkeypatch)
     pauses = iter(range(1000))
 
@@ -31,7 +30,7 @@ def test_monitor_sigterm_prints_the_summary_and_exits_143(
         time.sleep(0.05)
 
     monkeypatch.setattr(monitor_cmd, "_pause", pause)
-    code, out, err = run_cli(["monitor", "--interval", "0.02", "--json"], capsys)
+    code, out, err = rigcheck("monitor", "--interval", "0.02", "--json")
     assert code == EXIT_TERMINATED
     assert json.loads(out)["interrupted"] is True
     assert "stopped" in err
@@ -82,13 +81,11 @@ def test_an_interrupt_wrapped_by_an_import_is_still_an_interrupt() -> None:
     assert interrupt_behind(RuntimeError("a real bug")) is None
 
 
-def test_the_cli_exits_130_not_3_for_a_wrapped_interrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_exits_130_not_3_for_a_wrapped_interrupt(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     from rigcheck.cli import app as app_module
 
     def boom(*_args: object, **_kwargs: object) -> None:
         raise _wrapped_interrupt()
 
     monkeypatch.setattr(app_module, "app", boom)
-    with pytest.raises(SystemExit) as exited:
-        app_module.main(["doctor"])
-    assert exited.value.code == 130
+    assert rigcheck("doctor").code == 130

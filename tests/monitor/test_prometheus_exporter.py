@@ -38,7 +38,8 @@ from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.probe.nvml.counters import NvlinkErrorReader
 from rigcheck.probe.nvml.memory_health import MemoryHealthReader
 from rigcheck.readers.trace.stream import read_trace
-from tests.cli.test_monitor_cli import _fake, run_cli
+from tests.cli.test_monitor_cli import _fake
+from tests.support.cli import Rigcheck
 from tests.support.fakenvml import (
     H100_BUS_IDS,
     SCENARIOS,
@@ -276,11 +277,11 @@ def test_the_last_xid_follows_the_newest_code() -> None:
 
 # --- the CSV trace ---------------------------------------------------------------------------------------------
 def test_monitor_csv_is_plain_with_a_sidecar_and_burn_analyze_reads_it(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _fake(monkeypatch)
     path = tmp_path / "m.csv"
-    code, _, err = run_cli(["monitor", "--interval", "0.02", "--duration", "0.3", "--csv", str(path), "--json"], capsys)
+    code, _, err = rigcheck("monitor", "--interval", "0.02", "--duration", "0.3", "--csv", str(path), "--json")
     assert code == 0, err
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
@@ -296,7 +297,7 @@ def test_monitor_csv_is_plain_with_a_sidecar_and_burn_analyze_reads_it(
     assert trace.gpus[0].temp_slowdown_c == 89.0
     assert trace.interval_s == 0.02
     assert trace.diagnostics == []
-    code, out, err = run_cli(["burn", "--analyze", str(path), "--json"], capsys)
+    code, out, err = rigcheck("burn", "--analyze", str(path), "--json")
     assert code in (0, 1), err
     doc = json.loads(out)
     assert doc["schema"] == "rigcheck.burn/2"
