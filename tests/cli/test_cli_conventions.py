@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rigcheck.cli.app import app, main
+from rigcheck.cli.app import app
 from rigcheck.cli.ascii_out import json_for, stand_in
+from tests.support.cli import Rigcheck
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
 SMI = CORPUS / "smi" / "002-2x2080ti-550.txt"  # its report has ×, → and —
@@ -62,40 +63,32 @@ def test_usage_error_is_one_line_and_exit_2(args: list[str], says: str) -> None:
         (["doctr"], "rigcheck", "Did you mean 'doctor'?"),
     ],
 )
-def test_every_kind_of_usage_error_names_its_command(
-    args: list[str], hint: str, says: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_every_kind_of_usage_error_names_its_command(args: list[str], hint: str, says: str, rigcheck: Rigcheck) -> None:
     """Missing value, missing argument, bad value, unknown command: one line naming the command's --help (the
     parser's "requires an argument" carries no context: the command is read from the words)."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
+    result = rigcheck(*args)
+    assert result.code == 2
+    err = result.stderr
     assert err.count("\n") == 1, err
     assert says in err
     assert err.rstrip().endswith(f"(see {hint} --help)")
 
 
-def test_on_a_terminal_the_usage_line_comes_first(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_on_a_terminal_the_usage_line_comes_first(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    with pytest.raises(SystemExit) as exit_info:
-        main(["doctor", "--bogus"])
-    assert exit_info.value.code == 2
-    lines = capsys.readouterr().err.splitlines()
+    result = rigcheck("doctor", "--bogus")
+    assert result.code == 2
+    lines = result.stderr.splitlines()
     assert 1 < len(lines) <= 3
     assert lines[0].startswith("Usage: rigcheck doctor [OPTIONS]")
     assert lines[-1].startswith("rigcheck: error: No such option: --bogus")
 
 
-def test_no_arguments_still_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main([])
-    assert exit_info.value.code == 2
-    captured = capsys.readouterr()
-    assert "Usage: rigcheck" in captured.out
-    assert captured.err == ""
+def test_no_arguments_still_prints_the_help(rigcheck: Rigcheck) -> None:
+    result = rigcheck()
+    assert result.code == 2
+    assert "Usage: rigcheck" in result.stdout
+    assert result.stderr == ""
 
 
 # --- encodings -------------------------------------------------------------------------------------
@@ -140,17 +133,16 @@ def test_ascii_forced_on_a_utf8_stdout(
     assert "GPUs: 2 x NVIDIA" in out
 
 
-def test_json_stays_exact_on_latin1_and_with_ascii(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["doctor", "--from", str(SMI), "--json"])
-    utf8 = capsys.readouterr().out
+def test_json_stays_exact_on_latin1_and_with_ascii(rigcheck: Rigcheck) -> None:
+    result = rigcheck("doctor", "--from", str(SMI), "--json")
+    utf8 = result.stdout
     assert not utf8.isascii()  # the document does hold characters to escape
     latin1 = run(["doctor", "--from", str(SMI), "--json"], PYTHONIOENCODING="latin-1")
     forced = run(["--ascii", "doctor", "--from", str(SMI), "--json"], PYTHONIOENCODING="utf-8")
     assert json.loads(latin1.stdout.decode("latin-1")) == json.loads(utf8)
     assert forced.stdout.isascii()
     assert json.loads(forced.stdout.decode("ascii")) == json.loads(utf8)
-    assert latin1.returncode == forced.returncode == exit_info.value.code
+    assert latin1.returncode == forced.returncode == result.code
 
 
 def test_other_reports_and_help_print_on_latin1(tmp_path: Path) -> None:

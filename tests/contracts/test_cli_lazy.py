@@ -12,9 +12,10 @@ import typer.main
 
 import rigcheck
 from rigcheck.cli import group_help
-from rigcheck.cli.app import RigcheckGroup, app, main
+from rigcheck.cli.app import RigcheckGroup, app
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
 from rigcheck.cli.power import PowerGroup, power_app
+from tests.support.cli import Rigcheck
 
 PYPROJECT = Path(__file__).resolve().parent.parent.parent / "pyproject.toml"
 
@@ -38,11 +39,10 @@ def test_table_line_is_the_commands_own_help(command: str, entry: LazyCommand) -
     assert listed_text(real.short_help or real.help or "") == entry.help, command
 
 
-def test_help_lists_the_table_in_order(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
-    assert exit_info.value.code == 0
-    out = capsys.readouterr().out
+def test_help_lists_the_table_in_order(rigcheck: Rigcheck) -> None:
+    result = rigcheck("--help")
+    assert result.code == 0
+    out = result.stdout
     names = [entry.name for entry in RigcheckGroup.table]
     listed = [m.group(1) for m in re.finditer(r"^│ (\S+) {2,}", out.split("Commands")[1], re.MULTILINE)]
     assert listed == names
@@ -76,22 +76,20 @@ def test_resolving_a_command_swaps_in_the_real_one() -> None:
     assert group.get_command(ctx, "doctor") is real  # loaded once
 
 
-def test_unknown_command_is_a_usage_error_with_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(["doctr"])
-    assert exit_info.value.code == 2
-    assert "Did you mean 'doctor'?" in capsys.readouterr().err
+def test_unknown_command_is_a_usage_error_with_a_suggestion(rigcheck: Rigcheck) -> None:
+    result = rigcheck("doctr")
+    assert result.code == 2
+    assert "Did you mean 'doctor'?" in result.stderr
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [(["power", "--help"], "plan"), (["bench", "--help"], "allreduce"), (["power", "plan", "--help"], "--psu-watts")],
 )
-def test_groups_list_their_commands(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        main(argv)
-    assert exit_info.value.code == 0
-    assert expected in capsys.readouterr().out
+def test_groups_list_their_commands(argv: list[str], expected: str, rigcheck: Rigcheck) -> None:
+    result = rigcheck(*argv)
+    assert result.code == 0
+    assert expected in result.stdout
 
 
 @pytest.mark.parametrize("columns", [50, 80, 120, 200])

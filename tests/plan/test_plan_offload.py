@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from rigcheck.cli.app import main
 from rigcheck.errors import UsageError
 from rigcheck.plan.offload import Capacity, hostlink_from_bench, nvme_from_bench, plan_offload
 from rigcheck.report.render import Format, render
@@ -24,7 +23,7 @@ UNKNOWN = Capacity(None, None, "not known in this test")
 def _plan(rigcheck: Rigcheck, *args: str) -> dict[str, Any]:
     result = rigcheck("plan", "--params", "7B", "--gpus", "8", *args, "--json")
     assert result.code == 0, result.stderr
-    doc: dict[str, Any] = json.loads(result.stdout)
+    doc: dict[str, Any] = result.json
     return doc
 
 
@@ -106,12 +105,11 @@ def test_nvme_tier_holds_optimizer_and_params(rigcheck: Rigcheck) -> None:
         ("fsdp", "cpu", "use --strategy zero2 or zero3"),
     ],
 )
-def test_refused_in_one_line(strategy: str, tier: str, needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_refused_in_one_line(strategy: str, tier: str, needle: str, rigcheck: Rigcheck) -> None:
     args = ["plan", "--params", "7B", "--gpus", "8", "--strategy", strategy, "--offload", tier]
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
+    result = rigcheck(*args)
+    assert result.code == 2
+    err = result.stderr.strip()
     assert needle in err
     assert len(err.splitlines()) == 1
     with pytest.raises(UsageError, match=needle):
