@@ -15,7 +15,8 @@ import pytest
 
 from rigcheck.facts import collective_bands
 from rigcheck.facts.allreduce_bands import GIB, MIB
-from tests.calibration.runner import CASES_DIR, run_cli
+from tests.calibration.runner import CASES_DIR
+from tests.support.cli import Rigcheck
 
 A100_AG = CASES_DIR / "allgather-8xa100-sxm4-40gb-superbench.log"
 A100_RS = CASES_DIR / "reducescatter-8xa100-sxm4-40gb-superbench.log"
@@ -24,8 +25,8 @@ V100_AG_FAILED = CASES_DIR / "allgather-12xv100-dgx2-4-failed.txt"
 AG_8GIB_ROW = "8589934592     268435456   float    33646  255.31  223.39    N/A    32669  262.94  230.07    N/A"
 
 
-def _bench(op: str, path: Path) -> tuple[int, dict[str, Any]]:
-    code, out, _ = run_cli(["bench", op, "--from", str(path), "--json"])
+def _bench(rigcheck: Rigcheck, op: str, path: Path) -> tuple[int, dict[str, Any]]:
+    code, out, _ = rigcheck("bench", op, "--from", str(path), "--json")
     return code, json.loads(out)
 
 
@@ -66,8 +67,8 @@ def test_no_band_off_the_board_under_1_gib_for_fewer_links_or_a_forced_algorithm
 
 
 @pytest.mark.parametrize(("op", "path", "busbw"), [("allgather", A100_AG, 223.39), ("reducescatter", A100_RS, 231.52)])
-def test_healthy_a100_board_passes_with_its_margin(op: str, path: Path, busbw: float) -> None:
-    code, doc = _bench(op, path)
+def test_healthy_a100_board_passes_with_its_margin(op: str, path: Path, busbw: float, rigcheck: Rigcheck) -> None:
+    code, doc = _bench(rigcheck, op, path)
     judgement = doc["judgement"]
     assert code == 0
     assert judgement["verdict"] == "pass"
@@ -76,21 +77,21 @@ def test_healthy_a100_board_passes_with_its_margin(op: str, path: Path, busbw: f
     assert "% above" in judgement["reason"]
 
 
-def test_slow_a100_all_gather_fails(tmp_path: Path) -> None:
+def test_slow_a100_all_gather_fails(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # SYNTHETIC: the real log with its 8 GiB row slowed to 150.33 GB/s busbw
     text = A100_AG.read_text(encoding="utf-8")
     assert text.count(AG_8GIB_ROW) == 1
     slow = text.replace("33646  255.31  223.39    N/A", "50000  171.80  150.33    N/A")
     path = tmp_path / "all_gather_slow.log"
     path.write_text(slow, encoding="utf-8")
-    _, doc = _bench("allgather", path)
+    _, doc = _bench(rigcheck, "allgather", path)
     assert doc["judgement"]["verdict"] == "fail"
     assert "busbw 150.33 GB/s at 8 GiB, floor 180" in doc["judgement"]["reason"]
-    code_text, _, _ = run_cli(["bench", "allgather", "--from", str(path)])
+    code_text, _, _ = rigcheck("bench", "allgather", "--from", str(path))
     assert code_text == 1
 
 
-def test_wrong_data_still_fails_above_the_floor(tmp_path: Path) -> None:
+def test_wrong_data_still_fails_above_the_floor(tmp_path: Path, rigcheck: Rigcheck) -> None:
     # SYNTHETIC: the real log as if run with validation on (errors 0e+00), an error at 8 GiB and the footer
     # counting it, as nccl-tests before 2.0 prints
     text = A100_AG.read_text(encoding="utf-8").replace("validation: 0", "validation: 1")
@@ -101,20 +102,20 @@ def test_wrong_data_still_fails_above_the_floor(tmp_path: Path) -> None:
     )
     path = tmp_path / "all_gather_wrong.log"
     path.write_text(bad, encoding="utf-8")
-    _, doc = _bench("allgather", path)
+    _, doc = _bench(rigcheck, "allgather", path)
     assert doc["judgement"]["verdict"] == "pass"  # the speed is fine...
     assert any(r["correct"] is False for r in doc["results"])  # ...the data is not
-    assert run_cli(["bench", "allgather", "--from", str(path)])[0] == 1
+    assert rigcheck("bench", "allgather", "--from", str(path))[0] == 1
 
 
-def test_real_dgx2_all_gather_with_wrong_values_fails() -> None:
-    _, doc = _bench("allgather", V100_AG_FAILED)
+def test_real_dgx2_all_gather_with_wrong_values_fails(rigcheck: Rigcheck) -> None:
+    _, doc = _bench(rigcheck, "allgather", V100_AG_FAILED)
     assert any(r["correct"] is False for r in doc["results"])
-    assert run_cli(["bench", "allgather", "--from", str(V100_AG_FAILED)])[0] == 1
+    assert rigcheck("bench", "allgather", "--from", str(V100_AG_FAILED))[0] == 1
 
 
-def test_broadcast_is_unjudged_with_its_reason() -> None:
-    _, doc = _bench("broadcast", A100_BC)
+def test_broadcast_is_unjudged_with_its_reason(rigcheck: Rigcheck) -> None:
+    _, doc = _bench(rigcheck, "broadcast", A100_BC)
     judgement = doc["judgement"]
     assert judgement["verdict"] == "unjudged"
     assert judgement["band_floor_gbps"] is None
@@ -122,9 +123,9 @@ def test_broadcast_is_unjudged_with_its_reason() -> None:
     assert "nccl/issues/1678" in judgement["reason"]
 
 
-def test_a_gb300_tray_is_not_called_a_box_without_nvswitch() -> None:
+def test_a_gb300_tray_is_not_called_a_box_without_nvswitch(rigcheck: Rigcheck) -> None:
     # 4x GB300 on one tray (OCI, tests/calibration): its GPUs reach each other through the NVL72 rack's switches,
     # so "without NVSwitch" misled; no band either way (published figures are for the whole rack).
-    _, out, _ = run_cli(["bench", "allreduce", "--from", str(CASES_DIR / "allreduce-4xgb300-oci-single-node.txt")])
+    _, out, _ = rigcheck("bench", "allreduce", "--from", str(CASES_DIR / "allreduce-4xgb300-oci-single-node.txt"))
     assert "without NVSwitch" not in out
     assert "on one tray" in out

@@ -13,7 +13,8 @@ import pytest
 
 from rigcheck.facts import catalog
 from rigcheck.facts.bands import PCIE_LINKS, band_for
-from tests.calibration.runner import CASES_DIR, load_cases, run_cli
+from tests.calibration.runner import CASES_DIR, load_cases
+from tests.support.cli import Rigcheck
 
 
 @pytest.mark.parametrize(
@@ -62,35 +63,44 @@ def test_geforce_entries_hold_no_tensor_figure_they_have_no_source_for() -> None
         assert (spec.bf16_tflops, spec.fp16_tflops, spec.tf32_tflops) == (None, None, None)
 
 
-def _hostlink(case_file: str) -> dict[str, object]:
-    _, out, _ = run_cli(["bench", "hostlink", "--from", str(CASES_DIR / case_file), "--json"])
+def _hostlink(rigcheck: Rigcheck, case_file: str) -> dict[str, object]:
+    _, out, _ = rigcheck("bench", "hostlink", "--from", str(CASES_DIR / case_file), "--json")
     judgements = json.loads(out)["judgement"]
     found = judgements[0] if isinstance(judgements, list) else judgements
     assert isinstance(found, dict)
     return found
 
 
-def test_gtx_1070_host_copy_is_judged_against_gen3_x16() -> None:
-    judgement = _hostlink("bandwidthtest-1xgtx1070-windows.txt")
+def test_gtx_1070_host_copy_is_judged_against_gen3_x16(rigcheck: Rigcheck) -> None:
+    judgement = _hostlink(rigcheck, "bandwidthtest-1xgtx1070-windows.txt")
     assert judgement["verdict"] == "pass"
     assert "PCIe Gen3 x16" in str(judgement["reason"])
     assert "GeForce GTX 1070" in str(judgement["reason"])
 
 
-def test_rtx_3060_ti_at_a_gen3_rate_is_not_failed_as_the_cards_fault() -> None:
+def test_rtx_3060_ti_at_a_gen3_rate_is_not_failed_as_the_cards_fault(rigcheck: Rigcheck) -> None:
     # A Gen4 card copying 12.1 GB/s: the slot may allow only Gen3, which the output does not say
-    judgement = _hostlink("bandwidthtest-1xrtx3060ti.txt")
+    judgement = _hostlink(rigcheck, "bandwidthtest-1xrtx3060ti.txt")
     assert judgement["verdict"] == "unjudged"
     assert "Gen4 x16" in str(judgement["reason"])
     assert "Gen3" in str(judgement["reason"])
 
 
-def test_calibration_names_the_gpu_where_the_output_does_not() -> None:
+def test_calibration_names_the_gpu_where_the_output_does_not(rigcheck: Rigcheck) -> None:
     case = next(c for c in load_cases() if c.id == "nvbandwidth-8xh100-d2d")
     assert case.command[case.command.index("--gpu") + 1] == "H100 SXM5"
-    _, bare, _ = run_cli(["bench", "p2p", "--from", str(case.path), "--json"])
-    assert "the output does not name the GPU model: name the GPU with --gpu" in bare
-    assert '"verdict": "pass"' not in bare
-    code, named, _ = run_cli(case.argv())
-    assert code == 0
-    assert '"verdict": "pass"' in named
+    bare = rigcheck("bench", "p2p", "--from", str(case.path), "--json")
+    assert "the output does not name the GPU model: name the GPU with --gpu" in bare.stdout
+    assert "pass" not in _verdicts(bare.json)
+    named = rigcheck(*case.argv())
+    assert named.code == 0
+    assert "pass" in _verdicts(named.json)
+
+
+def _verdicts(doc: object) -> list[object]:
+    """Every "verdict" in a document, at any depth (the JSON's layout, pretty or compact, is not the point)."""
+    if isinstance(doc, dict):
+        return [v for k, v in doc.items() if k == "verdict"] + [x for v in doc.values() for x in _verdicts(v)]
+    if isinstance(doc, list):
+        return [x for v in doc for x in _verdicts(v)]
+    return []

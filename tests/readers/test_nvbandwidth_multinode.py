@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from rigcheck.readers.reference.nvbandwidth import parse_nvbandwidth
-from tests.calibration.runner import CASES_DIR, run_cli
+from tests.calibration.runner import CASES_DIR
+from tests.support.cli import Rigcheck
 
 CASE = CASES_DIR / "nvbandwidth-2x4gb200-multinode-d2d.txt"
 
@@ -19,8 +20,8 @@ def test_processes_are_the_matrix_rows() -> None:
     assert {d.name for d in run.devices} == {"HGX GB200"}
 
 
-def test_every_pair_of_both_trays_is_judged_against_nvlink5() -> None:
-    code, out, _ = run_cli(["bench", "p2p", "--from", str(CASE), "--json"])
+def test_every_pair_of_both_trays_is_judged_against_nvlink5(rigcheck: Rigcheck) -> None:
+    code, out, _ = rigcheck("bench", "p2p", "--from", str(CASE), "--json")
     assert code == 0
     judged = [j for j in json.loads(out)["judgement"] if j["check"] == "p2p"]
     assert len(judged) == 56  # 8 x 7 ordered pairs
