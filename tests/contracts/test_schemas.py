@@ -283,7 +283,7 @@ def test_power_plan_json_is_valid(args: list[str]) -> None:
 
 
 def test_power_plan_schema_rejects_broken_documents() -> None:
-    good = cli_json(["power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "850", "--json"])
+    good = golden("power-plan--2-titan-psu.json")
     for key in ("total_gpu_power_w", "independent_cables_total", "cables", "recommended_psu_w", "psu_ok"):
         bad = copy.deepcopy(good)
         del bad[key]
@@ -300,7 +300,7 @@ def test_power_plan_schema_rejects_broken_documents() -> None:
 
 
 def test_power_plan_schema_keeps_the_psu_keys_together() -> None:
-    good = cli_json(["power", "plan", "--gpu", "TITAN RTX", "--count", "2", "--psu-watts", "850", "--json"])
+    good = golden("power-plan--2-titan-psu.json")
     assert_valid(good)
     for key in ("psu_watts", "psu_ok"):
         bad = copy.deepcopy(good)
@@ -348,7 +348,7 @@ def test_plan_json_from_a_bench_result_is_valid(tmp_path: Path) -> None:
 
 
 def test_plan_schema_rejects_broken_documents() -> None:
-    good = cli_json(["plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json"], codes=(0,))
+    good = golden("plan--gpt2-ddp.json")
     assert good["comm_time_s"] is None
     for key in ("wire_bytes_per_gpu_per_step", "comm_time_s", "compute_time_s", "strategy", "advice"):
         bad = copy.deepcopy(good)
@@ -366,7 +366,7 @@ def test_plan_schema_rejects_broken_documents() -> None:
 
 
 def test_plan_schema_requires_a_reason_for_every_null() -> None:
-    good = cli_json(["plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json"], codes=(0,))
+    good = golden("plan--gpt2-ddp.json")
     assert good["busbw_gbps"] is None
     assert good["gpu_memory_bytes"] is None
     assert_valid(good)
@@ -392,8 +392,7 @@ def test_plan_schema_requires_a_reason_for_every_null() -> None:
 
 
 def test_plan_schema_checks_the_guide_and_the_bandwidth_source() -> None:
-    args = ["plan", "--params", "gpt2", "--gpus", "2", "--link", "NV2", "--gpu", "TITAN RTX", "--explain-guide"]
-    good = cli_json([*args, "--json"], codes=(0,))
+    good = golden("plan--gpt2-guide.json")  # --params gpt2 --gpus 2 --link NV2 --gpu "TITAN RTX" --explain-guide
     assert good["guide"]["schema"] == "rigcheck.plan-guide/1"
     assert_valid(good)
     for mutate in (
