@@ -128,6 +128,142 @@ def test_leaves_import_nothing_of_rigcheck() -> None:
     assert [where(imp) for imp in OURS if imp.importer in LEAVES] == []
 
 
+# --- no private names across modules, no circles ------------------------------------------------------------
+
+
+def _private(name: str) -> bool:
+    """An underscore name that is not a dunder (``__version__``, ``__all__`` are public)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(name: str) -> list[str]:
+    """Where the module imports another module's private name, or a private module, with the line."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(name, path.name == "__init__.py", node)
+            what = [base] if _private_module(base) else []
+            what += [f"{base}.{alias.name}" for alias in node.names if _private(alias.name)]
+        elif isinstance(node, ast.Import):
+            what = [alias.name for alias in node.names if _private_module(alias.name)]
+        else:
+            continue
+        found += [f"{path.relative_to(SRC.parent)}:{node.lineno} imports {w}" for w in what]
+    return found
+
+
+def _private_module(module: str) -> bool:
+    return any(_private(part) for part in module.split("."))
+
+
+def test_the_private_import_reader_finds_each_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the rule's reader on a module written for it: each form of a private import is found, nothing else."""
+    module = tmp_path / "probe_me.py"
+    module.write_text(
+        "from rigcheck.model.snapshot import Missing, _x\n"
+        "from rigcheck import __version__\n"
+        "def f():\n    from ._y import z\n    import rigcheck._w\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setitem(MODULES, "rigcheck.inputs.probe_me", module)
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path.parent)
+    found = [line.split(" imports ")[1] for line in private_imports("rigcheck.inputs.probe_me")]
+    assert found == ["rigcheck.model.snapshot._x", "rigcheck.inputs._y", "rigcheck._w"]
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A name with a leading underscore is its module's own: another module that needs it gets a public name
+    (the split that needed it named its interface), or the code moves to where it is used."""
+    bad = [line for name in MODULES for line in private_imports(name)]
+    assert bad == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the rigcheck modules it imports, every import counted (top level, lazy, TYPE_CHECKING)."""
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for imp in OURS:
+        if imp.imported in MODULES and imp.imported != imp.importer:
+            graph[imp.importer].add(imp.imported)
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, without recursion),
+    each as one circle through all of its modules' edges found by a walk: [a, b, ..., a]."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            child = next(edges, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    return [_circle(graph, set(c)) for c in components]
+
+
+def _circle(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """The shortest circle inside a strongly connected component, from its first module back to it."""
+    start = min(component)
+    came_from: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:  # breadth first: the shortest way back
+        node = queue.pop(0)
+        for child in sorted(graph[node] & component):
+            if child == start:
+                chain = [node]
+                while (before := came_from[chain[-1]]) is not None:
+                    chain.append(before)
+                return [*reversed(chain), start]
+            if child not in came_from:
+                came_from[child] = node
+                queue.append(child)
+    raise AssertionError(f"not strongly connected: {sorted(component)}")
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"d"}, "f": {"g"}, "g": {"f"}}
+    assert import_circles(graph) == [["a", "b", "c", "a"], ["f", "g", "f"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles() -> None:
+    """No two modules import each other, however far round and however lazily: a circle hides the layer inside
+    a package (which of the two is below?) and only works while one side imports late enough."""
+    circles = [" -> ".join(circle) for circle in import_circles(import_graph())]
+    assert circles == []
+
+
 # --- the rules beside the order --------------------------------------------------------------------------
 
 

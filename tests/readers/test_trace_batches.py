@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace
-from rigcheck.checks.burn.plateau import _Rle
+from rigcheck.checks.burn.plateau import Rle
 from rigcheck.errors import InputError
 from rigcheck.readers.trace.stream import TraceStream, read_trace
 
@@ -118,7 +118,7 @@ def test_columns_equal_samples_on_damaged_variants(seed: int, tmp_path: Path, mo
     _variant(rng, BASES[seed % len(BASES)], path)
     monkeypatch.setattr("rigcheck.inputs.CHUNK_BYTES", rng.choice([1 << 20, 4096, 300]))
     if seed % 3 == 0:  # the bounds on what is remembered, reached
-        monkeypatch.setattr("rigcheck.readers.trace.batches._ROW_CACHE_MAX", 16)
+        monkeypatch.setattr("rigcheck.readers.trace.batches.ROW_CACHE_MAX", 16)
         monkeypatch.setattr("rigcheck.checks.burn.columns._MEMO_MAX", 8)
         monkeypatch.setattr("rigcheck.checks.burn.columns._TALLY_MAX", 8)
     assert _analysis(str(path), batches=True) == _analysis(str(path), batches=False)
@@ -128,7 +128,7 @@ def test_plateau_runs_equal_single_adds() -> None:
     rng = random.Random(3)
     for _ in range(200):
         values = [float(rng.choice([40, 41, 41, 42, 60, 61])) for _ in range(rng.randrange(1, 3000))]
-        one, runs = _Rle(), _Rle()
+        one, runs = Rle(), Rle()
         for v in values:
             one.add(v)
         k = 0

@@ -1,12 +1,12 @@
-"""The burn aggregator fed a GPU's samples as columns (SampleBatch): the same figures as _GpuState.add, cheaper.
+"""The burn aggregator fed a GPU's samples as columns (SampleBatch): the same figures as GpuTally.add, cheaper.
 
-A long trace repeats its rows, and what _GpuState.add makes of a row apart from its time (loaded or not, its
+A long trace repeats its rows, and what GpuTally.add makes of a row apart from its time (loaded or not, its
 limit, thermal, capped, ...) depends only on the row and on what stays fixed for the GPU in a pass that
 finish() accepts as exact (its TraceGpu; its clock ceiling, where a clock-only decision used it). So each
 distinct Reading is judged once (_Judged), and rows only count judgements; the counts go into the GPU's
 counters at the end (sums and maxima: order does not change them). What depends on time or order is done on
 the columns: the steps, the loaded steps and their sum in order, the plateau's runs, the first temperature, the
-time to the cap. The first seconds of load (the clock's first/rest split) go through _GpuState.add row by row.
+time to the cap. The first seconds of load (the clock's first/rest split) go through GpuTally.add row by row.
 """
 
 from __future__ import annotations
@@ -17,14 +17,7 @@ from itertools import compress, repeat
 from operator import add, attrgetter, is_not, ne, sub
 from typing import cast
 
-from rigcheck.checks.burn.judge import (
-    FIRST_SECONDS_S,
-    _GpuState,
-    _is_loaded,
-    _limit,
-    _reason_facts,
-    _thermal_sample,
-)
+from rigcheck.checks.burn.tally import FIRST_SECONDS_S, GpuTally, is_loaded, limit_of, reason_facts, thermal_sample
 from rigcheck.checks.doctor.power import AT_CAP_FRACTION
 from rigcheck.model.telemetry import Reading
 
@@ -35,7 +28,7 @@ _TALLY_MAX = 1 << 12
 
 
 class _Judged:
-    """What _GpuState.add makes of a reading, apart from its time."""
+    """What GpuTally.add makes of a reading, apart from its time."""
 
     __slots__ = (
         "capped",
@@ -87,9 +80,9 @@ _TEMP_LOADED = attrgetter("temp_loaded")
 
 
 class GpuColumns:
-    """One GPU fed SampleBatch columns: its _GpuState, the judgement of each reading, and the counts of them."""
+    """One GPU fed SampleBatch columns: its GpuTally, the judgement of each reading, and the counts of them."""
 
-    def __init__(self, state: _GpuState) -> None:
+    def __init__(self, state: GpuTally) -> None:
         self.state = state
         self.memo: dict[Reading, _Judged] = {}
         self.tally: Counter[_Judged] = Counter()
@@ -132,7 +125,7 @@ class GpuColumns:
         return in_order
 
     def _one_by_one(self, ts: list[float], readings: list[Reading]) -> bool:
-        """Rows that mostly do not repeat, each through _GpuState.add: judging and counting each distinct
+        """Rows that mostly do not repeat, each through GpuTally.add: judging and counting each distinct
         reading would cost more than it saves."""
         st = self.state
         if self.tally:
@@ -149,7 +142,7 @@ class GpuColumns:
 
     def _first_seconds(self, ts: list[float], readings: list[Reading], judged: list[_Judged]) -> bool:
         """The rows up to the end of the first seconds of load: those before the first loaded one in columns,
-        the loaded ones through _GpuState.add (the clock's first/rest split is by time). Sets ``taken``."""
+        the loaded ones through GpuTally.add (the clock's first/rest split is by time). Sets ``taken``."""
         st = self.state
         if self.tally:
             self.fold()  # what came before first, as add() would have counted it (the first of equal keys stays)
@@ -212,7 +205,7 @@ class GpuColumns:
         return in_order
 
     def _judge(self, r: Reading) -> _Judged:
-        """_GpuState.add's rules for one reading, without its time (the side effects it has once: the ceiling,
+        """GpuTally.add's rules for one reading, without its time (the side effects it has once: the ceiling,
         the columns seen, the deferred clock ceiling)."""
         if r.lost:  # not remembered: the GPU's samples end here
             return _Judged(None, None, None, None, lost=True)
@@ -221,9 +214,9 @@ class GpuColumns:
         ceiling = r.sm_clock_max_mhz
         if ceiling is not None and not st.clock_preset and (st.clock_max is None or ceiling > st.clock_max):
             st.clock_max = ceiling
-        # Once per distinct reading, not per row: the reference rules (_limit, _is_loaded), which add() spells
+        # Once per distinct reading, not per row: the reference rules (limit_of, is_loaded), which add() spells
         # out inline for its per-row speed.
-        limit = _limit(r, gpu)
+        limit = limit_of(r, gpu)
         seen = st.any
         if limit is not None:
             seen["limit"] = True
@@ -238,7 +231,7 @@ class GpuColumns:
         if r.utilization_gpu_percent is None and not has_power and ceiling is None and not st.deferred_clock:
             # The load is judged on the clock alone, against the ceiling known so far (finish() checks it held).
             st.deferred_clock.append(st.clock_max)
-        loaded = _is_loaded(r, gpu, st.clock_max)
+        loaded = is_loaded(r, gpu, st.clock_max)
         if not loaded:
             j = _Judged(limit, power, clock, temp, has_power=has_power)
         else:
@@ -247,9 +240,9 @@ class GpuColumns:
             if reasons is not None:
                 facts = st.reason_facts.get(reasons)
                 if facts is None:
-                    facts = st.reason_facts[reasons] = _reason_facts(reasons)
+                    facts = st.reason_facts[reasons] = reason_facts(reasons)
                 _, thermal, near, capped, sw_cap = facts
-                thermal = thermal or (near and temp is not None and _thermal_sample(r, gpu.temp_slowdown_c))
+                thermal = thermal or (near and temp is not None and thermal_sample(r, gpu.temp_slowdown_c))
             at_cap = has_power and power >= AT_CAP_FRACTION * limit  # type: ignore[operator]  # both known
             j = _Judged(
                 limit,

@@ -12,7 +12,7 @@ from rigcheck.model.telemetry import counter_median
 PLATEAU_SHARE = 0.2  # the plateau is the median of the last 20% of loaded samples
 
 
-class _Rle:
+class Rle:
     """A run-length list of the loaded temperatures, its front dropped once it cannot be in the plateau (the
     last PLATEAU_SHARE of them): what is kept is a fraction of the runs, and temperatures change slowly."""
 

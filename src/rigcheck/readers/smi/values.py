@@ -26,14 +26,14 @@ from rigcheck.readers.smi.ansi import strip_ansi
 T = TypeVar("T")
 
 # C0 controls that never occur in nvidia-smi output (tab, LF, VT, FF, CR and ESC are allowed).
-_BAD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd\ud800-\udfff]")
+BAD_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\ufffd\ud800-\udfff]")
 
 
 def check_text(text: str, path: str | None = None) -> None:
     """Reject input no nvidia-smi command prints: an empty file, or binary data (NUL bytes, ...)."""
     if not text.strip():
         raise ParseError("empty file", path=path)
-    bad = _BAD_CONTROL.search(text)
+    bad = BAD_CONTROL.search(text)
     if bad is not None:
         line = text.count("\n", 0, bad.start()) + 1
         what = "NUL byte" if bad.group() == "\x00" else f"character {bad.group()!r}"

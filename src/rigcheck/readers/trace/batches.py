@@ -1,7 +1,6 @@
-"""A trace file's lines a block at a time (text_blocks, under both ways of reading), and an nvidia-smi
---query-gpu CSV read a block at a time into per-GPU columns (TraceStream.batches, issue #13).
+"""An nvidia-smi --query-gpu CSV read a block at a time into per-GPU columns (TraceStream.batches, issue #13).
 
-The rows are those _SmiCsvReader.read_rows yields, with the same errors, diagnostics and interval: only how they
+The rows are those SmiCsvReader.read_rows yields, with the same errors, diagnostics and interval: only how they
 are handed over differs. A block's rows come as one SampleBatch per GPU (its rows in file order) and each
 distinct row after the timestamp is one Reading object, so `burn --analyze` judges it once however often it
 repeats. Needs the timestamp in the first column (the row cache is keyed by the text after it); other layouts
@@ -14,81 +13,30 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from operator import sub
-from typing import BinaryIO, cast
+from typing import cast
 
-from rigcheck.errors import InputError, ParseError
-from rigcheck.inputs import line_blocks, read_input_chunk, read_input_text
 from rigcheck.model.telemetry import Reading, Sample, SampleBatch, counter_median
 from rigcheck.model.trace import PendingBadLine, split_csv_line
 from rigcheck.readers.smi.query_csv import column_key as _column_key
-from rigcheck.readers.smi.values import _BAD_CONTROL, check_text
-from rigcheck.readers.trace.stream import (
-    _ROW_CACHE_MAX,
-    _VALUE_FIELDS,
-    _numbered,
-    _Row,
-    _RowError,
-    _RowParser,
-    _SmiCsvReader,
-)
+from rigcheck.readers.trace.lines import numbered
+from rigcheck.readers.trace.smi_csv import ROW_CACHE_MAX, VALUE_FIELDS, Row, RowError, RowParser, SmiCsvReader
 
-# The bytes of _BAD_CONTROL's ASCII controls (its surrogates cannot survive a strict UTF-8 decode).
-_BAD_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x1B), *range(0x1C, 0x20), 0x7F])
-assert all(_BAD_CONTROL.match(chr(b)) for b in _BAD_BYTES)
-assert not any(_BAD_CONTROL.match(chr(b)) for b in range(128) if b not in _BAD_BYTES)
-
-
-def text_blocks(fh: BinaryIO, path: str, expected: str) -> Iterator[tuple[int, list[str]]]:
-    """The file's lines a block of up to about 1 MiB at a time, blank ones too: (lines before the block, its
-    lines). Binary input ends in one line of InputError (numbered_lines)."""
-    first = read_input_chunk(fh, path)
-    if first.startswith((b"\xff\xfe", b"\xfe\xff")):
-        # PowerShell's UTF-16: rare and small (a redirect of a short run); read whole, under the one-record cap.
-        text = read_input_text(path, expected)
-        check_text(text, path)
-        yield 0, text.splitlines()
-        return
-    number = 0  # lines seen so far
-    blocks = line_blocks(
-        first.removeprefix(b"\xef\xbb\xbf"),
-        lambda: read_input_chunk(fh, path),
-        path,
-        line_of_rest=lambda _d, _c: number + 1,
-    )
-    del first  # line_blocks has it: a second reference would keep the first 1 MiB alive to the end
-    for block, _ in blocks:
-        try:
-            text = block.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = number + block[: exc.start].count(b"\n") + 1
-            raise InputError("binary data, not UTF-8 text", path=path, line=line) from None
-        # The regex only where a byte or U+FFFD says it will match: it takes several times as long as this test.
-        suspect = len(block.translate(None, _BAD_BYTES)) < len(block) or "\ufffd" in text
-        bad = _BAD_CONTROL.search(text) if suspect else None
-        if bad is not None:
-            line = number + text.count("\n", 0, bad.start()) + 1
-            raise ParseError(f"binary data (character {bad.group()!r}), not nvidia-smi output", path=path, line=line)
-        lines = text.splitlines()
-        yield number, lines
-        number += len(lines)
-
-
-assert tuple(f.name for f in fields(Reading))[1:9] == _VALUE_FIELDS, "a row's values are a Reading's, in order"
+assert tuple(f.name for f in fields(Reading))[1:9] == VALUE_FIELDS, "a row's values are a Reading's, in order"
 
 
 def smi_batches(
-    reader: _SmiCsvReader, header_no: int, header_line: str, blocks: Iterable[tuple[int, list[str]]]
+    reader: SmiCsvReader, header_no: int, header_line: str, blocks: Iterable[tuple[int, list[str]]]
 ) -> Iterator[Sample | SampleBatch]:
     cols, header_keys = reader.columns(header_no, header_line)
     if cols.timestamp != 0:
-        yield from reader.read_rows(cols, header_keys, _numbered(blocks))
+        yield from reader.read_rows(cols, header_keys, numbered(blocks))
         return
     path, trace = reader.path, reader.trace
     first_key = header_keys[0]
     width = len(header_keys)
-    parser = _RowParser(cols)
+    parser = RowParser(cols)
     parse, micros = parser.parse, parser.micros
-    seen_rows: dict[str, _Row] = {}
+    seen_rows: dict[str, Row] = {}
     get = seen_rows.get
     order: dict[str, int] = {}
     names: dict[str, str] = {}
@@ -101,7 +49,7 @@ def smi_batches(
     last_cell, t = "", 0.0
     pending = PendingBadLine()
 
-    def accept(row: _Row) -> Reading:
+    def accept(row: Row) -> Reading:
         """A row's GPU, named and numbered as read_rows does, and its Reading."""
         nonlocal all_settled
         key = row.identity or "0"
@@ -109,7 +57,7 @@ def smi_batches(
         if index is None:
             index = order[key] = int(key) if cols.index is not None else len(order)
         if key not in settled:
-            reader._identify(row, key, index, names, default_limits)
+            reader.identify(row, key, index, names, default_limits)
             if (row.name is None or key in names) and (row.default is None or key in default_limits):
                 settled.add(key)
             all_settled = len(settled) == len(order)
@@ -146,9 +94,9 @@ def smi_batches(
                 continue  # nvidia-smi repeats its header when restarted into the same file
             try:
                 row, stamp = parse(cells, width)
-            except _RowError as exc:
+            except RowError as exc:
                 pending.hold(base + k + 1, str(exc), f"bad row: {exc}")
-                get = cast(dict[str, _Row], {}).get  # every later line takes the full path: it raises on the next
+                get = cast(dict[str, Row], {}).get  # every later line takes the full path: it raises on the next
                 continue
             reading = accept(row)
             if stamp is None:  # never: the timestamp is the first column
@@ -158,7 +106,7 @@ def smi_batches(
             now = (stamp - start) / 1_000_000
             if '"' not in line:  # as read_rows: only a row without quotes is split at its first comma
                 last_cell, t = cell, now
-                if len(seen_rows) >= _ROW_CACHE_MAX:
+                if len(seen_rows) >= ROW_CACHE_MAX:
                     seen_rows.clear()
                 seen_rows[rest] = row
             put_t(now)
