@@ -3,12 +3,14 @@ it uses.
 
 Layers, top to bottom (a module may import its own layer and the ones below it, never one above):
 
-    cli -> report -> bench -> monitor -> checks -> plan -> nccllog -> probe -> model -> facts -> leaves
+    cli -> report -> bench -> monitor -> checks -> plan -> readers -> probe -> inputs -> model -> facts -> leaves
 
-``rigcheck.__main__`` belongs to cli. ``readers/nccl_log.py`` (the NCCL log parser) sits where docs/design.md draws
-it: above probe (it reads its file through probe.from_file) and below plan. The leaves import nothing of
-rigcheck and anything may import them: ``errors.py`` (the exception tree), ``cpulist.py`` (CPU-list text)
-and the package itself (``rigcheck.__version__``).
+``rigcheck.__main__`` belongs to cli. readers/ reads saved outputs, probe/ the live machine, both through the
+input primitives of inputs.py. The leaves import nothing of rigcheck and anything may import them: ``errors.py``
+(the exception tree), ``cpulist.py`` (CPU-list text) and the package itself (``rigcheck.__version__``).
+
+Inside the layers: no module imports another module's private (underscore) name, and the imports make no
+circle.
 
 Every import counts, wherever it is written: at the top, inside a function (a lazy import is still a
 dependency, only a later one), and under ``if TYPE_CHECKING:`` (it costs nothing at run time, but a lower
