@@ -5,7 +5,7 @@ The layers, top to bottom; a module imports its own layer and the ones below it,
 
     cli -> report -> bench -> monitor -> checks -> plan -> readers -> probe -> inputs -> model -> facts -> leaves
 
-The leaves (``errors.py``, ``cpulist.py`` and this module) import nothing of rigcheck. Each package's
+The leaves (``errors.py``, ``cpulist.py``, ``units.py`` and this module) import nothing of rigcheck. Each package's
 ``__init__`` says what it holds and its rules; docs/design.md draws the picture."""
 
 # Written out rather than read with importlib.metadata, which costs ~40 ms at every start-up;

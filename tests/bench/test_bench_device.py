@@ -197,9 +197,6 @@ def test_mark_best_ignores_wrong_products() -> None:
 
 def test_copy_rates_count_bytes_once() -> None:
     assert membw.copy_rates(10**9, [0.5, 0.25]) == [2.0, 4.0]
-    assert membw.size_label(1 << 30) == "1 GiB"
-    assert membw.size_label(3 * (1 << 20)) == "3 MiB"
-    assert membw.size_label(100) == "100 B"
 
 
 def test_time_calls_counts_iters_and_runs_before_untimed() -> None:

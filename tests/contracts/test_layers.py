@@ -7,7 +7,8 @@ Layers, top to bottom (a module may import its own layer and the ones below it, 
 
 ``rigcheck.__main__`` belongs to cli. readers/ reads saved outputs, probe/ the live machine, both through the
 input primitives of inputs.py. The leaves import nothing of rigcheck and anything may import them: ``errors.py``
-(the exception tree), ``cpulist.py`` (CPU-list text) and the package itself (``rigcheck.__version__``).
+(the exception tree), ``cpulist.py`` (CPU-list text), ``units.py`` (numbers with their units) and the package
+itself (``rigcheck.__version__``).
 
 Inside the layers: no module imports another module's private (underscore) name, and the imports make no
 circle.
@@ -34,7 +35,7 @@ PACKAGE = SRC / "rigcheck"
 SNAPSHOT = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / "healthy-8x-h100.json"
 
 LAYERS = ("cli", "report", "bench", "monitor", "checks", "plan", "readers", "probe", "inputs", "model", "facts")
-LEAVES = ("rigcheck", "rigcheck.errors", "rigcheck.cpulist")
+LEAVES = ("rigcheck", "rigcheck.errors", "rigcheck.cpulist", "rigcheck.units")
 
 
 @dataclass(frozen=True)

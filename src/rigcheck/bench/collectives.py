@@ -37,6 +37,7 @@ from rigcheck.bench.launcher import WorkerContext, launch
 from rigcheck.bench.timing import time_across_ranks, timer_name
 from rigcheck.errors import BenchError, UsageError
 from rigcheck.model.bench import CollectiveDocument, CollectiveRow, Method, row_head
+from rigcheck.units import short_size
 
 if TYPE_CHECKING:
     from rigcheck.bench.gpu_select import GpuPlacement
@@ -119,16 +120,6 @@ def valid_sizes(op: Collective, sizes: Sequence[int], world_size: int) -> list[i
         if fixed not in out:
             out.append(fixed)
     return out
-
-
-def size_label(size_bytes: int) -> str:
-    """1024 -> "1 KiB" (progress lines; the CLI has its own table formatting)."""
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{value:g} {unit}"
-        value /= 1024
-    return f"{value:g} GiB"
 
 
 def resolve_world_size(cpu: bool, requested: int | None) -> int:
@@ -301,7 +292,7 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
     impl = payload.impl
     for done, size in enumerate(payload.sizes):
         _test_hook(ctx.rank, done)
-        ctx.phase(f"{op} {size_label(size)}")  # every rank: a rank that hangs is the one behind the others
+        ctx.phase(f"{op} {short_size(size)}")  # every rank: a rank that hangs is the one behind the others
         if impl is None or done == 0:
             case = _first_case(op, size, ctx, impl)
             impl = case.impl
@@ -347,7 +338,7 @@ def collective_worker(ctx: WorkerContext, payload: CollectivePayload) -> None:
         ctx.report(result.model_dump())
         wrong = "" if correct else "; WRONG DATA"
         ctx.progress(
-            f"{op} {size_label(size)}: {median_s * 1e6:.1f} us, busbw {busbw:.3f} GB/s "
+            f"{op} {short_size(size)}: {median_s * 1e6:.1f} us, busbw {busbw:.3f} GB/s "
             f"(algbw × {busbw_factor(op, ctx.world_size):g}){wrong}"
         )
 

@@ -64,16 +64,6 @@ def missing_text(record: Record, fields: Iterable[tuple[str, str]]) -> str:
     return ", ".join(f"{label} not available ({why_missing(record, field)})" for field, label in fields)
 
 
-def fmt(value: float, unit: str = "", digits: int = 0) -> str:
-    """A number with its unit, ``"250 W"``; trailing zeros dropped when digits > 0."""
-    text = f"{value:.{digits}f}"
-    if digits > 0 and "." in text:
-        text = text.rstrip("0").rstrip(".")
-    if unit == "%":
-        return f"{text}%"
-    return f"{text} {unit}" if unit else text
-
-
 def category_of(finding_id: str) -> str:
     return finding_id.split(".", 1)[0]
 

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from rigcheck.units import exact_size
+
 GIB: Final = 1 << 30
 MIB: Final = 1 << 20
 CLOSE: Final = 0.05  # a floor this close under its lowest healthy figure is marked in the verdict
@@ -220,12 +222,8 @@ PCIE_MIN_BYTES: Final = 256 * MIB
 
 
 def size_text(size: int) -> str:
-    """A message size as nccl-tests users name it: 1 GiB, 256 MiB."""
-    if size >= GIB and size % GIB == 0:
-        return f"{size // GIB} GiB"
-    if size >= MIB and size % MIB == 0:
-        return f"{size // MIB} MiB"
-    return f"{size} B"
+    """A message size as nccl-tests users name it: 1 GiB, 256 MiB (a size of KiB is written in bytes)."""
+    return exact_size(size, ("GiB", "MiB"))
 
 
 def is_nvswitch_board(architecture: str | None, form_factor: str | None, gpus: int) -> bool:

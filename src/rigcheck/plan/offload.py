@@ -46,6 +46,7 @@ from rigcheck.model.plan import (
     PlanOffload,
     Strategy,
 )
+from rigcheck.units import gigabytes
 
 TIERS: tuple[str, ...] = ("cpu", "nvme")
 
@@ -203,10 +204,6 @@ def check_offload(strategy: str, tier: str) -> None:
         )
 
 
-def _gb(value: float) -> str:
-    return f"{value / 1e9:,.1f} GB"
-
-
 def _fit(tier: OffloadTier, needed: float, have: Capacity, what: str) -> OffloadFit:
     if have.bytes is None:
         return OffloadFit(
@@ -215,12 +212,12 @@ def _fit(tier: OffloadTier, needed: float, have: Capacity, what: str) -> Offload
             available_bytes=None,
             available_source=None,
             fits=None,
-            verdict=f"needs {_gb(needed)} of {what}; unknown here: {have.reason}",
+            verdict=f"needs {gigabytes(needed)} of {what}; unknown here: {have.reason}",
             missing={"available_bytes": have.reason, "fits": have.reason},
         )
     fits = needed <= have.bytes
-    verdict = f"needs {_gb(needed)} of {what}, {have.source} has {have.bytes / 2**30:,.1f} GiB: " + (
-        "fits" if fits else f"does not fit, {_gb(needed - have.bytes)} short"
+    verdict = f"needs {gigabytes(needed)} of {what}, {have.source} has {have.bytes / 2**30:,.1f} GiB: " + (
+        "fits" if fits else f"does not fit, {gigabytes(needed - have.bytes)} short"
     )
     return OffloadFit(
         tier=tier,
@@ -340,16 +337,16 @@ def _estimator_note(ours: float, theirs: float | None, n: int, nodes: int, strat
         return None
     if strategy in {"zero1", "zero2"}:
         return (
-            f"DeepSpeed's estimator (estimate_zero2_model_states_mem_needs) gives {_gb(theirs)} of CPU RAM, printed "
-            f"'per CPU': params x max(4 x {n * nodes} GPUs, 16) x {BUFFER_FACTOR}, its 4 x term counting every GPU "
-            f"of the job. rigcheck counts the {n} GPUs of one node (a node's RAM holds the fp32 model copies of its "
-            f"own processes only): {_gb(ours)} per node, {_gb(ours * nodes)} for all {nodes} nodes. Size each node "
-            f"for {_gb(theirs)} to follow DeepSpeed's estimate"
+            f"DeepSpeed's estimator (estimate_zero2_model_states_mem_needs) gives {gigabytes(theirs)} of CPU RAM, "
+            f"printed 'per CPU': params x max(4 x {n * nodes} GPUs, 16) x {BUFFER_FACTOR}, its 4 x term counting "
+            f"every GPU of the job. rigcheck counts the {n} GPUs of one node (a node's RAM holds the fp32 model "
+            f"copies of its own processes only): {gigabytes(ours)} per node, {gigabytes(ours * nodes)} for all "
+            f"{nodes} nodes. Size each node for {gigabytes(theirs)} to follow DeepSpeed's estimate"
         )
     return (
-        f"DeepSpeed's estimator (estimate_zero3_model_states_mem_needs, zero_init) gives {_gb(theirs)} of CPU RAM "
-        f"per node for 16-bit training (params x 18 / {nodes} nodes x {BUFFER_FACTOR}); rigcheck's "
-        f"{_gb(ours)} counts the parameters at this dtype's width"
+        f"DeepSpeed's estimator (estimate_zero3_model_states_mem_needs, zero_init) gives {gigabytes(theirs)} of "
+        f"CPU RAM per node for 16-bit training (params x 18 / {nodes} nodes x {BUFFER_FACTOR}); rigcheck's "
+        f"{gigabytes(ours)} counts the parameters at this dtype's width"
     )
 
 

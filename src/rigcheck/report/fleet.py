@@ -15,6 +15,7 @@ from rigcheck.model.fleet import FleetDocument, FleetFinding
 from rigcheck.report.common import SEVERITY_ORDER, SEVERITY_STYLE, md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import exact_size, figure
 
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta"}
 FINDING_HEADERS = ("severity", "finding", "node", "GPU", "measured", "fleet", "what")
@@ -27,15 +28,8 @@ def _value(value: str | float | None) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+        return figure(value)
     return str(value)
-
-
-def _size(size: int) -> str:
-    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= factor and size % factor == 0:
-            return f"{size // factor} {unit}"
-    return f"{size} B"
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -80,7 +74,7 @@ def collective_rows(doc: FleetDocument) -> list[tuple[str, ...]]:
     return [
         (
             c.op,
-            _size(c.size_bytes),
+            exact_size(c.size_bytes),
             f"{c.time_us:.1f}",
             f"{c.algbw_gbps:.3g}",
             f"{c.busbw_gbps:.3g}",

@@ -14,6 +14,7 @@ from rigcheck.model.monitor import MonitorGpu, MonitorResult
 from rigcheck.model.telemetry import Sample, TraceGpu
 from rigcheck.report.common import md_cell, md_prose
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import fmt_or_na
 
 if TYPE_CHECKING:
     from rigcheck.monitor.sampler import SamplerStats
@@ -92,19 +93,15 @@ def live_view(
 _SUMMARY_HEADERS = ("GPU", "name", "samples", "power median / max", "temp max / slowdown", "SM clock median / min")
 
 
-def _n(value: float | None, unit: str) -> str:
-    return f"{value:.0f} {unit}" if value is not None else "n/a"
-
-
 def _row(g: MonitorGpu) -> tuple[str, ...]:
     s = g.summary
     return (
         f"GPU{g.index}",
         g.name or "",
         str(s.samples),
-        f"{_n(s.power_draw_w_median, 'W')} / {_n(s.power_draw_w_max, 'W')}",
-        f"{_n(s.temp_c_max, 'C')} / {_n(g.temp_slowdown_c, 'C')}",
-        f"{_n(s.sm_clock_mhz_median, 'MHz')} / {_n(s.sm_clock_mhz_min, 'MHz')}",
+        f"{fmt_or_na(s.power_draw_w_median, 'W')} / {fmt_or_na(s.power_draw_w_max, 'W')}",
+        f"{fmt_or_na(s.temp_c_max, 'C')} / {fmt_or_na(g.temp_slowdown_c, 'C')}",
+        f"{fmt_or_na(s.sm_clock_mhz_median, 'MHz')} / {fmt_or_na(s.sm_clock_mhz_min, 'MHz')}",
     )
 
 

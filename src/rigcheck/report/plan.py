@@ -11,6 +11,7 @@ from rigcheck.model.plan import CommPlan, OffloadBreakdown, PlanGuide, PlanOfflo
 from rigcheck.report.common import md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import gigabytes
 
 STRATEGY_HEADERS = ("strategy", "MB/GPU/step", "wire time", "model states/GPU")
 GUIDE_TITLE = "The guide's NVLink result, explained (gpt2, 2x TITAN RTX, fp32 DDP)"
@@ -21,30 +22,27 @@ OFFLOAD_HEADERS = ("tier", "per", "params", "grads", "optimizer", "buffers", "to
 def _offload_title(off: PlanOffload) -> str:
     return (
         f"Offload to {off.tier.upper()} ({off.strategy}, {off.nodes} node(s) x {off.gpus_per_node} GPUs): "
-        f"GPU {_gbytes(off.gpu_bytes)} per GPU, CPU RAM {_gbytes(off.cpu_bytes)} and NVMe {_gbytes(off.nvme_bytes)} "
+        f"GPU {gigabytes(off.gpu_bytes)} per GPU, CPU RAM {gigabytes(off.cpu_bytes)} "
+        f"and NVMe {gigabytes(off.nvme_bytes)} "
         "per node"
         + (
-            f" ({_gbytes(off.cpu_bytes * off.nodes)} and {_gbytes(off.nvme_bytes * off.nodes)} for all {off.nodes})"
+            f" ({gigabytes(off.cpu_bytes * off.nodes)} and {gigabytes(off.nvme_bytes * off.nodes)} for all {off.nodes})"
             if off.nodes > 1
             else ""
         )
     )
 
 
-def _gbytes(value: float) -> str:
-    return f"{value / 1e9:,.1f} GB"
-
-
 def _offload_cells(row: OffloadBreakdown) -> tuple[str, ...]:
     numbers = (row.params_bytes, row.grads_bytes, row.optimizer_bytes, row.buffers_bytes, row.total_bytes)
-    return (row.tier, row.per, *(_gbytes(n) for n in numbers))
+    return (row.tier, row.per, *(gigabytes(n) for n in numbers))
 
 
 def _offload_lines(off: PlanOffload) -> list[str]:
     """Under the table: the fit, the traffic, the bandwidths and the sources."""
     lines = [*off.notes]
     lines += [
-        f"{t.what}: {_gbytes(t.bytes)} per {t.per} {t.direction} over the {t.link} link, "
+        f"{t.what}: {gigabytes(t.bytes)} per {t.per} {t.direction} over the {t.link} link, "
         f"{t.time_s * 1e3:,.0f} ms at {t.gbps:.1f} GB/s"
         for t in off.traffic
     ]

@@ -35,6 +35,7 @@ from rigcheck.bench.launcher import WorkerContext, launch
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.model.bench import MembwDocument, MembwRow, Method, reasons, row_head
+from rigcheck.units import exact_size
 
 if TYPE_CHECKING:
     from rigcheck.bench.gpu_select import GpuPlacement
@@ -55,13 +56,6 @@ class MembwPayload:
     repeats: int
     iters: int
     warmup_s: float = 0.0  # device warm-up (seconds of copies) before the first size
-
-
-def size_label(size_bytes: int) -> str:
-    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
-        if size_bytes >= scale and size_bytes % scale == 0:
-            return f"{size_bytes // scale} {unit}"
-    return f"{size_bytes} B"
 
 
 def copy_rates(size_bytes: int, times_s: Sequence[float]) -> list[float]:
@@ -105,7 +99,7 @@ def membw_worker(ctx: WorkerContext, payload: MembwPayload) -> None:
     for size in payload.sizes:
         nbytes, times, correct = _copy_times(torch, device, size, payload)
         head = row_head(
-            name=f"device-local copy {size_label(nbytes)}",
+            name=f"device-local copy {exact_size(nbytes)}",
             unit="GB/s",
             samples=copy_rates(nbytes, times),
             method=method,
@@ -131,7 +125,7 @@ def membw_worker(ctx: WorkerContext, payload: MembwPayload) -> None:
             fraction_of_peak=fraction,
             missing=reasons(no_peak, peak_memory_gbps=peak, fraction_of_peak=fraction),
         )
-        ctx.progress(f"rank {ctx.rank}: copy {size_label(nbytes)}: {r.copy_gbps:.1f} GB/s")
+        ctx.progress(f"rank {ctx.rank}: copy {exact_size(nbytes)}: {r.copy_gbps:.1f} GB/s")
         ctx.report(r.model_dump())
 
 

@@ -38,6 +38,7 @@ from rigcheck.bench.env import require_torch
 from rigcheck.bench.formulas import algbw_gbps, busbw_gbps
 from rigcheck.bench.timing import time_repetitions
 from rigcheck.model.fleet import FleetCollective, PhaseStatus
+from rigcheck.units import short_size
 
 ELEMENT_BYTES: Final = 4  # float32
 KIB: Final = 1024
@@ -63,15 +64,6 @@ def default_sizes(cpu: bool) -> list[int]:
         sizes.append(size)
         size *= GROWTH
     return sizes
-
-
-def size_text(size_bytes: int) -> str:
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB"):
-        if value < KIB:
-            return f"{value:g} {unit}"
-        value /= KIB
-    return f"{value:g} GiB"
 
 
 @dataclass(frozen=True)
@@ -195,7 +187,7 @@ def measure_world(
         if reduced[repeats] > 0:
             where = one_line(step.error) if step.error is not None else "on another rank"
             status: PhaseStatus = status_of(step.error) if step.error is not None else "failed"
-            return WorldResult(rows, status, f"the all-reduce of {size_text(size)} failed {where}")
+            return WorldResult(rows, status, f"the all-reduce of {short_size(size)} failed {where}")
         time_s = statistics.median(reduced[:repeats])
         rows.append(
             FleetCollective(
@@ -210,10 +202,10 @@ def measure_world(
                 expected_source=None,
             )
         )
-        say(f"fleet: allreduce {size_text(size)}: {rows[-1].busbw_gbps:.2f} GB/s bus bandwidth")
+        say(f"fleet: allreduce {short_size(size)}: {rows[-1].busbw_gbps:.2f} GB/s bus bandwidth")
         if reduced[repeats + 1] > 0:
             return WorldResult(
-                rows, "timed_out", f"stopped after {size_text(size)}: the next size would overrun the deadline"
+                rows, "timed_out", f"stopped after {short_size(size)}: the next size would overrun the deadline"
             )
     return WorldResult(rows, "done", None)
 

@@ -46,7 +46,6 @@ from rigcheck.checks.burn.problems import brake_seconds as brake_seconds  # noqa
 from rigcheck.checks.burn.problems import is_problem as is_problem  # noqa: PLC0414
 from rigcheck.checks.burn.problems import load_problems as load_problems  # noqa: PLC0414
 from rigcheck.checks.burn.tally import GpuTally
-from rigcheck.checks.common import fmt
 from rigcheck.checks.doctor.power import AT_CAP_FRACTION, BRAKE_ADVICE, LIMIT_TOLERANCE
 from rigcheck.checks.doctor.thermal import (
     COOLING_ADVICE,
@@ -59,6 +58,7 @@ from rigcheck.checks.doctor.thermal import (
 from rigcheck.model.burn import GpuBurnAnalysis, Limiter
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Sample, SampleBatch, Trace, TraceGpu, counter_median
+from rigcheck.units import fmt
 
 LIMITER_SHARE = 0.2  # a power reason holding this share of loaded time names the limiter
 # A GPU whose samples stop this long before the others' end is taken as lost (multi-GPU traces).

@@ -13,9 +13,10 @@ NCCL_DMABUF_ENABLE).
 
 from __future__ import annotations
 
-from rigcheck.checks.common import fmt, host_finding, list_names, readable_gpus
+from rigcheck.checks.common import host_finding, list_names, readable_gpus
 from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.model.snapshot import IbPort
+from rigcheck.units import fmt
 
 FINDING_IDS: tuple[str, ...] = (
     "gpudirect.ok",

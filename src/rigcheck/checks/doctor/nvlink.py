@@ -12,12 +12,13 @@ Finding ids: nvlink.ok, nvlink.links-down, nvlink.no-bridge, nvlink.state-unknow
 
 from __future__ import annotations
 
-from rigcheck.checks.common import fmt, gpu_finding, host_finding, list_names, readable_gpus
+from rigcheck.checks.common import gpu_finding, host_finding, list_names, readable_gpus
 from rigcheck.facts import catalog
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.facts.legend import nvlink_count
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
 from rigcheck.model.links import nvlink_pairs_from_state
+from rigcheck.units import fmt
 
 FINDING_IDS: tuple[str, ...] = ("nvlink.ok", "nvlink.links-down", "nvlink.no-bridge", "nvlink.state-unknown")
 

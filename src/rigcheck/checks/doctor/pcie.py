@@ -21,10 +21,11 @@ pcie.slot-limits-width, pcie.replays.
 
 from __future__ import annotations
 
-from rigcheck.checks.common import fmt, gpu_finding, has_problem, is_idle, missing_text, readable_gpus
+from rigcheck.checks.common import gpu_finding, has_problem, is_idle, missing_text, readable_gpus
 from rigcheck.checks.doctor.thermal import is_loaded
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, normalize_bdf, pcie_bandwidth_gbps
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
+from rigcheck.units import fmt
 
 FINDING_IDS: tuple[str, ...] = (
     "pcie.ok",

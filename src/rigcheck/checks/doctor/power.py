@@ -10,7 +10,6 @@ from rigcheck.checks.common import (
     GUIDE_POWER,
     NVML_REASONS,
     active_reasons,
-    fmt,
     gpu_finding,
     has_problem,
     is_idle,
@@ -20,6 +19,7 @@ from rigcheck.checks.common import (
     seconds,
 )
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
+from rigcheck.units import fmt
 
 FINDING_IDS: tuple[str, ...] = (
     "power.ok",

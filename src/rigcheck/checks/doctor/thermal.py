@@ -18,7 +18,6 @@ from rigcheck.checks.common import (
     LIFESPAN,
     NVML_REASONS,
     active_reasons,
-    fmt,
     gpu_finding,
     has_problem,
     missing_text,
@@ -27,6 +26,7 @@ from rigcheck.checks.common import (
     seconds,
 )
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
+from rigcheck.units import fmt
 
 FINDING_IDS: tuple[str, ...] = (
     "thermal.ok",

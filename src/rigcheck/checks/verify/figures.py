@@ -43,6 +43,7 @@ from rigcheck.model.bench import (
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.verify import Band, Judgement, RuleVerdict, Verdict
+from rigcheck.units import exact_size, percent
 
 # Without the SKU's own (bf16 where it has it), the dtype judged is the first of these that ran (fp8: only in a
 # saved mamf-finder document, `bench matmul --from`; no band holds it).
@@ -77,12 +78,7 @@ def row_key(gpu: int | None, rank: int) -> int:
 
 def size_text(size_bytes: int | None) -> str:
     """1 << 30 -> "1 GiB"; None (an nvbandwidth figure read with --from, its size not printed) -> "unknown size"."""
-    if size_bytes is None:
-        return "unknown size"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size_bytes >= scale and size_bytes % scale == 0:
-            return f"{size_bytes // scale} {unit}"
-    return f"{size_bytes} B"
+    return "unknown size" if size_bytes is None else exact_size(size_bytes)
 
 
 def spread_of(row: BenchRow) -> float:
@@ -411,10 +407,6 @@ def num(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _pct(fraction: float) -> str:
-    return f"{fraction * 100:.1f}%"
-
-
 def margin_pct(value: float, reference: float) -> float | None:
     """How far ``value`` is from ``reference``, in percent of it (+ above, - below); None for a zero reference."""
     return round((value / reference - 1) * 100, 1) if reference else None
@@ -500,7 +492,7 @@ def baseline_judgement(value: float, unit: str, base: float | None, spread: floa
     margin = margin_pct(value, base)
     words = f"{num(value)} {unit}, baseline {num(base)}, {margin_text(margin)}"
     verdict: RuleVerdict = "fail" if value < base * (1 - tolerance) else "pass"
-    text = f"{words} ({'beyond' if verdict == 'fail' else 'within'} the {_pct(tolerance)} noise)"
+    text = f"{words} ({'beyond' if verdict == 'fail' else 'within'} the {percent(tolerance)} noise)"
     return Judgement(rule="baseline", verdict=verdict, text=text, reference=base, margin_pct=margin)
 
 

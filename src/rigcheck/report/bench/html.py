@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rigcheck.report.html import GPU_PALETTE, esc, footer, num, page
 from rigcheck.report.svg import Axis, Bar, HLine, Series, bar_chart, line_chart
+from rigcheck.units import rounded_size
 
 if TYPE_CHECKING:
     from rigcheck.model.bench import CompareDocument, SingleDocument
@@ -55,15 +56,6 @@ def _split_unit(key: str) -> tuple[str, str]:
     return key.replace("_", " "), ""
 
 
-def _size_text(n: float) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover - the loop always returns
-
-
 def _value_text(key: str, value: Any) -> str:
     if value is None:
         return "–"
@@ -72,7 +64,7 @@ def _value_text(key: str, value: Any) -> str:
             return "Y" if value else "N"
         return "yes" if value else "NO" if key == "correct" else "no"
     if isinstance(value, int | float) and key.endswith("_bytes"):
-        return _size_text(value)
+        return rounded_size(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
@@ -199,7 +191,7 @@ def _bench_chart(doc_id: str, rows: Sequence[dict[str, Any]], benchmark: str) ->
             desc=f"{y_name} in {y_unit} against the message size on a log2 axis, one line per "
             + ", ".join(groups)
             + ".",
-            x=Axis("message size", "log2 scale", log2=True, tick_format=_size_text),
+            x=Axis("message size", "log2 scale", log2=True, tick_format=rounded_size),
             y=Axis(y_name, y_unit),
             series=series,
             hlines=ceilings,

@@ -33,6 +33,7 @@ from rigcheck.report.bench import reference
 from rigcheck.report.bench.collective import collective_context, collective_summary
 from rigcheck.report.bench.reference import imported
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import percent, rounded_size
 
 BenchDoc = SingleDocument | CompareDocument
 GIB = 2**30
@@ -56,14 +57,7 @@ def num(digits: int) -> Callable[[Any], str]:
 
 def size_text(size_bytes: Any) -> str:
     """1024 -> "1 KiB"; the sizes nccl-tests prints as bytes, shown readably."""
-    if not isinstance(size_bytes, int):
-        return "-"
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size_bytes} B"  # pragma: no cover - the loop always returns
+    return rounded_size(size_bytes, "GiB") if isinstance(size_bytes, int) else "-"
 
 
 def rate(value: Any) -> str:
@@ -73,10 +67,6 @@ def rate(value: Any) -> str:
     if abs(value) >= 100:
         return f"{value:.1f}"
     return f"{value:.3g}" if abs(value) >= 1 else f"{value:.3f}" if abs(value) >= 0.01 else f"{value:.2g}"
-
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
 
 
 def _best(value: Any) -> str:
@@ -132,7 +122,7 @@ MATMUL_COLUMNS = (
     Column("tflops_min", "min", rate),
     Column("tflops_max", "max", rate),
     Column("peak_tflops", "peak (TFLOPS)", num(1)),
-    Column("fraction_of_peak", "of peak", _pct),
+    Column("fraction_of_peak", "of peak", percent),
     Column("correct", "correct", num(0)),
     Column("best", "best", _best),
 )
@@ -143,7 +133,7 @@ MEMBW_COLUMNS = (
     Column("copy_gbps", "copy (GB/s)", rate),
     Column("read_write_gbps", "read+write (GB/s)", rate),
     Column("peak_memory_gbps", "peak (GB/s)", num(0)),
-    Column("fraction_of_peak", "r+w of peak", _pct),
+    Column("fraction_of_peak", "r+w of peak", percent),
     Column("correct", "correct", num(0)),
 )
 HOSTLINK_COLUMNS = (
@@ -157,7 +147,7 @@ HOSTLINK_COLUMNS = (
     Column("max", "max", rate),
     Column("pcie_link", "PCIe link", _text),
     Column("pcie_theoretical_gbps", "PCIe theor. (GB/s)", num(1)),
-    Column("fraction_of_pcie", "of PCIe", _pct),
+    Column("fraction_of_pcie", "of PCIe", percent),
     Column("correct", "correct", num(0)),
 )
 P2P_COLUMNS = (
@@ -171,7 +161,7 @@ P2P_COLUMNS = (
     Column("bidirectional_gbps", "bidi (GB/s)", rate),
     Column("latency_us", "latency (us)", num(2)),
     Column("theoretical_gbps", "theor. (GB/s)", num(1)),
-    Column("fraction_of_theoretical", "uni of theor.", _pct),
+    Column("fraction_of_theoretical", "uni of theor.", percent),
     Column("correct", "correct", num(0)),
 )
 NVME_COLUMNS = (
@@ -182,7 +172,7 @@ NVME_COLUMNS = (
     Column("min", "min", rate),
     Column("max", "max", rate),
     Column("pcie_theoretical_gbps", "PCIe theor. (GB/s)", num(2)),
-    Column("fraction_of_pcie", "of PCIe", _pct),
+    Column("fraction_of_pcie", "of PCIe", percent),
 )
 TRAIN_COLUMNS = (
     Column("train_runtime_s", "runtime (s)", num(2)),
@@ -215,7 +205,7 @@ def _collective_columns(doc: CollectiveDocument) -> tuple[Column, ...]:
     if any(r.in_place_busbw_gbps is not None for r in rows):
         cols.append(Column("in_place_busbw_gbps", "in-place busbw (GB/s)", num(3)))
     if doc.ceiling is not None:
-        cols += [Column("ceiling_gbps", "ceiling (GB/s)", num(2)), Column("fraction_of_ceiling", "of ceiling", _pct)]
+        cols += [Column("ceiling_gbps", "ceiling (GB/s)", num(2)), Column("fraction_of_ceiling", "of ceiling", percent)]
     return (*cols, COLLECTIVE_COLUMNS[-1])
 
 

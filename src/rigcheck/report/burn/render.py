@@ -9,12 +9,12 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from rigcheck.checks.burn.judge import is_problem
-from rigcheck.checks.common import fmt
 from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.readers.reference.gpu_burn import TOOL as GPU_BURN
 from rigcheck.readers.reference.gpu_burn import problem_verdict
 from rigcheck.report.common import md_prose
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import fmt, fmt_or_na
 
 
 def _gpu_burn_problem(doc: BurnResult, a: GpuBurnAnalysis) -> bool:
@@ -30,18 +30,14 @@ def _style(doc: BurnResult, a: GpuBurnAnalysis) -> str:
     return "bold green"
 
 
-def _value(value: float | None, unit: str, digits: int = 0) -> str:
-    return fmt(value, unit, digits) if value is not None else "n/a"
-
-
 def evidence(a: GpuBurnAnalysis) -> list[str]:
     """The numbers behind a GPU's verdict, one line each (none beyond the peak for a GPU never loaded)."""
     if a.loaded_s <= 0:
         return [f"temperature {fmt(a.temp_c_max, 'C')} peak"] if a.temp_c_max is not None else []
     cap = f", power cap reached after {fmt(a.time_to_power_cap_s, 's', 1)}" if a.time_to_power_cap_s is not None else ""
     lines = [
-        f"loaded {fmt(a.loaded_s, 's', 1)}: power {_value(a.power_draw_w_median_loaded, 'W')} median "
-        f"of a {_value(a.power_enforced_limit_w, 'W')} limit{cap}"
+        f"loaded {fmt(a.loaded_s, 's', 1)}: power {fmt_or_na(a.power_draw_w_median_loaded, 'W')} median "
+        f"of a {fmt_or_na(a.power_enforced_limit_w, 'W')} limit{cap}"
     ]
     if a.slowdown_margin_c is not None and a.temp_slowdown_c is not None:
         side = "under" if a.slowdown_margin_c >= 0 else "over"
@@ -49,16 +45,16 @@ def evidence(a: GpuBurnAnalysis) -> list[str]:
     else:
         margin = ", slowdown threshold not in the trace"
     lines.append(
-        f"temperature {_value(a.temp_c_max, 'C')} peak (rise {_value(a.temp_rise_c, 'C')}, plateau "
-        f"{_value(a.temp_plateau_c, 'C')}){margin}"
+        f"temperature {fmt_or_na(a.temp_c_max, 'C')} peak (rise {fmt_or_na(a.temp_rise_c, 'C')}, plateau "
+        f"{fmt_or_na(a.temp_plateau_c, 'C')}){margin}"
     )
     ref = (
-        f"{_value(a.sm_clock_max_mhz, 'MHz')} max"
+        f"{fmt_or_na(a.sm_clock_max_mhz, 'MHz')} max"
         if a.sm_clock_max_mhz is not None
-        else f"{_value(a.sm_clock_mhz_first, 'MHz')} in the first seconds"
+        else f"{fmt_or_na(a.sm_clock_mhz_first, 'MHz')} in the first seconds"
     )
     drop = f", {fmt(a.sm_clock_drop_percent, '%', 1)} below {ref}" if a.sm_clock_drop_percent is not None else ""
-    lines.append(f"SM clock {_value(a.sm_clock_mhz_median_loaded, 'MHz')} median while loaded{drop}")
+    lines.append(f"SM clock {fmt_or_na(a.sm_clock_mhz_median_loaded, 'MHz')} median while loaded{drop}")
     shares = [(name, share) for name, share in a.reasons_time_fraction.items() if share > 0]
     shares.sort(key=lambda item: -item[1])
     if a.reasons_time_fraction:

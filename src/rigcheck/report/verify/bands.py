@@ -13,22 +13,17 @@ from rigcheck.model.verify import Band, VerifyBandsDocument
 from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import figure
 
 HEADERS = ("check", "floor", "peak", "of peak", "peak is", "lowest published healthy", "margin", "source")
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def cells(band: Band) -> tuple[str, ...]:
     share = f"{band.expected_min / band.peak:.0%}" if band.peak else "-"
     return (
         band.check,
-        f"{_num(band.expected_min)} {band.unit}",
-        f"{_num(band.peak)} {band.unit}" if band.peak is not None else "-",
+        f"{figure(band.expected_min)} {band.unit}",
+        f"{figure(band.peak)} {band.unit}" if band.peak is not None else "-",
         share,
         band.basis,
     )
@@ -44,7 +39,7 @@ def published_cells(band: Band) -> tuple[str, str, str | None]:
     dashes where no published healthy figure was judged against this floor."""
     if band.lowest_healthy is None or band.margin_pct is None:
         return "-", "-", None
-    return f"{_num(band.lowest_healthy)} {band.unit}", f"{band.margin_pct:+.1f}%", published_mark(band.margin_pct)
+    return f"{figure(band.lowest_healthy)} {band.unit}", f"{band.margin_pct:+.1f}%", published_mark(band.margin_pct)
 
 
 def terminal(doc: VerifyBandsDocument) -> RenderableType:

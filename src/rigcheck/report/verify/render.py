@@ -12,6 +12,7 @@ from rigcheck.model.verify import VerifyCheck, VerifyDocument, VerifyGpu
 from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
+from rigcheck.units import figure
 
 HEADERS = ("GPU", "check", "verdict", "figure", "floor", "margin", "peer best", "baseline", "src")
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta", "unjudged": "yellow"}
@@ -20,19 +21,13 @@ VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE", "unj
 HTML_CLASS = {"pass": "good", "fail": "bad", "incomplete": "warn", "unjudged": "warn"}
 
 
-def _fig(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
 def _figure(check: VerifyCheck) -> str:
     said = next((j.text.split(":", 1)[0] for j in check.judgements if j.rule == "dcgm"), None)
     if said is not None and check.verdict != "incomplete":
         return said  # DCGM's own word, "DCGM Pass" / "DCGM Warn" / "DCGM Fail": it gives no figure
     if check.value is None:
         return "not measured"
-    return f"{_fig(check.value)} {check.unit or ''}".rstrip()
+    return f"{figure(check.value)} {check.unit or ''}".rstrip()
 
 
 def margin(check: VerifyCheck) -> str:
@@ -75,10 +70,10 @@ def cells(gpu: VerifyGpu | None, check: VerifyCheck, refs: dict[str, int], *, cp
         check.id,
         check.verdict,
         _figure(check),
-        _fig(check.expected_min),
+        figure(check.expected_min),
         margin(check),
-        _fig(check.peer_best),
-        _fig(check.baseline),
+        figure(check.peer_best),
+        figure(check.baseline),
         f"[{ref}]" if ref else "",
     )
 
