@@ -414,6 +414,7 @@ def test_doctor_from_a_snapshot_loads_only_what_it_uses(extra: list[str]) -> Non
     # A saved snapshot needs no live probe: the default --since ('boot') is not parsed by probe/kernel_log.py.
     assert sorted(m for m in loaded if in_package(m, "rigcheck.probe")) == []
     assert "rigcheck.report.html" not in loaded  # no --html asked
+    assert "rigcheck.model.site_config" not in loaded  # no --config given
 
 
 # Models of other commands' documents: doctor builds none of them.

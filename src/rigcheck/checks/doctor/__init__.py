@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rigcheck.checks.doctor import (
     fabric,
@@ -39,7 +40,9 @@ from rigcheck.checks.doctor.thermal import check_thermal
 from rigcheck.checks.doctor.topology import check_topology
 from rigcheck.checks.doctor.xid import check_xid
 from rigcheck.model import Finding, Snapshot
-from rigcheck.model.site_config import SiteConfig
+
+if TYPE_CHECKING:  # a site file's models are built only when `doctor --config` reads one
+    from rigcheck.model.site_config import SiteConfig
 
 Check = Callable[[Snapshot], list[Finding]]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rigcheck.checks.common import host_finding
 from rigcheck.facts.xid import (
@@ -36,7 +36,9 @@ from rigcheck.facts.xid import (
 )
 from rigcheck.model import Finding, Severity, Snapshot, gpu_subject
 from rigcheck.model.kernel_log import KernelEvent
-from rigcheck.model.site_config import XidLimit, XidSite
+
+if TYPE_CHECKING:  # a site file's models are built only when `doctor --config` reads one
+    from rigcheck.model.site_config import XidLimit, XidSite
 
 FINDING_IDS: tuple[str, ...] = (
     "xid.hardware",
