@@ -154,11 +154,11 @@ def test_the_closing_line_counts_gpu_burns_faults(path: Path, closing: str, rigc
 
 
 def test_markdown_closing_line_too(rigcheck: Rigcheck) -> None:
-    from rigcheck.model.burn import BurnResult
+    from rigcheck.model.burn import BurnDocument
     from rigcheck.report.burn.render import markdown
 
     code, doc_json, _ = _analyze(rigcheck, CASES / "gpuburn-16gpu-faulty.txt", "--json")
-    text = markdown(BurnResult.model_validate(doc_json))
+    text = markdown(BurnDocument.model_validate(doc_json))
     assert code == 1
     assert "faulty or never tested" in text
     assert "no GPU throttled" not in text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rigcheck.checks.burn.judge import analyze_trace
 from rigcheck.checks.verify.figures import Figure, burn_figures
-from rigcheck.model.burn import BurnResult, gpu_burn_problem
+from rigcheck.model.burn import BurnDocument, gpu_burn_problem
 from rigcheck.readers.reference import gpu_burn as gb
 
 FIX = Path(__file__).parent.parent / "fixtures" / "gpu-burn"
@@ -18,7 +18,7 @@ def _figures(name: str) -> list[Figure]:
     run = gb.parse_gpu_burn((FIX / name).read_text(encoding="utf-8"), path)
     trace = gb.trace_of(run, path)
     analyses = gb.with_gpu_burn(analyze_trace(trace), run)
-    return burn_figures(BurnResult.of_analysis(trace, analyses, exit_code=1 if gb.is_faulty(run) else 0))
+    return burn_figures(BurnDocument.of_analysis(trace, analyses, exit_code=1 if gb.is_faulty(run) else 0))
 
 
 def test_a_faulty_gpu_of_gpu_burn_fails_verify_burn() -> None:

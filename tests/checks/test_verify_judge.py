@@ -45,7 +45,7 @@ from rigcheck.model.bench import (
     Versions,
     row_head,
 )
-from rigcheck.model.burn import BurnResult, BurnWorkload, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.burn import BurnDocument, BurnWorkload, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.site_config import parse_site_config
 from rigcheck.model.verify import VerifyCheck, VerifyDocument, VerifyGpu, VerifyInputs
@@ -372,7 +372,7 @@ def allreduce_doc(busbw: float, *, world: int = 8, correct: bool = True, cpu: bo
 
 def burn_doc(
     gpus: int = 8, *, thermal: Sequence[int] = (), wrong: Mapping[int, int] | None = None, tflops: float = 663.2
-) -> BurnResult:
+) -> BurnDocument:
     """A 60 s burn as the H100 evidence shows it: held at the 700 W cap, 73 C, SM ~1335 MHz, 663 TFLOPS."""
     wrong = wrong or {}
     analyses = []
@@ -416,7 +416,7 @@ def burn_doc(
     workload = BurnWorkload(
         method_version="burn-1", dtype="bf16", minutes_requested=1.0, load_s=60.0, timer="cuda_events", gpus=loads
     )
-    return BurnResult(
+    return BurnDocument(
         source="rigcheck-sampler",
         path=None,
         interval_s=0.1,

@@ -14,7 +14,7 @@ from rigcheck.readers.nccl_log import (
     P2P_LABEL,
     SHM_LABEL,
     SINGLE_RANK_LABEL,
-    NcclLog,
+    NcclLogDocument,
     describe_transport,
     p2p_mismatch,
     parse_nccl_log,
@@ -30,7 +30,7 @@ EXTRA = FIXTURES / "nccl-extra"
 MANIFEST = [e for e in json.loads((CORPUS / "manifest.json").read_text()) if e["kind"] == "nccl-log"]
 
 
-def parse(path: Path) -> NcclLog:
+def parse(path: Path) -> NcclLogDocument:
     return parse_nccl_log(path.read_bytes().decode("utf-8"), str(path))
 
 

@@ -11,7 +11,7 @@ import pytest
 from rigcheck.checks.burn.judge import analyze_trace
 from rigcheck.cli.burn_analyze import _analyze
 from rigcheck.errors import InputError
-from rigcheck.model.burn import BurnResult
+from rigcheck.model.burn import BurnDocument
 from rigcheck.model.telemetry import PLOT_BUCKETS, PLOT_FIELDS, PLOT_RAW, Sample, Trace, TracePlot
 from rigcheck.readers.trace.stream import read_trace
 from rigcheck.report.burn.html import _reason_spans, burn_html
@@ -38,7 +38,7 @@ def test_streamed_page_is_the_page_of_the_trace_in_memory(path: Path) -> None:
     assert streamed.plot.count == len(whole.samples)
     pages = []
     for trace, found in ((streamed, analyses), (whole, analyze_trace(whole))):
-        doc = BurnResult.of_analysis(trace, found, 0)
+        doc = BurnDocument.of_analysis(trace, found, 0)
         pages.append(html(doc))
     assert pages[0] == pages[1]
 

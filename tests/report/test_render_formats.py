@@ -81,12 +81,12 @@ def burn_sample() -> Document:
     """`burn --analyze` of a real trace (a `rigcheck burn` run is drawn in every format by tests/bench/test_burn.py)."""
     from rigcheck.checks.burn.judge import analyze_trace
     from rigcheck.cli.burn_analyze import analysis_exit_code
-    from rigcheck.model.burn import BurnResult
+    from rigcheck.model.burn import BurnDocument
     from rigcheck.readers.trace.stream import read_trace
 
     trace = read_trace(str(SNAPSHOTS.parent / "traces" / "smi-gpu-lost.csv"))
     analyses = analyze_trace(trace)
-    return BurnResult.of_analysis(trace, analyses, analysis_exit_code(analyses))
+    return BurnDocument.of_analysis(trace, analyses, analysis_exit_code(analyses))
 
 
 def monitor_sample() -> Document:

@@ -29,7 +29,7 @@ from rigcheck.model.bench import (
     CollectiveComparison,
     CollectiveDocument,
     CollectiveFigures,
-    CollectiveRun,
+    CollectiveRunDocument,
     ComparedCollectiveRow,
     ComparedTrainRow,
     NcclFacts,
@@ -37,7 +37,7 @@ from rigcheck.model.bench import (
     TrainComparison,
     TrainDocument,
     TrainFigures,
-    TrainRun,
+    TrainRunDocument,
     YesNo,
 )
 from rigcheck.readers.nccl_log import describe_transport, p2p_mismatch, parse_nccl_log
@@ -205,7 +205,7 @@ def compare_p2p(
                 for d, t in zip(train_docs, tags, strict=True)
                 for r in d.results
             ],
-            runs=[TrainRun(**_fields(d, "snapshot"), **t) for d, t in zip(train_docs, tags, strict=True)],
+            runs=[TrainRunDocument(**_fields(d, "snapshot"), **t) for d, t in zip(train_docs, tags, strict=True)],
             comparison=TrainComparison(
                 rows=[
                     TrainFigures(**f, time_s=time_s, samples_per_s=rate, transport=t["transport"])
@@ -228,7 +228,7 @@ def compare_p2p(
             for d, t in zip(sweeps, tags, strict=True)
             for r in d.results
         ],
-        runs=[CollectiveRun(**_fields(d, "snapshot"), **t) for d, t in zip(sweeps, tags, strict=True)],
+        runs=[CollectiveRunDocument(**_fields(d, "snapshot"), **t) for d, t in zip(sweeps, tags, strict=True)],
         comparison=CollectiveComparison(
             rows=[
                 CollectiveFigures(**f, time_s=time_s, busbw_gbps=rate, transport=t["transport"])

@@ -106,11 +106,11 @@ def finish(
     failed or, for a --compare-p2p comparison of two runs, when it has a warning (the comparison is not one);
     130 or 143 when SIGINT or SIGTERM cut the run short (the document then says ``"partial": true`` and
     ``"error": "interrupted (SIGINT)"``, and holds the rows measured before)."""
-    from rigcheck.model.bench import CompareDocumentBase
+    from rigcheck.model.bench import CompareBaseDocument
 
     write_pages(doc, html_file, markdown_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
-    compared = isinstance(doc, CompareDocumentBase)
+    compared = isinstance(doc, CompareBaseDocument)
     if compared:
         from rigcheck.bench.compare import inherited_p2p_note
 
@@ -120,7 +120,7 @@ def finish(
             note(f"warning: {inherited}")
     if doc.error:
         note(f"error: {doc.error}" + (" (partial results kept)" if doc.results and not compared else ""))
-    warned = isinstance(doc, CompareDocumentBase) and bool(doc.warnings)
+    warned = isinstance(doc, CompareBaseDocument) and bool(doc.warnings)
     signum = interrupted_by()
     if signum is not None:
         raise typer.Exit(exit_code_for_signal(signum))

@@ -1,7 +1,7 @@
 """`rigcheck burn`: load the GPUs with sustained matmuls, record telemetry, say whether, when and why they slowed.
 
 ``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (``rigcheck.burn/2``,
-rigcheck.model.burn.BurnResult) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
+rigcheck.model.burn.BurnDocument) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
 ``tflops_first_10s`` and ``errors`` (products that came out wrong), and ``workload`` / ``sampler`` /
 ``partial`` / ``interrupted``.
 
@@ -25,7 +25,7 @@ from rigcheck.errors import BenchError, OutputError
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
-    from rigcheck.model.burn import BurnResult, BurnRun
+    from rigcheck.model.burn import BurnDocument, BurnRun
     from rigcheck.monitor.sampler import TraceFile
 
 
@@ -37,10 +37,10 @@ def burn_exit_code(run: BurnRun) -> int:
     return exit_code_for_burn(burn_outcome(run), interrupted_by() if run.interrupted else None)
 
 
-def burn_document(run: BurnRun, exit_code: int) -> BurnResult:
-    from rigcheck.model.burn import BurnResult
+def burn_document(run: BurnRun, exit_code: int) -> BurnDocument:
+    from rigcheck.model.burn import BurnDocument
 
-    return BurnResult.of_run(run, exit_code)
+    return BurnDocument.of_run(run, exit_code)
 
 
 def burn(

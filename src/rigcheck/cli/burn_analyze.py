@@ -16,7 +16,7 @@ from rigcheck.cli.common import emit, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_error
 from rigcheck.cli.streams import note
 from rigcheck.errors import InputError
-from rigcheck.model.burn import BurnResult, GpuBurnAnalysis
+from rigcheck.model.burn import BurnDocument, GpuBurnAnalysis
 from rigcheck.model.telemetry import Trace
 from rigcheck.report.render import Format
 
@@ -91,7 +91,7 @@ def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> No
     for line in trace.diagnostics:
         note(line)
     code = EXIT_PROBLEMS if faulty else analysis_exit_code(analyses)
-    doc = BurnResult.of_analysis(trace, analyses, code)
+    doc = BurnDocument.of_analysis(trace, analyses, code)
     write_pages(doc, html_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL)
     raise typer.Exit(doc.exit_code)

@@ -13,7 +13,7 @@ from rigcheck.cli.exits import EXIT_OK
 from rigcheck.report.render import Format
 
 if TYPE_CHECKING:
-    from rigcheck.model.plan import CommPlan
+    from rigcheck.model.plan import PlanDocument
 
 
 def plan(
@@ -98,7 +98,7 @@ def build_comm_plan(
     nodes: int = 1,
     largest_layer: str | None = None,
     nvme_free: tuple[float, str] | None = None,
-) -> CommPlan:
+) -> PlanDocument:
     """The plan of the options as given: the options checked, the --from files read (readers/plan_sources.py) and
     this machine's RAM when the offload plan needs it, then the pure plan (rigcheck.plan.build)."""
     from rigcheck.plan import build

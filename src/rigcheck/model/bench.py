@@ -401,7 +401,7 @@ Ceiling = bench_source.Ceiling
 CollectiveJudgement = bench_source.CollectiveJudgement
 
 
-class BenchDocumentBase(Document):
+class BenchBaseDocument(Document):
     """The keys every bench document starts with; each benchmark narrows ``benchmark`` and ``results``."""
 
     schema_: Literal["rigcheck.bench/1"] = Field(BENCH_SCHEMA, alias="schema")
@@ -416,7 +416,7 @@ class BenchDocumentBase(Document):
     results: Sequence[BenchRow]
 
 
-class CollectiveDocument(BenchDocumentBase):
+class CollectiveDocument(BenchBaseDocument):
     """`bench allreduce | allgather | reducescatter | broadcast`: one row per buffer size."""
 
     benchmark: CollectiveOp
@@ -431,7 +431,7 @@ class CollectiveDocument(BenchDocumentBase):
     judgement: CollectiveJudgement | None = absent_unless_set("all-reduce read with --from: the band's verdict")
 
 
-class MatmulDocument(BenchDocumentBase):
+class MatmulDocument(BenchBaseDocument):
     """`bench matmul`: one row per rank, dtype and shape; ``best`` per rank and dtype."""
 
     benchmark: Literal["matmul"] = "matmul"
@@ -443,7 +443,7 @@ class MatmulDocument(BenchDocumentBase):
     judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: the best figure against its band")
 
 
-class MembwDocument(BenchDocumentBase):
+class MembwDocument(BenchBaseDocument):
     """`bench membw`: one row per rank and buffer size."""
 
     benchmark: Literal["membw"] = "membw"
@@ -454,7 +454,7 @@ class MembwDocument(BenchDocumentBase):
     judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
 
-class HostlinkDocument(BenchDocumentBase):
+class HostlinkDocument(BenchBaseDocument):
     """`bench hostlink`: one row per GPU, direction, memory kind and binding."""
 
     benchmark: Literal["hostlink"] = "hostlink"
@@ -495,7 +495,7 @@ class PairsComparison(Plain):
     note: str
 
 
-class P2PDocument(BenchDocumentBase):
+class P2PDocument(BenchBaseDocument):
     """`bench p2p`: one row per ordered pair and mode, the matrices; with --compare-p2p the guide's table."""
 
     benchmark: Literal["p2p"] = "p2p"
@@ -516,7 +516,7 @@ class P2PDocument(BenchDocumentBase):
     judgement: list[FigureJudgement] | None = absent_unless_set("read with --from: each figure against its band")
 
 
-class TrainDocument(BenchDocumentBase):
+class TrainDocument(BenchBaseDocument):
     """`bench train`: the gpt2 DDP benchmark, one row."""
 
     benchmark: Literal["train"] = "train"
@@ -526,7 +526,7 @@ class TrainDocument(BenchDocumentBase):
     gpus: list[Count] | None = _gpus_used()
 
 
-class NvmeDocument(BenchDocumentBase):
+class NvmeDocument(BenchBaseDocument):
     """`bench nvme`: sequential read and write of one file under a directory, direct (a block-size sweep)
     and buffered; the device and filesystem under it."""
 
@@ -553,7 +553,7 @@ class NcclFacts(Plain):
     channel_lines: Count
 
 
-class CollectiveRun(CollectiveDocument):
+class CollectiveRunDocument(CollectiveDocument):
     """One of the two runs: its document without the snapshot (the comparison has it once), then its tags."""
 
     snapshot: OptionalSnapshotRef = Field(None, exclude=True)
@@ -563,7 +563,7 @@ class CollectiveRun(CollectiveDocument):
     nccl: NcclFacts | None = Field(description="what the run's NCCL log said; null on gloo or without a log")
 
 
-class TrainRun(TrainDocument):
+class TrainRunDocument(TrainDocument):
     """One of the two runs: its document without the snapshot (the comparison has it once), then its tags."""
 
     snapshot: OptionalSnapshotRef = Field(None, exclude=True)
@@ -631,7 +631,7 @@ def _one_run_only_when_partial(schema: dict[str, Any], cls: type[Any]) -> None:
     ]
 
 
-class CompareDocumentBase(Document):
+class CompareBaseDocument(Document):
     """`--compare-p2p`: two runs differing only in NCCL_P2P_DISABLE=1, the guide's table, its warnings."""
 
     model_config = ConfigDict(json_schema_extra=_one_run_only_when_partial)
@@ -648,31 +648,31 @@ class CompareDocumentBase(Document):
     snapshot: OptionalSnapshotRef = Field(description="the machine, as `rigcheck snapshot`")
     results: Sequence[CollectiveRow | TrainRow] = Field(description="both runs' rows, each tagged p2p Y or N")
     # Two runs; one when the run was interrupted before the second could start (partial, error says so).
-    runs: Sequence[BenchDocumentBase] = Field(min_length=1, max_length=2)
+    runs: Sequence[BenchBaseDocument] = Field(min_length=1, max_length=2)
     comparison: Comparison
     warnings: list[str] = Field(description="a run that failed, or whose transport is not what it should be")
     notes: list[str]
 
     @model_validator(mode="after")
-    def _one_run_only_when_partial(self) -> CompareDocumentBase:
+    def _one_run_only_when_partial(self) -> CompareBaseDocument:
         if len(self.runs) < 2 and not self.partial:
             raise ValueError("a comparison with one run must be partial (the second run never started)")
         return self
 
 
-class CollectiveCompareDocument(CompareDocumentBase):
+class CollectiveCompareDocument(CompareBaseDocument):
     benchmark: Literal[
         "allreduce-compare-p2p", "allgather-compare-p2p", "reducescatter-compare-p2p", "broadcast-compare-p2p"
     ]
     results: Sequence[ComparedCollectiveRow]
-    runs: Sequence[CollectiveRun] = Field(min_length=1, max_length=2)
+    runs: Sequence[CollectiveRunDocument] = Field(min_length=1, max_length=2)
     comparison: CollectiveComparison
 
 
-class TrainCompareDocument(CompareDocumentBase):
+class TrainCompareDocument(CompareBaseDocument):
     benchmark: Literal["train-compare-p2p"] = "train-compare-p2p"
     results: Sequence[ComparedTrainRow]
-    runs: Sequence[TrainRun] = Field(min_length=1, max_length=2)
+    runs: Sequence[TrainRunDocument] = Field(min_length=1, max_length=2)
     comparison: TrainComparison
 
 

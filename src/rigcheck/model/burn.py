@@ -5,7 +5,7 @@ burn's own load measured.
   burn adds its TFLOPS and wrong results).
 - :class:`GpuLoadSummary` / :class:`BurnWorkload` — the matmul load of `rigcheck burn` (rigcheck.bench.burn).
 - :class:`BurnRun` — what a burn returns: the trace, its analysis, the workload, the sampler's costs.
-- :class:`BurnResult` — the document. `burn --analyze` leaves out the four keys of a run (``partial``,
+- :class:`BurnDocument` — the document. `burn --analyze` leaves out the four keys of a run (``partial``,
   ``interrupted``, ``workload``, ``sampler``): in its JSON they are absent, never null.
 
 Drawn by rigcheck.report.burn.render (terminal, Markdown) and rigcheck.report.burn.html (the page with plots).
@@ -173,7 +173,7 @@ def _run_fields_schema(schema: dict[str, Any]) -> None:
     schema["dependentRequired"] = {name: list(RUN_FIELDS) for name in RUN_FIELDS}
 
 
-class BurnResult(Document):
+class BurnDocument(Document):
     """The burn verdict per GPU (docs/commands.md, issue 5). `rigcheck burn` adds `partial`, `interrupted`,
     `workload`, `sampler` and, per GPU, `tflops_sustained`, `tflops_first_10s` and `errors`. A null number of a
     GPU has its reason in that GPU's `missing` map."""
@@ -197,7 +197,7 @@ class BurnResult(Document):
     _trace: Trace | None = PrivateAttr(None)
 
     @model_validator(mode="after")
-    def _run_fields_together(self) -> BurnResult:
+    def _run_fields_together(self) -> BurnDocument:
         if len({getattr(self, name) is None for name in RUN_FIELDS}) != 1:
             raise ValueError(f"{', '.join(RUN_FIELDS)}: all four or none")
         return self
@@ -212,12 +212,12 @@ class BurnResult(Document):
         return self.workload is not None
 
     @classmethod
-    def of_analysis(cls, trace: Trace, analyses: list[GpuBurnAnalysis], exit_code: int) -> BurnResult:
+    def of_analysis(cls, trace: Trace, analyses: list[GpuBurnAnalysis], exit_code: int) -> BurnDocument:
         """The document of `burn --analyze`: the verdicts on a recorded trace."""
         return cls._build(trace, analyses, exit_code)
 
     @classmethod
-    def of_run(cls, run: BurnRun, exit_code: int) -> BurnResult:
+    def of_run(cls, run: BurnRun, exit_code: int) -> BurnDocument:
         """The document of `rigcheck burn`: the verdicts, the load, and whether the run was cut short."""
         return cls._build(
             run.trace,
@@ -230,7 +230,7 @@ class BurnResult(Document):
         )
 
     @classmethod
-    def _build(cls, trace: Trace, analyses: list[GpuBurnAnalysis], exit_code: int, **run: Any) -> BurnResult:
+    def _build(cls, trace: Trace, analyses: list[GpuBurnAnalysis], exit_code: int, **run: Any) -> BurnDocument:
         doc = cls(
             source=trace.source,
             path=trace.path,

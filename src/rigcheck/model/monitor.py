@@ -58,7 +58,7 @@ class MonitorGpu(TraceGpu):
     unavailable: dict[str, Missing] = Field(description="field -> why NVML could not give it")
 
 
-class MonitorResult(Document):
+class MonitorDocument(Document):
     """The summary `rigcheck monitor --json` prints at the end."""
 
     schema_: Literal["rigcheck.monitor/2"] = Field(MONITOR_SCHEMA, alias="schema")

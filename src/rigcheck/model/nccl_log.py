@@ -54,7 +54,7 @@ class ChannelLine(Plain):
         return f"{key} [{self.direction}]" if self.direction else key
 
 
-class NcclLog(Document, ReasonedRecord):
+class NcclLogDocument(Document, ReasonedRecord):
     """What one NCCL_DEBUG=INFO log says (docs/commands.md). Values the log does not show are null (or empty);
     a null value has its reason in `missing`."""
 

@@ -216,7 +216,7 @@ def _absent(value: object) -> bool:
     return value is None
 
 
-class CommPlan(Document, ReasonedRecord):
+class PlanDocument(Document, ReasonedRecord):
     """Bytes and time on the wire per GPU per step for a data-parallel strategy, beside compute
     (docs/commands.md). `comm_time_s` and `compute_time_s` are null only with their `_reason`. Every null
     number has its reason in `missing` (per document, and per row of `strategies`)."""

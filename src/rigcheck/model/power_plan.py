@@ -88,7 +88,7 @@ class PlannedGpu(Plain):
     )
 
 
-class PowerPlan(Document):
+class PowerPlanDocument(Document):
     """The PSU and its cables for a list of GPUs (docs/commands.md). `psu_watts` and `psu_ok` are present only
     with --psu-watts. A connector's null `watts_each` has its reason beside it in `watts_each_reason`."""
 

@@ -29,7 +29,7 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # Generated document schemas: schema id -> (file under rigcheck/schemas/, "module:Class" of its model, title).
 GENERATED: dict[str, tuple[str, str, str]] = {
     "rigcheck.bench/1": ("bench-1.schema.json", "rigcheck.model.bench:BenchSchema", "rigcheck bench ... --json"),
-    "rigcheck.plan/1": ("plan-1.schema.json", "rigcheck.model.plan:CommPlan", "rigcheck plan --json"),
+    "rigcheck.plan/1": ("plan-1.schema.json", "rigcheck.model.plan:PlanDocument", "rigcheck plan --json"),
     "rigcheck.doctor/1": ("doctor-1.schema.json", "rigcheck.model.doctor:DoctorDocument", "rigcheck doctor --json"),
     "rigcheck.topo/1": ("topo-1.schema.json", "rigcheck.model.topo:TopoDocument", "rigcheck topo --json"),
     "rigcheck.power/1": ("power-1.schema.json", "rigcheck.model.power_thermal:PowerDocument", "rigcheck power --json"),
@@ -40,16 +40,24 @@ GENERATED: dict[str, tuple[str, str, str]] = {
     ),
     "rigcheck.power-plan/1": (
         "power-plan-1.schema.json",
-        "rigcheck.model.power_plan:PowerPlan",
+        "rigcheck.model.power_plan:PowerPlanDocument",
         "rigcheck power plan --json",
     ),
-    "rigcheck.nccl-log/1": ("nccl-log-1.schema.json", "rigcheck.model.nccl_log:NcclLog", "rigcheck nccl-log --json"),
+    "rigcheck.nccl-log/1": (
+        "nccl-log-1.schema.json",
+        "rigcheck.model.nccl_log:NcclLogDocument",
+        "rigcheck nccl-log --json",
+    ),
     "rigcheck.burn/2": (
         "burn-2.schema.json",
-        "rigcheck.model.burn:BurnResult",
+        "rigcheck.model.burn:BurnDocument",
         "rigcheck burn --json / rigcheck burn --analyze FILE --json",
     ),
-    "rigcheck.monitor/2": ("monitor-2.schema.json", "rigcheck.model.monitor:MonitorResult", "rigcheck monitor --json"),
+    "rigcheck.monitor/2": (
+        "monitor-2.schema.json",
+        "rigcheck.model.monitor:MonitorDocument",
+        "rigcheck monitor --json",
+    ),
     "rigcheck.verify/1": ("verify-1.schema.json", "rigcheck.model.verify:VerifyDocument", "rigcheck verify --json"),
     "rigcheck.verify-bands/1": (
         "verify-bands-1.schema.json",
@@ -59,7 +67,7 @@ GENERATED: dict[str, tuple[str, str, str]] = {
     "rigcheck.fleet/1": ("fleet-1.schema.json", "rigcheck.model.fleet:FleetDocument", "rigcheck fleet --json"),
     "rigcheck.trace/2": (
         "trace-2.schema.json",
-        "rigcheck.model.trace:TraceHeader",
+        "rigcheck.model.trace:TraceHeaderDocument",
         "rigcheck trace header (monitor / burn --csv / --jsonl)",
     ),
 }

@@ -1,6 +1,6 @@
 """rigcheck's own trace files (``rigcheck.trace/2``): the header, and writing and reading the two formats.
 
-- **JSONL**: line 1 is the header object (:class:`TraceHeader`: ``{"schema": "rigcheck.trace/2", "gpus":
+- **JSONL**: line 1 is the header object (:class:`TraceHeaderDocument`: ``{"schema": "rigcheck.trace/2", "gpus":
   [{"index", "name", "temp_slowdown_c", ...}], "interval_s", "started_at"}``); every further line is one
   sample object with the fields of :class:`rigcheck.model.telemetry.Sample` (``reasons``: a list of names,
   or ``null`` when not read).
@@ -57,7 +57,7 @@ CSV_COMMENT = "# "  # line 1 of a CSV trace written before the sidecar
 SIDECAR_SUFFIX = ".meta.json"
 
 
-class TraceHeader(Document):
+class TraceHeaderDocument(Document):
     """Line 1 of a rigcheck JSONL trace, and the whole of a rigcheck CSV trace's sidecar FILE.meta.json (older CSV
     traces: the JSON after '# rigcheck.trace/1 ' on line 1). The sample lines that follow are `$defs/sample`."""
 
@@ -79,9 +79,9 @@ class TraceHeader(Document):
 # --- writing (the sampler's side) ---------------------------------------------------------------
 
 
-def trace_header(gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None) -> TraceHeader:
+def trace_header(gpus: Iterable[TraceGpu], *, interval_s: float | None, started_at: str | None) -> TraceHeaderDocument:
     """The header both rigcheck formats start with."""
-    return TraceHeader(gpus=list(gpus), interval_s=interval_s, started_at=started_at)
+    return TraceHeaderDocument(gpus=list(gpus), interval_s=interval_s, started_at=started_at)
 
 
 def _header_json(gpus: Iterable[TraceGpu], interval_s: float | None, started_at: str | None) -> str:

@@ -29,7 +29,7 @@ from rigcheck.model.bench import (
     P2PDocument,
     absent_unless_set,
 )
-from rigcheck.model.burn import BurnResult
+from rigcheck.model.burn import BurnDocument
 from rigcheck.model.dcgm import DcgmDiag
 from rigcheck.model.document import Document, Plain
 from rigcheck.model.finding import Finding
@@ -182,7 +182,7 @@ class VerifyInputs:
     hostlink: HostlinkDocument | None = None
     p2p: P2PDocument | None = None
     allreduce: CollectiveDocument | None = None
-    burn: BurnResult | None = None
+    burn: BurnDocument | None = None
     dcgm: DcgmDiag | None = None  # DCGM's own diagnostic (`dcgmi diag -j`), judged as dcgm.<test> checks
     dcgm_file: str | None = None
     failed: dict[str, str] = field(default_factory=dict)

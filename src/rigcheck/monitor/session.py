@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rigcheck.errors import OutputError
-from rigcheck.model.monitor import GpuSummary, MonitorGpu, MonitorResult
+from rigcheck.model.monitor import GpuSummary, MonitorDocument, MonitorGpu
 from rigcheck.model.snapshot import Missing
 from rigcheck.model.telemetry import Sample
 from rigcheck.monitor.sampler import Poller, Sampler, TraceFile, TraceFormat
@@ -67,7 +67,7 @@ def run_monitor(
     watch: Callable[[Sampler, History], bool],
     say: Callable[[str], None],
     counters: Counters | None = None,
-) -> MonitorResult:
+) -> MonitorDocument:
     """Sample ``poller`` until ``watch(sampler, history)`` returns (True: it was interrupted); the file is
     flushed and closed and the endpoint shut down whatever happens. ``prometheus``: (port, bind address);
     ``counters``: the slow counters the endpoint also serves (read on scrape, cached)."""
@@ -114,7 +114,7 @@ class TraceWriteError(OutputError):
     """The trace file could not be written to its end (sampler.TraceFile.error); ``result`` is the run's summary,
     for the CLI to print before the one-line error (exit 2)."""
 
-    def __init__(self, message: str, result: MonitorResult) -> None:
+    def __init__(self, message: str, result: MonitorDocument) -> None:
         super().__init__(message)
         self.result = result
 
@@ -150,7 +150,7 @@ def gpu_summary(samples: Iterable[Sample]) -> GpuSummary:
 
 def monitor_result(
     sampler: Sampler, poller: MonitoredPoller, running: RunSummary, *, interrupted: bool
-) -> MonitorResult:
+) -> MonitorDocument:
     """The document of a stopped sampler: per GPU the latest sample and the summary ``running`` aggregated while
     it sampled, and the sampler's costs."""
     unavailable = poller.unavailable
@@ -163,7 +163,7 @@ def monitor_result(
         )
         for i, info in sorted(poller.gpus.items())
     ]
-    return MonitorResult(
+    return MonitorDocument(
         started_at=sampler.started_at,
         interval_s=sampler.interval_s,
         duration_s=running.last_t_s if running.last_t_s is not None else 0.0,

@@ -16,7 +16,7 @@ from typing import Any
 
 from rigcheck.errors import UsageError
 from rigcheck.model import Snapshot
-from rigcheck.model.plan import CommPlan
+from rigcheck.model.plan import PlanDocument
 from rigcheck.plan.comm import DTYPES, STRATEGIES, busbw_from_bench, parse_params, plan_comm
 from rigcheck.plan.offload import Capacity, check_offload, hostlink_from_bench, nvme_from_bench, plan_offload
 
@@ -173,7 +173,7 @@ def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
     largest_layer: str | None = None,
     nvme_free: tuple[float, str] | None = None,
     machine_ram_gib: float | None = None,
-) -> CommPlan:
+) -> PlanDocument:
     """The document `rigcheck plan` prints, from its options (checked by check_options) and what its --from files
     hold. UsageError / InputError for bad ones.
 

@@ -32,7 +32,7 @@ from rigcheck.facts.catalog import A100_DS, ADA_WP, H100_DS, TITAN_RTX
 from rigcheck.facts.nvlink import GA102_WP, nvlink_pair_bandwidth_gbps, variant_for
 from rigcheck.facts.pcie import PCIE_SOURCE, gpu_pcie_link, pcie_bandwidth_gbps
 from rigcheck.model import Gpu, Snapshot
-from rigcheck.model.plan import Collective, CommPlan, Dtype, PlanInputs, Strategy, StrategyRow
+from rigcheck.model.plan import Collective, Dtype, PlanDocument, PlanInputs, Strategy, StrategyRow
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 DTYPES: tuple[str, ...] = get_args(Dtype)
@@ -319,7 +319,7 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
     gpu: str | None = None,
     link: str | None = None,
     assumptions: Sequence[str] = (),
-) -> CommPlan:
+) -> PlanDocument:
     """Predict communication per step for a strategy, against compute, and say which strategy suits: the
     ``rigcheck.plan/1`` document.
 
@@ -407,7 +407,7 @@ def plan_comm(  # noqa: PLR0917 - the documented call: plan_comm(params, gpus, s
         "exposed_comm_s": (exposed, needs_both),
         "gpu_memory_bytes": (mem, NO_MEMORY_REASON),
     }
-    plan = CommPlan(
+    plan = PlanDocument(
         inputs=PlanInputs(
             params=params,
             gpus=gpus,
@@ -466,7 +466,7 @@ def _strategy_rows(
     return rows
 
 
-def _advice(p: CommPlan) -> list[str]:
+def _advice(p: PlanDocument) -> list[str]:
     out: list[str] = []
     if p.inputs.gpus == 1:
         return ["One GPU: no gradient traffic. Data parallelism starts at two GPUs."]

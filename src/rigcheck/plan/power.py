@@ -30,7 +30,7 @@ import math
 from rigcheck.errors import UsageError
 from rigcheck.facts import catalog
 from rigcheck.facts.connectors import CONNECTORS, PIGTAIL_CABLE_W, PIGTAIL_RULE
-from rigcheck.model.power_plan import ConnectorUse, GpuCables, PlannedGpu, PowerPlan
+from rigcheck.model.power_plan import ConnectorUse, GpuCables, PlannedGpu, PowerPlanDocument
 
 TRANSIENT_FACTOR = 1.5
 HEADROOM_SOURCE = (
@@ -132,7 +132,7 @@ def plan_power(
     rest_of_system_w: float = DEFAULT_REST_OF_SYSTEM_W,
     transient_factor: float = TRANSIENT_FACTOR,
     power_limit_w: float | None = None,
-) -> PowerPlan:
+) -> PowerPlanDocument:
     """Plan the PSU and its cables for ``count`` GPUs named ``gpu`` (any name :func:`catalog.lookup` knows):
     the ``rigcheck.power-plan/1`` document. ``power_limit_w``: the cards run at this limit (the PSU is sized for
     it, the cables for the board)."""
@@ -219,7 +219,7 @@ def plan_power(
         notes.append(
             f"The {psu_watts:g} W PSU is {'enough' if psu_ok else 'NOT enough'} (recommended {recommended} W)."
         )
-    return PowerPlan(
+    return PowerPlanDocument(
         gpu=PlannedGpu(
             name=spec.name,
             count=count,

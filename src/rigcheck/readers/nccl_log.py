@@ -1,6 +1,6 @@
 """Read what NCCL says about itself in an ``NCCL_DEBUG=INFO`` log: transports, P2P on or off, version, ranks.
 
-:func:`parse_nccl_log` returns the ``rigcheck.nccl-log/1`` document (:class:`rigcheck.model.nccl_log.NcclLog`);
+:func:`parse_nccl_log` returns the ``rigcheck.nccl-log/1`` document (:class:`rigcheck.model.nccl_log.NcclLogDocument`);
 `rigcheck nccl-log` prints it and ``bench --compare-p2p`` labels its runs with it. Loaded only by those two.
 
 The lines this module reads, as NCCL prints them (format strings from NVIDIA/nccl ``src/transport/p2p.cc``,
@@ -39,14 +39,14 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from rigcheck.errors import InputError, ParseError
-from rigcheck.model.nccl_log import ChannelLine, Direction, NcclLog
+from rigcheck.model.nccl_log import ChannelLine, Direction, NcclLogDocument
 
 __all__ = [
     "P2P_LABEL",
     "SHM_LABEL",
     "SINGLE_RANK_LABEL",
     "ChannelLine",
-    "NcclLog",
+    "NcclLogDocument",
     "describe_transport",
     "p2p_mismatch",
     "parse_nccl_log",
@@ -271,7 +271,7 @@ class _LogScan:
                 f"NCCL could not enable P2P between dev {um.group('a')} and dev {um.group('b')} (line {lineno})"
             )
 
-    def document(self, path: str | None) -> NcclLog:
+    def document(self, path: str | None) -> NcclLogDocument:
         if self.nccl_lines == 0:
             raise ParseError("no NCCL line found: expected a log written with NCCL_DEBUG=INFO", path=path)
         channels, nranks, nnodes = self.channels, self.nranks, self.nnodes
@@ -300,7 +300,7 @@ class _LogScan:
             "p2p_disabled": p2p_disabled,
         }
         connections = _channel_connections(channels)
-        return NcclLog(
+        return NcclLogDocument(
             path=path,
             nccl_version=version,
             cuda=cuda,
@@ -336,7 +336,7 @@ def _keep(kept: list[str], text: str) -> None:
         kept.append(text)
 
 
-def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
+def parse_nccl_log(text: str, path: str | None = None) -> NcclLogDocument:
     """Parse an NCCL_DEBUG=INFO log (any NCCL 2.4 - 2.28, any launcher's prefixes, other output mixed in).
 
     Raises ParseError for empty or binary input and for text without a single NCCL line.
@@ -348,7 +348,7 @@ def parse_nccl_log(text: str, path: str | None = None) -> NcclLog:
     return scan.document(path)
 
 
-def read_nccl_log(path: str) -> NcclLog:
+def read_nccl_log(path: str) -> NcclLogDocument:
     """Read and parse the log at ``path`` ('-' for stdin) in one pass, a block of lines at a time: memory holds
     the document (every channel line is in it), never the file. InputError when unreadable, too long (a line
     over 1 MiB, more than 16 GiB in all: /dev/zero, an endless pipe) or not text; ParseError when no log."""
@@ -361,7 +361,7 @@ def read_nccl_log(path: str) -> NcclLog:
 _EXPECTED = "an NCCL_DEBUG=INFO log"
 
 
-def _read_stream(fh: BinaryIO, path: str) -> NcclLog:
+def _read_stream(fh: BinaryIO, path: str) -> NcclLogDocument:
     """The streamed twin of parse_nccl_log(read_input_text(path)): the same lines, numbers and document, and the same
     errors, except that a NUL byte or undecodable byte is reported where it is met (the whole-file read found
     every NUL before any decoding error) and that the limits are the streaming ones (rigcheck.inputs)."""
@@ -499,12 +499,12 @@ def _describe(transport_kinds: Iterable[str], nranks: int | None, transports: It
     return " + ".join(parts)
 
 
-def describe_transport(log: NcclLog) -> str:
+def describe_transport(log: NcclLogDocument) -> str:
     """One phrase naming what NCCL used, for a run's label in the guide's table."""
     return log.description
 
 
-def p2p_mismatch(log: NcclLog, expected_p2p: bool) -> str | None:
+def p2p_mismatch(log: NcclLogDocument, expected_p2p: bool) -> str | None:
     """The warning for a run whose transports contradict its label; None when they agree or cannot be judged.
 
     ``expected_p2p`` False: the run was meant to run with NCCL_P2P_DISABLE=1, so no channel may use P2P.

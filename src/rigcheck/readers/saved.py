@@ -33,7 +33,7 @@ from rigcheck.errors import InputError
 from rigcheck.inputs import MAX_INPUT_BYTES, input_limits, read_capped
 from rigcheck.model.bench import (
     BENCH_SCHEMA,
-    BenchDocumentBase,
+    BenchBaseDocument,
     CollectiveDocument,
     HostlinkDocument,
     MatmulDocument,
@@ -41,7 +41,7 @@ from rigcheck.model.bench import (
     P2PDocument,
     parse_bench,
 )
-from rigcheck.model.burn import BURN_SCHEMA, BURN_SCHEMA_V1, BurnResult, burn_v1_upgraded
+from rigcheck.model.burn import BURN_SCHEMA, BURN_SCHEMA_V1, BurnDocument, burn_v1_upgraded
 from rigcheck.model.dcgm import DcgmDiag
 from rigcheck.model.doctor import DOCTOR_SCHEMA, DoctorDocument
 from rigcheck.model.io import snapshot_from_dict
@@ -61,8 +61,8 @@ class _Found:
 
     snapshot: tuple[Snapshot, str] | None = None
     doctor: tuple[Snapshot, str] | None = None
-    bench: dict[str, tuple[BenchDocumentBase, str]] = field(default_factory=dict)
-    burn: tuple[BurnResult, str] | None = None
+    bench: dict[str, tuple[BenchBaseDocument, str]] = field(default_factory=dict)
+    burn: tuple[BurnDocument, str] | None = None
     dcgm: tuple[DcgmDiag, str] | None = None
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -141,7 +141,7 @@ def _take(found: _Found, path: Path, data: object) -> None:
     elif schema in (BURN_SCHEMA, BURN_SCHEMA_V1):
         if schema == BURN_SCHEMA_V1 and isinstance(data, dict):
             data = burn_v1_upgraded(data)
-        burn: BurnResult = validate_document(BurnResult, data, schema, path)
+        burn: BurnDocument = validate_document(BurnDocument, data, schema, path)
         _once(found.burn, "burn", path)
         found.burn = (burn, name)
     elif schema == BENCH_SCHEMA:
@@ -149,7 +149,7 @@ def _take(found: _Found, path: Path, data: object) -> None:
             doc = parse_bench(data)
         except ValidationError as exc:
             raise _invalid(exc, schema, path) from None
-        if not isinstance(doc, BenchDocumentBase) or doc.benchmark not in JUDGED_BENCHMARKS:
+        if not isinstance(doc, BenchBaseDocument) or doc.benchmark not in JUDGED_BENCHMARKS:
             found.notes.append(f"{name}: bench {doc.benchmark} is not one verify judges, ignored")
             return
         _once(found.bench.get(doc.benchmark), f"bench {doc.benchmark}", path)
@@ -160,7 +160,7 @@ def _take(found: _Found, path: Path, data: object) -> None:
     found.files.append(name)
 
 
-def _on_cpu(doc: BenchDocumentBase) -> bool:
+def _on_cpu(doc: BenchBaseDocument) -> bool:
     """Measured on CPU processes: gloo, or rows without a GPU."""
     return doc.backend == "gloo" or any(getattr(r, "gpu", 0) is None for r in doc.results)
 
@@ -200,7 +200,7 @@ def _snapshot(found: _Found, directory: Path, seen: int) -> Snapshot:
     )
 
 
-def _bench(found: _Found, benchmark: str, kind: type[BenchDocumentBase]) -> Any:
+def _bench(found: _Found, benchmark: str, kind: type[BenchBaseDocument]) -> Any:
     held = found.bench.get(benchmark)
     return held[0] if held is not None and isinstance(held[0], kind) else None
 

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model.monitor import MonitorGpu, MonitorResult
+from rigcheck.model.monitor import MonitorDocument, MonitorGpu
 from rigcheck.model.telemetry import Sample, TraceGpu
 from rigcheck.report.common import md_cell, md_prose
 from rigcheck.report.render import Renderers, json_text
@@ -105,7 +105,7 @@ def _row(g: MonitorGpu) -> tuple[str, ...]:
     )
 
 
-def _notes(doc: MonitorResult) -> list[str]:
+def _notes(doc: MonitorDocument) -> list[str]:
     """What the table does not show: lost GPUs, unreadable fields, the file, the sampler's costs."""
     lines = [f"GPU{g.index} lost at {g.summary.lost_at_s:.1f} s" for g in doc.gpus if g.summary.lost_at_s is not None]
     lines += [
@@ -123,13 +123,13 @@ def _notes(doc: MonitorResult) -> list[str]:
     return lines
 
 
-def _title(doc: MonitorResult) -> str:
+def _title(doc: MonitorDocument) -> str:
     every = f"every {doc.interval_s:g} s"
     cut = " (interrupted)" if doc.interrupted else ""
     return f"rigcheck monitor: {doc.duration_s:.1f} s, {every}{cut}"
 
 
-def terminal(doc: MonitorResult) -> RenderableType:
+def terminal(doc: MonitorDocument) -> RenderableType:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for header in _SUMMARY_HEADERS:
         table.add_column(header, no_wrap=True)
@@ -138,7 +138,7 @@ def terminal(doc: MonitorResult) -> RenderableType:
     return Group(Text(_title(doc), style="bold"), table, *(Text(line, style="dim") for line in _notes(doc)))
 
 
-def markdown(doc: MonitorResult) -> str:
+def markdown(doc: MonitorDocument) -> str:
     out = [f"# {_title(doc)}", ""]
     if doc.started_at:
         out += [f"Started {doc.started_at}.", ""]
@@ -149,7 +149,7 @@ def markdown(doc: MonitorResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def html(doc: MonitorResult) -> str:
+def html(doc: MonitorDocument) -> str:
     from rigcheck.report.html import esc, footer, page
 
     head = "".join(f"<th>{esc(h)}</th>" for h in _SUMMARY_HEADERS)
@@ -164,4 +164,4 @@ def html(doc: MonitorResult) -> str:
     return page("rigcheck monitor", body)
 
 
-RENDERERS: Renderers[MonitorResult] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
+RENDERERS: Renderers[MonitorDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)

@@ -1,4 +1,4 @@
-"""Every rendering of ``rigcheck.nccl-log/1`` (:class:`rigcheck.model.nccl_log.NcclLog`): terminal, JSON,
+"""Every rendering of ``rigcheck.nccl-log/1`` (:class:`rigcheck.model.nccl_log.NcclLogDocument`): terminal, JSON,
 Markdown, HTML. Renderers return text or a renderable; the CLI prints."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model.nccl_log import NcclLog
+from rigcheck.model.nccl_log import NcclLogDocument
 from rigcheck.report.common import md_cell, md_code
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
@@ -17,13 +17,13 @@ MAX_PAIRS_SHOWN = 16
 CONNECTIONS_HEADING = "rank[device or bus id] -> rank[...]"
 
 
-def _p2p_words(doc: NcclLog) -> str:
+def _p2p_words(doc: NcclLogDocument) -> str:
     value = doc.p2p_disabled
     said = "unknown" if value is None else "yes" if value else "no"
     return f"P2P disabled: {said} ({doc.p2p_evidence})"
 
 
-def _summary(doc: NcclLog) -> str:
+def _summary(doc: NcclLogDocument) -> str:
     version = doc.nccl_version or "not printed"
     cuda = f" (CUDA {doc.cuda})" if doc.cuda else ""
     ranks = doc.nranks if doc.nranks is not None else "not printed"
@@ -37,7 +37,7 @@ def _used(by_transport: dict[str, list[str]]) -> str:
 # --- terminal ----------------------------------------------------------------------------------------------------
 
 
-def terminal(doc: NcclLog) -> RenderableType:
+def terminal(doc: NcclLogDocument) -> RenderableType:
     parts: list[RenderableType] = [
         Text(f"rigcheck nccl-log: {doc.path or '-'}", style="bold"),
         Text(_summary(doc)),
@@ -62,7 +62,7 @@ def terminal(doc: NcclLog) -> RenderableType:
     return Group(*parts)
 
 
-def _trouble_lines(doc: NcclLog) -> list[tuple[str, str]]:
+def _trouble_lines(doc: NcclLogDocument) -> list[tuple[str, str]]:
     """(line, style) for what went wrong: the failures first, then NCCL's warnings."""
     out: list[tuple[str, str]] = []
     if doc.failures:
@@ -81,7 +81,7 @@ def _md(value: object) -> str:
     return md_cell(str(value))
 
 
-def markdown(doc: NcclLog) -> str:
+def markdown(doc: NcclLogDocument) -> str:
     out = ["# rigcheck nccl-log", "", f"- file: {md_code(doc.path or '-')}", f"- {_md(_summary(doc))}"]
     out += [f"- transport: **{_md(doc.description)}**", f"- {_md(_p2p_words(doc))}"]
     if doc.nnodes is not None:
@@ -115,7 +115,7 @@ def markdown(doc: NcclLog) -> str:
 # --- HTML --------------------------------------------------------------------------------------------------------
 
 
-def html(doc: NcclLog) -> str:
+def html(doc: NcclLogDocument) -> str:
     facts = [
         ("file", doc.path or "-"),
         ("NCCL", _summary(doc)),
@@ -156,4 +156,4 @@ def html(doc: NcclLog) -> str:
     return page("rigcheck nccl-log", "\n".join([*body, footer()]))
 
 
-RENDERERS: Renderers[NcclLog] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
+RENDERERS: Renderers[NcclLogDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)

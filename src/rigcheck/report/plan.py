@@ -1,4 +1,4 @@
-"""Every rendering of ``rigcheck.plan/1`` (:class:`rigcheck.model.plan.CommPlan`): terminal, JSON, Markdown,
+"""Every rendering of ``rigcheck.plan/1`` (:class:`rigcheck.model.plan.PlanDocument`): terminal, JSON, Markdown,
 HTML, each with the guide's explanation when the document has it. Renderers return text or a renderable."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model.plan import CommPlan, OffloadBreakdown, PlanGuide, PlanOffload, StrategyRow
+from rigcheck.model.plan import OffloadBreakdown, PlanDocument, PlanGuide, PlanOffload, StrategyRow
 from rigcheck.report.common import md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
@@ -63,17 +63,17 @@ def _ms(value: float | None, reason: str | None = None) -> str:
     return f"{value * 1e3:,.1f} ms"
 
 
-def _title(doc: CommPlan) -> str:
+def _title(doc: PlanDocument) -> str:
     i = doc.inputs
     return f"{i.params:,} parameters, {i.gpus} GPUs, {doc.strategy}, {i.dtype}"
 
 
-def _bandwidth(doc: CommPlan) -> str:
+def _bandwidth(doc: PlanDocument) -> str:
     bw = doc.busbw_gbps
     return f"Bus bandwidth: {bw:g} GB/s ({doc.busbw_source})" if bw is not None else "Bus bandwidth: unknown"
 
 
-def _figures(doc: CommPlan) -> list[str]:
+def _figures(doc: PlanDocument) -> list[str]:
     """The per-step figures under the collectives, as lines."""
     lines = [
         _bandwidth(doc),
@@ -117,7 +117,7 @@ def _terminal_offload(off: PlanOffload) -> list[RenderableType]:
     return parts
 
 
-def terminal(doc: CommPlan) -> RenderableType:
+def terminal(doc: PlanDocument) -> RenderableType:
     parts: list[RenderableType] = [
         Text(f"rigcheck plan: {_title(doc)}", style="bold"),
         Text(f"Bytes on the wire per GPU per step: {_mb(doc.wire_bytes_per_gpu_per_step)}", style="bold"),
@@ -150,7 +150,7 @@ def _md_list(lines: list[str]) -> list[str]:
     return [f"- {_md(line)}" for line in lines]
 
 
-def markdown(doc: CommPlan) -> str:
+def markdown(doc: PlanDocument) -> str:
     out = ["# rigcheck plan", "", f"**{_md(_title(doc))}**", ""]
     out.append(f"Bytes on the wire per GPU per step: **{_mb(doc.wire_bytes_per_gpu_per_step)}**")
     out += ["", *_md_list([f"{c.op} of {c.what}: {_mb(c.bytes_per_gpu)}" for c in doc.collectives]), ""]
@@ -190,7 +190,7 @@ def _html_row(row: StrategyRow, chosen: bool) -> str:
     return f"<tr><td>{label}</td>{cells}</tr>"
 
 
-def html(doc: CommPlan) -> str:
+def html(doc: PlanDocument) -> str:
     body = [
         "<h1>rigcheck plan</h1>",
         f'<p class="summary-line">{esc(_title(doc))}</p>',
@@ -224,4 +224,4 @@ def html(doc: CommPlan) -> str:
     return page("rigcheck plan", "\n".join([*body, footer()]))
 
 
-RENDERERS: Renderers[CommPlan] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
+RENDERERS: Renderers[PlanDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)

@@ -1,4 +1,4 @@
-"""Every rendering of ``rigcheck.power-plan/1`` (:class:`rigcheck.model.power_plan.PowerPlan`): terminal, JSON,
+"""Every rendering of ``rigcheck.power-plan/1`` (:class:`rigcheck.model.power_plan.PowerPlanDocument`): terminal, JSON,
 Markdown, HTML. Renderers return text or a renderable; the CLI prints (and decides the exit code)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model.power_plan import ConnectorUse, GpuCables, PowerPlan
+from rigcheck.model.power_plan import ConnectorUse, GpuCables, PowerPlanDocument
 from rigcheck.report.common import md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
@@ -26,30 +26,30 @@ def _row(entry: GpuCables) -> tuple[str, str, str]:
     return str(entry.gpu), sockets, str(sum(c.count for c in entry.connectors))
 
 
-def _totals(plan: PowerPlan) -> list[str]:
+def _totals(plan: PowerPlanDocument) -> list[str]:
     return [
         f"GPUs draw up to {plan.total_gpu_power_w:g} W ({_drawn_at(plan)}).",
         f"Independent PCIe power cables from the PSU: {plan.independent_cables_total} (no pigtails).",
     ]
 
 
-def _drawn_at(plan: PowerPlan) -> str:
+def _drawn_at(plan: PowerPlanDocument) -> str:
     limit = plan.gpu.power_limit_w
     return "board power" if limit is None else f"{plan.gpu.count} × the {limit:g} W power limit"
 
 
-def _card(plan: PowerPlan) -> str:
+def _card(plan: PowerPlanDocument) -> str:
     """The card's heading: count, name, board power, and the limit it runs at."""
     gpu = plan.gpu
     limit = "" if gpu.power_limit_w is None else f", run at a {gpu.power_limit_w:g} W power limit"
     return f"{gpu.count} × {gpu.name} ({gpu.board_power_w:g} W board power{limit})"
 
 
-def _recommended(plan: PowerPlan) -> str:
+def _recommended(plan: PowerPlanDocument) -> str:
     return f"Recommended PSU: {plan.recommended_psu_w:g} W."
 
 
-def _verdict(plan: PowerPlan) -> str | None:
+def _verdict(plan: PowerPlanDocument) -> str | None:
     """What the command says of the user's PSU; None without --psu-watts."""
     if plan.psu_ok is None:
         return None
@@ -59,7 +59,7 @@ def _verdict(plan: PowerPlan) -> str | None:
 # --- terminal ----------------------------------------------------------------------------------------------------
 
 
-def terminal(plan: PowerPlan) -> RenderableType:
+def terminal(plan: PowerPlanDocument) -> RenderableType:
     parts: list[RenderableType] = [Text("rigcheck power plan", style="bold")]
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in HEADERS:
@@ -83,7 +83,7 @@ def _md(value: object) -> str:
     return md_cell(str(value))
 
 
-def markdown(plan: PowerPlan) -> str:
+def markdown(plan: PowerPlanDocument) -> str:
     out = ["# rigcheck power plan", "", _md(_card(plan)), ""]
     out += ["| " + " | ".join(HEADERS) + " |", "| --- | --- | ---: |"]
     out += ["| " + " | ".join(_md(cell) for cell in _row(entry)) + " |" for entry in plan.cables]
@@ -99,7 +99,7 @@ def markdown(plan: PowerPlan) -> str:
 # --- HTML --------------------------------------------------------------------------------------------------------
 
 
-def html(plan: PowerPlan) -> str:
+def html(plan: PowerPlanDocument) -> str:
     body = [
         "<h1>rigcheck power plan</h1>",
         f'<p class="muted">{esc(_card(plan))}</p>',
@@ -122,4 +122,4 @@ def html(plan: PowerPlan) -> str:
     return page("rigcheck power plan", "\n".join([*body, footer()]))
 
 
-RENDERERS: Renderers[PowerPlan] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
+RENDERERS: Renderers[PowerPlanDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)

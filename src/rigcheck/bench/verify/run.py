@@ -77,7 +77,7 @@ from rigcheck.bench.verify.steps import (
 from rigcheck.checks.verify.judge import Judged, NearFloor, judge, verify_document
 from rigcheck.errors import BenchError, UsageError, interrupt_behind, interrupted_text, signal_of, was_interrupted
 from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
-from rigcheck.model.burn import BurnResult
+from rigcheck.model.burn import BurnDocument
 from rigcheck.model.finding import Finding
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.snapshot import Snapshot
@@ -314,7 +314,7 @@ class _Runner:
             on_progress=self.say,
             uuids=getattr(poller, "uuids", None),  # NvmlPoller's: finds each GPU in CUDA's order
         )
-        self.inputs.burn = BurnResult.of_run(run, exit_code_of(burn_outcome(run)))  # the CLI's code
+        self.inputs.burn = BurnDocument.of_run(run, exit_code_of(burn_outcome(run)))  # the CLI's code
         if run.interrupted:
             return Outcome("cut_short", "interrupted: the load was stopped early", interrupted=True)
         if load_s < self.plan.burn_load_s * BURN_DONE_FRACTION:

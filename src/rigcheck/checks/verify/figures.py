@@ -40,7 +40,7 @@ from rigcheck.model.bench import (
     P2PDocument,
     P2PRow,
 )
-from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.burn import BurnDocument, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.verify import Band, Judgement, RuleVerdict, Verdict
 from rigcheck.units import exact_size, percent
@@ -246,7 +246,7 @@ def _burn_problems(analysis: GpuBurnAnalysis, load: GpuLoadSummary | None) -> tu
     return tuple(problems)
 
 
-def burn_figures(burn: BurnResult) -> list[Figure]:
+def burn_figures(burn: BurnDocument) -> list[Figure]:
     """One figure per GPU of the burn: sustained TFLOPS where the load measured them, else power reached
     (the limiter a power cap names is healthy: a datacenter card under full load sits at its cap)."""
     loads = {g.index: g for g in burn.workload.gpus} if burn.workload is not None else {}

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from rigcheck.checks.burn.judge import is_problem
-from rigcheck.model.burn import BurnResult, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.burn import BurnDocument, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.readers.reference.gpu_burn import TOOL as GPU_BURN
 from rigcheck.readers.reference.gpu_burn import problem_verdict
 from rigcheck.report.common import md_prose
@@ -17,12 +17,12 @@ from rigcheck.report.render import Renderers, json_text
 from rigcheck.units import fmt, fmt_or_na
 
 
-def _gpu_burn_problem(doc: BurnResult, a: GpuBurnAnalysis) -> bool:
+def _gpu_burn_problem(doc: BurnDocument, a: GpuBurnAnalysis) -> bool:
     """A fault gpu-burn's own output shows (wrong results, a dead process, a test that never ran on the GPU)."""
     return doc.source == GPU_BURN and problem_verdict(a.verdict)
 
 
-def _style(doc: BurnResult, a: GpuBurnAnalysis) -> str:
+def _style(doc: BurnDocument, a: GpuBurnAnalysis) -> str:
     if is_problem(a) or _gpu_burn_problem(doc, a):
         return "bold red"
     if a.verdict.startswith("hot") or a.limiter == "unknown":
@@ -84,18 +84,18 @@ def throughput(load: GpuLoadSummary) -> tuple[str, bool]:
     )
 
 
-def _loads(doc: BurnResult) -> dict[int, GpuLoadSummary]:
+def _loads(doc: BurnDocument) -> dict[int, GpuLoadSummary]:
     return {g.index: g for g in doc.workload.gpus} if doc.workload is not None else {}
 
 
-def title(doc: BurnResult) -> str:
+def title(doc: BurnDocument) -> str:
     if doc.workload is None:
         return f"rigcheck burn --analyze {doc.path} ({doc.source})"
     text = f"rigcheck burn: {doc.workload.load_s:.0f} s of {doc.workload.dtype} matmuls"
     return text + (" (interrupted: partial)" if doc.interrupted else "")
 
 
-def conclusion(doc: BurnResult) -> list[tuple[str, bool]]:
+def conclusion(doc: BurnDocument) -> list[tuple[str, bool]]:
     """The closing lines, each with whether it names a problem."""
     loads = _loads(doc)
     wrong = [i for i, load in sorted(loads.items()) if load.errors]
@@ -118,7 +118,7 @@ def conclusion(doc: BurnResult) -> list[tuple[str, bool]]:
     return lines
 
 
-def gpu_lines(doc: BurnResult, a: GpuBurnAnalysis) -> list[RenderableType]:
+def gpu_lines(doc: BurnDocument, a: GpuBurnAnalysis) -> list[RenderableType]:
     """A few lines per GPU: the verdict, the numbers behind it, what the load did (a burn), the advice."""
     lines: list[RenderableType] = [Text.assemble((f"GPU{a.index}  ", "bold"), (a.verdict, _style(doc, a)))]
     lines += [Text(f"  {line}") for line in evidence(a)]
@@ -133,7 +133,7 @@ def gpu_lines(doc: BurnResult, a: GpuBurnAnalysis) -> list[RenderableType]:
     return lines
 
 
-def terminal(doc: BurnResult) -> RenderableType:
+def terminal(doc: BurnDocument) -> RenderableType:
     parts: list[RenderableType] = [Text(title(doc), style="bold")]
     for a in doc.gpus:
         parts += gpu_lines(doc, a)
@@ -142,7 +142,7 @@ def terminal(doc: BurnResult) -> RenderableType:
     return Group(*parts)
 
 
-def markdown(doc: BurnResult) -> str:
+def markdown(doc: BurnDocument) -> str:
     out = [f"# {title(doc)}", ""]
     loads = _loads(doc)
     for a in doc.gpus:
@@ -157,7 +157,7 @@ def markdown(doc: BurnResult) -> str:
     return "\n".join(out) + "\n"
 
 
-def html(doc: BurnResult) -> str:
+def html(doc: BurnDocument) -> str:
     from rigcheck.model.telemetry import Trace
     from rigcheck.report.burn.html import burn_html
 
@@ -169,4 +169,4 @@ def html(doc: BurnResult) -> str:
     return burn_html(trace, doc.gpus, title=page_title)
 
 
-RENDERERS: Renderers[BurnResult] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
+RENDERERS: Renderers[BurnDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
