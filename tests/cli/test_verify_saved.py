@@ -87,6 +87,26 @@ def test_every_measurement_is_read(tmp_path: Path) -> None:
     assert inputs.files == ["allreduce.json", "burn.json", "doctor.json", "hostlink.json", "matmul.json"]
 
 
+def test_a_burn_saved_as_v1_reads_as_its_v2_twin(tmp_path: Path) -> None:
+    """rigcheck.burn/1 named two power keys power_w_median_loaded and power_limit_w (here and in each GPU's
+    missing map): a burn saved then is read as the /2 document it is."""
+    doc = burn_doc()
+    v2 = doc.to_json_dict()
+    v1 = json.loads(
+        json.dumps(v2)
+        .replace('"power_draw_w_median_loaded"', '"power_w_median_loaded"')
+        .replace('"power_enforced_limit_w"', '"power_limit_w"')
+        .replace('"rigcheck.burn/2"', '"rigcheck.burn/1"')
+    )
+    assert "power_limit_w" in v1["gpus"][0]
+    assert v1["schema"] == "rigcheck.burn/1"
+    _copy_case("h100x8-pass", tmp_path)
+    _write(tmp_path / "h100x8-pass" / "burn.json", v1)
+    inputs = load_saved(tmp_path / "h100x8-pass")
+    assert inputs.burn is not None
+    assert inputs.burn.to_json_dict() == v2
+
+
 def test_a_bench_documents_snapshot_serves_when_there_is_no_snapshot_file(tmp_path: Path) -> None:
     _write(tmp_path / "membw.json", membw_doc(MEMBW).to_json_dict())
     _write(tmp_path / "matmul.json", matmul_doc(BF16, snapshot=healthy_8x_h100()).to_json_dict())
