@@ -124,7 +124,7 @@ def test_fixture_findings(name: str) -> None:
 
 def test_every_finding_id_is_exercised_by_a_test() -> None:
     """Each id appears quoted in some test_checks_*.py, where its severity is asserted."""
-    here = Path(__file__).parent.parent
+    here = Path(__file__).parent
     text = "".join(
         p.read_text(encoding="utf-8") for p in here.glob("test_checks_*.py") if p.name != Path(__file__).name
     )
