@@ -552,6 +552,15 @@ class Snapshot(BaseModel):
     # length (assigned, appended to: readers/merge.py appends while it looks up).
     _pair_table: PairTable | None = PrivateAttr(default=None)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal fields: the pair table is a cache, not a fact (pydantic's equality compares private attributes,
+        so a snapshot that had been checked differed from the same snapshot read back)."""
+        if not isinstance(other, Snapshot):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like every pydantic model that is not frozen
+
     def pair_table(self) -> PairTable:
         """The pairs indexed once for every reader of this snapshot (see :class:`PairTable`)."""
         table = self._pair_table
