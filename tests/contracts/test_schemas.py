@@ -467,6 +467,13 @@ def test_burn_json_of_a_run_is_valid() -> None:
         )
     doc = json.loads(json.dumps(burn_document(result, burn_exit_code(result)).to_json_dict()))
     assert_valid(doc)
+    for code in (130, 143):  # stopped by Ctrl-C, by SIGTERM (Slurm, Kubernetes, kill): the document still says so
+        stopped = copy.deepcopy(doc)
+        stopped["exit_code"] = code
+        assert_valid(stopped)
+    bad = copy.deepcopy(doc)
+    bad["exit_code"] = 2  # a usage error prints no document
+    assert_invalid(bad)
     bad = copy.deepcopy(doc)
     del bad["gpus"][0]["errors"]  # `rigcheck burn` promises it per GPU
     assert_invalid(bad)

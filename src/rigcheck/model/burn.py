@@ -184,7 +184,7 @@ class BurnDocument(Document):
     source: TraceSource
     path: str | None
     interval_s: float | None
-    exit_code: int = Field(json_schema_extra={"enum": [0, 1, 130]})
+    exit_code: int = Field(json_schema_extra={"enum": [0, 1, 130, 143]})  # 143: stopped by SIGTERM
     diagnostics: list[str]
     gpus: list[GpuBurnAnalysis]
     # Only from `rigcheck burn` (all four, or none):
