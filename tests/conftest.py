@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Mapping
 from functools import cache
 
@@ -27,6 +28,13 @@ def nvidia_gpu_present() -> bool:
         return int(pynvml.nvmlDeviceGetCount()) > 0
     finally:
         pynvml.nvmlShutdown()
+
+
+# The suite runs on two pytest-xdist workers (pyproject's addopts), which inherit COLUMNS=80 and LINES=24; the CLI
+# takes COLUMNS as the user's width, so a report would come out narrower than in a run without -n.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
