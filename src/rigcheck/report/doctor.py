@@ -13,7 +13,11 @@ one line per missing source after the findings (checks/doctor/unknown_sources.py
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from collections.abc import Callable
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -129,6 +133,46 @@ def gpu_table(snap: Snapshot) -> RenderableType:
     """One row per GPU with the figures the guide cares about, reasons shown for missing ones."""
     if len(snap.gpus) > SUMMARY_ABOVE:
         return _gpu_lines(snap)
+    rows = [_gpu_cells(g) for g in snap.gpus if g.read_error is None]
+    if len(rows) == len(snap.gpus) and all(_plain_cell(c) for row in rows for c in row):
+        return _PlainGrid(list(_GPU_COLUMNS), rows, lambda: _rich_gpu_table(snap))
+    return _rich_gpu_table(snap)
+
+
+def _plain_cell(text: str) -> bool:
+    """Whether rich would draw ``text`` as it is, one terminal cell a character: printable ASCII, and no ``:``
+    (which could open an emoji code, ``:fire:``) nor ``[`` (markup, on a console that reads it)."""
+    return text.isascii() and text.isprintable() and ":" not in text and "[" not in text
+
+
+class _PlainGrid:
+    """The segments rich's ``Table(box=None, pad_edge=False, header_style="bold")`` draws for rows of plain cells
+    (see :func:`_plain_cell`) where the table fits the width, laid out directly: rich measures and wraps every
+    cell on the way (a fifth of `doctor --from`'s drawing for an 8-GPU table). Narrower than the table, the rich
+    table itself (``fallback``) shrinks and wraps the columns. tests/report/test_doctor_gpu_grid.py holds the two
+    to the same segments."""
+
+    def __init__(self, header: list[str], rows: list[list[str]], fallback: Callable[[], RenderableType]) -> None:
+        self.header = header
+        self.rows = rows
+        self.fallback = fallback
+        self.widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if sum(self.widths) + 2 * (len(self.widths) - 1) > options.max_width:
+            yield self.fallback()
+            return
+        bold, plain = Style(bold=True), Style()
+        for cells, style, text_style in ((self.header, bold, bold), *((row, plain, None) for row in self.rows)):
+            for i, (cell, width) in enumerate(zip(cells, self.widths, strict=True)):
+                if i:
+                    yield Segment(" ", style)
+                    yield Segment(" ", style)
+                yield Segment(cell.ljust(width), text_style)
+            yield Segment.line()
+
+
+def _rich_gpu_table(snap: Snapshot) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in _GPU_COLUMNS:
         table.add_column(col)
