@@ -415,6 +415,7 @@ def test_doctor_from_a_snapshot_loads_only_what_it_uses(extra: list[str]) -> Non
     assert sorted(m for m in loaded if in_package(m, "rigcheck.probe")) == []
     assert "rigcheck.report.html" not in loaded  # no --html asked
     assert "rigcheck.model.site_config" not in loaded  # no --config given
+    assert "logging" not in loaded  # inputs.py logs only a live read's I/O error (1 ms of the start otherwise)
 
 
 # Models of other commands' documents: doctor builds none of them.
