@@ -1,4 +1,4 @@
-"""The doctor report's GPU table, laid out directly (report/doctor.py's _PlainGrid), draws what rich's table draws:
+"""The doctor report's GPU table, laid out directly (report/doctor.py's _GpuGrid), draws what rich's table draws:
 the same segments (so the same bytes on a colour terminal and in a pipe) wherever it is used, and rich's own table
 where a cell or the width asks for rich's measuring."""
 
@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.segment import Segment
 
 from rigcheck.model import Gpu, Snapshot
-from rigcheck.report.doctor import _PlainGrid, _rich_gpu_table, gpu_table
+from rigcheck.report.doctor import _GpuGrid, _rich_gpu_table, gpu_table
 from tests.support.snapshots import make_snapshot
 
 SNAPSHOTS = sorted((Path(__file__).parent.parent / "fixtures" / "snapshots").glob("*.json"))
@@ -42,7 +42,7 @@ def test_the_gpu_table_is_what_rich_draws(path: Path, width: int) -> None:
 
 def test_an_8_gpu_box_takes_the_direct_layout() -> None:
     snap = Snapshot.model_validate_json((SNAPSHOTS[0].parent / "healthy-8x-h100.json").read_text())
-    assert isinstance(gpu_table(snap), _PlainGrid)
+    assert isinstance(gpu_table(snap), _GpuGrid)
     # 107 columns wide: laid out directly from 107 columns on, rich's wrapping below (the same segments either way).
     lines = "".join(s.text for s in _segments(gpu_table(snap), 200)).splitlines()
     assert max(len(line) for line in lines) == 107
@@ -56,7 +56,7 @@ def test_an_8_gpu_box_takes_the_direct_layout() -> None:
 def test_a_cell_rich_would_change_goes_through_rich(name: str) -> None:
     snap = make_snapshot([Gpu(index=0, name=name), Gpu(index=1, name="NVIDIA H100 80GB HBM3")])
     drawn = gpu_table(snap)
-    assert not isinstance(drawn, _PlainGrid)
+    assert not isinstance(drawn, _GpuGrid)
     assert _segments(drawn, 160) == _segments(_rich_gpu_table(snap), 160)
 
 
@@ -64,4 +64,4 @@ def test_an_unreadable_gpu_goes_through_rich() -> None:
     from rigcheck.model import Missing
 
     snap = make_snapshot([Gpu(index=0, read_error=Missing.GPU_LOST), Gpu(index=1, name="NVIDIA H100 80GB HBM3")])
-    assert not isinstance(gpu_table(snap), _PlainGrid)
+    assert not isinstance(gpu_table(snap), _GpuGrid)

@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.segment import Segment
-from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -52,6 +50,7 @@ from rigcheck.report.common import (
     td_html,
     value_text,
 )
+from rigcheck.report.grid import PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 from rigcheck.report.topo import topology_renderable, topology_section_html
 
@@ -133,43 +132,23 @@ def gpu_table(snap: Snapshot) -> RenderableType:
     """One row per GPU with the figures the guide cares about, reasons shown for missing ones."""
     if len(snap.gpus) > SUMMARY_ABOVE:
         return _gpu_lines(snap)
-    rows = [_gpu_cells(g) for g in snap.gpus if g.read_error is None]
-    if len(rows) == len(snap.gpus) and all(_plain_cell(c) for row in rows for c in row):
-        return _PlainGrid(list(_GPU_COLUMNS), rows, lambda: _rich_gpu_table(snap))
-    return _rich_gpu_table(snap)
+    grid = None
+    if all(g.read_error is None for g in snap.gpus):
+        rows = [[(cell, "") for cell in _gpu_cells(g)] for g in snap.gpus]
+        grid = PlainGrid.of(_GPU_COLUMNS, rows, ["left"] * len(_GPU_COLUMNS))
+    return _rich_gpu_table(snap) if grid is None else _GpuGrid(grid, lambda: _rich_gpu_table(snap))
 
 
-def _plain_cell(text: str) -> bool:
-    """Whether rich would draw ``text`` as it is, one terminal cell a character: printable ASCII, and no ``:``
-    (which could open an emoji code, ``:fire:``) nor ``[`` (markup, on a console that reads it)."""
-    return text.isascii() and text.isprintable() and ":" not in text and "[" not in text
+class _GpuGrid:
+    """The GPU table laid out directly (report/grid.py) where it fits the width; rich's table, which shrinks and
+    wraps the columns, where it does not."""
 
-
-class _PlainGrid:
-    """The segments rich's ``Table(box=None, pad_edge=False, header_style="bold")`` draws for rows of plain cells
-    (see :func:`_plain_cell`) where the table fits the width, laid out directly: rich measures and wraps every
-    cell on the way (a fifth of `doctor --from`'s drawing for an 8-GPU table). Narrower than the table, the rich
-    table itself (``fallback``) shrinks and wraps the columns. tests/report/test_doctor_gpu_grid.py holds the two
-    to the same segments."""
-
-    def __init__(self, header: list[str], rows: list[list[str]], fallback: Callable[[], RenderableType]) -> None:
-        self.header = header
-        self.rows = rows
+    def __init__(self, grid: PlainGrid, fallback: Callable[[], RenderableType]) -> None:
+        self.grid = grid
         self.fallback = fallback
-        self.widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if sum(self.widths) + 2 * (len(self.widths) - 1) > options.max_width:
-            yield self.fallback()
-            return
-        bold, plain = Style(bold=True), Style()
-        for cells, style, text_style in ((self.header, bold, bold), *((row, plain, None) for row in self.rows)):
-            for i, (cell, width) in enumerate(zip(cells, self.widths, strict=True)):
-                if i:
-                    yield Segment(" ", style)
-                    yield Segment(" ", style)
-                yield Segment(cell.ljust(width), text_style)
-            yield Segment.line()
+        yield self.grid if self.grid.fits(options.max_width) else self.fallback()
 
 
 def _rich_gpu_table(snap: Snapshot) -> Table:
