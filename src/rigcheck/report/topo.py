@@ -25,6 +25,7 @@ from rigcheck.model.topo import (
     sorted_pairs,
 )
 from rigcheck.report.common import md_code, md_text
+from rigcheck.report.grid import Justify, PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 
 UNKNOWN_SENTENCE = "the link is unknown."
@@ -147,6 +148,27 @@ def _grid(doc: TopoDocument, cols: range, columns: list[tuple[str, str, str]], *
     return table
 
 
+def _direct_grid(doc: TopoDocument, columns: list[tuple[str, str, str]]) -> PlainGrid | None:
+    """:func:`_grid` of every column, unabbreviated, as report/grid.py lays it out (None: a cell rich must draw)."""
+    every = range(len(doc.labels))
+    rows = [
+        [
+            (label, "bold"),
+            *(
+                (code.plain, str(code.style))
+                for code in (_code_text(row[j]) if j < len(row) else Text("") for j in every)
+            ),
+            *((a, "") for a in _affinities(doc, label, columns)),
+        ]
+        for label, row in zip(doc.labels, doc.matrix, strict=False)
+    ]
+    header = ["", *doc.labels, *(title for title, _, _ in columns)]
+    centred: list[Justify] = ["center"] * len(doc.labels)
+    left: list[Justify] = ["left"] * len(columns)
+    justify: list[Justify] = ["left", *centred, *left]
+    return PlainGrid.of(header, rows, justify)
+
+
 class _Matrix:
     """The matrix, whole at any terminal width: as `topo -m` prints it where that fits; else labels abbreviated
     (GPU3 -> G3) and the affinities in a table of their own; else the columns in blocks, one under another.
@@ -163,6 +185,10 @@ class _Matrix:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         doc = self.doc
         columns = _affinity_columns(doc)
+        direct = _direct_grid(doc, columns)  # the full grid's segments without rich measuring it twice
+        if direct is not None and direct.fits(options.max_width):
+            yield direct
+            return
         every = range(len(doc.labels))
         full = _grid(doc, every, columns, short=False)
         if self._fits(full, console, options):
