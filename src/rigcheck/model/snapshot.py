@@ -4,8 +4,6 @@ A value is either present or ``None``; every ``None`` that a source *could* have
 reason in its record's ``missing`` map (see :class:`Missing`). Units are part of field names.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from enum import Enum
 from typing import Any, Literal, get_args
@@ -458,7 +456,7 @@ SourceKind = Literal[
 ]
 
 
-def _no_parts(parts: list[Source]) -> bool:
+def _no_parts(parts: list["Source"]) -> bool:
     return not parts
 
 
@@ -470,7 +468,7 @@ class Source(BaseModel):
     replayed_from: str | None = None  # the snapshot file this was loaded from with --from
     # A combined snapshot's files, in --from order; left out of the JSON when empty, so a single-file
     # snapshot is written exactly as before this field existed.
-    parts: list[Source] = Field(
+    parts: list["Source"] = Field(
         default_factory=_no_items, exclude_if=_no_parts, description="the files of a combined snapshot, in --from order"
     )
 
