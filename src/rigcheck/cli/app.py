@@ -10,17 +10,22 @@ import sys
 from collections.abc import Iterator
 from typing import Annotated, Any, cast
 
-import typer
-import typer.core
-import typer.main
+GC_YOUNG_THRESHOLD = 70_000  # CPython's default is 700 allocations between young-generation collections
+# Set before typer, rich and pydantic load, and the command's modules and models after them: what a start creates
+# (modules, classes, schemas) lives to the end, and the default thresholds walk it again and again (7 M
+# instructions of `doctor --from`'s start, callgrind). main() sets it again for a caller that changed it since.
+gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 20)
 
-from rigcheck import __version__
-from rigcheck.cli.lazy import LazyCommand, LazyGroup
-from rigcheck.cli.streams import is_utf, note
-from rigcheck.errors import RigcheckError
+import typer  # noqa: E402
+import typer.core  # noqa: E402
+import typer.main  # noqa: E402
+
+from rigcheck import __version__  # noqa: E402
+from rigcheck.cli.lazy import LazyCommand, LazyGroup  # noqa: E402
+from rigcheck.cli.streams import is_utf, note  # noqa: E402
+from rigcheck.errors import RigcheckError  # noqa: E402
 
 PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
-GC_YOUNG_THRESHOLD = 70_000  # CPython's default is 700 allocations between young-generation collections
 
 
 def _flags_without_type_labels() -> None:
