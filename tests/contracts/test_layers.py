@@ -356,8 +356,12 @@ HEAVY = (
     "rigcheck.cli.bench_device",
     "rigcheck.cli.bench_train",
     "rigcheck.cli.bench_common",
+    "rigcheck.cli.bench_nccl_tests",
+    "rigcheck.cli.bench_reference",
+    "rigcheck.cli.bench_mamf",
     "rigcheck.cli.monitor",
     "rigcheck.cli.burn",
+    "rigcheck.cli.burn_analyze",
     "rigcheck.cli.plan",
     "rigcheck.cli.nccl_log",
 )

@@ -116,7 +116,7 @@ class RigcheckGroup(LazyGroup):
         LazyCommand(
             "thermal",
             "Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands.",
-            "rigcheck.cli.power",
+            "rigcheck.cli.thermal",
             "thermal",
         ),
         LazyCommand(

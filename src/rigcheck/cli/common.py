@@ -41,6 +41,7 @@ FromOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of the report.")]
+StrictOption = Annotated[bool, typer.Option("--strict", help="Warnings count as problems (exit 1).")]
 IndentOption = Annotated[
     int | None,
     typer.Option(

@@ -1,40 +1,40 @@
-"""`rigcheck power` (with `power plan`, loaded only when asked for) and `rigcheck thermal`: one concern's figures
-per GPU, and its findings; with them, the findings that say a GPU (or every GPU) could not be read, so neither
-command passes a GPU it could not see."""
+"""`rigcheck power` (with `power plan`, loaded only when asked for): the power figures per GPU and the power
+findings; with them, the findings that say a GPU (or every GPU) could not be read, so `power` passes no GPU it
+could not see."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from rigcheck.checks.doctor import run_checks
 from rigcheck.checks.doctor.health import UNREADABLE_IDS
-from rigcheck.cli.common import FromOption, GpusOption, JsonOption, emit, interruptible, load_snapshot
+from rigcheck.cli.common import (
+    FromOption,
+    GpusOption,
+    IndentOption,
+    JsonOption,
+    StrictOption,
+    emit,
+    interruptible,
+    json_indent,
+    load_snapshot,
+)
 from rigcheck.cli.exits import exit_code_for
 from rigcheck.cli.lazy import LazyCommand, LazyGroup
-from rigcheck.model.power_thermal import power_document, thermal_document
-from rigcheck.report.render import Format
+from rigcheck.model.power_thermal import power_document
+from rigcheck.report.render import Format, RenderOptions
 
 
-def power_state(source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None) -> None:
+def power_state(
+    source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None, indent: int | None = None
+) -> None:
     snap = load_snapshot(source, gpus=gpus)
     found = [f for f in run_checks(snap) if f.category == "power" or f.id in UNREADABLE_IDS]
     doc = power_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(doc.exit_code)
-
-
-def thermal_state(source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None) -> None:
-    snap = load_snapshot(source, gpus=gpus)
-    found = [f for f in run_checks(snap) if f.category == "thermal" or f.id in UNREADABLE_IDS]
-    doc = thermal_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
-    raise typer.Exit(doc.exit_code)
-
-
-StrictOption = Annotated[bool, typer.Option("--strict", help="Warnings count as problems (exit 1).")]
 
 
 class PowerGroup(LazyGroup):
@@ -63,16 +63,10 @@ def power(
     ctx: typer.Context,
     source: FromOption = None,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
     strict: StrictOption = False,
     gpus_text: GpusOption = None,
 ) -> None:
     """Power draw and limits (default, enforced, min, max) per GPU, and power-related findings."""
     if ctx.invoked_subcommand is None:
-        power_state(source, as_json, strict, gpus_text)
-
-
-def thermal(
-    source: FromOption = None, as_json: JsonOption = False, strict: StrictOption = False, gpus_text: GpusOption = None
-) -> None:
-    """Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands."""
-    thermal_state(source, as_json, strict, gpus_text)
+        power_state(source, as_json, strict, gpus_text, indent)
