@@ -30,7 +30,7 @@ from rigcheck.cli.bench_nccl_tests import (
     PcieOption,
     imported_document,
 )
-from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
+from rigcheck.cli.common import HtmlFileOption, IndentOption, MarkdownFileOption, interruptible
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.streams import note
 from rigcheck.errors import UsageError
@@ -91,6 +91,7 @@ def _run(
     warmup: int,
     timeout: float,
     as_json: bool,
+    indent: int | None = None,
     html_file: Path | None = None,
     markdown_file: Path | None = None,
     compare_p2p: bool = False,
@@ -127,8 +128,10 @@ def _run(
     if compare_p2p:
         from rigcheck.bench.compare import compare_p2p as compare
 
-        finish(compare(one_run, label=op), as_json=as_json, html_file=html_file, markdown_file=markdown_file)
-    finish(one_run()[0], as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        finish(
+            compare(one_run, label=op), as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file
+        )
+    finish(one_run()[0], as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 # What each command's help says about its busbw factor (nccl-tests' PERFORMANCE.md).
@@ -176,6 +179,7 @@ def _command(op: str) -> Callable[..., None]:
         gpu: GpuOption = None,
         nics: NicsOption = None,
         as_json: JsonOut = False,
+        indent: IndentOption = None,
         html_file: HtmlFileOption = None,
         markdown_file: MarkdownFileOption = None,
     ) -> None:
@@ -188,7 +192,7 @@ def _command(op: str) -> Callable[..., None]:
                 )
             )
             doc = imported_document(op, from_files, link=link, pcie=pcie, gpu=gpu, nics=nics)
-            finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+            finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
         if link is not None or pcie is not None or gpu is not None or nics is not None:
             raise UsageError(
                 "--link, --pcie, --gpu and --nics describe the machine of an nccl-tests output: "
@@ -204,6 +208,7 @@ def _command(op: str) -> Callable[..., None]:
             warmup=warmup if warmup is not None else 5,
             timeout=timeout if timeout is not None else 300.0,
             as_json=as_json,
+            indent=indent,
             html_file=html_file,
             markdown_file=markdown_file,
             compare_p2p=compare_p2p,

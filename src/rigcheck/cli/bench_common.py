@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from rigcheck.cli.common import emit, interrupted_by, load_snapshot, write_pages
+from rigcheck.cli.common import emit, interrupted_by, json_indent, load_snapshot, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_signal
 from rigcheck.cli.nogpu import NO_GPU_BENCH, refuse
 from rigcheck.cli.streams import note
 from rigcheck.errors import InputError, UsageError
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rigcheck.bench.gpu_select import GpuPlacement
@@ -100,7 +100,12 @@ def run_failed(doc: BenchDoc) -> bool:
 
 
 def finish(
-    doc: BenchDoc, *, as_json: bool, html_file: Path | None = None, markdown_file: Path | None = None
+    doc: BenchDoc,
+    *,
+    as_json: bool,
+    indent: int | None = None,
+    html_file: Path | None = None,
+    markdown_file: Path | None = None,
 ) -> NoReturn:
     """Write the pages asked for, print the document (JSON or the report), and exit: 0, or 1 when the run
     failed or, for a --compare-p2p comparison of two runs, when it has a warning (the comparison is not one);
@@ -109,7 +114,7 @@ def finish(
     from rigcheck.model.bench import CompareBaseDocument
 
     write_pages(doc, html_file, markdown_file)
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     compared = isinstance(doc, CompareBaseDocument)
     if compared:
         from rigcheck.bench.compare import inherited_p2p_note

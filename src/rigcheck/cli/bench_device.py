@@ -29,7 +29,7 @@ from rigcheck.cli.bench_reference import (
     imported_document,
     refuse_live_options,
 )
-from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
+from rigcheck.cli.common import HtmlFileOption, IndentOption, MarkdownFileOption, interruptible
 from rigcheck.cli.progress import progress_line
 from rigcheck.errors import UsageError
 
@@ -95,6 +95,7 @@ def matmul(
     from_files: MamfFromOption = None,
     gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -103,7 +104,7 @@ def matmul(
     if from_files:
         refuse_live_options(ctx, "dtype", "cpu", "quick", "shape", "repeats", "warmup", "world_size", "gpus", "timeout")
         doc = mamf_document(from_files, gpu=gpu_model)
-        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
         raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
@@ -124,7 +125,7 @@ def matmul(
             on_progress=progress,
             placement=placement,
         )
-    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 def membw(
@@ -139,6 +140,7 @@ def membw(
     from_files: FromOption = None,
     gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -147,7 +149,7 @@ def membw(
     if from_files:
         refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "gpus", "timeout")
         doc = imported_document("membw", from_files, gpu=gpu_model)
-        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
         raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
     from rigcheck.bench.device.membw import run_membw
@@ -166,7 +168,7 @@ def membw(
             on_progress=progress,
             placement=placement,
         )
-    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 def hostlink(
@@ -179,6 +181,7 @@ def hostlink(
     warmup: WarmupOpt = None,
     from_files: FromOption = None,
     as_json: JsonOut = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -189,7 +192,7 @@ def hostlink(
         if gpu is not None and (len(gpu) > 1 or gpu[0].isdigit()):
             raise UsageError("--gpu with --from names one GPU model (a catalog name such as 'H100 SXM5'), not an index")
         doc = imported_document("hostlink", from_files, gpu=gpu[0] if gpu else None)
-        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
 
     if gpu is not None and gpus is not None:
@@ -207,7 +210,7 @@ def hostlink(
             on_progress=progress,
             placement=placement,
         )
-    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 ComparePairsOption = Annotated[
@@ -229,6 +232,7 @@ def p2p(
     from_files: FromOption = None,
     gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -237,7 +241,7 @@ def p2p(
     if from_files:
         refuse_live_options(ctx, "gpus", "size", "repeats", "warmup", "compare_p2p")
         doc = imported_document("p2p", from_files, gpu=gpu_model)
-        finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
         raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
     from rigcheck.bench.device.p2p import DEFAULT_SIZE, require_pair, run_p2p
@@ -257,7 +261,7 @@ def p2p(
             on_progress=progress,
             placement=placement,
         )
-    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 PathOption = Annotated[
@@ -285,6 +289,7 @@ def nvme(
     queue_depth: QueueDepthOption = 4,
     repeats: RepeatsOpt = None,
     as_json: JsonOut = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -307,7 +312,7 @@ def nvme(
             repeats=repeats if repeats is not None else DEFAULT_REPEATS,
             on_progress=progress,
         )
-    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 def _world_size_given(ctx: typer.Context, world_size: int) -> int | None:

@@ -16,7 +16,7 @@ from rigcheck.cli.bench_common import (
     finish,
     placed_machine,
 )
-from rigcheck.cli.common import HtmlFileOption, MarkdownFileOption, interruptible
+from rigcheck.cli.common import HtmlFileOption, IndentOption, MarkdownFileOption, interruptible
 from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.streams import note
@@ -67,6 +67,7 @@ def train(
     timeout: TimeoutOption = 1800.0,
     compare_p2p: CompareOption = False,
     as_json: JsonOut = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -113,7 +114,7 @@ def train(
     except RigcheckError as exc:
         note(f"error: {exc}")
         raise typer.Exit(exit_code_for_error(exc)) from None
-    finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 def register(app: typer.Typer) -> None:

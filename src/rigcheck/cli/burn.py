@@ -17,12 +17,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import HtmlFileOption, emit, interrupted_by, interruptible, parse_gpus, write_pages
+from rigcheck.cli.common import (
+    HtmlFileOption,
+    IndentOption,
+    emit,
+    interrupted_by,
+    interruptible,
+    json_indent,
+    parse_gpus,
+    write_pages,
+)
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.streams import note
 from rigcheck.errors import BenchError, OutputError
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rigcheck.model.burn import BurnDocument, BurnRun
@@ -62,13 +71,14 @@ def burn(
     ] = None,
     interval: Annotated[float, typer.Option("--interval", min=0.01, max=10.0, help="Seconds between polls.")] = 0.1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (rigcheck.burn/2) as JSON.")] = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
 ) -> None:
     """Load the GPUs with sustained matmuls while recording power, temperature, clocks and throttle reasons."""
     if analyze is not None:
         from rigcheck.cli.burn_analyze import burn_analyze
 
-        burn_analyze(analyze, as_json, html_file)
+        burn_analyze(analyze, as_json, html_file, indent)
         return
     # Here, not at the top: `--analyze` needs none of the live poller's machinery (start-up time, issue #13).
     from rigcheck.bench.burn import DTYPES, run_burn
@@ -106,7 +116,7 @@ def burn(
         note(f"{sink.rows} samples written to {sink.path}")
     doc = burn_document(run, burn_exit_code(run))
     write_pages(doc, html_file)
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     if sink is not None and sink.error is not None:  # the trace could not be written to its end: exit 2
         raise OutputError(sink.error)
     raise typer.Exit(doc.exit_code)

@@ -12,13 +12,13 @@ from pathlib import Path
 import typer
 
 from rigcheck.checks.burn.judge import BurnAggregator, analyze_trace, is_problem
-from rigcheck.cli.common import emit, write_pages
+from rigcheck.cli.common import emit, json_indent, write_pages
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS, exit_code_for_error
 from rigcheck.cli.streams import note
 from rigcheck.errors import InputError
 from rigcheck.model.burn import BurnDocument, GpuBurnAnalysis
 from rigcheck.model.telemetry import Trace
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 
 def analysis_exit_code(analyses: Iterable[GpuBurnAnalysis]) -> int:
@@ -75,7 +75,7 @@ def _gpu_burn(path: str) -> tuple[Trace, list[GpuBurnAnalysis], bool] | None:
     return trace, gb.with_gpu_burn(analyze_trace(trace), run), gb.is_faulty(run)
 
 
-def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> None:
+def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None, indent: int | None = None) -> None:
     """Analyse a recorded trace (rigcheck CSV/JSONL, nvidia-smi --query-gpu CSV or dmon, gpu-burn's output) and
     set the exit code."""
     faulty = False
@@ -93,5 +93,5 @@ def burn_analyze(file: Path, as_json: bool, html_file: Path | None = None) -> No
     code = EXIT_PROBLEMS if faulty else analysis_exit_code(analyses)
     doc = BurnDocument.of_analysis(trace, analyses, code)
     write_pages(doc, html_file)
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(doc.exit_code)

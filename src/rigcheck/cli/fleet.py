@@ -23,16 +23,18 @@ import typer
 
 from rigcheck.cli.common import (
     HtmlFileOption,
+    IndentOption,
     JsonOption,
     MarkdownFileOption,
     emit,
     interrupted_by,
+    json_indent,
     write_pages,
 )
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn, exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.streams import note
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rigcheck.model.finding import Finding
@@ -74,6 +76,7 @@ def fleet(
         typer.Option("--insecure", help="Run with unauthenticated messages where the store is reachable off-host."),
     ] = False,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -93,7 +96,7 @@ def fleet(
                 "--from compares saved documents and runs nothing: "
                 "it takes no --cpu, --verify, --key-file or --insecure"
             )
-        _finish(_from_files(source), as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+        _finish(_from_files(source), as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
         return
     verdicts: list[str] = []
     doc = _live(
@@ -101,7 +104,7 @@ def fleet(
     )
     if doc is None:  # not rank 0: rank 0 prints for the fleet; every rank exits with the fleet's code
         raise typer.Exit(exit_code_for_verdict(verdicts[0]) if verdicts else EXIT_PROBLEMS)
-    _finish(doc, as_json=as_json, html_file=html_file, markdown_file=markdown_file)
+    _finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
 
 
 def _from_files(directory: Path) -> FleetDocument:
@@ -231,9 +234,11 @@ def _live(
         )
 
 
-def _finish(doc: FleetDocument, *, as_json: bool, html_file: Path | None, markdown_file: Path | None) -> None:
+def _finish(
+    doc: FleetDocument, *, as_json: bool, indent: int | None, html_file: Path | None, markdown_file: Path | None
+) -> None:
     write_pages(doc, html_file, markdown_file)
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     signum = interrupted_by()  # rank 0 cut short: the partial document is out, the exit says which signal
     raise typer.Exit(exit_code_for_verdict(doc.verdict) if signum is None else exit_code_for_signal(signum))
 

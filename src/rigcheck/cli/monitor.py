@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import emit, interrupted_by, interruptible, out_console, parse_gpus
+from rigcheck.cli.common import IndentOption, emit, interrupted_by, interruptible, json_indent, out_console, parse_gpus
 from rigcheck.cli.exits import EXIT_TERMINATED
 from rigcheck.cli.streams import note
 from rigcheck.errors import ProbeError, UsageError
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -118,6 +118,7 @@ def monitor(
     as_json: Annotated[
         bool, typer.Option("--json", help="No live view: print a JSON summary (rigcheck.monitor/2) at the end.")
     ] = False,
+    indent: IndentOption = None,
 ) -> None:
     """Live telemetry per GPU: power vs limit, temperature vs slowdown, clocks, throttle reasons."""
     from rigcheck.monitor.session import TraceWriteError, run_monitor
@@ -141,7 +142,7 @@ def monitor(
     finally:
         poller.close()
     if as_json:
-        emit(doc, Format.JSON)
+        emit(doc, Format.JSON, RenderOptions(indent=json_indent(indent)))
     if trace_error is not None:
         raise trace_error
     if interrupted_by() == signal.SIGTERM:

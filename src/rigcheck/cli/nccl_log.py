@@ -7,14 +7,15 @@ from typing import Annotated
 
 import typer
 
-from rigcheck.cli.common import JsonOption, emit, interruptible
+from rigcheck.cli.common import IndentOption, JsonOption, emit, interruptible, json_indent
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 
 def nccl_log(
     file: Annotated[Path, typer.Argument(help="A log written with NCCL_DEBUG=INFO ('-' for stdin).")],
     as_json: JsonOption = False,
+    indent: IndentOption = None,
 ) -> None:
     """Read an NCCL_DEBUG=INFO log: transports per channel, P2P disabled or not, NCCL version, ranks.
 
@@ -24,7 +25,7 @@ def nccl_log(
     from rigcheck.readers.nccl_log import read_nccl_log  # the parser loads only for this command (and --compare-p2p)
 
     doc = read_nccl_log(str(file))
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(EXIT_PROBLEMS if doc.failures else EXIT_OK)
 
 

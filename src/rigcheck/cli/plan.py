@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import JsonOption, emit, interruptible
+from rigcheck.cli.common import IndentOption, JsonOption, emit, interruptible, json_indent
 from rigcheck.cli.exits import EXIT_OK
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rigcheck.model.plan import PlanDocument
@@ -39,6 +39,7 @@ def plan(
     ] = None,
     tflops: Annotated[float | None, typer.Option("--tflops", help="Achieved TFLOPS per GPU (measured).")] = None,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
     explain_guide: Annotated[
         bool, typer.Option("--explain-guide", help="Also explain the guide's 101.9 s vs 131.4 s NVLink result.")
     ] = False,
@@ -77,7 +78,7 @@ def plan(
         largest_layer=largest_layer,
         nvme_free=_free_space(nvme_path) if nvme_path is not None else None,
     )
-    emit(doc, Format.JSON if as_json else Format.TERMINAL)
+    emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(EXIT_OK)
 
 

@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from rigcheck.cli.common import JsonOption, emit
+from rigcheck.cli.common import IndentOption, JsonOption, emit, json_indent
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 
 def power_plan(
@@ -30,6 +30,7 @@ def power_plan(
         ),
     ] = None,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
 ) -> None:
     """Plan the PSU and the independent PCIe power cables for COUNT cards of one model.
 
@@ -38,5 +39,5 @@ def power_plan(
     from rigcheck.plan.power import plan_power
 
     plan = plan_power(gpu, count, psu_watts=psu_watts, cpu_watts=cpu_watts, power_limit_w=power_limit)
-    emit(plan, Format.JSON if as_json else Format.TERMINAL)
+    emit(plan, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(EXIT_PROBLEMS if plan.psu_ok is False else EXIT_OK)

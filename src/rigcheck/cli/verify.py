@@ -18,10 +18,12 @@ import typer
 
 from rigcheck.cli.common import (
     HtmlFileOption,
+    IndentOption,
     JsonOption,
     MarkdownFileOption,
     emit,
     interrupted_by,
+    json_indent,
     read_site_config,
     write_pages,
     write_stdout,
@@ -29,7 +31,7 @@ from rigcheck.cli.common import (
 from rigcheck.cli.exits import exit_code_for_burn, exit_code_for_signal, exit_code_for_verdict
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.terminal_safe import terminal_text
-from rigcheck.report.render import Format
+from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rigcheck.model.site_config import SiteConfig
@@ -40,10 +42,16 @@ LevelOption = Annotated[
 ]
 
 
-def _explain(names: list[str] | None, site: SiteConfig | None, config: Path | None, as_json: bool) -> None:
+def _explain(
+    names: list[str] | None, site: SiteConfig | None, config: Path | None, as_json: bool, indent: int | None
+) -> None:
     from rigcheck.checks.verify.bands import explain_bands
 
-    emit(explain_bands(names, site, str(config) if config else None), Format.JSON if as_json else Format.TERMINAL)
+    emit(
+        explain_bands(names, site, str(config) if config else None),
+        Format.JSON if as_json else Format.TERMINAL,
+        RenderOptions(indent=json_indent(indent)),
+    )
 
 
 def verify(
@@ -86,6 +94,7 @@ def verify(
         ),
     ] = None,
     as_json: JsonOption = False,
+    indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
 ) -> None:
@@ -107,7 +116,7 @@ def verify(
         raise UsageError("--only scopes a run; --explain runs nothing")
     site = read_site_config(config) if config is not None else None
     if explain:
-        _explain(gpu_names, site, config, as_json)
+        _explain(gpu_names, site, config, as_json, indent)
         return
     from rigcheck.cli.common import parse_gpus
     from rigcheck.readers.saved import load_baseline
@@ -120,7 +129,7 @@ def verify(
         if source
         else _live(level, cpu, chosen, budget, site, base, names, only)
     )
-    _finish(doc, as_json=as_json, slurm=slurm, html_file=html_file, markdown_file=markdown_file)
+    _finish(doc, as_json=as_json, indent=indent, slurm=slurm, html_file=html_file, markdown_file=markdown_file)
 
 
 def _from_files(
@@ -216,7 +225,13 @@ def _live(
 
 
 def _finish(
-    doc: VerifyDocument, *, as_json: bool, slurm: bool, html_file: Path | None, markdown_file: Path | None
+    doc: VerifyDocument,
+    *,
+    as_json: bool,
+    indent: int | None,
+    slurm: bool,
+    html_file: Path | None,
+    markdown_file: Path | None,
 ) -> None:
     from rigcheck.checks.verdicts import slurm_line
 
@@ -226,7 +241,7 @@ def _finish(
         if line is not None:  # it quotes findings, so inputs: as the terminal may be given it (cli/terminal_safe.py)
             write_stdout(terminal_text(line) + "\n")
     else:
-        emit(doc, Format.JSON if as_json else Format.TERMINAL)
+        emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     signum = interrupted_by()
     if signum is not None:
         raise typer.Exit(exit_code_for_signal(signum))
