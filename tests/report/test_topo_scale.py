@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
 
 from rigcheck.model import GpuPair, Snapshot
-from rigcheck.model.topo import topo_document
+from rigcheck.model.topo import UNKNOWN_LINK, TopoDocument, snapshot_topo_summary, sorted_pairs, topo_document
 from rigcheck.readers.smi.topo import pairs_from_topology, parse_topo
 from rigcheck.report.render import RenderOptions
-from rigcheck.report.topo import topo_html, topology_renderable
+from rigcheck.report.topo import link_groups, topo_html, topology_blocks, topology_renderable
 from tests.support.cli import Rigcheck
 
 TOPO = Path(__file__).parent.parent / "fixtures" / "corpus" / "topo"
@@ -116,6 +118,70 @@ def test_snapshot_pair_lookup_is_indexed_and_follows_changes() -> None:
     snap.pairs[0].b = 2  # changed in place: the stale hit is not returned, the record is found the slow way
     assert snap.pair(0, 1) is None
     assert snap.pair(0, 2) is snap.pairs[0]
+
+
+def test_pair_table_groups_the_pairs_by_link_once_each_in_order() -> None:
+    pairs = [GpuPair(a=a, b=b, link=None if (a + b) % 5 == 0 else "NV18") for a in range(9) for b in range(a + 1, 9)]
+    snap = Snapshot(pairs=[*pairs[::-1], GpuPair(a=0, b=1, link="SYS")])  # reversed, and a second record of 0-1
+    by_link = snap.pair_table().by_link
+    assert set(by_link) == {None, "NV18"}  # the second record of a pair is not counted: get() returns the first
+    for members in by_link.values():
+        assert [(p.a, p.b) for p in members] == sorted((p.a, p.b) for p in members)
+    assert sum(map(len, by_link.values())) == len(pairs)
+    assert snap.pair_table().by_link is by_link  # built once
+
+
+def _blocks_by_sorting(doc: TopoDocument) -> list[tuple[str, list[tuple[str, int]], list[tuple[int, int]]]]:
+    """The summary's blocks as it was computed before the pair table: every pair walked and sorted."""
+    nodes = {g.index: g.numa_affinity or "" for g in doc.gpus}
+    group_of = (
+        {i: f"NUMA node {v}" for i, v in nodes.items()}
+        if all(v.isdigit() for v in nodes.values()) and 1 < len(set(nodes.values())) <= 8
+        else dict.fromkeys(nodes, "all GPUs")
+    )
+    order = {name: k for k, name in enumerate(dict.fromkeys(name for _, name in sorted(group_of.items())))}
+    by_block: dict[tuple[str, str], list[object]] = {}
+    for p in doc.pairs:
+        ga, gb = group_of.get(p.a, "all GPUs"), group_of.get(p.b, "all GPUs")
+        by_block.setdefault((ga, gb) if order.get(ga, 0) <= order.get(gb, 0) else (gb, ga), []).append(p)
+    out = []
+    for (ga, gb), block in sorted(by_block.items(), key=lambda kv: (order.get(kv[0][0], 0), order.get(kv[0][1], 0))):
+        counts = Counter(p.link or UNKNOWN_LINK for p in block)  # type: ignore[attr-defined]
+        usual = counts.most_common(1)[0][0]
+        odd = sorted((p.a, p.b) for p in block if (p.link or UNKNOWN_LINK) != usual)  # type: ignore[attr-defined]
+        out.append((f"within {ga}" if ga == gb else f"{ga} ↔ {gb}", counts.most_common(), odd))
+    return out
+
+
+def test_summary_from_the_pairs_by_link_is_the_summary_from_sorting_them() -> None:
+    """The summary reads the pairs grouped by link (no sort of every pair): the same groups, blocks and odd pairs
+    as walking and sorting them, ties and unknown links included."""
+    rng = random.Random(26)
+    for numa in (["0", "1"], ["0", "1", "2", "3"], ["0"], [str(i) for i in range(12)]):
+        n = 24
+        codes = ["NV18", "NV4", "PIX", "SYS", "FOO", None, "?"]
+        rows = ["\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity"]
+        rows += [
+            f"GPU{a}\t" + "\t".join("X" if a == b else "SYS" for b in range(n)) + f"\t0-7\t{rng.choice(numa)}"
+            for a in range(n)
+        ]
+        topo = parse_topo("\n".join(rows) + "\n")
+        links = rng.sample(codes, 3)
+        pairs = [p.model_copy(update={"link": rng.choice(links)}) for p in pairs_from_topology(topo)]
+        doc = topo_document(topo, pairs)
+        _, blocks = topology_blocks(doc)
+        got = [(b.name, b.counts, sorted((p.a, p.b) for p in b.odd)) for b in blocks]
+        assert got == _blocks_by_sorting(doc), (numa, links)
+        expected: dict[str, list[tuple[int, int]]] = {}
+        for p in sorted_pairs(list(doc.pairs)):
+            expected.setdefault(p.link or UNKNOWN_LINK, []).append((p.a, p.b))
+        assert [(code, [(p.a, p.b) for p in members]) for code, members, _ in link_groups(doc)] == list(
+            expected.items()
+        )
+        snap = Snapshot(pairs=pairs, topology=topo)
+        summary = snapshot_topo_summary(snap)
+        assert summary is not None
+        assert summary.table is snap.pair_table()  # the snapshot's own table, the one the checks read
 
 
 def _doctor(rigcheck: Rigcheck, path: Path, fmt: str) -> str:

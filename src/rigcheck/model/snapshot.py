@@ -6,6 +6,7 @@ reason in its record's ``missing`` map (see :class:`Missing`). Units are part of
 
 from collections.abc import Iterable
 from enum import Enum
+from operator import attrgetter
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -479,7 +480,7 @@ class PairTable:
     NVLink. Built by :meth:`Snapshot.pair_table` and kept while the snapshot's pairs list is the same list of the
     same length; the records are not copied, so a record changed in place is what the table returns."""
 
-    __slots__ = ("_nvlink", "by_key", "pairs", "size")
+    __slots__ = ("_by_link", "_nvlink", "by_key", "pairs", "size")
 
     def __init__(self, pairs: list[GpuPair]) -> None:
         self.pairs = pairs  # held, so that its id cannot be reused by another list while the table is cached
@@ -488,6 +489,7 @@ class PairTable:
         for p in pairs:
             self.by_key.setdefault((p.a, p.b), p)
         self._nvlink: frozenset[tuple[int, int]] | None = None
+        self._by_link: dict[str | None, list[GpuPair]] | None = None
 
     def describes(self, pairs: list[GpuPair]) -> bool:
         """Whether this table was built from ``pairs`` as it is now (the same list, not grown or shrunk)."""
@@ -506,6 +508,22 @@ class PairTable:
                 if p.kind == "nvlink" or (p.link is not None and nvlink_count(p.link)) or (p.nvlinks or 0) > 0
             )
         return self._nvlink
+
+    @property
+    def by_link(self) -> dict[str | None, list[GpuPair]]:
+        """The pairs (one record each, as :meth:`get`) per link code, None for an unknown link; each list in (a, b)
+        order. What the reports of a large topology count and name (report/topo.py's summary)."""
+        if self._by_link is None:
+            groups: dict[str | None, list[GpuPair]] = {}
+            for p in self.by_key.values():
+                groups.setdefault(p.link, []).append(p)
+            for members in groups.values():
+                members.sort(key=_PAIR_ORDER)
+            self._by_link = groups
+        return self._by_link
+
+
+_PAIR_ORDER = attrgetter("a", "b")  # (a, b) of a pair, read in C: the key of 130,816 pairs at 512 GPUs
 
 
 def _is_none(value: object) -> bool:

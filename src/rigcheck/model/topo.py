@@ -22,7 +22,7 @@ from rigcheck.facts.pcie import pcie_bandwidth_gbps
 from rigcheck.facts.sources import NCCL_RINGS
 from rigcheck.model.document import Document, Plain
 from rigcheck.model.links import link_state_text, nvlink_pairs_of, nvlink_ring, pairs_with_link_state
-from rigcheck.model.snapshot import GpuPair, Missing, Snapshot, TopoGpu, TopoMatrix
+from rigcheck.model.snapshot import GpuPair, Missing, PairTable, Snapshot, TopoGpu, TopoMatrix
 
 TOPO_SCHEMA: Literal["rigcheck.topo/1"] = "rigcheck.topo/1"
 UNKNOWN_LINK = "?"
@@ -406,13 +406,15 @@ def snapshot_topo_document(snap: Snapshot, *, affinities: bool = True) -> TopoDo
 @dataclass(frozen=True)
 class TopoSummaryInput:
     """A topology to draw as a summary, without a TopoPair per GPU pair: ``doc`` lists no pairs (its matrix,
-    GPUs, NICs and summary line are whole), ``pairs`` are the snapshot's own, ``explanation`` words one of them.
-    Building 130,816 TopoPair models for a 512-GPU summary that names eight of them was a third of the doctor's
-    time; `topo --json` still builds the whole document."""
+    GPUs, NICs and summary line are whole), ``pairs`` are the snapshot's own, ``explanation`` words one of them,
+    ``table`` indexes ``pairs`` (the snapshot's own pair table, which the checks read too, where ``pairs`` are the
+    snapshot's). Building 130,816 TopoPair models for a 512-GPU summary that names eight of them was a third of
+    the doctor's time; `topo --json` still builds the whole document."""
 
     doc: TopoDocument
     pairs: list[GpuPair]
     explanation: Callable[[GpuPair], str]
+    table: PairTable
 
 
 def snapshot_topo_summary(snap: Snapshot, *, affinities: bool = True) -> TopoSummaryInput | None:
@@ -428,4 +430,6 @@ def snapshot_topo_summary(snap: Snapshot, *, affinities: bool = True) -> TopoSum
     def explanation(p: GpuPair) -> str:
         return explain_inferred(p) if (p.a, p.b) in inferred else explain_pair(p, by_index)
 
-    return TopoSummaryInput(doc, pairs, explanation)
+    # With a `topo -m` table the pairs are the snapshot's (indexed once for the checks); else they are built here.
+    table = snap.pair_table() if pairs is snap.pairs else PairTable(pairs)
+    return TopoSummaryInput(doc, pairs, explanation, table)

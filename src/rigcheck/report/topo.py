@@ -4,16 +4,17 @@ of link explained once, and the summary. The doctor report embeds the same matri
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.facts.legend import LinkKind, explain, kind_of
+from rigcheck.facts.legend import LinkKind, explain, kind_of, rank_of
+from rigcheck.model.snapshot import GpuPair
 from rigcheck.model.topo import (
     SUMMARY_ABOVE,
     UNKNOWN_LINK,
@@ -33,6 +34,12 @@ UNKNOWN_SENTENCE = "the link is unknown."
 _MAX_GROUPS = 8
 # How many pairs the summary names before "and N more".
 _NAMED = 8
+_ALL = "all GPUs"  # the one group where the NUMA nodes are unknown or too many
+_PAIR_ORDER = attrgetter("a", "b")
+
+# The pairs per link code (None: unknown), each list in (a, b) order: a snapshot's PairTable.by_link, or
+# by_link(a document's pairs). The summaries read it instead of sorting the pairs.
+Links = Mapping[str | None, Sequence[PairLink]]
 
 
 KIND_STYLE: dict[LinkKind, str] = {
@@ -69,20 +76,43 @@ def _affinities(doc: TopoDocument, label: str, columns: list[tuple[str, str, str
     return [(getattr(gpu, attr) or "") if gpu is not None else "" for _, _, attr in columns]
 
 
+def by_link(pairs: Sequence[P]) -> dict[str | None, list[P]]:
+    """The pairs per link code (None: unknown), each list in (a, b) order: a document's pairs indexed as a
+    snapshot's pair table indexes its own (model/snapshot.py PairTable.by_link)."""
+    groups: dict[str | None, list[P]] = {}
+    for p in pairs:
+        groups.setdefault(p.link, []).append(p)
+    for members in groups.values():
+        members.sort(key=_PAIR_ORDER)
+    return groups
+
+
 def link_groups(doc: TopoDocument) -> list[tuple[str, list[TopoPair], str]]:
     """One entry per kind of link (not per pair: an 8-GPU box has 28 pairs), fastest first:
     (code, its pairs, what it means). A code with one pair gets that pair's own sentence."""
-    return _link_groups(doc.pairs, _own_explanation)
+    return _link_groups(by_link(doc.pairs), _own_explanation)
 
 
 def _own_explanation(p: TopoPair) -> str:
     return p.explanation
 
 
-def _link_groups(pairs: Sequence[P], explanation: Callable[[P], str]) -> list[tuple[str, list[P], str]]:
+def _rank(code: str | None) -> tuple[int, int]:
+    return rank_of(code) if code is not None else (100, 0)
+
+
+def _link_groups(
+    links: Mapping[str | None, Sequence[P]], explanation: Callable[[P], str]
+) -> list[tuple[str, list[P], str]]:
+    """The link groups in sorted_pairs' order without sorting the pairs: the codes by rank (ties by their first
+    pair), each code's pairs in (a, b) order; an unknown link (None) is shown as "?"."""
+    ordered = sorted(
+        ((code, members) for code, members in links.items() if members),
+        key=lambda item: (_rank(item[0]), item[1][0].a, item[1][0].b),
+    )
     groups: dict[str, list[P]] = {}
-    for p in sorted_pairs(list(pairs)):
-        groups.setdefault(p.link if p.link is not None else UNKNOWN_LINK, []).append(p)
+    for code, members in ordered:
+        groups.setdefault(code if code is not None else UNKNOWN_LINK, []).extend(members)
     out = []
     for code, members in groups.items():
         if code == UNKNOWN_LINK:
@@ -239,7 +269,7 @@ def _groups(doc: TopoDocument) -> dict[int, str]:
     distinct = set(nodes.values())
     if all(v.isdigit() for v in distinct) and 1 < len(distinct) <= _MAX_GROUPS:
         return {i: f"NUMA node {v}" for i, v in nodes.items()}
-    return dict.fromkeys(nodes, "all GPUs")
+    return dict.fromkeys(nodes, _ALL)
 
 
 @dataclass(frozen=True)
@@ -251,33 +281,62 @@ class Block:
     odd: Sequence[PairLink]  # the pairs whose code is not the block's usual one
 
 
-def topology_blocks(
-    doc: TopoDocument, pairs: Sequence[PairLink] | None = None
-) -> tuple[dict[str, list[int]], list[Block]]:
-    """The summary of a large topology, in one pass over the pairs (``pairs``, default the document's): the GPU
-    groups (name -> GPU indices) and a block per group pair."""
+def topology_blocks(doc: TopoDocument, links: Links | None = None) -> tuple[dict[str, list[int]], list[Block]]:
+    """The summary of a large topology: the GPU groups (name -> GPU indices) and a block per group pair, from the
+    pairs per link code (``links``, default the document's own pairs indexed by :func:`by_link`). A block's codes
+    come most pairs first, ties in the order of their first pair, as the pairs list them."""
     group_of = _groups(doc)
     members: dict[str, list[int]] = {}
     for i, name in sorted(group_of.items()):
         members.setdefault(name, []).append(i)
     order = {name: k for k, name in enumerate(members)}
-    by_block: dict[tuple[str, str], list[PairLink]] = {}
-    for p in doc.pairs if pairs is None else pairs:
-        ga, gb = group_of.get(p.a, "all GPUs"), group_of.get(p.b, "all GPUs")
-        key = (ga, gb) if order.get(ga, 0) <= order.get(gb, 0) else (gb, ga)
-        by_block.setdefault(key, []).append(p)
+    # (group of a, group of b) -> the block's key, its groups in the order of the groups: a few distinct, so
+    # each pair costs two lookups and an append (none where there is one group).
+    keys: dict[tuple[str, str], tuple[str, str]] = {}
+    one_group = set(members) <= {_ALL}
+    # block -> code as shown -> its pairs; and where each code's first pair is (a list per code is in (a, b)
+    # order; the unknown link's None and "?" pairs share one).
+    cells: dict[tuple[str, str], dict[str, list[PairLink]]] = {}
+    firsts: dict[tuple[tuple[str, str], str], tuple[int, int]] = {}
+
+    def add(key: tuple[str, str], shown: str, pairs: Sequence[PairLink]) -> None:
+        cells.setdefault(key, {}).setdefault(shown, []).extend(pairs)
+        first = _PAIR_ORDER(pairs[0])
+        firsts[key, shown] = min(firsts.get((key, shown), first), first)
+
+    for code, pairs in (by_link(doc.pairs) if links is None else links).items():
+        shown = code if code is not None else UNKNOWN_LINK
+        if one_group:
+            if pairs:
+                add((_ALL, _ALL), shown, pairs)
+            continue
+        by_block: dict[tuple[str, str], list[PairLink]] = {}
+        for p in pairs:
+            groups = (group_of.get(p.a, _ALL), group_of.get(p.b, _ALL))
+            key = keys.get(groups)
+            if key is None:
+                ga, gb = groups
+                key = keys[groups] = groups if order.get(ga, 0) <= order.get(gb, 0) else (gb, ga)
+            by_block.setdefault(key, []).append(p)
+        for key, block in by_block.items():
+            add(key, shown, block)
+
+    def place(key: tuple[str, str]) -> tuple[int, int, tuple[int, int]]:
+        return (order.get(key[0], 0), order.get(key[1], 0), min(firsts[key, shown] for shown in cells[key]))
+
     blocks = []
-    for (ga, gb), block in sorted(by_block.items(), key=lambda kv: (order.get(kv[0][0], 0), order.get(kv[0][1], 0))):
-        counts = Counter(p.link or UNKNOWN_LINK for p in block)
-        usual = counts.most_common(1)[0][0]
-        odd = [p for p in block if (p.link or UNKNOWN_LINK) != usual]
+    for ga, gb in sorted(cells, key=place):
+        # Counter.most_common's order: most pairs first, ties as first seen in the pairs' (a, b) order.
+        seen = sorted(cells[ga, gb].items(), key=lambda kv: firsts[(ga, gb), kv[0]])
+        counted = sorted(seen, key=lambda kv: len(kv[1]), reverse=True)
+        odd = [p for _, pairs in counted[1:] for p in pairs]
         name = f"within {ga}" if ga == gb else f"{ga} ↔ {gb}"
-        blocks.append(Block(name, counts.most_common(), odd))
+        blocks.append(Block(name, [(code, len(pairs)) for code, pairs in counted], odd))
     return members, blocks
 
 
-def _summary_lines(doc: TopoDocument, pairs: Sequence[PairLink]) -> list[str]:
-    members, blocks = topology_blocks(doc, pairs)
+def _summary_lines(doc: TopoDocument, links: Links) -> list[str]:
+    members, blocks = topology_blocks(doc, links)
     out = ["GPU groups: " + "; ".join(f"{name}: {_ranges(ix)} ({len(ix)} GPUs)" for name, ix in members.items())]
     for b in blocks:
         counts = ", ".join(f"{code} × {n}" for code, n in b.counts)
@@ -292,11 +351,14 @@ def _summary_lines(doc: TopoDocument, pairs: Sequence[PairLink]) -> list[str]:
 
 def _unpack(
     topo: TopoDocument | TopoSummaryInput,
-) -> tuple[TopoDocument, Sequence[PairLink], list[tuple[str, Sequence[PairLink], str]]]:
-    """(the document, its pairs, the link groups): from the document's own pairs, or from a summary input's."""
+) -> tuple[TopoDocument, Links, list[tuple[str, Sequence[PairLink], str]]]:
+    """(the document, its pairs per link code, the link groups): a summary input's from its pair table (the
+    snapshot's, which the checks read too), a document's from its own pairs."""
     if isinstance(topo, TopoSummaryInput):
-        return topo.doc, topo.pairs, [(c, m, s) for c, m, s in _link_groups(topo.pairs, topo.explanation)]
-    return topo, topo.pairs, [(c, m, s) for c, m, s in link_groups(topo)]
+        links: Mapping[str | None, Sequence[GpuPair]] = topo.table.by_link
+        return topo.doc, links, [(c, m, s) for c, m, s in _link_groups(links, topo.explanation)]
+    own = by_link(topo.pairs)
+    return topo, own, [(c, m, s) for c, m, s in _link_groups(own, _own_explanation)]
 
 
 def topology_renderable(
@@ -304,14 +366,14 @@ def topology_renderable(
 ) -> RenderableType:
     """The matrix coloured by link kind (a summary above SUMMARY_ABOVE GPUs), affinities, the NIC legend, each
     kind of link explained, a summary."""
-    doc, pairs, groups = _unpack(topo)
+    doc, links, groups = _unpack(topo)
     if not has_links(doc):
         return Group(Text("GPU topology", style="bold"), Text(doc.summary, style="bold"))
     parts: list[RenderableType]
     if summarised(doc, options):
         parts = [
             Text(f"GPU topology: {len(doc.gpus)} GPUs, summarised (--matrix shows the full matrix)", style="bold"),
-            *(Text(line) for line in _summary_lines(doc, pairs)),
+            *(Text(line) for line in _summary_lines(doc, links)),
         ]
     else:
         parts = [Text("GPU topology (nvidia-smi topo -m)", style="bold"), _Matrix(doc)]
@@ -372,12 +434,12 @@ def _link_cell(code: str, title: str) -> str:
     )
 
 
-def _summary_table_html(doc: TopoDocument, pairs: Sequence[PairLink]) -> list[str]:
+def _summary_table_html(doc: TopoDocument, links: Links) -> list[str]:
     """The summary of a large topology as HTML: the GPU groups, a row per block of pairs (how many per link
     code), the odd pairs named."""
     from rigcheck.report.html import esc
 
-    members, blocks = topology_blocks(doc, pairs)
+    members, blocks = topology_blocks(doc, links)
     out = [
         f"<p>{len(doc.gpus)} GPUs, summarised; the full matrix is below.</p>",
         '<ul class="groups">',
@@ -401,7 +463,7 @@ def topology_section_html(topo: TopoDocument | TopoSummaryInput, options: Render
     from rigcheck.facts.legend import KIND_MEANING, LINK_CODES
     from rigcheck.report.html import KIND_COLOURS, esc
 
-    doc, pairs, groups = _unpack(topo)
+    doc, links, groups = _unpack(topo)
     columns = _affinity_columns(doc)
     out = ['<section id="topology"><h2>GPU topology</h2>']
     if not has_links(doc):
@@ -409,7 +471,7 @@ def topology_section_html(topo: TopoDocument | TopoSummaryInput, options: Render
         return "".join(out)
     folded = summarised(doc, options)
     if folded:
-        out += _summary_table_html(doc, pairs)
+        out += _summary_table_html(doc, links)
         out.append(f"<details><summary>Full matrix ({len(doc.labels)} × {len(doc.labels)})</summary>")
     out.append('<table class="topo"><thead><tr><th></th>')
     out += [f'<th scope="col">{esc(label)}</th>' for label in doc.labels]
