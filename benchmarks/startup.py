@@ -17,18 +17,14 @@ which a busy machine sways far less) and the ratios; exits 1 when the wall-time 
 from __future__ import annotations
 
 import argparse
-import resource
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SNAPSHOT = ROOT / "tests" / "fixtures" / "snapshots" / "healthy-8x-h100.json"
+# The timing loop is startup_speed.py's (issue #9's benchmark, beside this one): one way of timing a start.
+from startup_speed import DEFAULT_SNAPSHOT, medians, rigcheck_argv
+
 TARGET_RATIO = 1.3
 
 MINIMAL_APP = '''\
@@ -65,44 +61,12 @@ if __name__ == "__main__":
 '''
 
 
-@dataclass(frozen=True)
-class Timing:
-    wall_s: float
-    cpu_s: float  # the child's user + system time
-
-
-def rigcheck_argv() -> list[str]:
-    """The installed console script, as a user runs it; else the module through this interpreter."""
-    script = Path(sys.executable).with_name("rigcheck")
-    if script.is_file():
-        return [str(script)]
-    found = shutil.which("rigcheck")
-    return [found] if found else [sys.executable, "-m", "rigcheck"]
-
-
-def run_once(argv: list[str]) -> Timing:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
+def finishes(argv: list[str]) -> None:
+    """One run that must end as a finished doctor run does (exit 0, or 1 when it finds a problem), so that the
+    timings are not those of a command failing fast."""
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):  # doctor exits 1 when it finds a problem: still a finished run
+    if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace')[-400:]}")
-    return Timing(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-
-
-def medians(commands: list[list[str]], runs: int) -> list[Timing]:
-    """Median wall and CPU time of each command, the runs interleaved (one of each per round)."""
-    for argv in commands:
-        run_once(argv)  # warm-up: page cache
-    samples: list[list[Timing]] = [[] for _ in commands]
-    for _ in range(runs):
-        for argv, timings in zip(commands, samples, strict=True):
-            timings.append(run_once(argv))
-    return [
-        Timing(statistics.median(t.wall_s for t in timings), statistics.median(t.cpu_s for t in timings))
-        for timings in samples
-    ]
 
 
 def main() -> int:
@@ -123,6 +87,8 @@ def main() -> int:
         app.write_text(MINIMAL_APP)
         minimal = [sys.executable, str(app), "--from", str(args.snapshot)]
         doctor = [*rigcheck_argv(), "doctor", "--from", str(args.snapshot)]
+        finishes(minimal)
+        finishes(doctor)
         base, rig = medians([minimal, doctor], args.runs)
     wall_ratio = rig.wall_s / base.wall_s
     cpu_ratio = rig.cpu_s / base.cpu_s if base.cpu_s else float("nan")
