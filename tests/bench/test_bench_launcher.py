@@ -25,6 +25,7 @@ from rigcheck.bench.launcher import (
     in_launched_job,
     launch,
     one_line,
+    setup_budget,
 )
 
 
@@ -210,10 +211,11 @@ def test_a_worker_that_dies_names_its_rank_and_keeps_rows(how: str, expected: st
 
 def test_a_worker_that_hangs_is_ended_at_the_timeout() -> None:
     start = time.monotonic()
-    # the timeout counts from the start: leave room for startup (two workers are in the group within ~2.5 s on
-    # two busy cores); the hang itself is forever, so a longer timeout only waits longer
-    outcome = _launch(hang_worker, timeout_s=5.0)
-    took = time.monotonic() - start
+    # With a set-up budget the 5 s count from when both workers are in the group, however long a loaded
+    # machine takes to start them (the hang itself is forever: a longer timeout would only wait longer).
+    with setup_budget(60.0) as setup:
+        outcome = _launch(hang_worker, timeout_s=5.0)
+    took = time.monotonic() - start - setup.used_s
     assert outcome.partial is True
     assert outcome.error is not None
     # the hung rank named, with its pid and the phase it last reached
@@ -225,12 +227,13 @@ def test_a_worker_that_hangs_is_ended_at_the_timeout() -> None:
 
 def test_a_stopped_worker_is_named_with_its_pid_and_phase() -> None:
     start = time.monotonic()
-    outcome = _launch(stop_worker, timeout_s=5.0)  # room for startup, as above
+    with setup_budget(60.0) as setup:  # the 5 s count from when both workers are in the group, as above
+        outcome = _launch(stop_worker, timeout_s=5.0)
     assert outcome.error is not None
     assert outcome.error.startswith("rank 1 (pid ")
     assert "did not finish within 5 s: stopped (process state T) at 'allreduce 1 KiB'" in outcome.error
     assert outcome.error.endswith("; rank 0 waited at 'allreduce 2 KiB'")
-    assert time.monotonic() - start < 5.0 + 3.0  # a stopped worker is continued, so it goes at once
+    assert time.monotonic() - start - setup.used_s < 5.0 + 3.0  # a stopped worker is continued: it goes at once
 
 
 def test_a_worker_stuck_after_it_delivered_does_not_make_the_run_partial(monkeypatch: pytest.MonkeyPatch) -> None:
