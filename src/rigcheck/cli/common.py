@@ -56,7 +56,19 @@ GpusOption = Annotated[
     str | None,
     typer.Option(
         "--gpus",
-        help="Only these GPUs, e.g. 0,1 (live or --from): pairs and topology among them only; host findings stay.",
+        help="Only these GPUs, e.g. 0,1, or all (live or --from): pairs and topology among them only; host findings "
+        "stay.",
+        show_default=False,
+    ),
+]
+IdOption = Annotated[
+    str | None,
+    typer.Option(
+        "-i",
+        "--id",
+        help="Only these GPUs, named as nvidia-smi -i names them: an index, a UUID (GPU-..., or a unique start of "
+        "one) or a PCI bus id (00000000:3B:00.0, 0000:3b:00.0, 3b:00.0); a comma list of these. Not with --gpus.",
+        metavar="ID[,ID...]",
         show_default=False,
     ),
 ]
@@ -95,36 +107,43 @@ def out_console() -> Console:
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
-    """ "0,2" -> [0, 2]; None or "" -> None (every GPU): --gpus of every command."""
-    if not text:
+    """ "0,2" -> [0, 2]; None, "" or "all" (docker's word) -> None (every GPU): --gpus of every command."""
+    if not text or text.strip().lower() == "all":
         return None
     from rigcheck.errors import UsageError
 
     try:
         out = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise UsageError(f"--gpus takes GPU indices separated by commas (e.g. 0,1), not {text!r}") from None
+        raise UsageError(f"--gpus takes GPU indices separated by commas (e.g. 0,1) or all, not {text!r}") from None
     if any(i < 0 for i in out) or len(set(out)) != len(out):
         raise UsageError(f"--gpus: indices must be distinct and not negative: {text!r}")
     return out
 
 
-def load_snapshot(source: list[Path] | None, *, announce_absent: bool = True, gpus: str | None = None) -> Snapshot:
+def load_snapshot(
+    source: list[Path] | None, *, announce_absent: bool = True, gpus: str | None = None, ids: str | None = None
+) -> Snapshot:
     """The snapshot to work on: the files given with --from (several are combined), else this machine probed live;
-    with ``gpus`` (--gpus "0,2"), narrowed to those GPUs (model/selection.py; one absent: UsageError).
+    with ``gpus`` (--gpus "0,2") or ``ids`` (-i, nvidia-smi's forms), narrowed to those GPUs (model/selection.py;
+    one absent: UsageError).
 
     Live, with no GPU visible, one line on stderr says so (unless the caller says it itself). Combining files,
     each thing the merge noticed (a conflict, an empty file, one that adds nothing) is one line on stderr too.
     """
+    from rigcheck.errors import UsageError
+
+    if gpus is not None and ids is not None:  # two selections, one of which would be ignored: refuse both
+        raise UsageError("-i/--id and --gpus both choose GPUs: give one of them")
     chosen = parse_gpus(gpus)  # a malformed --gpus is exit 2 before anything is read
     snap = _load_snapshot(source, announce_absent=announce_absent)
-    if chosen is None:
+    if chosen is None and ids is None:
         return snap
-    from rigcheck.model.selection import gpu_indices, select_gpus
+    from rigcheck.model.selection import gpu_indices, resolve_ids, select_gpus
 
     if not gpu_indices(snap):  # no GPU at all: the no-GPU rule (cli/nogpu.py) or the command's own error decides
         return snap
-    return select_gpus(snap, chosen)
+    return select_gpus(snap, resolve_ids(snap, ids) if ids is not None else chosen or [])
 
 
 def _load_snapshot(source: list[Path] | None, *, announce_absent: bool) -> Snapshot:

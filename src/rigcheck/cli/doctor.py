@@ -13,6 +13,7 @@ from rigcheck.cli.common import (
     FromOption,
     GpusOption,
     HtmlFileOption,
+    IdOption,
     IndentOption,
     JsonOption,
     MarkdownFileOption,
@@ -75,14 +76,16 @@ def doctor(
         ),
     ] = None,
     gpus_text: GpusOption = None,
+    gpu_ids: IdOption = None,
 ) -> None:
     """Inspect the rig — power, cooling, topology, PCIe, P2P, health, software — and say what is wrong.
 
-    Exit code: 0 healthy, 1 problems found (warnings too with --strict), 2 bad input, 3 internal error.
+    Exit code: 0 healthy, 1 problems found (warnings too with --strict), 2 bad usage or input, 3 internal error,
+    130/143 interrupted.
     """
     cutoff = _since(since)  # a bad --since is exit 2 before anything is read
     site = read_site_config(config) if config is not None else None  # so is a bad site file
-    snap = load_snapshot(source, gpus=gpus_text)
+    snap = load_snapshot(source, gpus=gpus_text, ids=gpu_ids)
     if cutoff is not None:
         from rigcheck.probe.kernel_log import apply_since
 

@@ -13,6 +13,7 @@ from rigcheck.checks.doctor.health import UNREADABLE_IDS
 from rigcheck.cli.common import (
     FromOption,
     GpusOption,
+    IdOption,
     IndentOption,
     JsonOption,
     StrictOption,
@@ -28,9 +29,14 @@ from rigcheck.report.render import Format, RenderOptions
 
 
 def power_state(
-    source: list[Path] | None, as_json: bool, strict: bool, gpus: str | None = None, indent: int | None = None
+    source: list[Path] | None,
+    as_json: bool,
+    strict: bool,
+    gpus: str | None = None,
+    indent: int | None = None,
+    ids: str | None = None,
 ) -> None:
-    snap = load_snapshot(source, gpus=gpus)
+    snap = load_snapshot(source, gpus=gpus, ids=ids)
     found = [f for f in run_checks(snap) if f.category == "power" or f.id in UNREADABLE_IDS]
     doc = power_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
     emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
@@ -66,7 +72,8 @@ def power(
     indent: IndentOption = None,
     strict: StrictOption = False,
     gpus_text: GpusOption = None,
+    gpu_ids: IdOption = None,
 ) -> None:
     """Power draw and limits (default, enforced, min, max) per GPU, and power-related findings."""
     if ctx.invoked_subcommand is None:
-        power_state(source, as_json, strict, gpus_text, indent)
+        power_state(source, as_json, strict, gpus_text, indent, gpu_ids)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import FromOption, GpusOption, IndentOption, json_indent, load_snapshot, write_stdout
+from rigcheck.cli.common import FromOption, GpusOption, IdOption, IndentOption, json_indent, load_snapshot, write_stdout
 from rigcheck.cli.exits import EXIT_PROBLEMS
 from rigcheck.cli.nogpu import absence
 from rigcheck.model.io import snapshot_to_dict
@@ -39,13 +39,14 @@ def snapshot(
         ),
     ] = None,
     gpus_text: GpusOption = None,
+    gpu_ids: IdOption = None,
     indent: IndentOption = None,
 ) -> None:
     """Print the snapshot JSON (schema rigcheck.snapshot/1); replay it anywhere with --from.
 
     Live on a machine with no usable NVIDIA GPU it is still written, and the exit code is 1 (cli/nogpu.py).
     """
-    snap = load_snapshot(source, gpus=gpus_text)
+    snap = load_snapshot(source, gpus=gpus_text, ids=gpu_ids)
     if output is not None and str(output) != "-":
         from rigcheck.model.files_out import write_whole
 

@@ -10,6 +10,7 @@ from rigcheck.checks.doctor.health import UNREADABLE_IDS
 from rigcheck.cli.common import (
     FromOption,
     GpusOption,
+    IdOption,
     IndentOption,
     JsonOption,
     StrictOption,
@@ -28,9 +29,10 @@ def thermal(
     indent: IndentOption = None,
     strict: StrictOption = False,
     gpus_text: GpusOption = None,
+    gpu_ids: IdOption = None,
 ) -> None:
     """Temperatures against the card's own slowdown/shutdown thresholds and the guide's bands."""
-    snap = load_snapshot(source, gpus=gpus_text)
+    snap = load_snapshot(source, gpus=gpus_text, ids=gpu_ids)
     found = [f for f in run_checks(snap) if f.category == "thermal" or f.id in UNREADABLE_IDS]
     doc = thermal_document(snap, found, exit_code=exit_code_for(found, strict=strict), strict=strict)
     emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))

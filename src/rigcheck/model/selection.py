@@ -1,4 +1,5 @@
-"""``--gpus 0,2``: a snapshot narrowed to some of its GPUs, so checks and reports see only those.
+"""``--gpus 0,2`` and ``-i`` (nvidia-smi's GPU ids): a snapshot narrowed to some of its GPUs, so checks and reports
+see only those.
 
 Per-GPU facts (records, pairs, matrix rows and columns, PCIe paths, diagnostics, kernel-log lines naming a GPU)
 of the GPUs left out are dropped; node facts (host, software, driver, NICs, switches, kernel lines naming no
@@ -69,3 +70,68 @@ def select_gpus(snap: Snapshot, indices: Sequence[int]) -> Snapshot:
         "gpu_selection": sorted(keep),
     }
     return snap.model_copy(update=update)
+
+
+# How many GPUs an -i error lists before it stops: the line stays one line on a 512-GPU snapshot.
+_LISTED = 4
+
+
+def resolve_ids(snap: Snapshot, text: str) -> list[int]:
+    """``-i/--id`` as nvidia-smi reads it, resolved against ``snap``: a comma list of GPU indices, UUIDs
+    (``GPU-…``, or a prefix of one that only one GPU has) and PCI bus ids (``00000000:3B:00.0``, ``0000:3b:00.0``,
+    ``3b:00.0``). The indices, sorted; an id that names no GPU or several is a UsageError naming it and the GPUs
+    there are."""
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise UsageError(f"-i/--id takes a GPU index, UUID or PCI bus id (a comma list of them), not {text!r}")
+    chosen: set[int] = set()
+    for gpu_id in ids:
+        matches = _matches(snap, gpu_id)
+        if len(matches) != 1:
+            raise UsageError(_unresolved(snap, gpu_id, matches))
+        chosen.add(matches[0])
+    return sorted(chosen)
+
+
+def _matches(snap: Snapshot, gpu_id: str) -> list[int]:
+    if gpu_id.isdigit():
+        return [int(gpu_id)] if int(gpu_id) in gpu_indices(snap) else []
+    if gpu_id.upper().startswith("GPU-"):
+        prefix = gpu_id.lower()
+        return sorted({g.index for g in snap.gpus if g.uuid and g.uuid.lower().startswith(prefix)})
+    key = _bus_of(gpu_id)
+    if key is None:
+        return []
+    return sorted({g.index for g in snap.gpus if g.pci_bus_id and bus_key(g.pci_bus_id) == key})
+
+
+def _bus_of(gpu_id: str) -> str | None:
+    """The sysfs spelling of a bus id in any of nvidia-smi's forms ("3b:00.0" has no domain: domain 0)."""
+    if gpu_id.count(":") == 1:
+        gpu_id = "0000:" + gpu_id
+    return bus_key(gpu_id) if ":" in gpu_id else None
+
+
+def _unresolved(snap: Snapshot, gpu_id: str, matches: list[int]) -> str:
+    if len(matches) > 1:
+        return f"-i: {gpu_id!r} matches GPUs {', '.join(map(str, matches))}; give more of the UUID"
+    if gpu_id.isdigit() or gpu_id.upper().startswith("GPU-") or _bus_of(gpu_id) is not None:
+        return f"-i: no GPU here has the id {gpu_id!r}; the GPUs here are {_listing(snap)}"
+    return (
+        f"-i: {gpu_id!r} is not a GPU index, UUID (GPU-...) or PCI bus id (00000000:3B:00.0); "
+        f"the GPUs here are {_listing(snap)}"
+    )
+
+
+def _listing(snap: Snapshot) -> str:
+    records = {g.index: g for g in snap.gpus}
+    indices = gpu_indices(snap)
+    if not indices:
+        return "none"
+    shown = []
+    for index in indices[:_LISTED]:
+        gpu = records.get(index)
+        names = [n for n in (gpu.uuid, gpu.pci_bus_id) if n] if gpu is not None else []
+        shown.append(f"{index} ({', '.join(names)})" if names else str(index))
+    more = len(indices) - _LISTED
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")

@@ -1,0 +1,120 @@
+"""GPUs chosen as users of nvidia-smi and docker choose them: `-i/--id` (an index, a UUID or a unique start of one,
+a PCI bus id in any of its spellings, a comma list), `--gpus all`; and what a mistyped option is told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Rigcheck
+
+SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
+H100 = str(SNAPSHOTS / "healthy-8x-h100.json")  # GPU i: UUID GPU-5b0f6a3e-91c2-4d7e-8a10-3c2f7e9d000i
+RTX3090 = str(SNAPSHOTS / "2x-3090-phb-throttling.json")  # buses 0B and 0C, UUIDs with nothing in common
+SELECTING = (["doctor"], ["power"], ["thermal"], ["topo"], ["snapshot"])
+
+
+def _selected(rigcheck: Rigcheck, snapshot: str, *selection: str) -> list[int]:
+    result = rigcheck("snapshot", "--from", snapshot, *selection)
+    assert result.code == 0, result.stderr
+    selection_seen: list[int] = result.json["gpu_selection"]
+    return selection_seen
+
+
+# --- -i/--id --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ids", "expected"),
+    [
+        ("3", [3]),
+        ("GPU-5b0f6a3e-91c2-4d7e-8a10-3c2f7e9d0005", [5]),
+        ("gpu-5B0F6A3E-91C2-4D7E-8A10-3C2F7E9D0005", [5]),  # nvidia-smi ignores the case of a UUID
+        ("00000000:3A:00.0", [2]),  # NVML's spelling
+        ("0000:3a:00.0", [2]),  # sysfs'
+        ("3a:00.0", [2]),  # lspci's, no domain
+        ("7,GPU-5b0f6a3e-91c2-4d7e-8a10-3c2f7e9d0001,9a:00.0", [1, 4, 7]),  # mixed forms, sorted
+        ("2, 2", [2]),  # one GPU named twice is that GPU
+    ],
+)
+def test_id_forms_choose_the_gpu(ids: str, expected: list[int], rigcheck: Rigcheck) -> None:
+    assert _selected(rigcheck, H100, "-i", ids) == expected
+    assert _selected(rigcheck, H100, "--id", ids) == expected
+
+
+def test_a_unique_start_of_a_uuid_is_enough(rigcheck: Rigcheck) -> None:
+    assert _selected(rigcheck, RTX3090, "-i", "GPU-9f04") == [1]
+    assert _selected(rigcheck, H100, "-i", "GPU-5b0f6a3e-91c2-4d7e-8a10-3c2f7e9d0006") == [6]
+
+
+@pytest.mark.parametrize("command", SELECTING)
+def test_every_snapshot_command_takes_i(command: list[str], rigcheck: Rigcheck) -> None:
+    args = [*command, "--from", H100, "-i", "00000000:5D:00.0"]
+    result = rigcheck(*args, *([] if command == ["snapshot"] else ["--json"]))
+    assert result.code == 0, result.stderr
+    doc = result.json
+    gpus = doc["snapshot"]["gpus"] if command == ["doctor"] else doc["gpus"]
+    assert [g["index"] for g in gpus] == [3]
+
+
+def test_doctor_i_0_reads_as_nvidia_smi_i_0(rigcheck: Rigcheck) -> None:
+    code, out, err = rigcheck("doctor", "--from", RTX3090, "-i", "0")
+    assert code in (0, 1), err
+    assert "(only these: --gpus 0)" in out
+
+
+def test_an_ambiguous_uuid_start_names_the_gpus_it_matches(rigcheck: Rigcheck) -> None:
+    message = rigcheck("topo", "--from", H100, "-i", "GPU-5b0f").error()
+    assert message == "-i: 'GPU-5b0f' matches GPUs 0, 1, 2, 3, 4, 5, 6, 7; give more of the UUID"
+
+
+@pytest.mark.parametrize(
+    ("ids", "says"),
+    [
+        ("9", "no GPU here has the id '9'"),
+        ("GPU-ffff", "no GPU here has the id 'GPU-ffff'"),
+        ("00000000:01:00.0", "no GPU here has the id '00000000:01:00.0'"),
+        ("1,bogus", "'bogus' is not a GPU index, UUID (GPU-...) or PCI bus id (00000000:3B:00.0)"),
+        ("zz:00.0", "'zz:00.0' is not a GPU index, UUID"),
+        (",", "-i/--id takes a GPU index, UUID or PCI bus id"),
+    ],
+)
+def test_an_id_of_no_gpu_is_one_usage_line(ids: str, says: str, rigcheck: Rigcheck) -> None:
+    for command in SELECTING:
+        message = rigcheck(*command, "--from", RTX3090, "-i", ids).error()
+        assert says in message, message
+        if ids == ",":
+            continue
+        # what it could have been: each GPU with its UUID and bus id
+        assert message.endswith(
+            "the GPUs here are 0 (GPU-3b1d9c47-2e8f-6a05-d41b-97c0e5f2a810, 00000000:0B:00.0); "
+            "1 (GPU-9f04a2c6-71be-3d58-0e2a-4c8b6d1f7e23, 00000000:0C:00.0)"
+        ), message
+
+
+def test_a_long_listing_stops_after_four(rigcheck: Rigcheck) -> None:
+    message = rigcheck("topo", "--from", H100, "-i", "12").error()
+    assert message.endswith("3 (GPU-5b0f6a3e-91c2-4d7e-8a10-3c2f7e9d0003, 00000000:5D:00.0); and 4 more"), message
+
+
+def test_i_and_gpus_together_are_refused(rigcheck: Rigcheck) -> None:
+    message = rigcheck("doctor", "--from", H100, "-i", "0", "--gpus", "0").error()
+    assert message == "-i/--id and --gpus both choose GPUs: give one of them"
+
+
+# --- --gpus all -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", ["all", "ALL"])
+def test_gpus_all_is_every_gpu(word: str, rigcheck: Rigcheck) -> None:
+    whole = rigcheck("doctor", "--from", H100, "--json")
+    every = rigcheck("doctor", "--from", H100, "--gpus", word, "--json")
+    assert every.code == whole.code == 0, every.stderr
+    assert every.json == whole.json  # no selection recorded: the same document as without --gpus
+
+
+def test_gpus_indices_as_before_and_a_bad_word_still_refused(rigcheck: Rigcheck) -> None:
+    assert _selected(rigcheck, H100, "--gpus", "0,1") == [0, 1]
+    message = rigcheck("doctor", "--from", H100, "--gpus", "most").error()
+    assert message == "--gpus takes GPU indices separated by commas (e.g. 0,1) or all, not 'most'"
