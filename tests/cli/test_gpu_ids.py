@@ -118,3 +118,37 @@ def test_gpus_indices_as_before_and_a_bad_word_still_refused(rigcheck: Rigcheck)
     assert _selected(rigcheck, H100, "--gpus", "0,1") == [0, 1]
     message = rigcheck("doctor", "--from", H100, "--gpus", "most").error()
     assert message == "--gpus takes GPU indices separated by commas (e.g. 0,1) or all, not 'most'"
+
+
+# --- a mistyped option --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [
+        ("--gpu", "--gpus"),  # 0.86: bare names, difflib's ratio (cli/app.SUGGEST_RATIO = 0.75)
+        ("--jsn", "--json"),  # 0.86
+        ("--strcit", "--strict"),  # 0.83
+        ("--sohw-unknown", "--show-unknown"),
+    ],
+)
+def test_a_close_typo_is_told_the_option(typed: str, suggested: str, rigcheck: Rigcheck) -> None:
+    message = rigcheck("doctor", "--from", H100, typed).error()
+    assert message == f"No such option: {typed} (did you mean {suggested}?) (see rigcheck doctor --help)"
+
+
+@pytest.mark.parametrize("typed", ["--bogus", "--gpuz-all-of-them", "--xyz"])
+def test_a_far_typo_is_told_no_option(typed: str, rigcheck: Rigcheck) -> None:
+    # --bogus and --gpus are 0.67 alike without their dashes (0.77 with them: click's 0.6 suggested it)
+    message = rigcheck("doctor", "--from", H100, typed).error()
+    assert message == f"No such option: {typed} (see rigcheck doctor --help)"
+
+
+def test_the_threshold_is_the_documented_figure() -> None:
+    import difflib
+
+    from rigcheck.cli.app import SUGGEST_RATIO
+
+    assert SUGGEST_RATIO == 0.75
+    assert difflib.SequenceMatcher(None, "bogus", "gpus").ratio() < SUGGEST_RATIO
+    assert difflib.SequenceMatcher(None, "--bogus", "--gpus").ratio() >= 0.6  # what click's cutoff let through

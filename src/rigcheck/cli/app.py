@@ -264,14 +264,44 @@ def _usage_error(exc: Any, argv: list[str]) -> int:
     code = int(exc.exit_code)
     if type(exc).__name__ == "NoArgsIsHelpError":  # `rigcheck` alone: the help is already printed
         return code
-    message = " ".join(str(exc.format_message()).split()).removesuffix(".")
     ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoSuchOption":
+        message = _no_such_option(exc, ctx)
+    else:
+        message = " ".join(str(exc.format_message()).split()).removesuffix(".")
     if ctx is not None and sys.stderr.isatty():
         sys.stderr.write(f"{ctx.get_usage()}\n")
     # The parser raises "requires an argument" without a context: the command is then read from the words.
     path = ctx.command_path if ctx is not None else _command_path(argv)
     note(f"error: {message} (see {path} --help)")
     return code
+
+
+# How alike a mistyped option and a real one must be to be suggested: difflib's ratio of the two names without
+# their dashes. click's 0.6 on the dashed names let `--bogus` suggest `--gpus` (0.77 dashed, 0.67 bare); 0.75 bare
+# keeps `--gpu` -> `--gpus` and `--jsn` -> `--json` (0.86), `--form` -> `--from` (0.75), `--strcit` -> `--strict`.
+SUGGEST_RATIO = 0.75
+
+
+def _no_such_option(exc: Any, ctx: Any) -> str:
+    """click's "No such option" with only the options that are really close (SUGGEST_RATIO), hidden ones never."""
+    import difflib
+
+    typed = str(exc.option_name)
+    names = {
+        name
+        for param in getattr(getattr(ctx, "command", None), "params", ())
+        if not getattr(param, "hidden", False)
+        for name in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ()))
+        if name.startswith("--")
+    } or set(exc.possibilities or ())
+
+    def likeness(name: str) -> float:
+        return difflib.SequenceMatcher(None, typed.lstrip("-"), name.lstrip("-")).ratio()
+
+    close = sorted((n for n in names if likeness(n) >= SUGGEST_RATIO), key=lambda n: (-likeness(n), n))[:3]
+    message = " ".join(str(exc.message).split()).removesuffix(".")
+    return f"{message} (did you mean {' or '.join(close)}?)" if close else message
 
 
 def _command_path(argv: list[str]) -> str:
