@@ -84,7 +84,7 @@ def fleet(
 
     Run one process per GPU: `torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT
     -m rigcheck fleet`, or `srun --ntasks-per-node G rigcheck fleet`. Exit code: 0 pass, 1 fail or incomplete,
-    2 bad usage or input, 130/143 interrupted.
+    2 bad usage or input, 3 internal error, 130/143 interrupted.
     """  # noqa: E501 - the first line is the command's one-line summary, as the command table shows it
     from rigcheck.errors import UsageError
 

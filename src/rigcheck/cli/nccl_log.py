@@ -20,7 +20,7 @@ def nccl_log(
     """Read an NCCL_DEBUG=INFO log: transports per channel, P2P disabled or not, NCCL version, ranks.
 
     Exit code: 0, 1 when the log shows the run failed (a communicator abort, a watchdog timeout, an NCCL error),
-    2 when the file is not an NCCL log.
+    2 bad usage or input (a file that is not an NCCL log), 3 internal error, 130/143 interrupted.
     """
     from rigcheck.readers.nccl_log import read_nccl_log  # the parser loads only for this command (and --compare-p2p)
 

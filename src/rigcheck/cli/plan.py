@@ -59,7 +59,7 @@ def plan(
 ) -> None:
     """Predict bytes and time on the wire per GPU per step, beside compute, and say which strategy suits.
 
-    Exit code: 0, or 2 for bad arguments or input.
+    Exit code: 0, 2 bad arguments or input, 3 internal error, 130/143 interrupted.
     """
     doc = build_comm_plan(
         params,

@@ -34,7 +34,8 @@ def power_plan(
 ) -> None:
     """Plan the PSU and the independent PCIe power cables for COUNT cards of one model.
 
-    Exit code: 0 (and 1 when --psu-watts is given and the PSU is too small).
+    Exit code: 0, 1 when --psu-watts is given and the PSU is too small, 2 bad usage or input, 3 internal error,
+    130/143 interrupted.
     """
     from rigcheck.plan.power import plan_power
 

@@ -100,7 +100,8 @@ def verify(
 ) -> None:
     """Judge every GPU and the node — pass, fail or incomplete — against what each GPU should reach.
 
-    Exit code: 0 pass (or unjudged: a CPU run), 1 fail or incomplete, 2 bad usage or input, 130/143 interrupted.
+    Exit code: 0 pass (or unjudged: a CPU run), 1 fail or incomplete, 2 bad usage or input, 3 internal error,
+    130/143 interrupted.
     """
     from rigcheck.bench.verify.steps import MEASURED_STEPS, parse_only
     from rigcheck.errors import UsageError
