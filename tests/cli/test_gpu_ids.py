@@ -152,3 +152,79 @@ def test_the_threshold_is_the_documented_figure() -> None:
     assert SUGGEST_RATIO == 0.75
     assert difflib.SequenceMatcher(None, "bogus", "gpus").ratio() < SUGGEST_RATIO
     assert difflib.SequenceMatcher(None, "--bogus", "--gpus").ratio() >= 0.6  # what click's cutoff let through
+
+
+# --- --from DIR -----------------------------------------------------------------------------------------------
+
+CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
+
+
+def _machine_dir(tmp_path: Path) -> Path:
+    """One machine's saved outputs, as a user keeps them: -q -x and topo -m beside notes and a report."""
+    (tmp_path / "q.xml").write_bytes((CORPUS / "h100-vm" / "q.xml").read_bytes())
+    (tmp_path / "topo-m.txt").write_bytes((CORPUS / "h100-vm" / "topo-m.txt").read_bytes())
+    (tmp_path / "notes.md").write_text("rack 4, bought 2024\n")
+    (tmp_path / "report.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (tmp_path / "sub").mkdir()  # a folder inside is not read
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", [["doctor"], ["power"], ["thermal"], ["topo"], ["snapshot"]])
+def test_from_a_directory_reads_its_machine_files_as_repeated_from(
+    command: list[str], tmp_path: Path, rigcheck: Rigcheck
+) -> None:
+    folder = _machine_dir(tmp_path)
+    by_dir = rigcheck(*command, "--from", folder, *([] if command == ["snapshot"] else ["--json"]))
+    by_files = rigcheck(
+        *command,
+        "--from",
+        folder / "q.xml",
+        "--from",
+        folder / "topo-m.txt",
+        *([] if command == ["snapshot"] else ["--json"]),
+    )
+    assert by_dir.code == by_files.code, by_dir.stderr
+    assert by_dir.stdout.replace(str(folder), "") == by_files.stdout.replace(str(folder), "")
+    assert by_dir.stderr.splitlines() == [
+        f"rigcheck: --from {folder}: left out 2 files this command does not read: notes.md, report.png"
+    ]
+
+
+def test_a_directory_snapshot_holds_both_files(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    snap = rigcheck("snapshot", "--from", _machine_dir(tmp_path)).json
+    assert snap["topology"]["labels"] == ["GPU0"]  # topo-m.txt
+    assert snap["gpus"][0]["power_limit_w"] == 700.0  # q.xml
+
+
+def test_a_directory_and_a_file_combine(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    folder = tmp_path / "xml"
+    folder.mkdir()
+    (folder / "q.xml").write_bytes((CORPUS / "h100-vm" / "q.xml").read_bytes())
+    result = rigcheck("snapshot", "--from", folder, "--from", CORPUS / "h100-vm" / "topo-m.txt")
+    assert result.code == 0, result.stderr
+    assert result.json["topology"]["labels"] == ["GPU0"]
+    assert result.stderr == ""  # nothing left out, nothing in conflict
+
+
+def test_a_directory_of_nothing_readable_is_one_error(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    (tmp_path / "notes.md").write_text("rack 4\n")
+    message = rigcheck("doctor", "--from", tmp_path).error()
+    assert message == f"{tmp_path}: no file in this directory is nvidia-smi output or a rigcheck snapshot (notes.md)"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    message = rigcheck("topo", "--from", empty).error()
+    assert message.endswith("no file in this directory is nvidia-smi output or a rigcheck snapshot (it is empty)")
+
+
+def test_a_cut_machine_file_in_a_directory_is_still_its_error(tmp_path: Path, rigcheck: Rigcheck) -> None:
+    (tmp_path / "rig.json").write_text('{"schema": "rigcheck.snapshot/1", "gpus": [')  # a snapshot cut short
+    message = rigcheck("doctor", "--from", tmp_path).error()
+    assert message == f"{tmp_path / 'rig.json'}:1: not valid JSON: Expecting value", message
+
+
+@pytest.mark.parametrize(
+    ("command", "holding"), [("verify", "the saved documents"), ("fleet", "one document per node")]
+)
+def test_verify_and_fleet_say_to_pass_a_directory(command: str, holding: str, rigcheck: Rigcheck) -> None:
+    message = rigcheck(command, "--from", H100).error()
+    assert message == f"{H100}: not a directory (--from takes the directory holding {holding})"

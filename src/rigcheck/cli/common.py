@@ -32,9 +32,9 @@ FromOption = Annotated[
     typer.Option(
         "--from",
         help="Read a saved output instead of this machine: nvidia-smi -q / -q -x / table / topo -m / topo -p2p / "
-        "nvlink -s, or a rigcheck snapshot JSON ('-' for stdin). Repeat it to combine several outputs of one "
-        "machine into one snapshot.",
-        metavar="FILE",
+        "nvlink -s, or a rigcheck snapshot JSON ('-' for stdin); or a directory of them (every file in it that is "
+        "one; the others are named). Repeat it to combine several outputs of one machine into one snapshot.",
+        metavar="FILE|DIR",
         show_default=False,
         dir_okay=True,
         exists=False,
@@ -147,6 +147,8 @@ def load_snapshot(
 
 
 def _load_snapshot(source: list[Path] | None, *, announce_absent: bool) -> Snapshot:
+    if source and any(_is_dir(p) for p in source):
+        return _load_with_directories(source)
     if source:
         from rigcheck.readers.from_file import load_files
 
@@ -165,6 +167,57 @@ def _load_snapshot(source: list[Path] | None, *, announce_absent: bool) -> Snaps
         from rigcheck.cli.nogpu import SHOWING, announce  # the no-GPU rule (cli/nogpu.py)
 
         announce(snap, SHOWING)
+    return snap
+
+
+def _is_dir(path: Path) -> bool:
+    return str(path) != "-" and path.is_dir()
+
+
+def _load_with_directories(source: list[Path]) -> Snapshot:
+    """--from with a directory: every file in it that reads as a machine description (nvidia-smi output, a kernel
+    log, a snapshot...), combined with the other --from files as repeated --from would; the files in it that are
+    none of these (a bench document, a report, a binary file) are named in one line on stderr."""
+    from rigcheck.errors import InputError
+    from rigcheck.inputs import read_input_text
+    from rigcheck.readers.from_file import SNAPSHOT_INPUTS, load_text
+    from rigcheck.readers.merge import Part, merge_snapshots
+    from rigcheck.readers.merge_fields import MERGE_SOURCE
+
+    parts: list[Part] = []
+    for path in source:
+        if not _is_dir(path):
+            text = read_input_text(str(path), SNAPSHOT_INPUTS, allow_empty=True)
+            parts.append(Part(str(path), load_text(text, str(path)) if text else None))
+            continue
+        files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
+        left_out: list[str] = []
+        read: list[Part] = []
+        for file in files:
+            try:
+                text = read_input_text(str(file), SNAPSHOT_INPUTS, allow_empty=True)
+                read.append(Part(str(file), load_text(text, str(file)) if text else None))
+            except InputError as exc:
+                # "not a recognised input", "not a machine description but a bench document", "binary data": not
+                # for this command. A machine description that is cut or corrupt is still its one-line error.
+                if not exc.detail.startswith(("not a ", "binary data")):
+                    raise
+                left_out.append(file.name)
+        named = ", ".join(left_out)
+        if not any(part.snapshot is not None for part in read):
+            raise InputError(
+                f"no file in this directory is {SNAPSHOT_INPUTS} ({named or 'it is empty'})", path=str(path)
+            )
+        if left_out:
+            count = f"{len(left_out)} file" + ("s" if len(left_out) > 1 else "")
+            note(f"--from {path}: left out {count} this command does not read: {named}")
+        parts.extend(read)
+    if len(parts) == 1 and parts[0].snapshot is not None:
+        return parts[0].snapshot
+    snap = merge_snapshots(parts)
+    for diagnostic in snap.diagnostics:
+        if diagnostic.source == MERGE_SOURCE:
+            note(diagnostic.message)
     return snap
 
 
