@@ -302,14 +302,42 @@ def test_cli_json_contract(rigcheck: Rigcheck) -> None:
     assert doc["schema"] == SCHEMA
     for key in ("wire_bytes_per_gpu_per_step", "comm_time_s", "compute_time_s", "strategy", "advice"):
         assert key in doc
-    assert doc["wire_bytes_per_gpu_per_step"] == 496_000_000
+    # the default: bf16 mixed precision, 2 bytes per gradient, said in the assumptions
+    assert doc["wire_bytes_per_gpu_per_step"] == 248_000_000
+    assert doc["inputs"]["dtype"] == "bf16"
+    assert any(a.startswith("bf16 mixed precision (the default") and "--dtype fp32" in a for a in doc["assumptions"])
     assert doc["inputs"]["tokens_per_step_per_gpu"] == 4096
     assert any("4096" in a for a in doc["assumptions"])
+    fp32 = rigcheck("plan", "--params", "124M", "--gpus", "2", "--dtype", "fp32", "--json").json
+    assert fp32["wire_bytes_per_gpu_per_step"] == 496_000_000
+    assert not any("mixed precision" in a for a in fp32["assumptions"])
+
+
+@pytest.mark.parametrize(
+    ("args", "dtype"),
+    [
+        (["--gpu", "H100 SXM5"], "bf16"),
+        (["--gpu", "TITAN RTX"], "fp16"),  # Turing: no bf16, fp16 mixed precision
+        (["--gpu", "TITAN V"], "fp16"),
+        (["--gpu", "GeForce GTX 1080 Ti", "--tflops", "10"], "fp32"),  # no tensor cores
+        (["--gpu", "TITAN RTX", "--explain-guide"], "fp32"),  # the guide's run
+        (["--gpu", "TITAN RTX", "--dtype", "bf16", "--tflops", "30"], "bf16"),  # given: kept
+    ],
+)
+def test_default_dtype_follows_the_gpu(args: list[str], dtype: str, rigcheck: Rigcheck) -> None:
+    result = rigcheck("plan", "--params", "gpt2", "--gpus", "2", "--link", "PCIe3x16", *args, "--json")
+    assert result.code == 0, result.stderr
+    doc = result.json
+    assert doc["inputs"]["dtype"] == dtype
+    assert doc["compute_time_s"] > 0
+    stated = [a for a in doc["assumptions"] if "dtype" in a or "precision" in a]
+    assert len(stated) == (0 if "--dtype" in args else 1)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_cli_every_strategy(strategy: str, rigcheck: Rigcheck) -> None:
-    args = ["plan", "--params", "124M", "--gpus", "2", "--strategy", strategy, "--busbw", "50", "--json"]
+    args = ["plan", "--params", "124M", "--gpus", "2", "--strategy", strategy, "--busbw", "50", "--dtype", "fp32"]
+    args.append("--json")
     result = rigcheck(*args)
     assert result.code == 0, result.stderr
     doc = json.loads(result.stdout)
@@ -331,7 +359,7 @@ def test_cli_from_bench_result(tmp_path: Path, rigcheck: Rigcheck) -> None:
     doc = {"schema": "rigcheck.bench/1", "results": [{"op": "all_reduce", "size_bytes": 1 << 30, "busbw_gbps": 4.0}]}
     path = tmp_path / "ar.json"
     path.write_text(json.dumps(doc))
-    args = ["plan", "--params", "124M", "--from", str(path), "--json"]
+    args = ["plan", "--params", "124M", "--from", str(path), "--dtype", "fp32", "--json"]
     result = rigcheck(*args)
     assert result.code == 0, result.stderr
     out = json.loads(result.stdout)

@@ -60,8 +60,8 @@ def test_zero3_cpu_asks_16_bytes_per_param_and_names_deepspeed(rigcheck: Rigchec
     assert_valid(doc)
 
 
-def test_zero3_cpu_default_dtype_still_at_least_16_bytes(rigcheck: Rigcheck) -> None:
-    off = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--from", str(H100))["offload"]
+def test_zero3_cpu_fp32_still_at_least_16_bytes(rigcheck: Rigcheck) -> None:
+    off = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--dtype", "fp32", "--from", str(H100))["offload"]
     assert off["cpu_bytes"] >= 16 * 7e9
     assert any("fp32" in a for a in off["assumptions"])
 
@@ -197,6 +197,63 @@ def test_fit_against_snapshot_ram(tmp_path: Path, rigcheck: Rigcheck) -> None:
     assert unknown["available_bytes"] is None
     assert "memory_total_gib" in unknown["verdict"]
     assert_valid(doc)
+
+
+def _no_probe(*_args: object) -> object:
+    raise AssertionError("plan read the RAM of the machine it runs on without --ram local")
+
+
+def test_target_ram_unknown_without_ram_or_snapshot(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
+    """The machine running plan is not the target: with no --ram and no snapshot the fit is unknown, with why."""
+    monkeypatch.setattr("rigcheck.probe.host.probe_host", _no_probe)
+    doc = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu")
+    fit = doc["offload"]["fit"][0]
+    assert fit["fits"] is None
+    assert fit["available_bytes"] is None
+    assert "--ram GIB" in fit["verdict"]
+    assert "--ram local" in fit["missing"]["fits"]
+    assert_valid(doc)
+
+
+def test_target_ram_from_ram_option(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
+    monkeypatch.setattr("rigcheck.probe.host.probe_host", _no_probe)
+    small = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--ram", "24")["offload"]["fit"][0]
+    assert small["available_bytes"] == 24 * 2**30
+    assert small["fits"] is False
+    assert (
+        small["verdict"]
+        == "needs 189.0 GB of CPU RAM per node, the target (--ram 24) has 24.0 GiB: does not fit, 163.2 GB short"
+    )
+    # --ram is the target's: it wins over the snapshot's host memory
+    big = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--ram", "512", "--from", str(H100))
+    assert big["offload"]["fit"][0]["available_bytes"] == 512 * 2**30
+    assert big["offload"]["fit"][0]["fits"] is True
+
+
+def test_local_ram_only_when_asked(monkeypatch: pytest.MonkeyPatch, rigcheck: Rigcheck) -> None:
+    from rigcheck.model.snapshot import Host
+
+    monkeypatch.setattr("rigcheck.probe.host.probe_host", lambda *_: Host(memory_total_gib=256.0))
+    fit = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--ram", "local")["offload"]["fit"][0]
+    assert fit["available_bytes"] == 256 * 2**30
+    assert fit["available_source"] == "the machine running plan (--ram local)"
+    monkeypatch.setattr("rigcheck.probe.host.probe_host", lambda *_: Host(memory_total_gib=None))
+    fit = _plan(rigcheck, "--strategy", "zero3", "--offload", "cpu", "--ram", "local")["offload"]["fit"][0]
+    assert fit["fits"] is None
+    assert "unreadable" in fit["verdict"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--ram", "64"], "go with --offload"),
+        (["--offload", "cpu", "--strategy", "zero3", "--ram", "lots"], "--ram 'lots'"),
+        (["--offload", "cpu", "--strategy", "zero3", "--ram", "-8"], "--ram '-8'"),
+        (["--offload", "cpu", "--strategy", "zero3", "--ram", "nan"], "--ram 'nan'"),
+    ],
+)
+def test_bad_ram_refused(args: list[str], needle: str, rigcheck: Rigcheck) -> None:
+    assert needle in rigcheck("plan", "--params", "7B", "--gpus", "8", *args).error()
 
 
 def test_nodes_divide_the_cpu_share(rigcheck: Rigcheck) -> None:

@@ -20,7 +20,14 @@ def plan(
     params: Annotated[str, typer.Option("--params", help="Model size: 124M, 1.3B, 7e9, 124439808, or gpt2.")],
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs in data parallel.", min=1)] = 2,
     strategy: Annotated[str, typer.Option("--strategy", help="ddp, zero1, zero2, zero3 or fsdp.")] = "ddp",
-    dtype: Annotated[str, typer.Option("--dtype", help="Gradient / parameter dtype: fp32, bf16, fp16.")] = "fp32",
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="bf16, fp16 or fp32: gradients and parameters on the wire. Default bf16 mixed precision (fp32 "
+            "master weights and Adam states; fp16 on Volta/Turing --gpu); fp32 is the guide's run.",
+        ),
+    ] = None,
     busbw: Annotated[float | None, typer.Option("--busbw", help="Bus bandwidth in GB/s (measured).")] = None,
     source: Annotated[
         list[Path] | None,
@@ -56,6 +63,14 @@ def plan(
     nvme_path: Annotated[
         Path | None, typer.Option("--nvme-path", help="Where DeepSpeed's nvme_path will point: its free space.")
     ] = None,
+    ram: Annotated[
+        str | None,
+        typer.Option(
+            "--ram",
+            help="The target's RAM in GiB (with --offload cpu), or 'local' for the machine running plan; "
+            "else a --from snapshot's host memory, else not known.",
+        ),
+    ] = None,
 ) -> None:
     """Predict bytes and time on the wire per GPU per step, beside compute, and say which strategy suits.
 
@@ -77,6 +92,7 @@ def plan(
         nodes=nodes,
         largest_layer=largest_layer,
         nvme_free=_free_space(nvme_path) if nvme_path is not None else None,
+        ram=ram,
     )
     emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(EXIT_OK)
@@ -86,7 +102,7 @@ def build_comm_plan(
     params: str,
     gpus: int,
     strategy: str,
-    dtype: str,
+    dtype: str | None,
     busbw: float | None,
     source: Path | Sequence[Path] | None,
     link: str | None,
@@ -99,23 +115,28 @@ def build_comm_plan(
     nodes: int = 1,
     largest_layer: str | None = None,
     nvme_free: tuple[float, str] | None = None,
+    ram: str | None = None,
 ) -> PlanDocument:
     """The plan of the options as given: the options checked, the --from files read (readers/plan_sources.py) and
-    this machine's RAM when the offload plan needs it, then the pure plan (rigcheck.plan.build)."""
+    this machine's RAM when --ram local asks for it, then the pure plan (rigcheck.plan.build)."""
     from rigcheck.plan import build
     from rigcheck.readers.plan_sources import read_bench_document, read_plan_snapshot
 
     paths = [source] if isinstance(source, Path) else list(source or [])
-    build.check_options(strategy, dtype, busbw, len(paths), offload, nodes, largest_layer, nvme_free is not None)
+    build.check_options(strategy, dtype, busbw, len(paths), offload, nodes, largest_layer, nvme_free is not None, ram)
     sources = build.sort_sources([(str(p), read_bench_document(str(p))) for p in paths], busbw=busbw, offload=offload)
     snapshot = None
     if sources.plain is not None and sources.plain_bench is None:
         snapshot = read_plan_snapshot(sources.plain)
-    machine_ram_gib = None
-    if build.needs_machine_ram(offload, snapshot, sources.found):
-        from rigcheck.probe.host import probe_host
+    given_ram = None
+    if ram is not None:
+        gib = build.parse_ram(ram)
+        if gib is not None:
+            given_ram = build.GivenRam(gib, f"the target (--ram {gib:g})")
+        else:
+            from rigcheck.probe.host import probe_host
 
-        machine_ram_gib = probe_host().memory_total_gib
+            given_ram = build.GivenRam(probe_host().memory_total_gib, "the machine running plan (--ram local)")
     return build.build_comm_plan(
         params,
         gpus,
@@ -133,7 +154,7 @@ def build_comm_plan(
         nodes=nodes,
         largest_layer=largest_layer,
         nvme_free=nvme_free,
-        machine_ram_gib=machine_ram_gib,
+        ram=given_ram,
     )
 
 

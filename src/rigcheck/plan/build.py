@@ -10,6 +10,7 @@ one left as a snapshot when it is no bench result, and builds the plan (build_co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from rigcheck.errors import UsageError
 from rigcheck.model import Snapshot
 from rigcheck.model.plan import PlanDocument
-from rigcheck.plan.comm import DTYPES, STRATEGIES, busbw_from_bench, parse_params, plan_comm
+from rigcheck.plan.comm import DTYPES, STRATEGIES, busbw_from_bench, default_dtype, parse_params, plan_comm
 from rigcheck.plan.offload import Capacity, check_offload, hostlink_from_bench, nvme_from_bench, plan_offload
 
 # The guide's batch, when --tokens is not given: 4 sequences x 1024 tokens per GPU per step.
@@ -61,11 +62,38 @@ def _read_offload_doc(doc: dict[str, Any], path: str, found: OffloadSources) -> 
         found.ram_gib, found.ram_path = ram, path
 
 
-def _ram(
-    snap: Snapshot | None, snap_path: str | None, found: OffloadSources, machine_ram_gib: float | None
-) -> Capacity:
-    """CPU RAM: the snapshot given with --from, else the one a bench result embeds, else this machine's (read by
-    the CLI when needs_machine_ram says so; None: unreadable)."""
+@dataclass(frozen=True)
+class GivenRam:
+    """The target's RAM as --ram gave it: a number of GiB, or this machine's (``--ram local``, read by the CLI;
+    ``gib`` None when /proc/meminfo is unreadable)."""
+
+    gib: float | None
+    source: str
+
+
+NO_RAM = "pass the target's --ram GIB, --from its snapshot (host memory), or --ram local (the machine running plan)"
+
+
+def parse_ram(text: str) -> float | None:
+    """--ram: a positive number of GiB, or None for ``local`` (this machine's, read by the CLI)."""
+    if text.strip().lower() == "local":
+        return None
+    try:
+        gib = float(text.strip().lower().removesuffix("gib").removesuffix("g"))
+    except ValueError:
+        gib = math.nan
+    if not (gib > 0 and math.isfinite(gib)):
+        raise UsageError(f"--ram {text!r}: expected GiB of the target's RAM (e.g. 512) or 'local'")
+    return gib
+
+
+def _ram(snap: Snapshot | None, snap_path: str | None, found: OffloadSources, given: GivenRam | None) -> Capacity:
+    """The target's CPU RAM: --ram, else the snapshot given with --from, else the one a bench result embeds; never
+    the machine running plan unless --ram local asked for it."""
+    if given is not None:
+        if given.gib is None:
+            return Capacity(None, None, f"{given.source}: unreadable (/proc/meminfo); pass --ram GIB")
+        return Capacity(given.gib * 2**30, given.source, "")
     if snap is not None:
         gib = snap.host.memory_total_gib
         if gib is None:
@@ -73,14 +101,7 @@ def _ram(
         return Capacity(gib * 2**30, f"the snapshot ({snap_path})", "")
     if found.ram_gib is not None:
         return Capacity(found.ram_gib * 2**30, f"the machine of {found.ram_path}", "")
-    if machine_ram_gib is None:
-        return Capacity(None, None, "this machine's RAM is unreadable (/proc/meminfo); pass --from a snapshot")
-    return Capacity(machine_ram_gib * 2**30, "this machine (/proc/meminfo)", "")
-
-
-def needs_machine_ram(offload: str | None, snapshot: Snapshot | None, found: OffloadSources) -> bool:
-    """Whether the offload plan falls back on this machine's RAM (the CLI reads it only then)."""
-    return offload is not None and snapshot is None and found.ram_gib is None
+    return Capacity(None, None, NO_RAM)
 
 
 def _largest_layer(text: str | None) -> int | None:
@@ -100,24 +121,27 @@ NO_FREE_SPACE = (
 
 def check_options(  # noqa: PLR0917 - the command's options, one for one
     strategy: str,
-    dtype: str,
+    dtype: str | None,
     busbw: float | None,
     sources: int,
     offload: str | None,
     nodes: int,
     largest_layer: str | None,
     nvme_path: bool,
+    ram: str | None = None,
 ) -> None:
-    """The options alone, before any --from file is read (``sources``: how many; ``nvme_path``: given). UsageError
-    for bad ones."""
+    """The options alone, before any --from file is read (``sources``: how many; ``nvme_path``: given; ``dtype``
+    None: the default). UsageError for bad ones."""
     if strategy not in STRATEGIES:
         raise UsageError(f"--strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-    if dtype not in DTYPES:
+    if dtype is not None and dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
     if offload is not None:
         check_offload(strategy, offload)
-    elif nodes != 1 or largest_layer is not None or nvme_path:
-        raise UsageError("--nodes, --largest-layer and --nvme-path go with --offload")
+        if ram is not None:
+            parse_ram(ram)
+    elif nodes != 1 or largest_layer is not None or nvme_path or ram is not None:
+        raise UsageError("--nodes, --largest-layer, --nvme-path and --ram go with --offload")
     if busbw is not None and sources and offload is None:
         raise UsageError("give --busbw or --from, not both")
 
@@ -158,7 +182,7 @@ def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
     params: str,
     gpus: int,
     strategy: str,
-    dtype: str,
+    dtype: str | None,
     busbw: float | None,
     sources: PlanSources,
     snapshot: Snapshot | None,
@@ -172,20 +196,23 @@ def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
     nodes: int = 1,
     largest_layer: str | None = None,
     nvme_free: tuple[float, str] | None = None,
-    machine_ram_gib: float | None = None,
+    ram: GivenRam | None = None,
 ) -> PlanDocument:
     """The document `rigcheck plan` prints, from its options (checked by check_options) and what its --from files
     hold. UsageError / InputError for bad ones.
 
-    ``snapshot``: the one plain --from file read as a snapshot (when it is no bench result). ``nvme_free``: bytes
-    free under --nvme-path and that path; ``machine_ram_gib``: this machine's RAM, where needs_machine_ram (the
-    command reads both)."""
+    ``dtype`` None: the default (default_dtype). ``snapshot``: the one plain --from file read as a snapshot (when
+    it is no bench result). ``nvme_free``: bytes free under --nvme-path and that path; ``ram``: the target's RAM
+    as --ram gave it (the command reads both)."""
     found, plain = sources.found, sources.plain
     bw, bw_src, snap = busbw, None, snapshot
     if sources.plain_bench is not None:
         bw, src = busbw_from_bench(sources.plain_bench)
         bw_src = f"{src}: {plain}"
     stated: list[str] = []
+    if dtype is None:
+        dtype, why = default_dtype(gpu, explain_guide=explain_guide)
+        stated.append(why)
     if tokens is None:
         tokens = DEFAULT_TOKENS
         stated.append(DEFAULT_TOKENS_NOTE)
@@ -221,7 +248,7 @@ def build_comm_plan(  # noqa: PLR0917 - the command's options, one for one
             offload,
             nodes=nodes,
             largest_layer=_largest_layer(largest_layer),
-            ram=_ram(snap, plain, found, machine_ram_gib),
+            ram=_ram(snap, plain, found, ram),
             nvme_free=free,
             host_link=found.host_link,
             nvme_bw=found.nvme_bw,

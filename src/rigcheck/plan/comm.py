@@ -302,6 +302,27 @@ def peak_tflops(gpu: str, dtype: str) -> tuple[float, str]:
     return value, f"{spec.name} dense {dtype} tensor peak ({spec.source})"
 
 
+GUIDE_FP32 = "--dtype fp32 for the guide's fp32 run (run_clm without --bf16/--fp16)"
+# bf16 tensor cores arrive with Ampere; Volta and Turing train in fp16 mixed precision; older chips have no
+# tensor cores (Pascal's fp16 is no faster for training than fp32).
+FP16_ARCHITECTURES = frozenset({"Volta", "Turing"})
+FP32_ARCHITECTURES = frozenset({"Kepler", "Maxwell", "Pascal"})
+
+
+def default_dtype(gpu: str | None, *, explain_guide: bool = False) -> tuple[str, str]:
+    """The dtype when --dtype is not given, and the sentence that says so: bf16 mixed precision (bf16 on the wire,
+    fp32 master weights and Adam states); fp16 mixed precision on a catalog GPU without bf16 (Volta, Turing);
+    fp32 on one without tensor cores, or with --explain-guide (the guide's run is fp32)."""
+    if explain_guide:
+        return "fp32", "dtype fp32: the guide's run (run_clm without --bf16/--fp16), as --explain-guide explains it"
+    spec = catalog.lookup(gpu) if gpu is not None else None
+    if spec is not None and spec.architecture in FP16_ARCHITECTURES:
+        return "fp16", f"fp16 mixed precision: the {spec.name} ({spec.architecture}) has no bf16; {GUIDE_FP32}"
+    if spec is not None and spec.architecture in FP32_ARCHITECTURES:
+        return "fp32", f"dtype fp32: the {spec.name} ({spec.architecture}) has no tensor cores for bf16/fp16"
+    return "bf16", f"bf16 mixed precision (the default: fp32 master weights and Adam states); {GUIDE_FP32}"
+
+
 # --- the plan --------------------------------------------------------------------------------------------------
 
 

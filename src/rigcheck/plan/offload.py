@@ -212,7 +212,7 @@ def _fit(tier: OffloadTier, needed: float, have: Capacity, what: str) -> Offload
             available_bytes=None,
             available_source=None,
             fits=None,
-            verdict=f"needs {gigabytes(needed)} of {what}; unknown here: {have.reason}",
+            verdict=f"needs {gigabytes(needed)} of {what}; not known: {have.reason}",
             missing={"available_bytes": have.reason, "fits": have.reason},
         )
     fits = needed <= have.bytes
