@@ -18,16 +18,17 @@ from dataclasses import dataclass
 from rigcheck.facts.catalog import GpuSpec
 from rigcheck.facts.nvlink import NVLINK_VARIANTS, NvlinkVariant, variant_for_chip
 from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
+from rigcheck.facts.sources import H100_REF_TOOLS
 
 MATMUL_CHECKS = ("matmul_bf16", "matmul_fp16", "matmul_tf32")
 HOSTLINK = ("hostlink_h2d", "hostlink_d2h")
 CHECKS = (*MATMUL_CHECKS, "membw", "hostlink_h2d", "hostlink_d2h", "p2p", "allreduce")
 
 # Sources of the fractions: short enough for a verdict's one line; the figures they give sit beside each fraction.
-# rigcheck's reference H100 SXM5 run (shared/gpu-evidence/h100-2026-11-22/README.md): bf16 best 799.4 of 989.4
+# rigcheck's reference H100 SXM5 run (facts/sources.py H100_REFERENCE_RUN): bf16 best 799.4 of 989.4
 # TFLOPS (mamf-finder; 771.6 at 8192^3), tf32 361.4 of 494.7, device copy 2989 GB/s read+write of 3350, pinned
 # h2d 55.1 GB/s of 63.0 (Gen5 x16), nvbandwidth copy-engine h2d/d2h 49.47/54.36 GB/s.
-H100_EVIDENCE = "rigcheck H100 SXM5 reference run, shared/gpu-evidence/h100-2026-11-22"
+H100_EVIDENCE = H100_REF_TOOLS
 # BF16 MAMF: A100 SXM 86.9%, GH200 83.6%, A100 PCIe 81.1%, H100 SXM 80.3%, B200 77.6%.
 MAMF_TABLE = (
     "ml-engineering (Stas Bekman), Maximum Achievable Matmul FLOPS table, "

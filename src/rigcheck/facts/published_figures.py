@@ -165,27 +165,29 @@ LOWEST_HEALTHY: Final[dict[tuple[str, str], PublishedFigure]] = {
     ("H100 SXM5", "matmul_bf16"): PublishedFigure(
         799.2,
         "mamf-h100-bf16",
-        "rigcheck's reference run on one H100 SXM5, 2026-11-22 (shared gpu-evidence h100-2026-11-22)",
+        "rigcheck's reference run: NVIDIA H100 80GB HBM3 SXM5, driver 580.159.04, CUDA 13.0, 2026-11-22, "
+        "ml-engineering mamf-finder.py",
         "1x H100 80GB HBM3 SXM5 in a VM",
     ),
     ("H100 SXM5", "membw"): PublishedFigure(
         2979.0,
         "nvbandwidth-h100-vm-membw",
-        "rigcheck's reference run on one H100 SXM5, 2026-11-22 (as above)",
+        "rigcheck's reference run: NVIDIA H100 80GB HBM3 SXM5, driver 580.159.04, CUDA 13.0, 2026-11-22, "
+        "nvbandwidth v0.8",
         "1x H100 80GB HBM3 SXM5 in a VM",
     ),
     ("H100 SXM5", "hostlink_h2d"): PublishedFigure(
         49.47,
         "nvbandwidth-h100-vm-hostlink",
-        "rigcheck's reference run on one H100 SXM5, 2026-11-22 (shared gpu-evidence h100-2026-11-22; "
-        "tests/fixtures/reference-tools/README.md)",
+        "rigcheck's reference run: NVIDIA H100 80GB HBM3 SXM5, driver 580.159.04, CUDA 13.0, 2026-11-22, "
+        "nvbandwidth v0.8",
         "1x H100 80GB HBM3 SXM5 in a VM (PCIe Gen5 x16)",
     ),
     ("H100 SXM5", "hostlink_d2h"): PublishedFigure(
         54.36,
         "nvbandwidth-h100-vm-hostlink",
-        "rigcheck's reference run on one H100 SXM5, 2026-11-22 (shared gpu-evidence h100-2026-11-22; "
-        "tests/fixtures/reference-tools/README.md)",
+        "rigcheck's reference run: NVIDIA H100 80GB HBM3 SXM5, driver 580.159.04, CUDA 13.0, 2026-11-22, "
+        "nvbandwidth v0.8",
         "1x H100 80GB HBM3 SXM5 in a VM (PCIe Gen5 x16)",
     ),
     ("H100 SXM5", "p2p"): PublishedFigure(
@@ -197,7 +199,8 @@ LOWEST_HEALTHY: Final[dict[tuple[str, str], PublishedFigure]] = {
     ("H200 SXM", "matmul_bf16"): PublishedFigure(
         799.2,
         "mamf-h100-bf16",
-        "rigcheck's reference run on one H100 SXM5, 2026-11-22 (shared gpu-evidence h100-2026-11-22)",
+        "rigcheck's reference run: NVIDIA H100 80GB HBM3 SXM5, driver 580.159.04, CUDA 13.0, 2026-11-22, "
+        "ml-engineering mamf-finder.py",
         "1x H100 80GB HBM3 SXM5 in a VM",
     ),
     ("H200 SXM", "p2p"): PublishedFigure(

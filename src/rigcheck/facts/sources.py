@@ -17,3 +17,10 @@ GPUDIRECT_RDMA = (
     "SYS); NVIDIA GPUDirect RDMA documentation, Supported Systems: a path of PCIe switches only is optimal, one "
     "CPU/IOH works with less bandwidth, a path across the CPU-socket interconnect (QPI/HT) is the worst"
 )
+
+# rigcheck's own reference measurements, cited by what they are (the card, its driver, the date, the tool) rather
+# than by where the files lie: one NVIDIA H100 80GB HBM3 (SXM5 board, 700 W cap, in a VM), torch 2.11.0+cu130.
+H100_REFERENCE_RUN = "rigcheck's reference run: NVIDIA H100 80GB HBM3 SXM5, driver 580.159.04, CUDA 13.0, 2026-11-22"
+# The fractions' one-line citation: the run and every tool it used (tests/calibration/manifest.json cites each
+# figure of the run with its own tool, in the same words).
+H100_REF_TOOLS = f"{H100_REFERENCE_RUN} (mamf-finder.py, nvbandwidth v0.8, torch 2.11)"
