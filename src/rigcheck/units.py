@@ -79,3 +79,9 @@ def rounded_size(size: float, largest: str = "TiB") -> str:
 def gigabytes(value: float) -> str:
     """Bytes in decimal gigabytes, ``"1,234.5 GB"`` (memory a plan needs)."""
     return f"{value / 1e9:,.1f} GB"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """A count with its noun: ``"1 check"``, ``"3 checks"``; ``many`` for a noun whose plural is not word + s
+    (``plural(1, "entry", "entries")``)."""
+    return f"{n} {word}" if n == 1 else f"{n} {many or word + 's'}"

@@ -12,6 +12,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot, Source
+from rigcheck.units import plural
 
 SEVERITY_ORDER: tuple[Severity, ...] = (
     Severity.FAIL,
@@ -139,7 +140,7 @@ def machine_lines(snap: Snapshot) -> list[str]:
     if host.hostname or host.cpu_model:
         parts = [p for p in (host.hostname, host.os, host.cpu_model) if p]
         if host.cpu_count:
-            parts.append(f"{host.cpu_count} CPUs")
+            parts.append(plural(host.cpu_count, "CPU"))
         if host.numa_nodes:
             parts.append(f"{host.numa_nodes} NUMA node{'s' if host.numa_nodes != 1 else ''}")
         if host.memory_total_gib:
@@ -205,7 +206,9 @@ def passed_line(findings: list[Finding]) -> Text | None:
         return None
     per = Counter(f.category for f in passed)
     text = Text("OK      ", style=SEVERITY_STYLE[Severity.OK])
-    text.append(f"{len(passed)} checks passed (" + ", ".join(f"{c} {n}" for c, n in sorted(per.items())) + ")")
+    text.append(
+        f"{plural(len(passed), 'check')} passed (" + ", ".join(f"{c} {n}" for c, n in sorted(per.items())) + ")"
+    )
     return text
 
 
@@ -384,7 +387,7 @@ def findings_html(findings: list[Finding], summary: str) -> str:
         per = Counter(f.category for f in passed)
         cats = ", ".join(f"{c} {n}" for c, n in sorted(per.items()))
         out.append(
-            f'<section id="passed"><details><summary>{len(passed)} checks passed ({esc(cats)})</summary>'
+            f'<section id="passed"><details><summary>{plural(len(passed), "check")} passed ({esc(cats)})</summary>'
             '<ol class="findings">'
             + "".join(finding_item_html(f, subs) for f, subs in group_findings(passed))
             + "</ol></details></section>"

@@ -53,6 +53,7 @@ from rigcheck.report.common import (
 from rigcheck.report.grid import PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 from rigcheck.report.topo import topology_renderable, topology_section_html
+from rigcheck.units import plural
 
 
 def doctor_topology(snap: Snapshot) -> TopoDocument | None:
@@ -247,8 +248,8 @@ def _html_counts_text(doc: DoctorDocument, shown: list[Finding], folded: int) ->
     if listed == total:
         return _counts_text(doc, folded)
     return (
-        f"{total} findings, listed as {listed} entries (the same finding about several GPUs or pairs is one "
-        "entry): " + _counts_text(doc, folded)
+        f"{total} findings, listed as {plural(listed, 'entry', 'entries')} (the same finding about several GPUs or "
+        "pairs is one entry): " + _counts_text(doc, folded)
     )
 
 

@@ -15,7 +15,7 @@ from rigcheck.model.fleet import FleetDocument, FleetFinding
 from rigcheck.report.common import SEVERITY_ORDER, SEVERITY_STYLE, md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
-from rigcheck.units import exact_size, figure
+from rigcheck.units import exact_size, figure, plural
 
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta"}
 FINDING_HEADERS = ("severity", "finding", "node", "GPU", "measured", "fleet", "what")
@@ -45,10 +45,10 @@ def ordered(findings: Sequence[FleetFinding]) -> list[FleetFinding]:
 
 def headline(doc: FleetDocument) -> str:
     nodes = f"{len(doc.nodes)} node{'s' if len(doc.nodes) != 1 else ''}"
-    ranks = f", {doc.world_size} ranks" if doc.world_size else ""
+    ranks = f", {plural(doc.world_size, 'rank')}" if doc.world_size else ""
     slow = f"; slow: {', '.join(doc.slow_nodes)}" if doc.slow_nodes else ""
     slow += f"; slow links: {', '.join(' – '.join(link) for link in doc.slow_links)}" if doc.slow_links else ""
-    missing = f"; {len(doc.missing_ranks)} rank(s) missing" if doc.missing_ranks else ""
+    missing = f"; {plural(len(doc.missing_ranks), 'rank')} missing" if doc.missing_ranks else ""
     how = doc.launcher or "saved files"
     backend = f", {doc.backend}" if doc.backend else ""
     partial = " (partial)" if doc.partial else ""

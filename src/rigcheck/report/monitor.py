@@ -14,7 +14,7 @@ from rigcheck.model.monitor import MonitorDocument, MonitorGpu
 from rigcheck.model.telemetry import Sample, TraceGpu
 from rigcheck.report.common import md_cell, md_prose
 from rigcheck.report.render import Renderers, json_text
-from rigcheck.units import fmt_or_na
+from rigcheck.units import fmt_or_na, plural
 
 if TYPE_CHECKING:
     from rigcheck.monitor.sampler import SamplerStats
@@ -119,7 +119,10 @@ def _notes(doc: MonitorDocument) -> list[str]:
         lines.append(f"every sample logged to {doc.file}")
     st = doc.sampler
     mean = f", {st.poll_us_mean:.0f} µs a poll" if st.poll_us_mean is not None else ""
-    lines.append(f"{st.polls} polls, {st.samples} samples, {st.missed_deadlines} missed deadlines{mean}")
+    lines.append(
+        f"{plural(st.polls, 'poll')}, {plural(st.samples, 'sample')}, "
+        f"{plural(st.missed_deadlines, 'missed deadline')}{mean}"
+    )
     return lines
 
 

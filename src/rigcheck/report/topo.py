@@ -28,6 +28,7 @@ from rigcheck.model.topo import (
 from rigcheck.report.common import md_code, md_text
 from rigcheck.report.grid import Justify, PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
+from rigcheck.units import plural
 
 UNKNOWN_SENTENCE = "the link is unknown."
 # The groups the summary draws GPUs in: their NUMA nodes, when there are at most this many (else one group).
@@ -337,7 +338,9 @@ def topology_blocks(doc: TopoDocument, links: Links | None = None) -> tuple[dict
 
 def _summary_lines(doc: TopoDocument, links: Links) -> list[str]:
     members, blocks = topology_blocks(doc, links)
-    out = ["GPU groups: " + "; ".join(f"{name}: {_ranges(ix)} ({len(ix)} GPUs)" for name, ix in members.items())]
+    out = [
+        "GPU groups: " + "; ".join(f"{name}: {_ranges(ix)} ({plural(len(ix), 'GPU')})" for name, ix in members.items())
+    ]
     for b in blocks:
         counts = ", ".join(f"{code} × {n}" for code, n in b.counts)
         out.append(f"  {b.name}: {counts} pair{'s' if sum(n for _, n in b.counts) != 1 else ''}")
@@ -443,7 +446,7 @@ def _summary_table_html(doc: TopoDocument, links: Links) -> list[str]:
     out = [
         f"<p>{len(doc.gpus)} GPUs, summarised; the full matrix is below.</p>",
         '<ul class="groups">',
-        *(f"<li>{esc(name)}: {esc(_ranges(ix))} ({len(ix)} GPUs)</li>" for name, ix in members.items()),
+        *(f"<li>{esc(name)}: {esc(_ranges(ix))} ({plural(len(ix), 'GPU')})</li>" for name, ix in members.items()),
         '</ul><table class="topo-summary"><thead><tr><th scope="col">GPU pairs</th><th scope="col">links</th>'
         '<th scope="col">odd pairs (not the usual link)</th></tr></thead><tbody>',
     ]

@@ -6,6 +6,7 @@ Markdown) and html.py (the page), which import this module and not each other's.
 from __future__ import annotations
 
 from rigcheck.model.bench import CollectiveDocument
+from rigcheck.units import plural
 
 
 def collective_context(doc: CollectiveDocument) -> list[str]:
@@ -15,7 +16,7 @@ def collective_context(doc: CollectiveDocument) -> list[str]:
     if s is not None:
         hosts = ", ".join(s.hosts[:4]) + (f" and {len(s.hosts) - 4} more" if len(s.hosts) > 4 else "")
         version = f" (version {s.version})" if s.version else ""
-        ranks = f"{s.ranks} ranks" if s.ranks else "ranks not listed"
+        ranks = plural(s.ranks, "rank") if s.ranks else "ranks not listed"
         where = f" on {hosts}" if hosts else ""
         out.append(f"read from {s.tool} output {s.file}{version}: {ranks}{where}; nothing run")
     if doc.ceiling is not None:
@@ -41,7 +42,9 @@ def collective_summary(doc: CollectiveDocument) -> list[str]:
     else:
         wrong = sum(1 for r in rows if not r.correct)
         avg = sum(r.busbw_gbps for r in rows) / len(rows) if rows else None
-        basis = f"rigcheck: the mean busbw of its {len(rows)} sizes; nccl-tests also averages its in-place runs"
+        basis = (
+            f"rigcheck: the mean busbw of its {plural(len(rows), 'size')}; nccl-tests also averages its in-place runs"
+        )
     oob = "not in the file" if wrong is None else f"{wrong} {'OK' if wrong == 0 else 'FAILED'}"
     mean = "-" if avg is None else f"{avg:g} GB/s"
     return [f"Out of bounds values: {oob}", f"Avg bus bandwidth: {mean} ({basis})"]

@@ -96,7 +96,9 @@ def _facts(a: GpuBurnAnalysis) -> str:
             else "the first seconds' median"
         )
         sustained = a.sm_clock_mhz_sustained if a.sm_clock_mhz_sustained is not None else a.sm_clock_mhz_median_loaded
-        clock += f"; {num(a.sm_clock_drop_percent, '%', 1)} below {ref} (sustained median {num(sustained, 'MHz', 0)})"
+        side = "above" if a.sm_clock_drop_percent < 0 else "below"  # negative: it ran above the reference
+        drop = num(abs(a.sm_clock_drop_percent), "%", 1)
+        clock += f"; {drop} {side} {ref} (sustained median {num(sustained, 'MHz', 0)})"
     rows.append(("SM clock, median under load", clock))
     shares = sorted(a.reasons_time_fraction.items(), key=lambda kv: -kv[1])
     rows.append(

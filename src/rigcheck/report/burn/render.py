@@ -53,7 +53,10 @@ def evidence(a: GpuBurnAnalysis) -> list[str]:
         if a.sm_clock_max_mhz is not None
         else f"{fmt_or_na(a.sm_clock_mhz_first, 'MHz')} in the first seconds"
     )
-    drop = f", {fmt(a.sm_clock_drop_percent, '%', 1)} below {ref}" if a.sm_clock_drop_percent is not None else ""
+    drop = ""
+    if a.sm_clock_drop_percent is not None:  # negative: the clock ran above the reference (a boost past the max given)
+        side = "above" if a.sm_clock_drop_percent < 0 else "below"
+        drop = f", {fmt(abs(a.sm_clock_drop_percent), '%', 1)} {side} {ref}"
     lines.append(f"SM clock {fmt_or_na(a.sm_clock_mhz_median_loaded, 'MHz')} median while loaded{drop}")
     shares = [(name, share) for name, share in a.reasons_time_fraction.items() if share > 0]
     shares.sort(key=lambda item: -item[1])
