@@ -228,3 +228,40 @@ def test_a_cut_machine_file_in_a_directory_is_still_its_error(tmp_path: Path, ri
 def test_verify_and_fleet_say_to_pass_a_directory(command: str, holding: str, rigcheck: Rigcheck) -> None:
     message = rigcheck(command, "--from", H100).error()
     assert message == f"{H100}: not a directory (--from takes the directory holding {holding})"
+
+
+# --- --model, and --gpu its former name -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["--model", "--gpu"])
+def test_power_plan_takes_model_and_its_former_name(spelling: str, rigcheck: Rigcheck) -> None:
+    result = rigcheck("power", "plan", spelling, "TITAN RTX", "--count", "2", "--json")
+    assert result.code == 0, result.stderr
+    assert (result.json["gpu"]["name"], result.json["gpu"]["count"]) == ("TITAN RTX", 2)
+
+
+@pytest.mark.parametrize("spelling", ["--model", "--gpu"])
+def test_verify_explain_takes_model_and_its_former_name(spelling: str, rigcheck: Rigcheck) -> None:
+    result = rigcheck("verify", "--explain", spelling, "H100 SXM5", spelling, "RTX 4090", "--json")
+    assert result.code == 0, result.stderr
+    assert [g["name"] for g in result.json["gpus"]] == ["H100 SXM5", "GeForce RTX 4090"]
+
+
+@pytest.mark.parametrize("command", [["power", "plan", "--count", "2"], ["verify", "--explain"]])
+def test_model_and_gpu_together_are_refused_and_gpu_is_hidden(command: list[str], rigcheck: Rigcheck) -> None:
+    message = rigcheck(*command, "--model", "RTX 4090", "--gpu", "RTX 4090").error()
+    assert message == "--gpu is the former name of --model: give --model only"
+    shown = rigcheck(*command[:2] if command[0] == "power" else command[:1], "--help", env={"COLUMNS": "200"})
+    assert "--model" in shown.stdout
+    assert "--gpu " not in shown.stdout
+    assert "--gpu\n" not in shown.stdout
+
+
+def test_power_plan_without_a_model_says_which_option(rigcheck: Rigcheck) -> None:
+    message = rigcheck("power", "plan", "--count", "2").error()
+    assert message == "Missing option '--model' (the GPU model, e.g. \"RTX 4090\")"
+
+
+def test_an_unknown_model_names_the_option(rigcheck: Rigcheck) -> None:
+    message = rigcheck("verify", "--explain", "--gpu", "Voodoo 5").error()
+    assert message.startswith("--model 'Voodoo 5': not a GPU rigcheck knows"), message

@@ -132,7 +132,7 @@ def test_the_readme_shows_the_commands_this_test_relies_on() -> None:
     assert "rigcheck fleet --cpu" in texts  # the torchrun line
     assert "rigcheck topo --from -" in texts  # the ssh ... | line
     assert "rigcheck doctor --from box.xml --from topo.txt" in texts
-    assert 'rigcheck power plan --gpu "TITAN RTX" --count 2 --psu-watts 1000' in texts  # brackets dropped
+    assert 'rigcheck power plan --model "TITAN RTX" --count 2 --psu-watts 1000' in texts  # brackets dropped
     assert len(README_LINES) >= 20
 
 
@@ -219,10 +219,10 @@ def test_readme_names_exactly_the_commands_that_take_cpu() -> None:
 
 # README lines that run for real here, the files they name replaced by fixtures, with their documented codes.
 REAL_RUNS: dict[str, tuple[dict[str, Path], set[int]]] = {
-    'rigcheck power plan --gpu "TITAN RTX" --count 2': ({}, {0}),
+    'rigcheck power plan --model "TITAN RTX" --count 2': ({}, {0}),
     'rigcheck plan --params 124M --gpus 2 --strategy zero3 --link NV2 --gpu "TITAN RTX"': ({}, {0}),
     "rigcheck plan --params 7B --gpus 8 --strategy zero3 --offload cpu --ram 512": ({}, {0}),
-    'rigcheck verify --explain --gpu "H100 SXM5"': ({}, {0}),
+    'rigcheck verify --explain --model "H100 SXM5"': ({}, {0}),
     "rigcheck nccl-log run.log": (
         {"run.log": CORPUS / "nccl-log" / "001-2x5060ti-vllm-tp2-p2p-cumem-2.28.9.txt"},
         {0, 1},

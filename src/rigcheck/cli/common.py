@@ -72,6 +72,10 @@ IdOption = Annotated[
         show_default=False,
     ),
 ]
+# `--gpu NAME` was the GPU model's option where `--gpus` chose GPUs: the model is `--model` now, and `--gpu` keeps
+# working as a hidden option of its own (typer gives one parameter one visible set of names), merged by model_named.
+ModelAliasOption = Annotated[str | None, typer.Option("--gpu", hidden=True, help="The former name of --model.")]
+ModelsAliasOption = Annotated[list[str] | None, typer.Option("--gpu", hidden=True, help="The former name of --model.")]
 HtmlFileOption = Annotated[
     Path | None,
     typer.Option(
@@ -119,6 +123,18 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if any(i < 0 for i in out) or len(set(out)) != len(out):
         raise UsageError(f"--gpus: indices must be distinct and not negative: {text!r}")
     return out
+
+
+ModelT = TypeVar("ModelT")
+
+
+def model_named(model: ModelT | None, former: ModelT | None) -> ModelT | None:
+    """The GPU model given as --model or as --gpu, its former name (hidden, still read); both is a usage error."""
+    if model is not None and former is not None:
+        from rigcheck.errors import UsageError
+
+        raise UsageError("--gpu is the former name of --model: give --model only")
+    return model if model is not None else former
 
 
 def load_snapshot(

@@ -6,13 +6,15 @@ from typing import Annotated
 
 import typer
 
-from rigcheck.cli.common import IndentOption, JsonOption, emit, json_indent
+from rigcheck.cli.common import IndentOption, JsonOption, ModelAliasOption, emit, json_indent, model_named
 from rigcheck.cli.exits import EXIT_OK, EXIT_PROBLEMS
 from rigcheck.report.render import Format, RenderOptions
 
 
 def power_plan(
-    gpu: Annotated[str, typer.Option("--gpu", help='GPU model, e.g. "TITAN RTX", "RTX 4090", "H100 SXM".')],
+    model: Annotated[
+        str | None, typer.Option("--model", help='GPU model, e.g. "TITAN RTX", "RTX 4090", "H100 SXM".')
+    ] = None,
     count: Annotated[int, typer.Option("--count", help="How many of them.")] = 1,
     psu_watts: Annotated[
         float | None, typer.Option("--psu-watts", help="Your PSU's rating, to check it.", min=1)
@@ -31,6 +33,7 @@ def power_plan(
     ] = None,
     as_json: JsonOption = False,
     indent: IndentOption = None,
+    former_gpu: ModelAliasOption = None,
 ) -> None:
     """Plan the PSU and the independent PCIe power cables for COUNT cards of one model.
 
@@ -39,6 +42,11 @@ def power_plan(
     """
     from rigcheck.plan.power import plan_power
 
+    gpu = model_named(model, former_gpu)
+    if gpu is None:
+        from rigcheck.errors import UsageError
+
+        raise UsageError("Missing option '--model' (the GPU model, e.g. \"RTX 4090\")")
     plan = plan_power(gpu, count, psu_watts=psu_watts, cpu_watts=cpu_watts, power_limit_w=power_limit)
     emit(plan, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(EXIT_PROBLEMS if plan.psu_ok is False else EXIT_OK)

@@ -21,9 +21,11 @@ from rigcheck.cli.common import (
     IndentOption,
     JsonOption,
     MarkdownFileOption,
+    ModelsAliasOption,
     emit,
     interrupted_by,
     json_indent,
+    model_named,
     read_site_config,
     write_pages,
     write_stdout,
@@ -79,8 +81,9 @@ def verify(
         bool, typer.Option("--explain", help="Print the bands each GPU is judged against, with their sources.")
     ] = False,
     gpu_names: Annotated[
-        list[str] | None, typer.Option("--gpu", help="With --explain: only this GPU model; repeatable.")
+        list[str] | None, typer.Option("--model", help="With --explain: only this GPU model; repeatable.")
     ] = None,
+    former_gpu: ModelsAliasOption = None,
     slurm: Annotated[
         bool,
         typer.Option("--slurm", help="Print only the one-line drain reason (nothing on exit 0), for a Slurm prolog."),
@@ -108,8 +111,9 @@ def verify(
 
     if level not in ("quick", "full"):
         raise UsageError(f"--level is quick or full, not {level!r}")
+    gpu_names = model_named(gpu_names, former_gpu)
     if gpu_names and not explain:
-        raise UsageError("--gpu NAME goes with --explain (to verify some GPUs only, use --gpus 0,1)")
+        raise UsageError("--model NAME goes with --explain (to verify some GPUs only, use --gpus 0,1)")
     if source is not None and cpu:
         raise UsageError("--from judges saved documents and runs nothing: it takes no --cpu")
     only = parse_only(only_text, (*MEASURED_STEPS, "dcgm") if source is not None else MEASURED_STEPS)

@@ -221,12 +221,12 @@ def _published_notes(gpus: list[GpuBands]) -> list[str]:
 
 
 def resolve_gpu(name: str) -> GpuSpec:
-    """--gpu NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
+    """--model NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
     spec = catalog.lookup(name)
     if spec is None:
         near = catalog.candidates(name)
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
-        raise UsageError(f"--gpu {name!r}: not a GPU rigcheck knows{hint}")
+        raise UsageError(f"--model {name!r}: not a GPU rigcheck knows{hint}")
     return spec
 
 
