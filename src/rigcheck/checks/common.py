@@ -137,11 +137,6 @@ def seconds(us: float) -> str:
     return f"{s:.1f} s"
 
 
-def plural(n: int, word: str) -> str:
-    """``plural(1, "pair")`` -> "1 pair"; ``plural(3, "pair")`` -> "3 pairs"."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def list_names(names: list[str], limit: int = 6) -> str:
     if len(names) <= limit:
         return ", ".join(names)

@@ -21,10 +21,11 @@ show drivers: a plain `lspci`) and health.gpu-passthrough (vfio-pci).
 
 from __future__ import annotations
 
-from rigcheck.checks.common import host_finding, list_names, plural
+from rigcheck.checks.common import host_finding, list_names
 from rigcheck.facts.pcie import normalize_bdf
 from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.model.snapshot import DriverState, PciGpu
+from rigcheck.units import plural
 
 DRIVER_IDS: tuple[str, ...] = (
     "health.no-gpu",

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 
-from rigcheck.checks.common import gpu_finding, host_finding, list_names, plural, readable_gpus
+from rigcheck.checks.common import gpu_finding, host_finding, list_names, readable_gpus
 from rigcheck.facts import catalog
 from rigcheck.model import Finding, Gpu, Severity, Snapshot
+from rigcheck.units import plural
 
 FINDING_IDS: tuple[str, ...] = (
     "fabric.ok",

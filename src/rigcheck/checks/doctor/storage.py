@@ -14,11 +14,11 @@ Specification (facts/pcie.py) for the bandwidth of a link.
 
 from __future__ import annotations
 
-from rigcheck.checks.common import GUIDE, host_finding, list_names, plural, readable_gpus, why_missing
+from rigcheck.checks.common import GUIDE, host_finding, list_names, readable_gpus, why_missing
 from rigcheck.facts.pcie import PCIE_SOURCE, pcie_bandwidth_gbps
 from rigcheck.model import Finding, Severity, Snapshot
 from rigcheck.model.snapshot import NvmeDrive, StorageFacts, SwapArea
-from rigcheck.units import fmt
+from rigcheck.units import fmt, plural
 
 FINDING_IDS: tuple[str, ...] = (
     "storage.nvme-link-below-max",

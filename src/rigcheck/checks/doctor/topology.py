@@ -15,7 +15,6 @@ from rigcheck.checks.common import (
     host_finding,
     list_names,
     pair_finding,
-    plural,
     readable_gpus,
 )
 from rigcheck.checks.doctor.topology_nics import nic_findings
@@ -33,6 +32,7 @@ from rigcheck.model.topo import (
     nvlink_words,
     plan_hint,
 )
+from rigcheck.units import plural
 
 FINDING_IDS: tuple[str, ...] = (
     "topology.single-gpu",

@@ -39,9 +39,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from rigcheck.checks.common import list_names, num, plural
+from rigcheck.checks.common import list_names, num
 from rigcheck.model.finding import Severity
 from rigcheck.model.fleet import FleetFinding, FleetPair, PairVerdict
+from rigcheck.units import plural
 
 # A pair under this fraction of the fleet's reference is slow. Healthy pairs of identical nodes differ by a few
 # percent from run to run and by fabric placement; a node with half its NICs down, a NIC trained at half rate
