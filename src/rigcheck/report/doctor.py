@@ -30,11 +30,11 @@ from rigcheck.model.topo import (
     snapshot_topo_document,
     snapshot_topo_summary,
 )
+from rigcheck.report.advice import FindingEntry, finding_entries, joined
 from rigcheck.report.common import (
     MISSING_WORDS,
     SEVERITY_STYLE,
     counts_text,
-    finding_lines,
     findings_html,
     findings_markdown,
     group_findings,
@@ -47,6 +47,8 @@ from rigcheck.report.common import (
     prose_html,
     result_class,
     result_line,
+    subjects_list,
+    subjects_text,
     td_html,
     value_text,
 )
@@ -201,6 +203,28 @@ def _fold_lines(doc: DoctorDocument, groups: list[FoldedSource]) -> list[Rendera
     return out
 
 
+def _entry_lines(entries: list[FindingEntry]) -> list[RenderableType]:
+    """A line per finding (several subjects named on one), worst first, its advice indented beneath: a sentence
+    several findings share under the first of them, ``GPU 0, 1:`` naming the GPUs it is for."""
+    out: list[RenderableType] = []
+    for entry in entries:
+        f, subjects = entry.finding, entry.subjects
+        sev = f.severity
+        line = Text()
+        line.append(f"{sev.value.upper():<7}", style=SEVERITY_STYLE[sev])
+        line.append(f" {subjects_text(subjects):<11} ", style="bold")
+        line.append(f.message)
+        if len(subjects) > 1:
+            line.append(f" — {subjects_list(subjects)}")
+        line.append(f"  [{f.id}]", style="dim")
+        out.append(line)
+        for advice in entry.advice:
+            named = f"GPU {', '.join(str(g) for g in advice.gpus)}: " if advice.gpus else ""
+            text = f"        → {named}" + joined(advice.sentences)
+            out.append(Text(text, style="dim" if sev is Severity.INFO else ""))
+    return out
+
+
 def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> RenderableType:
     snap = doc.snapshot
     parts: list[RenderableType] = [Text("rigcheck doctor", style="bold")]
@@ -213,7 +237,7 @@ def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTION
         parts += [Text(""), topology_renderable(topology, options)]
     parts.append(Text(""))
     shown, groups = listed_findings(doc, options)
-    parts += finding_lines(shown)
+    parts += _entry_lines(finding_entries(shown))
     passed = passed_line(shown)
     if passed is not None:
         parts.append(passed)
