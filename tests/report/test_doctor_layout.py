@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+from rigcheck.checks.verdicts import NODE_RULES
 from rigcheck.report.advice import sentences
 from tests.support.cli import Rigcheck
 
@@ -41,3 +44,53 @@ def test_sentences_keep_the_cooling_paragraph_and_commands_whole() -> None:
 
     said = sentences(f"expect reduced clocks; {COOLING_ADVICE}. run `a; b. c` to see; e.g. this")
     assert said == ["expect reduced clocks", COOLING_ADVICE, "run `a; b. c` to see", "e.g. this"]
+
+
+SEVERITY_WORDS = ("FAIL", "WARN", "UNKNOWN", "INFO")
+# The words of the verdict contract (docs/verdicts.md): a node's verdicts, and doctor's WARN.
+VERDICT_WORDS = {v.upper() for v in NODE_RULES} | {"WARN"}
+GPU_LOST = "tests/fixtures/snapshots/gpu-lost.json"
+
+
+def _printed(out: str) -> dict[str, int]:
+    """Finding lines per severity as printed (a line starts with its severity word)."""
+    lines = out.splitlines()[1:]
+    return {w.lower(): sum(1 for line in lines if line.startswith(w + " ")) for w in SEVERITY_WORDS}
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "word"),
+    [(THROTTLING, "FAIL"), (GPU_LOST, "FAIL"), ("tests/fixtures/snapshots/healthy-8x-h100.json", "PASS")],
+)
+def test_the_verdict_comes_first_with_the_counts_printed(rigcheck: Rigcheck, snapshot: str, word: str) -> None:
+    out = rigcheck("doctor", "--from", snapshot, env={"COLUMNS": "400"}).stdout
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["rigcheck", "doctor:", f"{word},"]
+    assert word in VERDICT_WORDS
+    printed = {sev: n for sev, n in _printed(out).items() if n}
+    said = ", ".join(f"{n} {sev}" for sev, n in printed.items())
+    assert f": {said};" in lines[0]
+    assert sum(_printed(lines[0]).values()) == 0  # the verdict is no finding line
+    assert lines[-1].startswith("Result: ")  # the last line, for scripts
+    assert f"({said})" in lines[-1]
+    # What failed comes before the inventory: the first finding before the host and the GPU table.
+    first_finding = next(i for i, line in enumerate(lines) if line.startswith(SEVERITY_WORDS))
+    assert first_finding < next(i for i, line in enumerate(lines) if line.startswith("host: "))
+    assert first_finding < next(i for i, line in enumerate(lines) if line.startswith("GPU  "))
+
+
+def test_grouped_findings_are_counted_as_lines_and_said(rigcheck: Rigcheck) -> None:
+    out = rigcheck("doctor", "--from", "tests/fixtures/snapshots/healthy-8x-h100.json", env={"COLUMNS": "400"}).stdout
+    head = out.splitlines()[0]
+    assert head.startswith("rigcheck doctor: PASS, exit 0 — healthy: 4 info; 31 findings in 4 lines")
+    assert "42 checks passed" in head
+    assert out.splitlines()[-1] == "Result: healthy (4 info) — exit 0"
+
+
+def test_folded_unknowns_are_said_with_how_to_list_them(rigcheck: Rigcheck) -> None:
+    out = rigcheck("doctor", "--from", "tests/fixtures/corpus/smi/002-2x2080ti-550.txt", env={"COLUMNS": "400"}).stdout
+    head = out.splitlines()[0]
+    assert head.startswith("rigcheck doctor: INCOMPLETE, exit 0 — ")
+    folded = re.search(r"(\d+) unknown folded into (\d+) lines under NOT IN INPUT \(--show-unknown lists them\)", head)
+    assert folded is not None
+    assert f"{folded.group(1)} of the " in out  # the NOT IN INPUT heading counts the same findings

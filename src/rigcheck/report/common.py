@@ -231,6 +231,21 @@ def verdict_text(counts: Mapping[str, int], exit_code: int) -> str:
     return "healthy"
 
 
+def verdict_word(counts: Mapping[str, int], exit_code: int) -> str:
+    """The verdict in docs/verdicts.md's words: FAIL (exit 1: a ``fail`` finding, a ``warn`` with --strict), WARN
+    (warnings to look at), INCOMPLETE (some checks could not decide, or nothing was checked), PASS."""
+    if exit_code:
+        return "FAIL"
+    if counts.get("warn"):
+        return "WARN"
+    if counts.get("unknown") or not any(counts.values()):
+        return "INCOMPLETE"
+    return "PASS"
+
+
+VERDICT_STYLE = {"FAIL": "bold red", "WARN": "bold yellow", "INCOMPLETE": "bold magenta", "PASS": "bold green"}
+
+
 def result_line(counts: Mapping[str, int], exit_code: int, *, strict: bool) -> Text:
     """``Result: healthy (1 info) — exit 0``; ``counts`` is findings per severity, worst first."""
     problems = ", ".join(f"{n} {sev}" for sev, n in counts.items() if n and sev != "ok") or "no problems"

@@ -33,7 +33,9 @@ from rigcheck.model.topo import (
 from rigcheck.report.advice import FindingEntry, finding_entries, joined
 from rigcheck.report.common import (
     MISSING_WORDS,
+    SEVERITY_ORDER,
     SEVERITY_STYLE,
+    VERDICT_STYLE,
     counts_text,
     findings_html,
     findings_markdown,
@@ -51,6 +53,8 @@ from rigcheck.report.common import (
     subjects_text,
     td_html,
     value_text,
+    verdict_text,
+    verdict_word,
 )
 from rigcheck.report.grid import PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
@@ -95,8 +99,51 @@ def fold_heading(doc: DoctorDocument, groups: list[FoldedSource]) -> str:
     )
 
 
-def _verdict(doc: DoctorDocument) -> Text:
-    return result_line(doc.counts.model_dump(), doc.exit_code, strict=doc.strict)
+def _shown_counts(entries: list[FindingEntry], groups: list[FoldedSource]) -> dict[str, int]:
+    """Lines per severity as the terminal report prints them, worst first; the unknowns folded into the
+    ``NOT IN INPUT`` lines counted as that heading counts them."""
+    counts = {sev.value: 0 for sev in SEVERITY_ORDER if sev is not Severity.OK}
+    for entry in entries:
+        counts[entry.finding.severity.value] += 1
+    counts[Severity.UNKNOWN.value] += _folded(groups)
+    return counts
+
+
+def _verdict_head(
+    doc: DoctorDocument, entries: list[FindingEntry], shown: list[Finding], groups: list[FoldedSource]
+) -> Text:
+    """The first line: the verdict word, then what the report lists below, counted as it lists it."""
+    counts = doc.counts.model_dump()
+    word = verdict_word(counts, doc.exit_code)
+    listed = {sev: n for sev, n in _shown_counts(entries, groups).items() if n}
+    folded = _folded(groups)
+    if folded:
+        listed[Severity.UNKNOWN.value] -= folded
+    said = [", ".join(f"{n} {sev}" for sev, n in listed.items() if n) or "no problems"]
+    problems = [f for f in shown if f.severity is not Severity.OK]
+    if len(problems) != len(entries):  # the JSON's counts are findings: say why they differ
+        said.append(
+            f"{len(problems)} findings in {plural(len(entries), 'line')} (a finding about several GPUs or pairs is "
+            "one line)"
+        )
+    if folded:
+        said.append(
+            f"{folded} unknown folded into {plural(len(groups), 'line')} under NOT IN INPUT (--show-unknown lists them)"
+        )
+    passed = sum(1 for f in shown if f.severity is Severity.OK)
+    if passed:
+        said.append(f"{plural(passed, 'check')} passed")
+    text = Text("rigcheck doctor: ", style="bold")
+    text.append(word, style=VERDICT_STYLE[word])
+    text.append(f", exit {doc.exit_code}" + (" (--strict: warnings count)" if doc.strict else ""))
+    text.append(f" — {verdict_text(counts, doc.exit_code)}: " + "; ".join(said))
+    return text
+
+
+def _verdict(doc: DoctorDocument, entries: list[FindingEntry], groups: list[FoldedSource]) -> Text:
+    """The last line, for a script that reads it (``Result: <verdict> (<counts>) — exit N``): the counts are
+    the lines the report prints, the folded unknowns as the NOT IN INPUT heading counts them."""
+    return result_line(_shown_counts(entries, groups), doc.exit_code, strict=doc.strict)
 
 
 def input_notes(snap: Snapshot) -> list[str]:
@@ -226,25 +273,29 @@ def _entry_lines(entries: list[FindingEntry]) -> list[RenderableType]:
 
 
 def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> RenderableType:
+    """The verdict on the first line, then the findings worst first, then the machine they are about (host,
+    GPUs, topology), and the result line last."""
     snap = doc.snapshot
-    parts: list[RenderableType] = [Text("rigcheck doctor", style="bold")]
-    parts += [Text(line) for line in machine_lines(snap)]
+    shown, groups = listed_findings(doc, options)
+    entries = finding_entries(shown)
+    parts: list[RenderableType] = [_verdict_head(doc, entries, shown, groups)]
     parts += [Text(note, style="bold yellow") for note in input_notes(snap)]
+    parts.append(Text(""))
+    parts += _entry_lines(entries)
+    passed = passed_line(shown)
+    if passed is not None:
+        parts.append(passed)
+    parts += _fold_lines(doc, groups)
+    parts.append(Text(""))
+    parts += [Text(line) for line in machine_lines(snap)]
+    if snap.missing_functions:
+        parts.append(Text("NVML functions this driver lacks: " + ", ".join(snap.missing_functions), style="dim"))
     if snap.gpus:
         parts += [Text(""), gpu_table(snap)]
     topology = _drawn_topology(snap) if len(snap.gpus) > 1 else None
     if topology is not None:
         parts += [Text(""), topology_renderable(topology, options)]
-    parts.append(Text(""))
-    shown, groups = listed_findings(doc, options)
-    parts += _entry_lines(finding_entries(shown))
-    passed = passed_line(shown)
-    if passed is not None:
-        parts.append(passed)
-    parts += _fold_lines(doc, groups)
-    if snap.missing_functions:
-        parts.append(Text("NVML functions this driver lacks: " + ", ".join(snap.missing_functions), style="dim"))
-    parts += [Text(""), _verdict(doc)]
+    parts += [Text(""), _verdict(doc, entries, groups)]
     return Group(*parts)
 
 
