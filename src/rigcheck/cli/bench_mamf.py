@@ -42,7 +42,7 @@ def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
     from rigcheck.readers.reference.mamf import looks_like_mamf, parse_mamf
     from rigcheck.readers.reference.mamf_doc import mamf_document as document
 
-    named = resolve_gpu(gpu) if gpu is not None else None  # a bad name is refused before any file is read
+    named = resolve_gpu(gpu, "--gpu") if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")

@@ -79,7 +79,7 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     from rigcheck.inputs import read_input_text
     from rigcheck.readers.reference.reference_import import detect_tool, read_tool_output, wrong_tool
 
-    named = resolve_gpu(gpu) if gpu is not None else None  # a bad name is refused before any file is read
+    named = resolve_gpu(gpu, "--gpu") if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")

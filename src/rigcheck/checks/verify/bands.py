@@ -220,13 +220,14 @@ def _published_notes(gpus: list[GpuBands]) -> list[str]:
     return [intro, *marked]
 
 
-def resolve_gpu(name: str) -> GpuSpec:
-    """--model NAME as a catalog SKU; an unknown name is a UsageError naming close candidates."""
+def resolve_gpu(name: str, option: str = "--model") -> GpuSpec:
+    """NAME, given with ``option`` (--model; the bench readers' --gpu), as a catalog SKU; an unknown name is a
+    UsageError naming the option the user typed and close candidates."""
     spec = catalog.lookup(name)
     if spec is None:
         near = catalog.candidates(name)
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
-        raise UsageError(f"--model {name!r}: not a GPU rigcheck knows{hint}")
+        raise UsageError(f"{option} {name!r}: not a GPU rigcheck knows{hint}")
     return spec
 
 
