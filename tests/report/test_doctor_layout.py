@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,79 @@ def test_folded_unknowns_are_said_with_how_to_list_them(rigcheck: Rigcheck) -> N
     folded = re.search(r"(\d+) unknown folded into (\d+) lines under NOT IN INPUT \(--show-unknown lists them\)", head)
     assert folded is not None
     assert f"{folded.group(1)} of the " in out  # the NOT IN INPUT heading counts the same findings
+
+
+def _on_a_terminal(snapshot: str, width: int) -> list[str]:
+    from rich.console import Console
+
+    from rigcheck.checks.doctor import run_checks
+    from rigcheck.cli.exits import exit_code_for
+    from rigcheck.model.doctor import doctor_document
+    from rigcheck.readers.from_file import load_file
+    from rigcheck.report.doctor import doctor_terminal
+
+    snap = load_file(Path(snapshot))
+    findings = run_checks(snap)
+    doc = doctor_document(snap, findings, exit_code=exit_code_for(findings), strict=False)
+    console = Console(force_terminal=True, color_system=None, width=width, markup=False, highlight=False)
+    with console.capture() as captured:
+        console.print(doctor_terminal(doc))
+    return captured.get().splitlines()
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_a_terminal_wraps_under_the_bullet_and_keeps_commands_whole(width: int) -> None:
+    lines = _on_a_terminal(THROTTLING, width)
+    assert max(len(line) for line in lines) <= width
+    lines = lines[: lines.index("GPU topology (nvidia-smi topo -m)")]  # the topology's legend is report/topo.py's
+    assert all(line.count("`") % 2 == 0 for line in lines), "a `command` split across lines"
+    findings = [i for i, line in enumerate(lines) if line.startswith(SEVERITY_WORDS)]
+    assert len(findings) == 18
+    for i in findings:  # a finding's further lines start under its message, its advice under the arrow
+        for line in lines[i + 1 : i + 4]:
+            if line.startswith((*SEVERITY_WORDS, "OK ")) or not line.strip():
+                break
+            assert line.startswith((" " * 20, "        → ", " " * 10)), line
+    assert not any(line.startswith(("-", ",", ")")) for line in lines)
+
+
+def test_a_narrow_terminal_leaves_out_columns_not_the_clock_events() -> None:
+    lines = _on_a_terminal(THROTTLING, 60)
+    assert "sw_power_cap, sw_thermal_slowdown" in "\n".join(lines)
+    assert not any("…" in line for line in lines)
+    header = next(line for line in lines if line.startswith("GPU  "))
+    assert header.split("  ")[0] == "GPU"
+    assert "clock events" in header
+    assert "name" not in header  # the first column to go: the GPUs: line names the model
+    assert any(line.startswith("(left out at this width: name") for line in lines)
+    wide = _on_a_terminal(THROTTLING, 160)
+    assert not any(line.startswith("(left out") for line in wide)
+
+
+@pytest.mark.parametrize("columns", [None, "60"])
+def test_a_pipe_gets_whole_lines(rigcheck: Rigcheck, columns: str | None) -> None:
+    out = rigcheck("doctor", "--from", THROTTLING, env={"COLUMNS": columns}).stdout
+    doc = rigcheck("doctor", "--from", THROTTLING, "--json").json
+    lines = out.splitlines()
+    assert "5 checks passed" in lines[0]
+    for finding in doc["findings"]:
+        if finding["severity"] != "ok":
+            assert any(finding["message"] in line for line in lines), finding["message"]
+    assert any("GPU 0, 1: improve airflow: " in line and line.endswith("(the guide)") for line in lines)
+    assert "sw_power_cap, sw_thermal_slowdown" in out
+
+
+def test_wrapping_breaks_between_words_outside_commands() -> None:
+    from rich.text import Text
+
+    from rigcheck.report.common import wrapped
+
+    text = Text(
+        "WARN    GPU0        restore it: `sudo nvidia-smi -i 0,1 -pl 350` now, then `rigcheck burn --analyze FILE`"
+    )
+    for width in (60, 70, 80):  # each command fits a line after the indent
+        lines = [line.plain for line in wrapped(text, width, 20)]
+        assert all(len(line) <= width for line in lines)
+        assert all(line.startswith(" " * 20) for line in lines[1:])
+        assert " ".join(line.strip() for line in lines).endswith("`rigcheck burn --analyze FILE`")
+        assert all(line.count("`") % 2 == 0 for line in lines)

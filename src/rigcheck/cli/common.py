@@ -363,7 +363,9 @@ def emit(doc: Document, fmt: Format | None = None, options: RenderOptions | None
         write_stdout(json_for_stdout(rendered) if fmt is Format.JSON else terminal_text(rendered))
     else:
         with stdout_errors():
-            out_console().print(TerminalSafe(rendered))
+            # crop=False: a line a report keeps whole (prose in a pipe, report/common.Hanging) is printed whole,
+            # not cut at the width; every other line is drawn within the width already.
+            out_console().print(TerminalSafe(rendered), crop=False)
 
 
 def write_rendering(path: Path, doc: Document, fmt: Format, options: RenderOptions | None = None) -> None:

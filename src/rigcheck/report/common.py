@@ -8,7 +8,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Protocol
 
-from rich.console import RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot, Source
@@ -253,6 +254,68 @@ def result_line(counts: Mapping[str, int], exit_code: int, *, strict: bool) -> T
     text.append(f"{verdict_text(counts, exit_code)} ({problems})", style="bold red" if exit_code else "bold green")
     text.append(f" — exit {exit_code}" + (" (--strict: warnings count)" if strict else ""))
     return text
+
+
+_NARROWEST = 36  # the fewest cells a wrapped line keeps for its text before the indent gives way
+
+
+class Hanging:
+    """A line of prose as a report prints it. On a terminal it is wrapped at the width with every further line
+    indented by ``indent`` (under the text after its bullet, not at column 0), a `command` in backticks kept on one
+    line (folded only where it is wider than a line on its own). Anywhere else (a pipe, a file) it is one line,
+    never wrapped: a program or a pager gets the whole line."""
+
+    def __init__(self, text: Text | str, indent: int) -> None:
+        self.text = text if isinstance(text, Text) else Text(text)
+        self.indent = indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.segment import Segment
+
+        lines = [self.text]
+        if options.is_terminal:
+            width = options.max_width
+            # Under a bullet where that leaves a line room enough; near the edge on a very narrow terminal.
+            indent = self.indent if width - self.indent >= _NARROWEST else min(4, self.indent)
+            lines = wrapped(self.text, width, indent)
+        for line in lines:
+            yield from line.render(console)
+            yield Segment.line()
+
+
+def _words(plain: str) -> list[tuple[int, int]]:
+    """(start, end) of each run a line may not break inside: a word, or a `command` with the words it holds."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\S+", plain)]
+    code = [(m.start(), m.end()) for m in re.finditer(r"`[^`]*`", plain)]
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        inside = next((c for c in code if c[0] < start < c[1] or c[0] < end - 1 < c[1]), None)
+        if out and inside is not None and out[-1][1] > inside[0]:
+            out[-1] = (out[-1][0], end)  # a word of the command: joined to the one before it
+        else:
+            out.append((start, end))
+    return out
+
+
+def wrapped(text: Text, width: int, indent: int) -> list[Text]:
+    """``text`` wrapped greedily at ``width`` cells between the words of :func:`_words`, every line after the
+    first indented by ``indent`` spaces; a run wider than a line is folded."""
+    plain = text.plain
+    breaks: list[int] = []
+    line_start, room = 0, width
+    for start, end in _words(plain):
+        if plain[line_start:start].strip() and cell_len(plain[line_start:end]) > room:
+            breaks.append(start)
+            line_start, room = start, width - indent
+        while cell_len(plain[line_start:end]) > room:  # one run wider than a line: folded
+            line_start += room
+            breaks.append(line_start)
+            room = width - indent
+    lines: list[Text] = []
+    for i, part in enumerate(text.divide(breaks)):
+        part.rstrip()
+        lines.append(Text(" " * indent) + part if i else part)
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------- Markdown

@@ -13,8 +13,6 @@ one line per missing source after the findings (checks/doctor/unknown_sources.py
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
@@ -36,6 +34,7 @@ from rigcheck.report.common import (
     SEVERITY_ORDER,
     SEVERITY_STYLE,
     VERDICT_STYLE,
+    Hanging,
     counts_text,
     findings_html,
     findings_markdown,
@@ -182,35 +181,87 @@ def gpu_table(snap: Snapshot) -> RenderableType:
     """One row per GPU with the figures the guide cares about, reasons shown for missing ones."""
     if len(snap.gpus) > SUMMARY_ABOVE:
         return _gpu_lines(snap)
-    grid = None
     if all(g.read_error is None for g in snap.gpus):
         rows = [[(cell, "") for cell in _gpu_cells(g)] for g in snap.gpus]
-        grid = PlainGrid.of(_GPU_COLUMNS, rows, ["left"] * len(_GPU_COLUMNS))
-    return _rich_gpu_table(snap) if grid is None else _GpuGrid(grid, lambda: _rich_gpu_table(snap))
+        if PlainGrid.of(_GPU_COLUMNS, rows, ["left"] * len(_GPU_COLUMNS)) is not None:
+            return _GpuGrid(snap)
+    return _rich_gpu_table(snap)
 
 
-class _GpuGrid:
-    """The GPU table laid out directly (report/grid.py) where it fits the width; rich's table, which shrinks and
-    wraps the columns, where it does not."""
+# Where the table is wider than the terminal, these columns are left out first, in this order (the GPU's name is
+# on the "GPUs:" line above): the GPU and its clock events (why the clocks are held back) are always shown, whole.
+_LEFT_OUT_FIRST = ("name", "P-state", "PCIe now / max", "temp / slowdown", "power draw / limit")
 
-    def __init__(self, grid: PlainGrid, fallback: Callable[[], RenderableType]) -> None:
-        self.grid = grid
-        self.fallback = fallback
+
+def _table_rows(snap: Snapshot) -> list[list[str] | None]:
+    return [None if g.read_error is not None else _gpu_cells(g) for g in snap.gpus]
+
+
+def _kept_columns(snap: Snapshot, rows: list[list[str] | None], width: int) -> list[int]:
+    """The columns that fit ``width``, leaving out _LEFT_OUT_FIRST's in order until the widest cells fit (an
+    unreadable GPU's words fill its row's second column)."""
+    from rich.cells import cell_len
+
+    lost = [cell_len(_unreadable_text(g).plain) for g, row in zip(snap.gpus, rows, strict=True) if row is None]
+
+    def drawn(kept: list[int]) -> int:
+        widths = [max([cell_len(_GPU_COLUMNS[c]), *(cell_len(r[c]) for r in rows if r is not None)]) for c in kept]
+        if lost and len(widths) > 1:
+            widths[1] = max(widths[1], *lost)
+        return sum(widths) + 2 * (len(widths) - 1)
+
+    kept = list(range(len(_GPU_COLUMNS)))
+    for name in _LEFT_OUT_FIRST:
+        if drawn(kept) <= width:
+            break
+        kept.remove(_GPU_COLUMNS.index(name))
+    return kept
+
+
+class _GpuTable:
+    """The GPU table as rich's table draws it, with the columns that fit the width (_kept_columns); a line under
+    it names the ones left out."""
+
+    direct = False
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.rows = _table_rows(snap)
+
+    def _drawn(self, kept: list[int], width: int) -> RenderableType:
+        header = [_GPU_COLUMNS[c] for c in kept]
+        if self.direct:
+            cells = [[(row[c], "") for c in kept] for row in self.rows if row is not None]
+            grid = PlainGrid.of(header, cells, ["left"] * len(kept))
+            if grid is not None and grid.fits(width):
+                return grid
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col in header:
+            table.add_column(col)
+        for g, row in zip(self.snap.gpus, self.rows, strict=True):
+            if row is None:
+                table.add_row(str(g.index), _unreadable_text(g))
+            else:
+                table.add_row(*(row[c] for c in kept))
+        return table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.grid if self.grid.fits(options.max_width) else self.fallback()
+        kept = _kept_columns(self.snap, self.rows, options.max_width)
+        yield self._drawn(kept, options.max_width)
+        left_out = [name for i, name in enumerate(_GPU_COLUMNS) if i not in kept]
+        if left_out:
+            yield Hanging(Text(f"(left out at this width: {', '.join(left_out)})", style="dim"), 1)
 
 
-def _rich_gpu_table(snap: Snapshot) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in _GPU_COLUMNS:
-        table.add_column(col)
-    for g in snap.gpus:
-        if g.read_error is not None:
-            table.add_row(str(g.index), _unreadable_text(g))
-            continue
-        table.add_row(*_gpu_cells(g))
-    return table
+class _GpuGrid(_GpuTable):
+    """The same table laid out directly (report/grid.py) where it fits the width: rich measures every cell of a
+    table; these cells are plain, so their widths are their lengths."""
+
+    direct = True
+
+
+def _rich_gpu_table(snap: Snapshot) -> _GpuTable:
+    return _GpuTable(snap)
 
 
 def _gpu_lines(snap: Snapshot) -> RenderableType:
@@ -242,12 +293,16 @@ def _fold_lines(doc: DoctorDocument, groups: list[FoldedSource]) -> list[Rendera
         return []
     head = Text("NOT IN INPUT ", style=SEVERITY_STYLE[Severity.UNKNOWN])
     head.append(fold_heading(doc, groups) + ":")
-    out: list[RenderableType] = [head]
+    out: list[RenderableType] = [Hanging(head, 8)]
     for g in groups:
         line = Text(f"        {g.line}")
         line.append(f"  [{', '.join(g.ids)}]", style="dim")
-        out.append(line)
+        out.append(Hanging(line, 10))
     return out
+
+
+_MESSAGE_AT = 20  # a finding's message starts after the severity (7), the subject (11) and their spaces
+_ADVICE_BULLET = "        → "
 
 
 def _entry_lines(entries: list[FindingEntry]) -> list[RenderableType]:
@@ -264,11 +319,11 @@ def _entry_lines(entries: list[FindingEntry]) -> list[RenderableType]:
         if len(subjects) > 1:
             line.append(f" — {subjects_list(subjects)}")
         line.append(f"  [{f.id}]", style="dim")
-        out.append(line)
+        out.append(Hanging(line, _MESSAGE_AT))
         for advice in entry.advice:
             named = f"GPU {', '.join(str(g) for g in advice.gpus)}: " if advice.gpus else ""
-            text = f"        → {named}" + joined(advice.sentences)
-            out.append(Text(text, style="dim" if sev is Severity.INFO else ""))
+            text = f"{_ADVICE_BULLET}{named}" + joined(advice.sentences)
+            out.append(Hanging(Text(text, style="dim" if sev is Severity.INFO else ""), len(_ADVICE_BULLET)))
     return out
 
 
@@ -278,24 +333,25 @@ def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTION
     snap = doc.snapshot
     shown, groups = listed_findings(doc, options)
     entries = finding_entries(shown)
-    parts: list[RenderableType] = [_verdict_head(doc, entries, shown, groups)]
-    parts += [Text(note, style="bold yellow") for note in input_notes(snap)]
+    parts: list[RenderableType] = [Hanging(_verdict_head(doc, entries, shown, groups), 2)]
+    parts += [Hanging(Text(note, style="bold yellow"), 6) for note in input_notes(snap)]
     parts.append(Text(""))
     parts += _entry_lines(entries)
     passed = passed_line(shown)
     if passed is not None:
-        parts.append(passed)
+        parts.append(Hanging(passed, 8))
     parts += _fold_lines(doc, groups)
     parts.append(Text(""))
-    parts += [Text(line) for line in machine_lines(snap)]
+    parts += [Hanging(line, line.find(": ") + 2) for line in machine_lines(snap)]
     if snap.missing_functions:
-        parts.append(Text("NVML functions this driver lacks: " + ", ".join(snap.missing_functions), style="dim"))
+        lacks = Text("NVML functions this driver lacks: " + ", ".join(snap.missing_functions), style="dim")
+        parts.append(Hanging(lacks, 2))
     if snap.gpus:
         parts += [Text(""), gpu_table(snap)]
     topology = _drawn_topology(snap) if len(snap.gpus) > 1 else None
     if topology is not None:
         parts += [Text(""), topology_renderable(topology, options)]
-    parts += [Text(""), _verdict(doc, entries, groups)]
+    parts += [Text(""), Hanging(_verdict(doc, entries, groups), 8)]
     return Group(*parts)
 
 
