@@ -50,7 +50,7 @@ case $part in
         step smi-q       60 nvidia-smi -q
         step doctor      90 "${rc[@]}" doctor --html "$out/doctor.html"
         step snapshot    60 "${rc[@]}" snapshot -o "$out/snapshot.json"
-        step agreement  120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/checks/test_gpu_agreement.py
+        step agreement  120 python3 -m pytest -q -o addopts="-ra --strict-markers" -m gpu -p no:cacheprovider tests/checks/test_gpu_agreement.py
         step sampler     60 python3 benchmarks/sampler_overhead.py --seconds 10
         step startup     60 python3 benchmarks/startup_speed.py --runs 10
         ;;
@@ -84,7 +84,7 @@ case $part in
         step csv-read    40 "${rc[@]}" burn --analyze "$out/monitor.csv" --json
         ;;
     tests)  # ~5 min: every gpu-marked test (figures asserted against shared/gpu-evidence on an H100)
-        step pytest-gpu 330 python3 -m pytest -q -m gpu -p no:cacheprovider -rs
+        step pytest-gpu 330 python3 -m pytest -q -o addopts="-ra --strict-markers" -m gpu -p no:cacheprovider -rs
         ;;
 esac
 cat "$summary"
