@@ -1,5 +1,6 @@
 """The command lines whose output is held fixed across refactors: every `--json` document on the real inputs,
-and one terminal rendering per named test rig (ANSI stripped, fixed width).
+one terminal rendering per named test rig (ANSI stripped, fixed width), and the terminal suite: doctor, verify,
+fleet, topo and plan as a person reads them at 60, 80 and 160 columns, both piped and on a terminal.
 
 ``python -m tests.golden.cases`` (from the repository root) rewrites tests/golden/out/ from the current code;
 tests/contracts/test_golden.py runs the same command lines and compares. Change a golden file only in the commit that
@@ -14,6 +15,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,8 @@ WIDTH = "160"
 class Case:
     name: str
     argv: tuple[str, ...]
+    width: str = WIDTH  # COLUMNS, as a terminal (or a user) sets it
+    tty: bool = False  # stdout is a terminal (FORCE_COLOR=1, as rich reads it), not a pipe
 
     @property
     def is_json(self) -> bool:
@@ -156,7 +160,33 @@ def cases() -> list[Case]:
     two_2080ti = ("--from", f"{CORPUS}/smi/002-2x2080ti-550.txt", "--from", f"{CORPUS}/topo/010-2x2080ti-pix-numa1.txt")
     out.append(Case("doctor--combined-2x2080ti-table-topo.txt", ("doctor", *two_2080ti)))
     out += _saved_judgements()
+    out += _terminal_suite()
     return out
+
+
+TERMINAL_WIDTHS = ("60", "80", "160")
+
+
+def _terminal_suite() -> list[Case]:
+    """The reports a person reads, line for line at three widths, piped and on a terminal (escapes stripped, the
+    layout kept): a wrap, a folded column or a cut cell shows here. Named term-COMMAND--INPUT--wWIDTH-MODE.txt."""
+    lines = {
+        "doctor--2x-3090-phb-throttling": ("doctor", "--from", f"{FIX}/snapshots/2x-3090-phb-throttling.json"),
+        "doctor--gpu-lost": ("doctor", "--from", f"{FIX}/snapshots/gpu-lost.json"),
+        "verify--h100x8-gpu3-slow": ("verify", "--from", f"{FIX}/verify/h100x8-gpu3-slow"),
+        "fleet--4-nodes": ("fleet", "--from", f"{FIX}/fleet/4-nodes"),
+        "topo--healthy-8x-h100": ("topo", "--from", f"{FIX}/snapshots/healthy-8x-h100.json"),
+        "plan--124m-2gpu-ddp-nv2-titan-rtx": (
+            "plan",
+            *("--params", "124M", "--gpus", "2", "--strategy", "ddp", "--link", "NV2", "--gpu", "TITAN RTX"),
+        ),
+    }
+    return [
+        Case(f"term-{name}--w{width}-{'tty' if tty else 'pipe'}.txt", argv, width, tty)
+        for name, argv in lines.items()
+        for width in TERMINAL_WIDTHS
+        for tty in (False, True)
+    ]
 
 
 def _both(name: str, argv: tuple[str, ...]) -> list[Case]:
@@ -218,28 +248,51 @@ def _saved_judgements() -> list[Case]:
     return out
 
 
+# What rich reads to decide whether stdout is a terminal (FORCE_COLOR: https://force-color.org/; TTY_COMPATIBLE
+# since rich 14), and the width: each case sets them, whatever the shell running the tests has.
+_TERMINAL_ENV = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE")
+# Colour and style (SGR), any other control sequence, and an OSC string such as a hyperlink.
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+@contextlib.contextmanager
+def terminal_env(case: Case) -> Iterator[None]:
+    """The environment of a user's terminal (or pipe) of ``case.width`` columns, restored afterwards."""
+    old = {k: os.environ.get(k) for k in _TERMINAL_ENV}
+    for k in _TERMINAL_ENV:
+        os.environ.pop(k, None)
+    os.environ["COLUMNS"] = case.width
+    if case.tty:
+        os.environ["FORCE_COLOR"] = "1"
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def run(case: Case) -> tuple[int, str]:
-    """Run ``rigcheck ARGV`` in this process from the repository root; (exit code, stdout)."""
+    """Run ``rigcheck ARGV`` in this process from the repository root; (exit code, stdout without escapes)."""
     from rigcheck.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
-    old_cwd, old_cols = os.getcwd(), os.environ.get("COLUMNS")
+    old_cwd = os.getcwd()
     os.chdir(ROOT)
-    os.environ["COLUMNS"] = WIDTH
     code: int | str | None = 0
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with terminal_env(case), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 main(list(case.argv))
             except SystemExit as exc:
                 code = exc.code
     finally:
         os.chdir(old_cwd)
-        if old_cols is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = old_cols
-    text = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+    text = _ESCAPES.sub("", out.getvalue())
+    if "\x1b" in text:
+        raise AssertionError(f"{case.name}: an escape sequence the golden files do not strip")
     return int(code or 0), text
 
 
