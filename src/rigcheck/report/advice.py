@@ -105,9 +105,9 @@ def finding_entries(findings: list[Finding]) -> list[FindingEntry]:
         for f in members:
             for s in sentences(f.advice or ""):
                 key = _key(s, f.gpu)
-                if f.gpu is not None and f.gpu not in scope.setdefault(key, []):
-                    scope[key].append(f.gpu)
-                scope.setdefault(key, [])
+                gpus = scope.setdefault(key, [])
+                if f.gpu is not None and f.gpu not in gpus:
+                    gpus.append(f.gpu)
                 if key not in (k for k, _ in own):
                     own.append((key, f.gpu))
         keyed.append(own)
