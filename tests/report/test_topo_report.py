@@ -52,7 +52,7 @@ def _as_json(topo: TopoMatrix, pairs: list[GpuPair]) -> dict[str, object]:
 
 def _render(doc: TopoDocument) -> str:
     console = Console(record=True, width=120, color_system=None)
-    console.print(topology_renderable(doc))
+    console.print(topology_renderable(doc), crop=False)  # as the CLI prints a report: a pipe's lines whole
     return console.export_text()
 
 

@@ -299,7 +299,9 @@ def _words(plain: str) -> list[tuple[int, int]]:
 
 def wrapped(text: Text, width: int, indent: int) -> list[Text]:
     """``text`` wrapped greedily at ``width`` cells between the words of :func:`_words`, every line after the
-    first indented by ``indent`` spaces; a run wider than a line is folded."""
+    first indented by ``indent`` spaces; a run wider than a line is folded, save a web address: that is left whole
+    past the edge (a terminal shows it wrapped and copies or opens it as one; folded at the width it is two strings,
+    neither of which opens)."""
     plain = text.plain
     breaks: list[int] = []
     line_start, room = 0, width
@@ -307,6 +309,8 @@ def wrapped(text: Text, width: int, indent: int) -> list[Text]:
         if plain[line_start:start].strip() and cell_len(plain[line_start:end]) > room:
             breaks.append(start)
             line_start, room = start, width - indent
+        if "://" in plain[start:end]:  # a web address is never cut: it overflows the line it starts
+            continue
         while cell_len(plain[line_start:end]) > room:  # one run wider than a line: folded
             line_start += room
             breaks.append(line_start)

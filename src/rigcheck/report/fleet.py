@@ -12,7 +12,7 @@ from rich.text import Text
 
 from rigcheck.model.finding import Severity
 from rigcheck.model.fleet import FleetDocument, FleetFinding
-from rigcheck.report.common import SEVERITY_ORDER, SEVERITY_STYLE, md_cell
+from rigcheck.report.common import SEVERITY_ORDER, SEVERITY_STYLE, Hanging, md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 from rigcheck.units import exact_size, figure, plural
@@ -116,20 +116,23 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str) ->
 # --- terminal ----------------------------------------------------------------------------------------------------
 
 
+def _finding_line(f: FleetFinding) -> Hanging:
+    """A fleet finding as doctor prints one: the severity, the message (it names the node, GPU and both figures;
+    a table of those cells folded the message into a narrow column), the id; further lines under the message."""
+    line = Text(f"{f.severity.value.upper():<7} ", style=SEVERITY_STYLE[f.severity])
+    line.append(f.message)
+    line.append(f"  [{f.id}]", style="dim")
+    return Hanging(line, 8)
+
+
 def terminal(doc: FleetDocument) -> RenderableType:
     parts: list[RenderableType] = [
         Text("rigcheck fleet", style="bold"),
-        Text(headline(doc), style=VERDICT_STYLE[doc.verdict]),
+        Hanging(Text(headline(doc), style=VERDICT_STYLE[doc.verdict]), 2),
     ]
     findings = ordered(doc.findings)
     if findings:
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for col in FINDING_HEADERS:
-            table.add_column(col, overflow="fold")
-        for f in findings:
-            cells = finding_cells(f)
-            table.add_row(Text(cells[0], style=SEVERITY_STYLE[f.severity]), *cells[1:])
-        parts += [Text(""), table]
+        parts += [Text(""), *(_finding_line(f) for f in findings)]
     else:
         parts.append(Text("every node alike: no fleet finding", style="green"))
     parts += [Text(""), _table(NODE_HEADERS, node_rows(doc), "nodes")]
@@ -137,8 +140,8 @@ def terminal(doc: FleetDocument) -> RenderableType:
         parts += [Text(""), _table(COLLECTIVE_HEADERS, collective_rows(doc), "collectives over the whole fleet")]
     if doc.pairs:
         parts += [Text(""), _table(PAIR_HEADERS, pair_rows(doc), "slow-node rounds")]
-    parts += [Text("")] + [Text(line, style="dim") for line in tail_lines(doc)]
-    parts += [Text(f"• {line}", style="dim") for line in doc.notes]
+    parts += [Text("")] + [Hanging(Text(line, style="dim"), 2) for line in tail_lines(doc)]
+    parts += [Hanging(Text(f"• {line}", style="dim"), 2) for line in doc.notes]
     return Group(*parts)
 
 

@@ -80,3 +80,52 @@ def _justified(text: str, width: int, justify: Justify) -> str:
         left = (width - len(text)) // 2
         return " " * left + text.ljust(width - left)
     return text.ljust(width)
+
+
+class FoldingTable:
+    """A borderless table that keeps the columns the width has room for: where every cell whole is wider than the
+    line, the columns of ``left_out_first`` go in that order (a line under the table names them) before rich would
+    fold a cell into a narrow column and cut a figure or a verdict in two. The rest, whole or as rich folds the last
+    of them, is drawn by rich's table; the full table is the JSON's and the Markdown's."""
+
+    def __init__(
+        self,
+        header: Sequence[str],
+        rows: Sequence[Sequence[Cell]],
+        *,
+        left_out_first: Sequence[str] = (),
+        right: Sequence[str] = (),
+    ) -> None:
+        self.header = list(header)
+        self.rows = rows
+        self.left_out_first = [h for h in left_out_first if h in self.header]
+        self.right = set(right)
+
+    def kept(self, width: int) -> list[int]:
+        """The indices of the columns drawn at ``width``: every one where the widest cells fit."""
+        from rich.cells import cell_len
+
+        widths = [max([cell_len(h), *(cell_len(row[i][0]) for row in self.rows)]) for i, h in enumerate(self.header)]
+        kept = list(range(len(self.header)))
+        for name in self.left_out_first:
+            if sum(widths[i] for i in kept) + _PAD * (len(kept) - 1) <= width:
+                break
+            kept.remove(self.header.index(name))
+        return kept
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.table import Table
+        from rich.text import Text
+
+        from rigcheck.report.common import Hanging
+
+        kept = self.kept(options.max_width)
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for i in kept:
+            table.add_column(self.header[i], justify="right" if self.header[i] in self.right else "left")
+        for row in self.rows:
+            table.add_row(*(Text(row[i][0], style=row[i][1]) for i in kept))
+        yield table
+        left_out = [h for i, h in enumerate(self.header) if i not in kept]
+        if left_out:
+            yield Hanging(Text(f"(left out at this width: {', '.join(left_out)})", style="dim"), 1)

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model.plan import OffloadBreakdown, PlanDocument, PlanGuide, PlanOffload, StrategyRow
-from rigcheck.report.common import md_cell
+from rigcheck.report.common import Hanging, md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 from rigcheck.units import gigabytes
@@ -97,11 +97,20 @@ def _strategy_cells(row: StrategyRow) -> tuple[str, str, str, str]:
 # --- terminal ----------------------------------------------------------------------------------------------------
 
 
+def _bullet(line: str) -> Hanging:
+    return Hanging(f"• {line}", 2)
+
+
+def _assumption(line: str) -> Hanging:
+    label = "assumption: "
+    return Hanging(Text(label + line, style="dim"), len(label))
+
+
 def _terminal_guide(guide: PlanGuide) -> list[RenderableType]:
-    parts: list[RenderableType] = [Text(GUIDE_TITLE, style="bold")]
-    parts += [Text(f"• {line}") for line in guide.explanation]
-    parts.append(Text(NOT_EXPLAINED, style="bold"))
-    parts += [Text(f"• {line}") for line in guide.not_explained]
+    parts: list[RenderableType] = [Hanging(Text(GUIDE_TITLE, style="bold"), 2)]
+    parts += [_bullet(line) for line in guide.explanation]
+    parts.append(Hanging(Text(NOT_EXPLAINED, style="bold"), 2))
+    parts += [_bullet(line) for line in guide.not_explained]
     return parts
 
 
@@ -111,27 +120,27 @@ def _terminal_offload(off: PlanOffload) -> list[RenderableType]:
         table.add_column(col, justify="left" if col in {"tier", "per"} else "right")
     for row in off.breakdown:
         table.add_row(*_offload_cells(row))
-    parts: list[RenderableType] = [Text(_offload_title(off), style="bold"), table]
-    parts += [Text(f"• {line}") for line in _offload_lines(off)]
-    parts += [Text(f"assumption: {line}", style="dim") for line in off.assumptions]
+    parts: list[RenderableType] = [Hanging(Text(_offload_title(off), style="bold"), 2), table]
+    parts += [_bullet(line) for line in _offload_lines(off)]
+    parts += [_assumption(line) for line in off.assumptions]
     return parts
 
 
 def terminal(doc: PlanDocument) -> RenderableType:
     parts: list[RenderableType] = [
-        Text(f"rigcheck plan: {_title(doc)}", style="bold"),
-        Text(f"Bytes on the wire per GPU per step: {_mb(doc.wire_bytes_per_gpu_per_step)}", style="bold"),
+        Hanging(Text(f"rigcheck plan: {_title(doc)}", style="bold"), 2),
+        Hanging(Text(f"Bytes on the wire per GPU per step: {_mb(doc.wire_bytes_per_gpu_per_step)}", style="bold"), 2),
     ]
-    parts += [Text(f"  {c.op} of {c.what}: {_mb(c.bytes_per_gpu)}") for c in doc.collectives]
-    parts += [Text(line) for line in _figures(doc)]
+    parts += [Hanging(f"  {c.op} of {c.what}: {_mb(c.bytes_per_gpu)}", 4) for c in doc.collectives]
+    parts += [Hanging(line, 2) for line in _figures(doc)]
     table = Table(box=None, pad_edge=False, header_style="bold")
     for col in STRATEGY_HEADERS:
         table.add_column(col, justify="left" if col == "strategy" else "right")
     for row in doc.strategies:
         table.add_row(*_strategy_cells(row))
     parts.append(table)
-    parts += [Text(f"• {line}") for line in doc.advice]
-    parts += [Text(f"assumption: {line}", style="dim") for line in doc.assumptions]
+    parts += [_bullet(line) for line in doc.advice]
+    parts += [_assumption(line) for line in doc.assumptions]
     if doc.guide is not None:
         parts += _terminal_guide(doc.guide)
     if doc.offload is not None:

@@ -25,7 +25,7 @@ from rigcheck.model.topo import (
     TopoSummaryInput,
     sorted_pairs,
 )
-from rigcheck.report.common import md_code, md_text
+from rigcheck.report.common import Hanging, md_code, md_text
 from rigcheck.report.grid import Justify, PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 from rigcheck.units import plural
@@ -371,22 +371,25 @@ def topology_renderable(
     kind of link explained, a summary."""
     doc, links, groups = _unpack(topo)
     if not has_links(doc):
-        return Group(Text("GPU topology", style="bold"), Text(doc.summary, style="bold"))
+        return Group(Text("GPU topology", style="bold"), Hanging(Text(doc.summary, style="bold"), 2))
     parts: list[RenderableType]
     if summarised(doc, options):
         parts = [
-            Text(f"GPU topology: {len(doc.gpus)} GPUs, summarised (--matrix shows the full matrix)", style="bold"),
-            *(Text(line) for line in _summary_lines(doc, links)),
+            Hanging(
+                Text(f"GPU topology: {len(doc.gpus)} GPUs, summarised (--matrix shows the full matrix)", style="bold"),
+                2,
+            ),
+            *(Hanging(line, 4) for line in _summary_lines(doc, links)),
         ]
     else:
         parts = [Text("GPU topology (nvidia-smi topo -m)", style="bold"), _Matrix(doc)]
     if doc.nics:
-        parts.append(Text(f"NICs: {_nics_text(doc)}"))
+        parts.append(Hanging(f"NICs: {_nics_text(doc)}", 6))
     for code, members, sentence in groups:
         line = _code_text(code)
         line.append(f"  {_pairs_text(members)}: {sentence}")
-        parts.append(line)
-    parts.append(Text(doc.summary, style="bold"))
+        parts.append(Hanging(line, len(code) + 2))  # under the pairs, the link code standing out on the left
+    parts.append(Hanging(Text(doc.summary, style="bold"), 2))
     return Group(*parts)
 
 

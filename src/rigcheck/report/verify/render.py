@@ -5,11 +5,12 @@ Renderers return text or a renderable; the CLI prints and sets the exit code."""
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
+from rigcheck.checks.verdicts import step_verdict
 from rigcheck.model.verify import VerifyCheck, VerifyDocument, VerifyGpu
-from rigcheck.report.common import md_cell, md_code
+from rigcheck.report.common import Hanging, md_cell, md_code
+from rigcheck.report.grid import FoldingTable
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 from rigcheck.units import figure
@@ -96,8 +97,22 @@ def problem_lines(doc: VerifyDocument) -> list[str]:
             continue
         failing = [j.text for j in check.judgements if j.verdict == "fail"]
         who = subject(gpu, cpu=doc.source == "cpu")
-        out.append(f"{who} {check.id} {check.verdict}: {'; '.join(failing) or check.detail}")
+        said = _unfinished_steps(doc) if gpu is None and check.id == "run" and doc.steps else None
+        out.append(f"{who} {check.id} {check.verdict}: {'; '.join(failing) or said or check.detail}")
     return out
+
+
+def _unfinished_steps(doc: VerifyDocument) -> str | None:
+    """The run check's line: the steps that did not finish, by how they ended; each one's reason is its own line
+    under the table (the check's detail, in the JSON, holds both)."""
+    alike: dict[str, list[str]] = {}
+    for s in doc.steps:
+        if step_verdict(s.status) != "pass":  # as the judge picks the steps the run check is about
+            alike.setdefault(s.status.replace("_", " "), []).append(s.name)
+    if not alike:
+        return None
+    ended = "; ".join(f"{', '.join(names)} {status}" for status, names in alike.items())
+    return f"stages not run, or not to their end: {ended} (the steps below say why)"
 
 
 def unjudged_lines(doc: VerifyDocument) -> list[str]:
@@ -131,26 +146,28 @@ def step_lines(doc: VerifyDocument) -> list[str]:
 # --- terminal ----------------------------------------------------------------------------------------------------
 
 
+# At a narrow width the columns a verdict can be read without go first, before any cell is cut in two.
+_LEFT_OUT_FIRST = ("baseline", "peer best", "src", "margin", "floor")
+
+
 def terminal(doc: VerifyDocument) -> RenderableType:
     parts: list[RenderableType] = [
         Text("rigcheck verify", style="bold"),
-        Text(headline(doc), style=VERDICT_STYLE[doc.verdict]),
+        Hanging(Text(headline(doc), style=VERDICT_STYLE[doc.verdict]), 2),
     ]
-    parts += [Text(f"✗ {line}", style="red") for line in problem_lines(doc)]
-    parts += [Text(f"~ {line}", style=VERDICT_STYLE["unjudged"]) for line in unjudged_lines(doc)]
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for col in HEADERS:
-        table.add_column(col, overflow="fold")
+    parts += [Hanging(Text(f"✗ {line}", style="red"), 2) for line in problem_lines(doc)]
+    parts += [Hanging(Text(f"~ {line}", style=VERDICT_STYLE["unjudged"]), 2) for line in unjudged_lines(doc)]
     refs = source_refs(doc)
+    table_rows = []
     for gpu, check in rows(doc):
         row = cells(gpu, check, refs, cpu=doc.source == "cpu")
-        table.add_row(*row[:2], Text(row[2], style=VERDICT_STYLE[check.verdict]), *row[3:])
-    parts += [Text(""), table, Text("")]
-    parts += [Text(f"[{ref}] {source}", style="dim") for source, ref in refs.items()]
-    parts += [Text(line, style="dim") for line in step_lines(doc)]
-    parts += [Text(f"• {line}", style="dim") for line in doc.notes]
+        table_rows.append([(c, VERDICT_STYLE[check.verdict] if i == 2 else "") for i, c in enumerate(row)])
+    parts += [Text(""), FoldingTable(HEADERS, table_rows, left_out_first=_LEFT_OUT_FIRST), Text("")]
+    parts += [Hanging(Text(f"[{ref}] {source}", style="dim"), len(f"[{ref}] ")) for source, ref in refs.items()]
+    parts += [Hanging(Text(line, style="dim"), 2) for line in step_lines(doc)]
+    parts += [Hanging(Text(f"• {line}", style="dim"), 2) for line in doc.notes]
     if doc.drain_reason:
-        parts.append(Text(f"drain reason: {doc.drain_reason}"))
+        parts.append(Hanging(f"drain reason: {doc.drain_reason}", 2))
     return Group(*parts)
 
 
