@@ -1,6 +1,7 @@
-"""The doctor report's findings with their advice said once: a finding about several GPUs is one line, and an
-advice sentence that several findings share (the cooling paragraph of four thermal findings, a power-limit command
-per GPU) is printed once, at its first finding, naming every GPU it is for.
+"""The findings of a terminal report (doctor, power, thermal) with their advice said once: a finding about several
+GPUs is one line, and an advice sentence that several findings share (the cooling paragraph of four thermal
+findings, a power-limit command per GPU) is printed once, at its first finding, naming every GPU it is for. The
+verdict line that heads such a report counts these lines (:func:`verdict_head`).
 
 A sentence is a clause of the advice (the checks join them with ``; `` and ``. ``), or the cooling paragraph the
 thermal checks append whole. ``nvidia-smi -i N`` of the finding's own GPU is the same sentence for every GPU, and
@@ -10,10 +11,24 @@ is printed once with the GPUs as nvidia-smi's comma list (``-i 0,1``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from rich.console import RenderableType
+from rich.text import Text
 
 from rigcheck.checks.doctor.thermal import COOLING_ADVICE
 from rigcheck.model import Finding, Severity
+from rigcheck.report.common import (
+    SEVERITY_STYLE,
+    VERDICT_STYLE,
+    Hanging,
+    subjects_list,
+    subjects_text,
+    verdict_text,
+    verdict_word,
+)
+from rigcheck.units import plural
 
 _SEVERITIES = (Severity.FAIL, Severity.WARN, Severity.UNKNOWN, Severity.INFO)
 _GPU_ID = re.compile(r"(nvidia-smi -i )(\d+)\b")
@@ -129,3 +144,80 @@ def finding_entries(findings: list[Finding]) -> list[FindingEntry]:
                 entry.advice.append(AdviceLine([text], named))
         entries.append(entry)
     return entries
+
+
+def shown_counts(entries: list[FindingEntry], folded: int = 0, passed: int = 0) -> dict[str, int]:
+    """Lines per severity as the terminal report prints them, worst first; ``folded``: the unknowns a report
+    folds into lines of its own (doctor's ``NOT IN INPUT``), counted as findings as that heading counts them;
+    ``passed``: the checks that passed (``ok``, where given), so that a report of passed checks alone is healthy,
+    not "nothing to check"."""
+    counts = {sev.value: 0 for sev in _SEVERITIES}
+    for entry in entries:
+        counts[entry.finding.severity.value] += 1
+    counts[Severity.UNKNOWN.value] += folded
+    if passed:
+        counts[Severity.OK.value] = passed
+    return counts
+
+
+def verdict_head(
+    command: str,
+    counts: Mapping[str, int],
+    exit_code: int,
+    *,
+    strict: bool,
+    entries: list[FindingEntry],
+    shown: list[Finding],
+    folded: int = 0,
+    fold_lines: int = 0,
+) -> Text:
+    """A report's first line: ``rigcheck COMMAND: WORD, exit N — verdict: `` and what the report lists below,
+    counted as it lists it (``counts``: the document's findings per severity, which decide the word);
+    ``folded`` unknowns in ``fold_lines`` lines of their own are said apart."""
+    word = verdict_word(counts, exit_code)
+    listed = shown_counts(entries)
+    said = [", ".join(f"{n} {sev}" for sev, n in listed.items() if n) or "no problems"]
+    problems = [f for f in shown if f.severity is not Severity.OK]
+    if len(problems) != len(entries):  # the JSON's counts are findings: say why they differ
+        said.append(
+            f"{len(problems)} findings in {plural(len(entries), 'line')} (a finding about several GPUs or pairs is "
+            "one line)"
+        )
+    if folded:
+        said.append(
+            f"{folded} unknown folded into {plural(fold_lines, 'line')} under NOT IN INPUT (--show-unknown lists them)"
+        )
+    passed = sum(1 for f in shown if f.severity is Severity.OK)
+    if passed:
+        said.append(f"{plural(passed, 'check')} passed")
+    text = Text(f"rigcheck {command}: ", style="bold")
+    text.append(word, style=VERDICT_STYLE[word])
+    text.append(f", exit {exit_code}" + (" (--strict: warnings count)" if strict else ""))
+    text.append(f" — {verdict_text(counts, exit_code)}: " + "; ".join(said))
+    return text
+
+
+_MESSAGE_AT = 20  # a finding's message starts after the severity (7), the subject (11) and their spaces
+_ADVICE_BULLET = "        → "
+
+
+def entry_lines(entries: list[FindingEntry]) -> list[RenderableType]:
+    """A line per finding (several subjects named on one), worst first, its advice indented beneath: a sentence
+    several findings share under the first of them, ``GPU 0, 1:`` naming the GPUs it is for."""
+    out: list[RenderableType] = []
+    for entry in entries:
+        f, subjects = entry.finding, entry.subjects
+        sev = f.severity
+        line = Text()
+        line.append(f"{sev.value.upper():<7}", style=SEVERITY_STYLE[sev])
+        line.append(f" {subjects_text(subjects):<11} ", style="bold")
+        line.append(f.message)
+        if len(subjects) > 1:
+            line.append(f" — {subjects_list(subjects)}")
+        line.append(f"  [{f.id}]", style="dim")
+        out.append(Hanging(line, _MESSAGE_AT))
+        for advice in entry.advice:
+            named = f"GPU {', '.join(str(g) for g in advice.gpus)}: " if advice.gpus else ""
+            text = f"{_ADVICE_BULLET}{named}" + joined(advice.sentences)
+            out.append(Hanging(Text(text, style="dim" if sev is Severity.INFO else ""), len(_ADVICE_BULLET)))
+    return out

@@ -28,12 +28,10 @@ from rigcheck.model.topo import (
     snapshot_topo_document,
     snapshot_topo_summary,
 )
-from rigcheck.report.advice import FindingEntry, finding_entries, joined
+from rigcheck.report.advice import FindingEntry, entry_lines, finding_entries, shown_counts, verdict_head
 from rigcheck.report.common import (
     MISSING_WORDS,
-    SEVERITY_ORDER,
     SEVERITY_STYLE,
-    VERDICT_STYLE,
     Hanging,
     counts_text,
     findings_html,
@@ -48,12 +46,8 @@ from rigcheck.report.common import (
     prose_html,
     result_class,
     result_line,
-    subjects_list,
-    subjects_text,
     td_html,
     value_text,
-    verdict_text,
-    verdict_word,
 )
 from rigcheck.report.grid import PlainGrid
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
@@ -101,42 +95,23 @@ def fold_heading(doc: DoctorDocument, groups: list[FoldedSource]) -> str:
 def _shown_counts(entries: list[FindingEntry], groups: list[FoldedSource]) -> dict[str, int]:
     """Lines per severity as the terminal report prints them, worst first; the unknowns folded into the
     ``NOT IN INPUT`` lines counted as that heading counts them."""
-    counts = {sev.value: 0 for sev in SEVERITY_ORDER if sev is not Severity.OK}
-    for entry in entries:
-        counts[entry.finding.severity.value] += 1
-    counts[Severity.UNKNOWN.value] += _folded(groups)
-    return counts
+    return shown_counts(entries, _folded(groups))
 
 
 def _verdict_head(
     doc: DoctorDocument, entries: list[FindingEntry], shown: list[Finding], groups: list[FoldedSource]
 ) -> Text:
     """The first line: the verdict word, then what the report lists below, counted as it lists it."""
-    counts = doc.counts.model_dump()
-    word = verdict_word(counts, doc.exit_code)
-    listed = {sev: n for sev, n in _shown_counts(entries, groups).items() if n}
-    folded = _folded(groups)
-    if folded:
-        listed[Severity.UNKNOWN.value] -= folded
-    said = [", ".join(f"{n} {sev}" for sev, n in listed.items() if n) or "no problems"]
-    problems = [f for f in shown if f.severity is not Severity.OK]
-    if len(problems) != len(entries):  # the JSON's counts are findings: say why they differ
-        said.append(
-            f"{len(problems)} findings in {plural(len(entries), 'line')} (a finding about several GPUs or pairs is "
-            "one line)"
-        )
-    if folded:
-        said.append(
-            f"{folded} unknown folded into {plural(len(groups), 'line')} under NOT IN INPUT (--show-unknown lists them)"
-        )
-    passed = sum(1 for f in shown if f.severity is Severity.OK)
-    if passed:
-        said.append(f"{plural(passed, 'check')} passed")
-    text = Text("rigcheck doctor: ", style="bold")
-    text.append(word, style=VERDICT_STYLE[word])
-    text.append(f", exit {doc.exit_code}" + (" (--strict: warnings count)" if doc.strict else ""))
-    text.append(f" — {verdict_text(counts, doc.exit_code)}: " + "; ".join(said))
-    return text
+    return verdict_head(
+        "doctor",
+        doc.counts.model_dump(),
+        doc.exit_code,
+        strict=doc.strict,
+        entries=entries,
+        shown=shown,
+        folded=_folded(groups),
+        fold_lines=len(groups),
+    )
 
 
 def _verdict(doc: DoctorDocument, entries: list[FindingEntry], groups: list[FoldedSource]) -> Text:
@@ -301,32 +276,6 @@ def _fold_lines(doc: DoctorDocument, groups: list[FoldedSource]) -> list[Rendera
     return out
 
 
-_MESSAGE_AT = 20  # a finding's message starts after the severity (7), the subject (11) and their spaces
-_ADVICE_BULLET = "        → "
-
-
-def _entry_lines(entries: list[FindingEntry]) -> list[RenderableType]:
-    """A line per finding (several subjects named on one), worst first, its advice indented beneath: a sentence
-    several findings share under the first of them, ``GPU 0, 1:`` naming the GPUs it is for."""
-    out: list[RenderableType] = []
-    for entry in entries:
-        f, subjects = entry.finding, entry.subjects
-        sev = f.severity
-        line = Text()
-        line.append(f"{sev.value.upper():<7}", style=SEVERITY_STYLE[sev])
-        line.append(f" {subjects_text(subjects):<11} ", style="bold")
-        line.append(f.message)
-        if len(subjects) > 1:
-            line.append(f" — {subjects_list(subjects)}")
-        line.append(f"  [{f.id}]", style="dim")
-        out.append(Hanging(line, _MESSAGE_AT))
-        for advice in entry.advice:
-            named = f"GPU {', '.join(str(g) for g in advice.gpus)}: " if advice.gpus else ""
-            text = f"{_ADVICE_BULLET}{named}" + joined(advice.sentences)
-            out.append(Hanging(Text(text, style="dim" if sev is Severity.INFO else ""), len(_ADVICE_BULLET)))
-    return out
-
-
 def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTIONS) -> RenderableType:
     """The verdict on the first line, then the findings worst first, then the machine they are about (host,
     GPUs, topology), and the result line last."""
@@ -336,7 +285,7 @@ def doctor_terminal(doc: DoctorDocument, options: RenderOptions = DEFAULT_OPTION
     parts: list[RenderableType] = [Hanging(_verdict_head(doc, entries, shown, groups), 2)]
     parts += [Hanging(Text(note, style="bold yellow"), 6) for note in input_notes(snap)]
     parts.append(Text(""))
-    parts += _entry_lines(entries)
+    parts += entry_lines(entries)
     passed = passed_line(shown)
     if passed is not None:
         parts.append(Hanging(passed, 8))
