@@ -1,5 +1,6 @@
 """Small pieces several reports share: a value with its reason, folded findings, the machine lines, the
-finding lines and the result line of the terminal, severity order and styles."""
+result line of the terminal, wrapped prose, severity order and styles (the finding lines with their advice are
+report/advice.py's)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
 from rigcheck.model import Finding, Gpu, Missing, Severity, Snapshot, Source
@@ -175,29 +176,6 @@ def machine_lines(snap: Snapshot) -> list[str]:
     else:
         lines.append("GPUs: none in this input")
     return lines
-
-
-def finding_lines(findings: list[Finding]) -> list[RenderableType]:
-    """Problems one per line, worst first, each with its advice indented beneath.
-
-    The same finding about several subjects is one line naming them all.
-    """
-    out: list[RenderableType] = []
-    for sev in SEVERITY_ORDER:
-        if sev is Severity.OK:
-            continue
-        for f, subjects in group_findings([x for x in findings if x.severity is sev]):
-            line = Text()
-            line.append(f"{sev.value.upper():<7}", style=SEVERITY_STYLE[sev])
-            line.append(f" {subjects_text(subjects):<11} ", style="bold")
-            line.append(f.message)
-            if len(subjects) > 1:
-                line.append(f" — {subjects_list(subjects)}")
-            line.append(f"  [{f.id}]", style="dim")
-            out.append(line)
-            if f.advice:
-                out.append(Text(f"        → {f.advice}", style="dim" if sev is Severity.INFO else ""))
-    return out
 
 
 def passed_line(findings: list[Finding]) -> Text | None:

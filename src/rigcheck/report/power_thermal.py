@@ -4,15 +4,15 @@ says why), the concern's clock events active now, its findings, and the result."
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model.doctor import count_severities
 from rigcheck.model.power_thermal import PowerDocument, StateDocument, StateGpu, figure_names
+from rigcheck.report.advice import entry_lines, finding_entries, shown_counts, verdict_head
 from rigcheck.report.common import (
     MISSING_WORDS,
+    Hanging,
     counts_text,
-    finding_lines,
     findings_html,
     findings_markdown,
     md_cell,
@@ -23,6 +23,7 @@ from rigcheck.report.common import (
     td_html,
     value_text,
 )
+from rigcheck.report.grid import Cell, FoldingTable
 from rigcheck.report.render import Renderers, json_text
 
 # Column header and unit per figure; the JSON has the same fields.
@@ -98,47 +99,83 @@ def _why_missing(row: StateGpu, figures: list[str]) -> str | None:
 # ---------------------------------------------------------------------------------------------- terminal
 
 
-def _gpu_table(doc: StateDocument) -> tuple[Table, list[str]]:
-    """The table (missing cells say just "n/a") and one footnote per GPU naming why they are missing."""
+# Where the table is wider than the terminal, these columns are left out first, in this order (the model is the
+# least needed, then the figures furthest from the concern's question): the GPU and its active events are always
+# shown, whole.
+LEFT_OUT_FIRST: dict[str, tuple[str, ...]] = {
+    "power": (
+        "name",
+        "power_min_limit_w",
+        "power_max_limit_w",
+        "power_enforced_limit_w",
+        "power_default_limit_w",
+        "power_limit_w",
+        "power_draw_w",
+    ),
+    "thermal": (
+        "name",
+        "temp_max_operating_c",
+        "temp_shutdown_c",
+        "temp_memory_c",
+        "fan_percent",
+        "temp_slowdown_c",
+        "temp_c",
+    ),
+}
+
+
+def _gpu_table(doc: StateDocument) -> FoldingTable:
+    """A row per GPU (a missing figure says just "n/a"; the notes under the table say why) with the columns that
+    fit the width and a line naming those left out, so no cell is cut; a GPU that could not be read says so where
+    its events would be (a column always kept)."""
     figures = _figures(doc)
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("GPU", no_wrap=True)
-    table.add_column("name", no_wrap=True)
-    for f in figures:
-        table.add_column(_header(f), justify="right", no_wrap=True)
-    table.add_column("active events", no_wrap=True)
-    notes: list[str] = []
+    header = ["GPU", "name", *(_header(f) for f in figures), "active events"]
+    names = ["GPU", "name", *figures, "active events"]
+    rows: list[list[Cell]] = []
     for row in doc.gpus:
         unreadable = _unreadable(row)
         if unreadable is not None:
-            table.add_row(str(row.index), Text(unreadable, style="red"))
+            rows.append([(str(row.index), ""), (row.name or "?", ""), *[("", "")] * len(figures), (unreadable, "red")])
             continue
         cells = [value_text(row, f, digits=0) if getattr(row, f) is not None else "n/a" for f in figures]
-        table.add_row(str(row.index), row.name or "?", *cells, _events(row))
-        note = _why_missing(row, figures)
-        if note is not None:
-            notes.append(note)
-    return table, notes
+        rows.append([(c, "") for c in (str(row.index), row.name or "?", *cells, _events(row))])
+    left_out_first = [header[names.index(n)] for n in LEFT_OUT_FIRST[_category(doc)]]
+    return FoldingTable(header, rows, left_out_first=left_out_first, right=header[2:-1])
 
 
 def state_terminal(doc: StateDocument) -> RenderableType:
-    parts: list[RenderableType] = [Text(f"rigcheck {_category(doc)}", style="bold")]
-    if doc.gpus:
-        table, notes = _gpu_table(doc)
-        parts.append(table)
-        parts += [Text(n, style="dim") for n in notes]
-    else:
-        parts.append(Text(_no_gpus(doc)))
-    guide = _guide(doc)
-    if guide:
-        parts.append(Text(guide, style="dim"))
-    parts.append(Text(""))
-    parts += finding_lines(doc.findings)
+    """The verdict on the first line, then the findings worst first (each advice sentence once, naming the GPUs
+    it is for), the checks that passed, the GPU table with why figures are missing, and the result line last."""
+    entries = finding_entries(list(doc.findings))
+    counts = count_severities(doc.findings).model_dump()
+    head = verdict_head(
+        _category(doc), counts, doc.exit_code, strict=doc.strict, entries=entries, shown=list(doc.findings)
+    )
+    parts: list[RenderableType] = [Hanging(head, 2), Text("")]
+    parts += entry_lines(entries)
     passed = passed_line(doc.findings)
     if passed is not None:
-        parts.append(passed)
-    parts.append(_result(doc))
+        parts.append(Hanging(passed, 8))
+    if entries or passed is not None:
+        parts.append(Text(""))
+    if doc.gpus:
+        parts.append(_gpu_table(doc))
+        parts += [Hanging(Text(n, style="dim"), n.index(": ") + 2) for n in _missing_notes(doc)]
+    else:
+        parts.append(Hanging(_no_gpus(doc), len("no GPUs: ")))
+    guide = _guide(doc)
+    if guide:
+        parts.append(Hanging(Text(guide, style="dim"), len("guide: ")))
+    result = result_line(shown_counts(entries, passed=counts["ok"]), doc.exit_code, strict=doc.strict)
+    parts += [Text(""), Hanging(result, 8)]
     return Group(*parts)
+
+
+def _missing_notes(doc: StateDocument) -> list[str]:
+    """One line per GPU naming why its missing figures are missing."""
+    figures = _figures(doc)
+    notes = [_why_missing(row, figures) for row in doc.gpus if _unreadable(row) is None]
+    return [n for n in notes if n is not None]
 
 
 # ---------------------------------------------------------------------------------------------- Markdown
