@@ -25,15 +25,15 @@ LOWEST_HEALTHY: Final[dict[tuple[str, str], PublishedFigure]] = {
     ("GeForce GTX 1070", "hostlink_h2d"): PublishedFigure(
         12.473,
         "bandwidthtest-gtx1070-windows",
-        "a public document in the stored code index (file id 28170144268; its repository is not named by "
-        "the index): a CUDA install guide (Chinese)",
+        "a CUDA install guide in Chinese (setting up a deep-learning machine: dual boot, NVIDIA driver, "
+        "CUDA, cuDNN), its Windows CUDA section",
         "1x GeForce GTX 1070",
     ),
     ("GeForce GTX 1070", "hostlink_d2h"): PublishedFigure(
         13.0896,
         "bandwidthtest-gtx1070-windows",
-        "a public document in the stored code index (file id 28170144268; its repository is not named by "
-        "the index): a CUDA install guide (Chinese)",
+        "a CUDA install guide in Chinese (setting up a deep-learning machine: dual boot, NVIDIA driver, "
+        "CUDA, cuDNN), its Windows CUDA section",
         "1x GeForce GTX 1070",
     ),
     ("GeForce RTX 3080 Ti", "p2p"): PublishedFigure(
@@ -212,8 +212,9 @@ LOWEST_HEALTHY: Final[dict[tuple[str, str], PublishedFigure]] = {
     ("H200 SXM", "allreduce"): PublishedFigure(
         476.96,
         "allreduce-8xh200-azure",
-        "a public document in the stored code index (file id 19926464626; its repository is not named by "
-        "the index): a note on updating the driver to 550.127.08 for H200 on an AzHPC Debian 10.13 image",
+        "a public note, 'Update Nvidia Linux driver on Debian 10.13 with 5.10.0-0.deb10.16-amd64 kernel "
+        "for use with H200' (driver 535.86.10 to 550.127.08 on an AzHPC Debian 10.13 test image, January "
+        "2025), its NCCL all-reduce test",
         "8x H200 (Azure ND H200 v5 class VM), NCCL 2.19.3",
     ),
     ("H200 NVL", "p2p"): PublishedFigure(
@@ -225,19 +226,22 @@ LOWEST_HEALTHY: Final[dict[tuple[str, str], PublishedFigure]] = {
     ("B200", "p2p"): PublishedFigure(
         797.65,
         "nvbandwidth-2x4gb200-multinode",
-        "an OCI OKE GB200 README in the stored code index (tests/fixtures/reference-tools/README.md)",
+        "https://github.com/oracle-quickstart/oci-hpc-oke/blob/gb200/README.md (an OCI OKE GB200 README, "
+        "section 'Run a single rack nvbandwidth test')",
         "2 nodes x 4 GB200 (NVL72 domain), OCI OKE",
     ),
     ("GB200", "p2p"): PublishedFigure(
         797.65,
         "nvbandwidth-2x4gb200-multinode",
-        "an OCI OKE GB200 README in the stored code index (tests/fixtures/reference-tools/README.md)",
+        "https://github.com/oracle-quickstart/oci-hpc-oke/blob/gb200/README.md (an OCI OKE GB200 README, "
+        "section 'Run a single rack nvbandwidth test')",
         "2 nodes x 4 GB200 (NVL72 domain), OCI OKE",
     ),
     ("GB300", "p2p"): PublishedFigure(
         797.65,
         "nvbandwidth-2x4gb200-multinode",
-        "an OCI OKE GB200 README in the stored code index (tests/fixtures/reference-tools/README.md)",
+        "https://github.com/oracle-quickstart/oci-hpc-oke/blob/gb200/README.md (an OCI OKE GB200 README, "
+        "section 'Run a single rack nvbandwidth test')",
         "2 nodes x 4 GB200 (NVL72 domain), OCI OKE",
     ),
 }
