@@ -90,7 +90,7 @@ def test_calibration_names_the_gpu_where_the_output_does_not(rigcheck: Rigcheck)
     case = next(c for c in load_cases() if c.id == "nvbandwidth-8xh100-d2d")
     assert case.command[case.command.index("--gpu") + 1] == "H100 SXM5"
     bare = rigcheck("bench", "p2p", "--from", str(case.path), "--json")
-    assert "the output does not name the GPU model: name the GPU with --gpu" in bare.stdout
+    assert "the output does not name the GPU model: name the GPU with --model" in bare.stdout
     assert "pass" not in _verdicts(bare.json)
     named = rigcheck(*case.argv())
     assert named.code == 0

@@ -129,16 +129,19 @@ def test_every_null_number_has_its_reason_in_missing() -> None:
         "busbw_gbps": no_bw,
         "comm_time_s": no_bw,
         "flops_per_step_per_gpu": "no tokens per step: pass --tokens (sequences x sequence length per GPU)",
-        "achieved_tflops": "no FLOPS: pass --tflops (achieved) or --gpu (catalog peak x an assumed utilisation)",
+        "achieved_tflops": "no FLOPS: pass --tflops (achieved) or --model (catalog peak x an assumed utilisation)",
         "compute_time_s": "no tokens per step: pass --tokens (sequences x sequence length per GPU)",
         "comm_share": "the time on the wire and the compute time are unknown",
         "exposed_comm_s": "the time on the wire and the compute time are unknown",
-        "gpu_memory_bytes": "no --gpu: the memory per GPU is unknown",
+        "gpu_memory_bytes": "no --model: the memory per GPU is unknown",
     }
     assert doc["missing"]["comm_time_s"] == doc["comm_time_reason"]  # the older sibling keys stay, same text
     assert doc["missing"]["compute_time_s"] == doc["compute_time_reason"]
     for row in doc["strategies"]:
-        assert row["missing"] == {"comm_time_s": no_bw, "fits_model_states": "no --gpu: the memory per GPU is unknown"}
+        assert row["missing"] == {
+            "comm_time_s": no_bw,
+            "fits_model_states": "no --model: the memory per GPU is unknown",
+        }
 
 
 def test_missing_is_empty_when_everything_is_known() -> None:
@@ -176,8 +179,8 @@ def test_catalog_peak_with_stated_mfu() -> None:
         ({"dtype": "fp8"}, "--dtype"),
         ({"busbw_gbps": -1.0}, "--busbw"),
         ({"achieved_tflops": 0.0}, "--tflops"),
-        ({"gpu": "Voodoo 5", "tokens_per_step_per_gpu": 1}, "--gpu"),
-        ({"link": "NV2"}, "--gpu"),
+        ({"gpu": "Voodoo 5", "tokens_per_step_per_gpu": 1}, "--model"),
+        ({"link": "NV2"}, "--model"),
         ({"link": "ethernet"}, "--link"),
     ],
 )

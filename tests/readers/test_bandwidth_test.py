@@ -121,9 +121,9 @@ def test_a_gpu_the_catalog_lacks_is_unjudged_and_says_to_name_it(rigcheck: Rigch
     code, doc = _judged(rigcheck, "hostlink", "quadro-p1000-quick.txt")
     assert code == 0
     assert {j["verdict"] for j in doc["judgement"]} == {"unjudged"}
-    assert all("--gpu" in j["reason"] for j in doc["judgement"])
-    # --gpu names a model of the same host link (Gen3 x16) for the figure to be judged against
-    code, named = _judged(rigcheck, "hostlink", "quadro-p1000-quick.txt", "--gpu", "Tesla T4")
+    assert all("--model" in j["reason"] for j in doc["judgement"])
+    # --model names a model of the same host link (Gen3 x16) for the figure to be judged against
+    code, named = _judged(rigcheck, "hostlink", "quadro-p1000-quick.txt", "--model", "Tesla T4")
     assert {j["verdict"] for j in named["judgement"]} == {"pass"}
 
 

@@ -113,22 +113,22 @@ def test_healthy_h100_passes_with_its_margin(rigcheck: Rigcheck) -> None:
 
 
 def test_gpu_option_names_the_sku_of_a_nameless_output(rigcheck: Rigcheck) -> None:
-    # the README example names no device: unjudged, asking for --gpu, exit 0
+    # the README example names no device: unjudged, asking for --model, exit 0
     nameless = matmul(["--from", str(H200_V4)], rigcheck)
     assert nameless.judgement is not None
     (j,) = nameless.judgement
     assert j.verdict == "unjudged"
     assert j.floor is None
     assert "the output does not name the GPU" in j.reason
-    assert "--gpu" in j.reason
+    assert "--model" in j.reason
     # named: the MAMF headline (a burst) against the H200's band; MSMF (sustained) kept, not judged
-    doc = matmul(["--from", str(H200_V4), "--gpu", "H200 SXM"], rigcheck)
+    doc = matmul(["--from", str(H200_V4), "--model", "H200 SXM"], rigcheck)
     assert doc.judgement is not None
     (j,) = doc.judgement
     assert (j.verdict, j.value, j.floor) == ("pass", 842.0, 712.4)
     assert j.reason.startswith("MAMF (max achievable, boost burst) 842 TFLOPS @ 3072x2816x20480")
     assert "mamf-finder's default bfloat16 assumed" in j.reason
-    assert "GPU: --gpu H200 SXM" in j.reason
+    assert "GPU: --model H200 SXM" in j.reason
     names = [r.name for r in doc.results]
     assert names == ["mamf-finder sweep", "mamf-finder MAMF", "mamf-finder MSMF"]
     assert [r.name for r in doc.results if r.best] == ["mamf-finder MAMF"]
@@ -142,7 +142,7 @@ def test_gpu_outside_the_catalog_asks_for_gpu(rigcheck: Rigcheck) -> None:
     (j,) = doc.judgement
     assert j.verdict == "unjudged"
     assert "NVIDIA GH200 480GB (as mamf-finder printed it) is not in rigcheck's catalog" in j.reason
-    assert "--gpu" in j.reason
+    assert "--model" in j.reason
     # v1: one figure per shape, the summary's best outcome (its fastest iteration) and the shapes tried
     assert j.value == 821.0
     assert j.reason.startswith("best (each shape's fastest iteration) 821 TFLOPS @ 11264x19712x1536")
@@ -285,11 +285,11 @@ def test_bad_input_is_one_line_exit_2(text: str | None, says: str, tmp_path: Pat
 
 
 def test_options_are_refused_beside_from(rigcheck: Rigcheck) -> None:
-    assert "--gpu 'H9000'" in one_line_error(["--from", str(H100), "--gpu", "H9000"], rigcheck)
+    assert "--model 'H9000'" in one_line_error(["--from", str(H100), "--model", "H9000"], rigcheck)
     line = one_line_error(["--from", str(H100), "--quick"], rigcheck)
     assert "--quick" in line
-    line = one_line_error(["--gpu", "H100 SXM5"], rigcheck)
-    assert "--gpu names the GPU model of a --from file" in line
+    line = one_line_error(["--model", "H100 SXM5"], rigcheck)
+    assert "--model names the GPU model of a --from file" in line
 
 
 def test_a_long_sweep_keeps_its_fastest_rows(monkeypatch: pytest.MonkeyPatch) -> None:

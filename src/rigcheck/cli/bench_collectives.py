@@ -24,13 +24,20 @@ from rigcheck.cli.bench_common import (
 )
 from rigcheck.cli.bench_nccl_tests import (
     FromOption,
-    GpuOption,
     LinkOption,
+    ModelOption,
     NicsOption,
     PcieOption,
     imported_document,
 )
-from rigcheck.cli.common import HtmlFileOption, IndentOption, MarkdownFileOption, interruptible
+from rigcheck.cli.common import (
+    HtmlFileOption,
+    IndentOption,
+    MarkdownFileOption,
+    ModelAliasOption,
+    interruptible,
+    model_named,
+)
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.streams import note
 from rigcheck.errors import UsageError
@@ -176,13 +183,15 @@ def _command(op: str) -> Callable[..., None]:
         from_files: FromOption = None,
         link: LinkOption = None,
         pcie: PcieOption = None,
-        gpu: GpuOption = None,
+        model: ModelOption = None,
+        former_gpu: ModelAliasOption = None,
         nics: NicsOption = None,
         as_json: JsonOut = False,
         indent: IndentOption = None,
         html_file: HtmlFileOption = None,
         markdown_file: MarkdownFileOption = None,
     ) -> None:
+        gpu = model_named(model, former_gpu)
         if from_files:
             refuse_given(
                 _live_options_given(
@@ -195,7 +204,7 @@ def _command(op: str) -> Callable[..., None]:
             finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
         if link is not None or pcie is not None or gpu is not None or nics is not None:
             raise UsageError(
-                "--link, --pcie, --gpu and --nics describe the machine of an nccl-tests output: "
+                "--link, --pcie, --model and --nics describe the machine of an nccl-tests output: "
                 "they go with --from FILE"
             )
         _run(

@@ -29,7 +29,14 @@ from rigcheck.cli.bench_reference import (
     imported_document,
     refuse_live_options,
 )
-from rigcheck.cli.common import HtmlFileOption, IndentOption, MarkdownFileOption, interruptible
+from rigcheck.cli.common import (
+    HtmlFileOption,
+    IndentOption,
+    MarkdownFileOption,
+    ModelAliasOption,
+    interruptible,
+    model_named,
+)
 from rigcheck.cli.progress import progress_line
 from rigcheck.errors import UsageError
 
@@ -57,8 +64,7 @@ GpuOption = Annotated[
     typer.Option(
         "--gpu",
         "-g",
-        help="CUDA device index (default: every GPU; --gpus takes nvidia-smi indices); repeatable. With --from: "
-        'the GPU model ("H100 SXM5").',
+        help="CUDA device index (default: every GPU; --gpus takes nvidia-smi indices); repeatable.",
     ),
 ]
 HostlinkGpusOption = Annotated[
@@ -79,6 +85,7 @@ P2PGpusOption = Annotated[
     ),
 ]
 NumaOption = Annotated[bool, typer.Option("--numa/--no-numa", help="Also measure bound to the GPU's NUMA-local CPUs.")]
+MODEL_WITHOUT_FROM = "--model names the GPU model of a --from file; a run measures this machine's GPUs"
 
 
 def matmul(
@@ -94,6 +101,7 @@ def matmul(
     timeout: TimeoutOption = 1800.0,
     from_files: MamfFromOption = None,
     gpu_model: GpuModelOption = None,
+    former_gpu: ModelAliasOption = None,
     as_json: JsonOut = False,
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
@@ -101,12 +109,13 @@ def matmul(
 ) -> None:
     """Best matmul TFLOPS over a shape sweep (L2 flushed between products), beside the card's catalogue peak;
     --from reads a mamf-finder output instead and judges its best figure against verify's band."""
+    gpu_model = model_named(gpu_model, former_gpu)
     if from_files:
         refuse_live_options(ctx, "dtype", "cpu", "quick", "shape", "repeats", "warmup", "world_size", "gpus", "timeout")
         doc = mamf_document(from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
-        raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
+        raise UsageError(MODEL_WITHOUT_FROM)
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
 
     shapes = [parse_shape(s) for s in shape] if shape else None
@@ -139,6 +148,7 @@ def membw(
     timeout: TimeoutOption = 600.0,
     from_files: FromOption = None,
     gpu_model: GpuModelOption = None,
+    former_gpu: ModelAliasOption = None,
     as_json: JsonOut = False,
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
@@ -146,12 +156,13 @@ def membw(
 ) -> None:
     """Device-local copy bandwidth (bytes copied once, as nvbandwidth; and read+write), beside the datasheet;
     --from reads nvbandwidth's device_local_copy instead."""
+    gpu_model = model_named(gpu_model, former_gpu)
     if from_files:
         refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "gpus", "timeout")
         doc = imported_document("membw", from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
-        raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
+        raise UsageError(MODEL_WITHOUT_FROM)
     from rigcheck.bench.device.membw import run_membw
 
     sizes = [parse_size(s, "--size") for s in size] if size else None
@@ -180,6 +191,7 @@ def hostlink(
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
     from_files: FromOption = None,
+    gpu_model: GpuModelOption = None,
     as_json: JsonOut = False,
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
@@ -190,9 +202,14 @@ def hostlink(
     if from_files:
         refuse_live_options(ctx, "gpus", "size", "numa", "repeats", "warmup")
         if gpu is not None and (len(gpu) > 1 or gpu[0].isdigit()):
-            raise UsageError("--gpu with --from names one GPU model (a catalog name such as 'H100 SXM5'), not an index")
-        doc = imported_document("hostlink", from_files, gpu=gpu[0] if gpu else None)
+            raise UsageError(
+                "--gpu with --from is the former name of --model: one GPU model (a catalog name such as "
+                "'H100 SXM5'), not an index"
+            )
+        doc = imported_document("hostlink", from_files, gpu=model_named(gpu_model, gpu[0] if gpu else None))
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
+    if gpu_model is not None:
+        raise UsageError(MODEL_WITHOUT_FROM)
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
 
     if gpu is not None and gpus is not None:
@@ -231,6 +248,7 @@ def p2p(
     compare_p2p: ComparePairsOption = False,
     from_files: FromOption = None,
     gpu_model: GpuModelOption = None,
+    former_gpu: ModelAliasOption = None,
     as_json: JsonOut = False,
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
@@ -238,12 +256,13 @@ def p2p(
 ) -> None:
     """GPU×GPU copy bandwidth (uni- and bidirectional) and latency, peer access on and staged through the host;
     --from reads nvbandwidth's device_to_device testcases or p2pBandwidthLatencyTest instead."""
+    gpu_model = model_named(gpu_model, former_gpu)
     if from_files:
         refuse_live_options(ctx, "gpus", "size", "repeats", "warmup", "compare_p2p")
         doc = imported_document("p2p", from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
-        raise UsageError("--gpu names the GPU model of a --from file; a run measures this machine's GPUs")
+        raise UsageError(MODEL_WITHOUT_FROM)
     from rigcheck.bench.device.p2p import DEFAULT_SIZE, require_pair, run_p2p
     from rigcheck.cli.common import parse_gpus
 
@@ -321,13 +340,15 @@ def _world_size_given(ctx: typer.Context, world_size: int) -> int | None:
 
 
 def _indices(gpus: list[str] | None) -> list[int] | None:
-    """--gpu of a run: GPU indices (a model name belongs with --from)."""
+    """--gpu of a run: CUDA device indices (a GPU model goes with --from, as --model)."""
     if gpus is None:
         return None
     try:
         return [int(g) for g in gpus]
     except ValueError:
-        raise UsageError(f"--gpu takes GPU indices on a run (a model name goes with --from), not {gpus!r}") from None
+        raise UsageError(
+            f"--gpu takes CUDA device indices on a run (a model goes with --from, as --model), not {gpus!r}"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,7 @@
 finder, or a fork of it) read, nothing run (no GPU needed), its best figure judged against verify's matmul band.
 
 The first ``--from`` file that is a mamf-finder output is the measurement; the others describe the machine
-(`nvidia-smi -q`, a snapshot...), which names the GPU where the output does not. ``--gpu NAME`` names it instead.
+(`nvidia-smi -q`, a snapshot...), which names the GPU where the output does not. ``--model NAME`` names it instead.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def mamf_document(files: Sequence[Path], *, gpu: str | None) -> MatmulDocument:
     from rigcheck.readers.reference.mamf import looks_like_mamf, parse_mamf
     from rigcheck.readers.reference.mamf_doc import mamf_document as document
 
-    named = resolve_gpu(gpu, "--gpu") if gpu is not None else None  # a bad name is refused before any file is read
+    named = resolve_gpu(gpu, "--model") if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")

@@ -2,7 +2,7 @@
 
 The first ``--from`` file that is nccl-tests output is the measurement; the others describe the machine
 (`nvidia-smi topo -m`, `-q`, a snapshot...), read with every command's ``--from`` machinery and combined as
-`doctor --from A --from B` combines them. ``--link``, ``--pcie`` and ``--gpu`` name the link instead; ``--nics``
+`doctor --from A --from B` combines them. ``--link``, ``--pcie`` and ``--model`` name the link instead; ``--nics``
 each node's NICs, which a run across hosts is judged against.
 """
 
@@ -37,8 +37,8 @@ LinkOption = Annotated[
 PcieOption = Annotated[
     str | None, typer.Option("--pcie", help="With --from: the GPUs' PCIe link, gen<N>x<width> (gen4x16).")
 ]
-GpuOption = Annotated[
-    str | None, typer.Option("--gpu", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
+ModelOption = Annotated[
+    str | None, typer.Option("--model", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
 ]
 NicsOption = Annotated[
     str | None,

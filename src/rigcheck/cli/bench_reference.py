@@ -3,7 +3,8 @@ nothing run (no GPU needed), each figure beside its link's ceiling and judged ag
 
 The first ``--from`` file that is one of these tools' output is the measurement; the others describe the machine
 (`nvidia-smi -q`, `topo -m`, a snapshot...), read with every command's ``--from`` machinery and combined as
-`doctor --from A --from B` combines them. ``--gpu NAME`` names the GPU model instead.
+`doctor --from A --from B` combines them. ``--model NAME`` names the GPU model instead (``--gpu``, its former
+name, still works).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ FromOption = Annotated[
     ),
 ]
 GpuModelOption = Annotated[
-    str | None, typer.Option("--gpu", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
+    str | None, typer.Option("--model", help='With --from: the GPU model, a catalog name ("H100 SXM5").')
 ]
 MEASUREMENT = "nvbandwidth, p2pBandwidthLatencyTest or bandwidthTest output, or a machine description"
 
@@ -79,7 +80,7 @@ def imported_document(command: Command, files: Sequence[Path], *, gpu: str | Non
     from rigcheck.inputs import read_input_text
     from rigcheck.readers.reference.reference_import import detect_tool, read_tool_output, wrong_tool
 
-    named = resolve_gpu(gpu, "--gpu") if gpu is not None else None  # a bad name is refused before any file is read
+    named = resolve_gpu(gpu, "--model") if gpu is not None else None  # a bad name is refused before any file is read
     paths = [str(f) for f in files]
     if paths.count("-") > 1:
         raise UsageError("standard input can be read only once ('-' is given more than once)")

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import IndentOption, JsonOption, emit, interruptible, json_indent
+from rigcheck.cli.common import (
+    IndentOption,
+    JsonOption,
+    ModelAliasOption,
+    emit,
+    interruptible,
+    json_indent,
+    model_named,
+)
 from rigcheck.cli.exits import EXIT_OK
 from rigcheck.report.render import Format, RenderOptions
 
@@ -25,7 +33,7 @@ def plan(
         typer.Option(
             "--dtype",
             help="bf16, fp16 or fp32: gradients and parameters on the wire. Default bf16 mixed precision (fp32 "
-            "master weights and Adam states; fp16 on Volta/Turing --gpu); fp32 is the guide's run.",
+            "master weights and Adam states; fp16 on a Volta/Turing --model); fp32 is the guide's run.",
         ),
     ] = None,
     busbw: Annotated[float | None, typer.Option("--busbw", help="Bus bandwidth in GB/s (measured).")] = None,
@@ -37,10 +45,11 @@ def plan(
             "`bench hostlink --json` and `bench nvme --json` results (repeat --from).",
         ),
     ] = None,
-    link: Annotated[str | None, typer.Option("--link", help="A link to assume: NV2 (with --gpu), PCIe3x16.")] = None,
+    link: Annotated[str | None, typer.Option("--link", help="A link to assume: NV2 (with --model), PCIe3x16.")] = None,
     gpu: Annotated[
-        str | None, typer.Option("--gpu", help='GPU model for peak FLOPS and memory, e.g. "TITAN RTX".')
+        str | None, typer.Option("--model", help='GPU model for peak FLOPS and memory, e.g. "TITAN RTX".')
     ] = None,
+    former_gpu: ModelAliasOption = None,
     tokens: Annotated[
         int | None, typer.Option("--tokens", help="Tokens per GPU per step (default 4096: the guide's 4 x 1024).")
     ] = None,
@@ -84,7 +93,7 @@ def plan(
         busbw,
         source,
         link,
-        gpu,
+        model_named(gpu, former_gpu),
         tokens,
         tflops,
         explain_guide=explain_guide,

@@ -52,7 +52,7 @@ class StrategyRow(ReasonedRecord):
     model_state_bytes_per_gpu: Number
     fits_model_states: bool | None
     missing: dict[str, Reason] = Field(
-        description="field -> why it is null: no bus bandwidth for comm_time_s, no --gpu for fits_model_states"
+        description="field -> why it is null: no bus bandwidth for comm_time_s, no --model for fits_model_states"
     )
 
 
@@ -247,7 +247,7 @@ class PlanDocument(Document, ReasonedRecord):
         "unknown"
     )
     model_state_bytes_per_gpu: Number
-    gpu_memory_bytes: Number | None = Field(description="null without --gpu")
+    gpu_memory_bytes: Number | None = Field(description="null without --model")
     strategies: list[StrategyRow]
     advice: list[str]
     assumptions: list[str]

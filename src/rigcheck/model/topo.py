@@ -108,7 +108,7 @@ STRATEGY_BYTES = "DDP and ZeRO-1/2 move the same bytes per step over it, ZeRO-3/
 
 def plan_hint(link: str | None = None) -> str:
     """The plan command that times a step over this link."""
-    given = f" --link {link} --gpu NAME" if link else ""
+    given = f" --link {link} --model NAME" if link else ""
     return f"`rigcheck plan --params N --gpus G{given}` times a step"
 
 

@@ -72,8 +72,8 @@ FP32_PEAK_TFLOPS: dict[str, tuple[float, str]] = {
 ONE_GPU_REASON = "one GPU: nothing goes on the wire"
 NO_BUSBW_REASON = "no bus bandwidth: pass --busbw GBPS, --from a bench result, --link, or a snapshot with GPU pairs"
 NO_TOKENS_REASON = "no tokens per step: pass --tokens (sequences x sequence length per GPU)"
-NO_TFLOPS_REASON = "no FLOPS: pass --tflops (achieved) or --gpu (catalog peak x an assumed utilisation)"
-NO_MEMORY_REASON = "no --gpu: the memory per GPU is unknown"
+NO_TFLOPS_REASON = "no FLOPS: pass --tflops (achieved) or --model (catalog peak x an assumed utilisation)"
+NO_MEMORY_REASON = "no --model: the memory per GPU is unknown"
 
 # When the snapshot names a link but not its speed.
 DEFAULT_PCIE = (3, 16)
@@ -265,18 +265,18 @@ _LINK_RE = re.compile(r"^(?:(?P<nv>nv)(?P<links>\d+)|pcie(?P<gen>\d)(?:\.0)?x(?P
 
 
 def link_busbw(link: str, gpu: str | None) -> tuple[float, str]:
-    """A link named on the command line: "NV2" (with --gpu for the NVLink generation) or "PCIe3x16"."""
+    """A link named on the command line: "NV2" (with --model for the NVLink generation) or "PCIe3x16"."""
     m = _LINK_RE.match(link.strip().replace(" ", ""))
     if m is None:
         raise UsageError(f"--link {link!r}: expected NV<links> (e.g. NV2) or PCIe<gen>x<width> (e.g. PCIe3x16)")
     if m.group("nv"):
         links = int(m.group("links"))
         if gpu is None:
-            raise UsageError("--link NV#: give --gpu too, so the NVLink generation (bandwidth per link) is known")
+            raise UsageError("--link NV#: give --model too, so the NVLink generation (bandwidth per link) is known")
         bw = nvlink_pair_bandwidth_gbps(gpu, links)
         variant = variant_for(gpu)
         if bw is None or variant is None:
-            raise UsageError(f"--gpu {gpu!r}: no NVLink generation known for it")
+            raise UsageError(f"--model {gpu!r}: no NVLink generation known for it")
         return bw, f"theoretical: {links} NVLink links x {variant.link_gbps:g} GB/s per direction ({variant.source})"
     gen, width = int(m.group("gen")), int(m.group("width"))
     pbw = pcie_bandwidth_gbps(gen, width)
@@ -290,15 +290,15 @@ def peak_tflops(gpu: str, dtype: str) -> tuple[float, str]:
     spec = catalog.lookup(gpu)
     if spec is None:
         hint = ", ".join(catalog.candidates(gpu)) or "see `rigcheck power plan --help`"
-        raise UsageError(f"--gpu {gpu!r}: not in rigcheck's catalog (did you mean: {hint}?)")
+        raise UsageError(f"--model {gpu!r}: not in rigcheck's catalog (did you mean: {hint}?)")
     if dtype == "fp32":
         entry = FP32_PEAK_TFLOPS.get(spec.name)
         if entry is None:
-            raise UsageError(f"--gpu {spec.name}: no FP32 peak on record; pass --tflops (achieved TFLOPS)")
+            raise UsageError(f"--model {spec.name}: no FP32 peak on record; pass --tflops (achieved TFLOPS)")
         return float(entry[0]), str(entry[1])
     value = spec.bf16_tflops if dtype == "bf16" else spec.fp16_tflops
     if value is None:
-        raise UsageError(f"--gpu {spec.name}: no {dtype} tensor peak on record; pass --tflops (achieved TFLOPS)")
+        raise UsageError(f"--model {spec.name}: no {dtype} tensor peak on record; pass --tflops (achieved TFLOPS)")
     return value, f"{spec.name} dense {dtype} tensor peak ({spec.source})"
 
 

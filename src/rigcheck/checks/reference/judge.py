@@ -2,7 +2,7 @@
 beside the ceiling of the link each ran on and judged against the band `rigcheck verify` holds that check to
 (rigcheck.facts.bands): the rows' ceiling keys filled, and the document's ``judgement`` list.
 
-What the machine is comes from, first to last: ``--gpu NAME`` (a catalog SKU, for every GPU of the file), the
+What the machine is comes from, first to last: ``--model NAME`` (a catalog SKU, for every GPU of the file), the
 machine description given with it (a snapshot: `nvidia-smi -q`, `topo -m`...; its GPUs matched by bus id, else
 index), the device names the tool printed (matched to the catalog as nvidia-smi's names are). The PCIe link is
 the snapshot's (as trained) where it has one, else the SKU's as built (facts/bands.py PCIE_LINKS); host copies
@@ -39,9 +39,9 @@ from rigcheck.model.snapshot import Gpu, Snapshot
 Imported = HostlinkDocument | MembwDocument | P2PDocument
 
 ADD_MACHINE = (
-    'name the GPU with --gpu "H100 SXM5", or add the machine\'s `nvidia-smi -q` (its PCIe link) with a second --from'
+    'name the GPU with --model "H100 SXM5", or add the machine\'s `nvidia-smi -q` (its PCIe link) with a second --from'
 )
-ADD_TOPOLOGY = "add the machine's `nvidia-smi topo -m` output with a second --from (or name an SXM GPU with --gpu)"
+ADD_TOPOLOGY = "add the machine's `nvidia-smi topo -m` output with a second --from (or name an SXM GPU with --model)"
 # The testcases whose figure a band is about: copy-engine copies, as the bands were measured (facts/bands.py).
 HOSTLINK_CHECKS = {
     "host_to_device_memcpy_ce": "hostlink_h2d",
@@ -62,7 +62,7 @@ P2P_JUDGED = (
 
 
 class Machine:
-    """What is known of the machine a file was measured on: --gpu, the snapshot, the tool's device list."""
+    """What is known of the machine a file was measured on: --model, the snapshot, the tool's device list."""
 
     def __init__(
         self, snapshot: Snapshot | None, named: GpuSpec | None, devices: dict[int, tuple[str | None, str | None]]

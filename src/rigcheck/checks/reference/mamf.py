@@ -2,10 +2,10 @@
 figure against the matmul band `rigcheck verify` holds that dtype to (rigcheck.facts.bands: matmul_bf16,
 matmul_fp16, matmul_tf32), the rows' catalogue peak filled.
 
-Which GPU it ran on comes from, first to last: ``--gpu NAME`` (a catalog SKU), the machine description given
+Which GPU it ran on comes from, first to last: ``--model NAME`` (a catalog SKU), the machine description given
 with it (its GPU at the index mamf-finder measured), the device name the output prints (torch's
 ``_CudaDeviceProperties(name=...)``, matched to the catalog as nvidia-smi's names are). Where none names a
-catalog SKU the figure is unjudged and the reason says to give ``--gpu``.
+catalog SKU the figure is unjudged and the reason says to give ``--model``.
 
 The figure judged is a burst (MAMF, the best median of a sweep): verify's floors hold for a burst; a sustained
 figure (v3's MSMF, at the power cap) is kept in the notes, not judged: `rigcheck burn` judges a sustained load.
@@ -23,7 +23,7 @@ from rigcheck.model.bench import MatmulDocument
 from rigcheck.model.bench_judgement import FigureJudgement
 from rigcheck.model.snapshot import Snapshot
 
-ADD_GPU = 'name the GPU with --gpu NAME (a catalog name such as "H100 SXM5"; `rigcheck verify --explain` lists them)'
+ADD_GPU = 'name the GPU with --model NAME (a catalog name such as "H100 SXM5"; `rigcheck verify --explain` lists them)'
 JUDGED_DTYPES = ("bf16", "fp16", "tf32")
 
 
@@ -47,7 +47,7 @@ def gpu_of(figure: MatmulFigure, named: GpuSpec | None, snapshot: Snapshot | Non
     """(the SKU, where it comes from or why there is none)."""
     if named is not None:
         printed = f" (the output names {figure.device_name!r})" if figure.device_name else ""
-        return named, f"--gpu {named.name}{printed}"
+        return named, f"--model {named.name}{printed}"
     described = snapshot.gpu(figure.device_index) if snapshot is not None else None
     if described is not None and described.name and (spec := catalog.lookup(described.name)) is not None:
         return spec, f"{described.name} as the machine description names GPU {figure.device_index}"

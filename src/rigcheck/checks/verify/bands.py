@@ -221,8 +221,8 @@ def _published_notes(gpus: list[GpuBands]) -> list[str]:
 
 
 def resolve_gpu(name: str, option: str = "--model") -> GpuSpec:
-    """NAME, given with ``option`` (--model; the bench readers' --gpu), as a catalog SKU; an unknown name is a
-    UsageError naming the option the user typed and close candidates."""
+    """NAME, given with ``option`` (--model, or --gpu its former name), as a catalog SKU; an unknown name is a
+    UsageError naming the option and close candidates."""
     spec = catalog.lookup(name)
     if spec is None:
         near = catalog.candidates(name)

@@ -84,7 +84,7 @@ class LinkChoice:
 
 
 def parse_link(code: str | None, pcie: str | None, gpu: str | None, nics: str | None = None) -> LinkChoice:
-    """--link, --pcie, --gpu and --nics read; UsageError (one line) for what names nothing."""
+    """--link, --pcie, --model and --nics read; UsageError (one line) for what names nothing."""
     nic_count = parse_nics(nics) if nics is not None else None
     if nics is not None and nic_count is None:
         raise UsageError(f"--nics {nics!r}: NICs per node x Gb/s each, e.g. 8x400")
@@ -105,7 +105,7 @@ def parse_link(code: str | None, pcie: str | None, gpu: str | None, nics: str | 
         if spec is None:
             close = catalog.candidates(gpu)
             raise UsageError(
-                f"--gpu {gpu!r} is not in rigcheck's catalog"
+                f"--model {gpu!r} is not in rigcheck's catalog"
                 + (f" (did you mean: {', '.join(close)}?)" if close else "")
             )
     return LinkChoice(code, link, spec, nic_count)
@@ -208,7 +208,7 @@ def ranks_of(run: NcclTestsRun, op: str) -> tuple[int | None, str | None]:
 
 
 def _spec(choice: LinkChoice, run: NcclTestsRun, snapshot: Snapshot | None) -> GpuSpec | None:
-    """The GPU model: --gpu, else the one name nccl-tests or the snapshot gives."""
+    """The GPU model: --model, else the one name nccl-tests or the snapshot gives."""
     if choice.gpu is not None:
         return choice.gpu
     names = {d.name for d in run.devices if d.name} or {g.name for g in (snapshot.gpus if snapshot else []) if g.name}
@@ -295,12 +295,12 @@ def ceiling_of(
     if links:
         variant = _variant(spec, snapshot)
         if variant is None:
-            return None, f"{code}: the GPUs' NVLink generation is unknown: add --gpu with the model", spec
+            return None, f"{code}: the GPUs' NVLink generation is unknown: add --model with the model", spec
         gbps = variant.link_gbps * links
         text = f"{code}: NVLink gen {variant.generation}, {links} links x {variant.link_gbps:g} GB/s per direction"
         return Ceiling(gbps=gbps, link=text, source=variant.source), None, spec
     if pcie is None:
-        return None, f"{code}: a PCIe path whose link is unknown: add --pcie (gen4x16) or --gpu", spec
+        return None, f"{code}: a PCIe path whose link is unknown: add --pcie (gen4x16) or --model", spec
     gen, width = pcie
     rate = pcie_bandwidth_gbps(gen, width)
     assert rate is not None  # parse_link and the facts only give known links
@@ -334,7 +334,7 @@ def _nics(choice: LinkChoice, snapshot: Snapshot | None, fabric: Fabric | None) 
     active = [p.rate_gbps for p in ports or [] if p.state == "ACTIVE" and p.rate_gbps]
     if active:
         return (len(active), sum(active) / len(active)), "the machine description's active RDMA ports", False
-    nics, why = assumed_nics(fabric, "give --nics" if fabric is not None else "give --nics (and --gpu)")
+    nics, why = assumed_nics(fabric, "give --nics" if fabric is not None else "give --nics (and --model)")
     return nics, why, True
 
 
@@ -367,7 +367,7 @@ def _condition(
     if span.nodes:
         return _network(choice, snapshot, span, size)
     if spec is None:
-        return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
+        return Condition(None, "the GPU model is not in the output: name it with --model NAME", None)
     switch, how = _switch(spec, ranks, snapshot, code)
     if switch:
         nvls, why = nvls_state(
@@ -417,7 +417,7 @@ def _other_condition(
     if span.nodes:
         return Condition(None, "no published figure across nodes for this collective", None)
     if spec is None:
-        return Condition(None, "the GPU model is not in the output: name it with --gpu NAME", None)
+        return Condition(None, "the GPU model is not in the output: name it with --model NAME", None)
     switch, how = _switch(spec, ranks, snapshot, code)
     found = collective_bands.node_condition(
         op, spec.chip, spec.nvlink_links, gpus=ranks, nvswitch=switch, size=size, env=run.env
