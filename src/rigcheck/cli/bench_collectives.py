@@ -32,6 +32,7 @@ from rigcheck.cli.bench_nccl_tests import (
 )
 from rigcheck.cli.common import (
     HtmlFileOption,
+    IdOption,
     IndentOption,
     MarkdownFileOption,
     ModelAliasOption,
@@ -103,6 +104,7 @@ def _run(
     markdown_file: Path | None = None,
     compare_p2p: bool = False,
     gpus: str | None = None,
+    ids: str | None = None,
 ) -> None:
     from rigcheck.bench.collectives import CPU_MAX_BYTES, GPU_MAX_BYTES, resolve_world_size, run_collective, sweep
 
@@ -110,7 +112,7 @@ def _run(
     high = parse_size(max_bytes, "--max-bytes") if max_bytes is not None else (CPU_MAX_BYTES if cpu else GPU_MAX_BYTES)
     if low > high:
         raise UsageError(f"--min-bytes ({low}) is larger than --max-bytes ({high})")
-    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=world_size)
+    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=world_size, ids=ids)
     ranks = resolve_world_size(cpu, placement.world_size(world_size) if placement is not None else world_size)
 
     def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[CollectiveDocument, str]:
@@ -174,6 +176,7 @@ def _command(op: str) -> Callable[..., None]:
         cpu: CpuOption = False,
         world_size: WorldSizeOption = None,
         gpus: BenchGpusOption = None,
+        ids: IdOption = None,
         min_bytes: MinBytesOption = None,
         max_bytes: MaxBytesOption = None,
         repeats: RepeatsOpt = None,
@@ -195,7 +198,7 @@ def _command(op: str) -> Callable[..., None]:
         if from_files:
             refuse_given(
                 _live_options_given(
-                    **{"--cpu": cpu, "--world-size": world_size, "--gpus": gpus},
+                    **{"--cpu": cpu, "--world-size": world_size, "--gpus": gpus, "-i/--id": ids},
                     **{"--min-bytes": min_bytes, "--max-bytes": max_bytes},
                     **{"--repeats": repeats, "--warmup": warmup, "--timeout": timeout, "--compare-p2p": compare_p2p},
                 )
@@ -222,6 +225,7 @@ def _command(op: str) -> Callable[..., None]:
             markdown_file=markdown_file,
             compare_p2p=compare_p2p,
             gpus=gpus,
+            ids=ids,
         )
 
     command.__name__ = op

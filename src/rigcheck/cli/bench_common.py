@@ -56,31 +56,46 @@ def machine(*, cpu: bool) -> Snapshot:
 
 
 def placed_machine(
-    *, cpu: bool, gpus: str | None, world_size: int | None = None, spawns: bool = True
+    *, cpu: bool, gpus: str | None, world_size: int | None = None, spawns: bool = True, ids: str | None = None
 ) -> tuple[Snapshot, GpuPlacement | None]:
-    """:func:`machine`, and with --gpus the run's placement (rigcheck.bench.gpu_select) and the snapshot narrowed
-    to those GPUs. A malformed or repeated index, --gpus with --cpu, with a different --world-size or (a run
-    that ``spawns`` workers) inside a torchrun/srun job is a usage error before anything is probed; an index
-    this machine lacks is one after (the message every --gpus gives)."""
-    from rigcheck.cli.common import parse_gpus
+    """:func:`machine`, and with --gpus or -i the run's placement (rigcheck.bench.gpu_select) and the snapshot
+    narrowed to those GPUs. A malformed or repeated index, both options, either with --cpu, with a different
+    --world-size or (a run that ``spawns`` workers) inside a torchrun/srun job is a usage error before anything is
+    probed; an index this machine lacks is one after (the message every --gpus gives), as is an id naming no GPU
+    or several (-i resolved against this machine as doctor resolves it: model/selection.resolve_ids, the indices
+    in their order)."""
+    from rigcheck.cli.common import one_selection, parse_gpus
 
+    one_selection(gpus, ids)
     chosen = parse_gpus(gpus)
-    if chosen is None:
+    if chosen is None and ids is None:
         return machine(cpu=cpu), None
+    option = "--gpus" if ids is None else "-i/--id"
     if cpu:
-        raise UsageError("--gpus picks GPUs and a --cpu run has none (it measures CPU processes): drop one of them")
+        raise UsageError(f"{option} picks GPUs and a --cpu run has none (it measures CPU processes): drop one of them")
     from rigcheck.bench.gpu_select import place_gpus, workers_for
 
-    workers_for(chosen, world_size)
+    if chosen is not None:
+        workers_for(chosen, world_size)
     if spawns:
         from rigcheck.bench.launcher import in_launched_job
 
         if in_launched_job():
             raise UsageError(
-                "--gpus places the workers rigcheck starts; inside a torchrun/srun job the job places its ranks "
+                f"{option} places the workers rigcheck starts; inside a torchrun/srun job the job places its ranks "
                 "(set CUDA_VISIBLE_DEVICES there)"
             )
-    placement = place_gpus(machine(cpu=False), chosen)
+    snapshot = machine(cpu=False)
+    if chosen is None:
+        from rigcheck.model.selection import resolve_ids
+
+        chosen = resolve_ids(snapshot, ids or "")
+        if world_size is not None and world_size != len(chosen):
+            raise UsageError(
+                f"--world-size {world_size} and -i {ids} disagree: -i starts one worker per GPU ({len(chosen)}); "
+                "drop --world-size"
+            )
+    placement = place_gpus(snapshot, chosen)
     return placement.snapshot, placement
 
 

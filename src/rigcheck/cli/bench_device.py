@@ -31,6 +31,7 @@ from rigcheck.cli.bench_reference import (
 )
 from rigcheck.cli.common import (
     HtmlFileOption,
+    IdOption,
     IndentOption,
     MarkdownFileOption,
     ModelAliasOption,
@@ -64,7 +65,7 @@ GpuOption = Annotated[
     typer.Option(
         "--gpu",
         "-g",
-        help="CUDA device index (default: every GPU; --gpus takes nvidia-smi indices); repeatable.",
+        help="CUDA device index (default: every GPU; -i and --gpus name GPUs as nvidia-smi does); repeatable.",
     ),
 ]
 HostlinkGpusOption = Annotated[
@@ -98,6 +99,7 @@ def matmul(
     warmup: WarmupOpt = None,
     world_size: DevicesOption = 1,
     gpus: BenchGpusOption = None,
+    ids: IdOption = None,
     timeout: TimeoutOption = 1800.0,
     from_files: MamfFromOption = None,
     gpu_model: GpuModelOption = None,
@@ -111,7 +113,9 @@ def matmul(
     --from reads a mamf-finder output instead and judges its best figure against verify's band."""
     gpu_model = model_named(gpu_model, former_gpu)
     if from_files:
-        refuse_live_options(ctx, "dtype", "cpu", "quick", "shape", "repeats", "warmup", "world_size", "gpus", "timeout")
+        refuse_live_options(
+            ctx, "dtype", "cpu", "quick", "shape", "repeats", "warmup", "world_size", "gpus", "ids", "timeout"
+        )
         doc = mamf_document(from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
@@ -119,7 +123,7 @@ def matmul(
     from rigcheck.bench.device.matmul import parse_shape, run_matmul
 
     shapes = [parse_shape(s) for s in shape] if shape else None
-    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=_world_size_given(ctx, world_size))
+    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=_world_size_given(ctx, world_size), ids=ids)
     with progress_line() as progress:
         doc = run_matmul(
             dtypes=dtype or ["bf16"],
@@ -145,6 +149,7 @@ def membw(
     warmup: WarmupOpt = None,
     world_size: DevicesOption = 1,
     gpus: BenchGpusOption = None,
+    ids: IdOption = None,
     timeout: TimeoutOption = 600.0,
     from_files: FromOption = None,
     gpu_model: GpuModelOption = None,
@@ -158,7 +163,7 @@ def membw(
     --from reads nvbandwidth's device_local_copy instead."""
     gpu_model = model_named(gpu_model, former_gpu)
     if from_files:
-        refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "gpus", "timeout")
+        refuse_live_options(ctx, "cpu", "size", "repeats", "warmup", "world_size", "gpus", "ids", "timeout")
         doc = imported_document("membw", from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
@@ -166,7 +171,7 @@ def membw(
     from rigcheck.bench.device.membw import run_membw
 
     sizes = [parse_size(s, "--size") for s in size] if size else None
-    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=_world_size_given(ctx, world_size))
+    snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=_world_size_given(ctx, world_size), ids=ids)
     with progress_line() as progress:
         doc = run_membw(
             cpu=cpu,
@@ -186,6 +191,7 @@ def hostlink(
     ctx: typer.Context,
     gpu: GpuOption = None,
     gpus: HostlinkGpusOption = None,
+    ids: IdOption = None,
     size: SizeOption = None,
     numa: NumaOption = True,
     repeats: RepeatsOpt = None,
@@ -200,7 +206,7 @@ def hostlink(
     """Host→GPU and GPU→host copy bandwidth per GPU, pinned and pageable, NUMA-bound and not, beside PCIe;
     --from reads nvbandwidth's host copies instead."""
     if from_files:
-        refuse_live_options(ctx, "gpus", "size", "numa", "repeats", "warmup")
+        refuse_live_options(ctx, "gpus", "ids", "size", "numa", "repeats", "warmup")
         if gpu is not None and (len(gpu) > 1 or gpu[0].isdigit()):
             raise UsageError(
                 "--gpu with --from is the former name of --model: one GPU model (a catalog name such as "
@@ -212,10 +218,11 @@ def hostlink(
         raise UsageError(MODEL_WITHOUT_FROM)
     from rigcheck.bench.device.hostlink import DEFAULT_SIZE, run_hostlink
 
-    if gpu is not None and gpus is not None:
-        raise UsageError("--gpu (a CUDA index) and --gpus (nvidia-smi indices) both pick GPUs: give one")
+    if gpu is not None and (gpus is not None or ids is not None):
+        given = "--gpus" if gpus is not None else "-i/--id"
+        raise UsageError(f"--gpu (a CUDA index) and {given} (nvidia-smi's ids) both pick GPUs: give one")
     indices = _indices(gpu)
-    snapshot, placement = placed_machine(cpu=False, gpus=gpus, spawns=False)
+    snapshot, placement = placed_machine(cpu=False, gpus=gpus, spawns=False, ids=ids)
     with progress_line() as progress:
         doc = run_hostlink(
             gpus=indices,
@@ -242,6 +249,7 @@ ComparePairsOption = Annotated[
 def p2p(
     ctx: typer.Context,
     gpus: P2PGpusOption = None,
+    ids: IdOption = None,
     size: SizeOption = None,
     repeats: RepeatsOpt = None,
     warmup: WarmupOpt = None,
@@ -258,18 +266,21 @@ def p2p(
     --from reads nvbandwidth's device_to_device testcases or p2pBandwidthLatencyTest instead."""
     gpu_model = model_named(gpu_model, former_gpu)
     if from_files:
-        refuse_live_options(ctx, "gpus", "size", "repeats", "warmup", "compare_p2p")
+        refuse_live_options(ctx, "gpus", "ids", "size", "repeats", "warmup", "compare_p2p")
         doc = imported_document("p2p", from_files, gpu=gpu_model)
         finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
     if gpu_model is not None:
         raise UsageError(MODEL_WITHOUT_FROM)
     from rigcheck.bench.device.p2p import DEFAULT_SIZE, require_pair, run_p2p
-    from rigcheck.cli.common import parse_gpus
+    from rigcheck.cli.common import one_selection, parse_gpus
 
+    one_selection(gpus, ids)
     chosen = parse_gpus(gpus)
     if chosen is not None:
         require_pair(chosen)  # one GPU is refused before the machine is probed
-    snapshot, placement = placed_machine(cpu=False, gpus=gpus, spawns=False)
+    snapshot, placement = placed_machine(cpu=False, gpus=gpus, spawns=False, ids=ids)
+    if placement is not None and len(placement.indices) < 2:  # -i: known once its ids are resolved
+        raise UsageError(f"-i {ids}: bench p2p needs at least two GPUs (a GPU-to-GPU copy needs a pair)")
     with progress_line() as progress:
         doc = run_p2p(
             size_bytes=parse_size(size, "--size") if size else DEFAULT_SIZE,

@@ -38,13 +38,15 @@ MEASUREMENT = "nvbandwidth, p2pBandwidthLatencyTest or bandwidthTest output, or 
 
 
 def given_options(ctx: typer.Context, *names: str) -> list[str]:
-    """The options among ``names`` (parameter names) that the command line or the environment set."""
+    """The options among ``names`` (parameter names) that the command line or the environment set, each by its
+    first name ("-i/--id" where that is a short one)."""
     given = []
     for param in ctx.command.params:
         if param.name in names and param.name is not None:
             source = ctx.get_parameter_source(param.name)
             if source is not None and source.name in {"COMMANDLINE", "ENVIRONMENT"}:
-                given.append(param.opts[0] if param.opts else param.name)
+                short = bool(param.opts) and not param.opts[0].startswith("--")
+                given.append("/".join(param.opts) if short else param.opts[0] if param.opts else param.name)
     return given
 
 

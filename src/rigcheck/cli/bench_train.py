@@ -16,7 +16,7 @@ from rigcheck.cli.bench_common import (
     finish,
     placed_machine,
 )
-from rigcheck.cli.common import HtmlFileOption, IndentOption, MarkdownFileOption, interruptible
+from rigcheck.cli.common import HtmlFileOption, IdOption, IndentOption, MarkdownFileOption, interruptible
 from rigcheck.cli.exits import exit_code_for_error
 from rigcheck.cli.progress import progress_line
 from rigcheck.cli.streams import note
@@ -58,6 +58,7 @@ def train(
     cpu: CpuOption = False,
     world_size: WorldSizeOption = None,
     gpus: BenchGpusOption = None,
+    ids: IdOption = None,
     steps: StepsOption = None,
     batch_size: BatchOption = None,
     seq_len: SeqOption = None,
@@ -81,7 +82,7 @@ def train(
         if text is not None:
             read_text_tokens(text, 2)  # a bad path is one line and exit 2, before anything starts
 
-        snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=world_size)
+        snapshot, placement = placed_machine(cpu=cpu, gpus=gpus, world_size=world_size, ids=ids)
 
         def one_run(env: dict[str, str] | None = None, nccl_debug: bool = False) -> tuple[TrainDocument, str]:
             if compare_p2p:

@@ -19,12 +19,12 @@ import typer
 
 from rigcheck.cli.common import (
     HtmlFileOption,
+    IdOption,
     IndentOption,
     emit,
     interrupted_by,
     interruptible,
     json_indent,
-    parse_gpus,
     write_pages,
 )
 from rigcheck.cli.exits import EXIT_PROBLEMS, exit_code_for_burn
@@ -56,6 +56,7 @@ def burn(
     *,
     minutes: Annotated[float, typer.Option("--minutes", min=0.05, max=24 * 60, help="Minutes of load.")] = 5.0,
     gpus_text: Annotated[str | None, typer.Option("--gpus", help="Only these GPUs, e.g. 0,1 (default: all).")] = None,
+    gpu_ids: IdOption = None,
     dtype: Annotated[
         str, typer.Option("--dtype", help="bf16 | fp16 | tf32 | fp32 (tensor cores for all but fp32).")
     ] = "bf16",
@@ -90,7 +91,7 @@ def burn(
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
 
     target = monitor_cmd.trace_target(csv, jsonl)
-    poller = monitor_cmd.open_poller(parse_gpus(gpus_text))
+    poller = monitor_cmd.open_chosen_poller(gpus_text, gpu_ids)
     sink: TraceFile | None = None
     try:
         sink = TraceFile(target[0], target[1]) if target is not None else None

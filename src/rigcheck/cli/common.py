@@ -137,6 +137,14 @@ def model_named(model: ModelT | None, former: ModelT | None) -> ModelT | None:
     return model if model is not None else former
 
 
+def one_selection(gpus: str | None, ids: str | None) -> None:
+    """-i/--id and --gpus both given: a UsageError before anything is read (one of them would be ignored)."""
+    if gpus is not None and ids is not None:
+        from rigcheck.errors import UsageError
+
+        raise UsageError("-i/--id and --gpus both choose GPUs: give one of them")
+
+
 def load_snapshot(
     source: list[Path] | None, *, announce_absent: bool = True, gpus: str | None = None, ids: str | None = None
 ) -> Snapshot:
@@ -147,10 +155,7 @@ def load_snapshot(
     Live, with no GPU visible, one line on stderr says so (unless the caller says it itself). Combining files,
     each thing the merge noticed (a conflict, an empty file, one that adds nothing) is one line on stderr too.
     """
-    from rigcheck.errors import UsageError
-
-    if gpus is not None and ids is not None:  # two selections, one of which would be ignored: refuse both
-        raise UsageError("-i/--id and --gpus both choose GPUs: give one of them")
+    one_selection(gpus, ids)
     chosen = parse_gpus(gpus)  # a malformed --gpus is exit 2 before anything is read
     snap = _load_snapshot(source, announce_absent=announce_absent)
     if chosen is None and ids is None:

@@ -25,7 +25,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import IndentOption, emit, interrupted_by, interruptible, json_indent, out_console, parse_gpus
+from rigcheck.cli.common import (
+    IdOption,
+    IndentOption,
+    emit,
+    interrupted_by,
+    interruptible,
+    json_indent,
+    one_selection,
+    out_console,
+    parse_gpus,
+)
 from rigcheck.cli.exits import EXIT_TERMINATED
 from rigcheck.cli.streams import note
 from rigcheck.errors import ProbeError, UsageError
@@ -93,6 +103,32 @@ def open_poller(gpus: list[int] | None = None) -> NvmlPoller:
     return poller
 
 
+def open_chosen_poller(gpus_text: str | None, ids: str | None) -> NvmlPoller:
+    """:func:`open_poller` on the GPUs --gpus or -i names. -i is resolved as doctor resolves it
+    (model/selection.resolve_ids), against what NVML lists of each GPU when the poller opens (index, UUID, PCI
+    bus id): a poller of every GPU is opened for that, and kept when -i names them all."""
+    one_selection(gpus_text, ids)
+    chosen = parse_gpus(gpus_text)  # a malformed --gpus is exit 2 before NVML is asked anything
+    if ids is None:
+        return open_poller(chosen)
+    from rigcheck.model.selection import resolve_ids
+    from rigcheck.model.snapshot import Gpu, Snapshot
+
+    every = open_poller()
+    keep = False
+    try:
+        listed = [
+            Gpu(index=i, name=gpu.name, uuid=every.uuids.get(i), pci_bus_id=every.bus_ids.get(i))
+            for i, gpu in every.gpus.items()
+        ]
+        indices = resolve_ids(Snapshot(gpus=listed), ids)
+        keep = indices == sorted(every.gpus)
+    finally:
+        if not keep:
+            every.close()
+    return every if keep else open_poller(indices)
+
+
 def monitor(
     *,
     interval: Annotated[
@@ -115,6 +151,7 @@ def monitor(
         float | None, typer.Option("--duration", min=0.0, help="Stop after this many seconds (for scripts).")
     ] = None,
     gpus_text: Annotated[str | None, typer.Option("--gpus", help="Only these GPUs, e.g. 0,1.")] = None,
+    gpu_ids: IdOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="No live view: print a JSON summary (rigcheck.monitor/2) at the end.")
     ] = False,
@@ -124,7 +161,7 @@ def monitor(
     from rigcheck.monitor.session import TraceWriteError, run_monitor
 
     target = trace_target(csv, jsonl)
-    poller = open_poller(parse_gpus(gpus_text))
+    poller = open_chosen_poller(gpus_text, gpu_ids)
     trace_error: TraceWriteError | None = None
     try:
         doc = run_monitor(

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
 from rigcheck.cli.common import (
     HtmlFileOption,
+    IdOption,
     IndentOption,
     JsonOption,
     MarkdownFileOption,
@@ -37,6 +38,7 @@ from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
     from rigcheck.model.site_config import SiteConfig
+    from rigcheck.model.snapshot import Snapshot
     from rigcheck.model.verify import Level, VerifyDocument
 
 LevelOption = Annotated[
@@ -59,6 +61,7 @@ def _explain(
 def verify(
     level: LevelOption = "quick",
     gpus_text: Annotated[str | None, typer.Option("--gpus", help="Only these GPUs, e.g. 0,1 (default: all).")] = None,
+    gpu_ids: IdOption = None,
     baseline: Annotated[
         Path | None,
         typer.Option("--baseline", help="An earlier `verify --json` of this node: fail regressions."),
@@ -113,7 +116,7 @@ def verify(
         raise UsageError(f"--level is quick or full, not {level!r}")
     gpu_names = model_named(gpu_names, former_gpu)
     if gpu_names and not explain:
-        raise UsageError("--model NAME goes with --explain (to verify some GPUs only, use --gpus 0,1)")
+        raise UsageError("--model NAME goes with --explain (to verify some GPUs only, use -i 0,1 or --gpus 0,1)")
     if source is not None and cpu:
         raise UsageError("--from judges saved documents and runs nothing: it takes no --cpu")
     only = parse_only(only_text, (*MEASURED_STEPS, "dcgm") if source is not None else MEASURED_STEPS)
@@ -123,10 +126,11 @@ def verify(
     if explain:
         _explain(gpu_names, site, config, as_json, indent)
         return
-    from rigcheck.cli.common import parse_gpus
+    from rigcheck.cli.common import one_selection, parse_gpus
     from rigcheck.readers.saved import load_baseline
 
-    chosen = parse_gpus(gpus_text)
+    one_selection(gpus_text, gpu_ids)
+    chosen = Chosen(parse_gpus(gpus_text), gpu_ids)
     base = load_baseline(baseline) if baseline is not None else None
     names = (str(baseline) if baseline else None, str(config) if config else None)
     doc = (
@@ -137,9 +141,25 @@ def verify(
     _finish(doc, as_json=as_json, indent=indent, slurm=slurm, html_file=html_file, markdown_file=markdown_file)
 
 
+class Chosen(NamedTuple):
+    """The GPUs asked for: --gpus as indices, or -i as given (resolved once the snapshot is read)."""
+
+    indices: list[int] | None
+    ids: str | None
+
+    def of(self, snap: Snapshot) -> list[int] | None:
+        """The indices to judge on ``snap``: -i resolved as doctor resolves it (model/selection.resolve_ids); on a
+        snapshot with no GPU, none (the no-GPU rule decides, as load_snapshot leaves such a snapshot whole)."""
+        if self.ids is None:
+            return self.indices
+        from rigcheck.model.selection import gpu_indices, resolve_ids
+
+        return resolve_ids(snap, self.ids) if gpu_indices(snap) else None
+
+
 def _from_files(
     directory: Path,
-    gpus: list[int] | None,
+    chosen: Chosen,
     site: SiteConfig | None,
     baseline: VerifyDocument | None,
     names: tuple[str | None, str | None],
@@ -154,7 +174,7 @@ def _from_files(
         inputs,
         site=site,
         baseline=baseline,
-        gpus=gpus,
+        gpus=chosen.of(inputs.snapshot),
         baseline_name=names[0],
         site_name=names[1],
         clock=time.monotonic,
@@ -166,7 +186,7 @@ def _from_files(
 def _live(
     level: str,
     cpu: bool,
-    gpus: list[int] | None,
+    chosen: Chosen,
     budget: float | None,
     site: SiteConfig | None,
     baseline: VerifyDocument | None,
@@ -182,6 +202,7 @@ def _live(
     from rigcheck.cli.streams import note
 
     snap = load_snapshot(None, announce_absent=False)
+    gpus = chosen.of(snap)
     findings = run_checks(snap, config=site)
     missing = None if cpu else absence(snap)
     if missing is not None:
