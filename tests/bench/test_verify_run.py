@@ -52,6 +52,7 @@ CPU_STEPS = {
     "doctor": "done",
     "matmul": "done",
     "membw": "done",
+    "fingerprint": "done",
     "hostlink": "not_applicable",
     "p2p": "not_applicable",
     "allreduce": "done",
@@ -161,7 +162,10 @@ def test_cpu_figures_are_unjudged_everywhere_never_pass(cpu_run: tuple[VerifyDoc
     assert "**UNJUDGED" in md
     assert "- unjudged (CPU run: not judged against a GPU band): node allreduce, rank0 matmul_bf16" in md  # why
     assert "| rank0 | matmul_bf16 | unjudged |" in md
-    assert "| pass |" not in md.replace("| node | doctor | pass |", "")
+    # The fingerprint is no figure held to a GPU band: its ranks agreeing bit for bit is a pass on a CPU too.
+    fingerprint = [line for line in md.splitlines() if "| fingerprint | pass | bit-equal |" in line]
+    assert len(fingerprint) == len(doc.gpus)
+    assert "| pass |" not in md.replace("| node | doctor | pass |", "").replace("| fingerprint | pass |", "")
     assert '<tr class="warn"><td>rank0</td><td>matmul_bf16</td><td>unjudged</td>' in html(doc)
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(terminal(doc))
@@ -371,7 +375,7 @@ def test_a_clock_past_the_budget_starts_no_step() -> None:
 def test_every_plan_shares_at_most_the_budget() -> None:
     for name, plan in PLANS.items():
         assert sum(plan.shares.values()) <= 1.0, name
-        assert set(plan.shares) == {"matmul", "membw", "hostlink", "p2p", "allreduce", "burn"}
+        assert set(plan.shares) == {"matmul", "membw", "fingerprint", "hostlink", "p2p", "allreduce", "burn"}
     # the burn's share of the quick budget holds its minute of load
     assert QUICK.shares["burn"] * LEVEL_BUDGET_S["quick"] >= QUICK.burn_load_s + BURN_OVERHEAD_S
     assert CPU.cpu_ranks == 2

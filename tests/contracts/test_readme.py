@@ -220,7 +220,7 @@ def test_readme_names_exactly_the_commands_that_take_cpu() -> None:
 # README lines that run for real here, the files they name replaced by fixtures, with their documented codes.
 REAL_RUNS: dict[str, tuple[dict[str, Path], set[int]]] = {
     'rigcheck power plan --model "TITAN RTX" --count 2': ({}, {0}),
-    'rigcheck plan --params 124M --gpus 2 --strategy zero3 --link NV2 --gpu "TITAN RTX"': ({}, {0}),
+    'rigcheck plan --params 124M --gpus 2 --strategy zero3 --link NV2 --model "TITAN RTX"': ({}, {0}),
     "rigcheck plan --params 7B --gpus 8 --strategy zero3 --offload cpu --ram 512": ({}, {0}),
     'rigcheck verify --explain --model "H100 SXM5"': ({}, {0}),
     "rigcheck nccl-log run.log": (

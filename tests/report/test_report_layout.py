@@ -111,3 +111,14 @@ def test_a_web_address_is_never_cut() -> None:
     assert " ".join(line.strip() for line in lines) == text.plain
     word = "x" * 70  # a run that is no address is still folded at the width
     assert all(len(line.plain) <= 60 for line in wrapped(Text(f"a {word} b"), 60, 2))
+
+
+def test_a_command_wider_than_a_line_breaks_between_its_words() -> None:
+    command = "`rigcheck plan --params N --gpus G --link NV4 --model NAME`"
+    text = Text(f"INFO    3 pairs     the path sets the pace ({command} times a step)")
+    lines = [line.plain for line in wrapped(text, 60, 10)]
+    printed = {word for line in lines for word in line.split()}
+    assert {"--model", "NAME`", "--params"} <= printed  # each word of the command whole: never `--m` and `odel`
+    assert len(lines) == 3
+    assert " ".join(line.strip() for line in lines) == text.plain
+    assert all(len(line) <= 60 for line in lines)

@@ -33,6 +33,7 @@ from rigcheck.model.burn import BurnDocument
 from rigcheck.model.dcgm import DcgmDiag
 from rigcheck.model.document import Document, Plain
 from rigcheck.model.finding import Finding
+from rigcheck.model.fingerprint import FingerprintRow
 from rigcheck.model.snapshot import Snapshot
 
 # The verdict words live in model/verdict.py, free of pydantic models (doctor's exit code needs them); re-exported.
@@ -45,7 +46,7 @@ VERIFY_SCHEMA: Final = "rigcheck.verify/1"
 VERIFY_BANDS_SCHEMA: Final = "rigcheck.verify-bands/1"
 
 Level = Literal["quick", "full"]
-Rule = Literal["band", "peers", "baseline", "result", "findings", "dcgm"]
+Rule = Literal["band", "peers", "baseline", "result", "findings", "dcgm", "fingerprint"]
 RuleVerdict = Literal["pass", "fail", "not_judged"]
 
 
@@ -61,12 +62,20 @@ class Judgement(Plain):
     margin_pct: float | None = absent_unless_set(
         "how far the figure is from its reference, in percent of it: +21.2 above, -19.8 below"
     )
+    finding: str | None = absent_unless_set(
+        'the finding a failed judgement stands for, where it has one: "sdc.fingerprint-mismatch"'
+    )
+    first_difference: str | None = absent_unless_set(
+        'the fingerprint: the first step whose output differs from the reference digests ("gemm_bf16_2")'
+    )
 
 
 class VerifyCheck(Plain):
     """One figure of a GPU (or of the node) and its verdict."""
 
-    id: str = Field(description='"matmul_bf16", "membw", "hostlink_h2d", "p2p_0_1", "allreduce", "burn", ...')
+    id: str = Field(
+        description='"matmul_bf16", "membw", "hostlink_h2d", "p2p_0_1", "allreduce", "burn", "fingerprint", ...'
+    )
     verdict: Verdict
     value: float | None = Field(description="the figure judged; null when it could not be measured")
     unit: str | None
@@ -183,6 +192,8 @@ class VerifyInputs:
     p2p: P2PDocument | None = None
     allreduce: CollectiveDocument | None = None
     burn: BurnDocument | None = None
+    fingerprint: list[FingerprintRow] | None = None  # the first run's rows (one per GPU, or per CPU rank)
+    fingerprint_again: list[FingerprintRow] = field(default_factory=list)  # the re-run with the float64 reference
     dcgm: DcgmDiag | None = None  # DCGM's own diagnostic (`dcgmi diag -j`), judged as dcgm.<test> checks
     dcgm_file: str | None = None
     failed: dict[str, str] = field(default_factory=dict)

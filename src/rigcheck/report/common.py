@@ -283,7 +283,13 @@ def wrapped(text: Text, width: int, indent: int) -> list[Text]:
     plain = text.plain
     breaks: list[int] = []
     line_start, room = 0, width
-    for start, end in _words(plain):
+    runs: list[tuple[int, int]] = []
+    for start, end in _words(plain):  # a command wider than a line breaks between its words, not inside one
+        if cell_len(plain[start:end]) > width - indent and " " in plain[start:end]:
+            runs += [(start + m.start(), start + m.end()) for m in re.finditer(r"\S+", plain[start:end])]
+        else:
+            runs.append((start, end))
+    for start, end in runs:
         if plain[line_start:start].strip() and cell_len(plain[line_start:end]) > room:
             breaks.append(start)
             line_start, room = start, width - indent

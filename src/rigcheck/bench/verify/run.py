@@ -2,21 +2,24 @@
 
 Steps, in order: ``doctor`` (run by the caller before: recorded with 0 s), ``matmul`` (the dtype each GPU's
 SKU is judged on: bf16 where it has it, else fp16; one worker per GPU), ``membw`` (device copy, one worker per
-GPU), ``hostlink`` (host↔GPU copies, one GPU at a time in this process), ``p2p`` (peer copies between every
+GPU), ``fingerprint`` (one seeded workload per GPU, its outputs hashed and compared across identical GPUs bit for
+bit; those the peers cannot settle run again with a float64 CPU reference: rigcheck.bench.fingerprint),
+``hostlink`` (host↔GPU copies, one GPU at a time in this process), ``p2p`` (peer copies between every
 pair, two or more GPUs), ``allreduce`` (NCCL across the node's GPUs, sizes up to 1 GiB, two or more GPUs) and
 ``burn`` (a sustained load sampled by the ``burn_poller`` the caller opened: power, clocks, throttle reasons,
 wrong results). What each measures per level is rigcheck.bench.verify.steps.PLANS.
 
 Budget (``quick`` 180 s, ``full`` 900 s, ``--cpu`` 60 s; ``budget_s`` overrides). Each step gets a share:
 
-    step        quick   full    --cpu
-    matmul      17 %    12 %    25 %
-    membw       10 %     5 %    20 %
-    hostlink     8 %    10 %     -
-    p2p          8 %    12 %     -
-    allreduce   14 %    10 %    25 %
-    burn        38 %    40 %     -
-    (left)       5 %    11 %    30 %   re-measuring figures just under their floor
+    step         quick   full    --cpu
+    matmul       15 %    12 %    25 %
+    membw         9 %     5 %    20 %
+    fingerprint   6 %     4 %    15 %
+    hostlink      8 %    10 %     -
+    p2p           8 %    12 %     -
+    allreduce    14 %    10 %    25 %
+    burn         38 %    40 %     -
+    (left)        2 %     7 %    15 %   re-measuring figures just under their floor
 
 A step may use the smaller of its share and what is left of the budget. A launched step (matmul, membw,
 allreduce) gets that as its workers' timeout, counted from when its workers are in the process group: their
@@ -43,8 +46,9 @@ from GPU 0 (the launcher's ranks are CUDA devices 0..n-1), p2p and allreduce are
 and the burn loads the poller's GPUs; the notes say what was measured on GPUs that are not judged. GPU
 indices are taken to be the same in NVML and CUDA, as the judge takes them.
 
-``cpu``: matmul (2 gloo ranks, small shapes), membw (one process, small sizes) and allreduce (2 gloo ranks,
-small sizes) on CPU processes; hostlink, p2p and burn are ``not_applicable`` ("needs a GPU"), and the figures are
+``cpu``: matmul (2 gloo ranks, small shapes), membw (one process, small sizes), the fingerprint (a rank per GPU
+given with ``gpus``, else 2) and allreduce (2 gloo ranks, small sizes) on CPU processes;
+hostlink, p2p and burn are ``not_applicable`` ("needs a GPU"), and the figures are
 ``unjudged`` (no GPU band holds a CPU's). It takes ~7 s on two cores. On one GPU, p2p and allreduce are
 ``not_applicable`` too ("not applicable: one GPU"): the node can pass. ``only`` (`--only`): the stages not named
 are ``left_out``; neither keeps the node from passing, while a step ``skipped`` does (docs/verdicts.md).
@@ -62,6 +66,7 @@ from rigcheck.bench.device.hostlink import run_hostlink
 from rigcheck.bench.device.matmul import run_matmul
 from rigcheck.bench.device.membw import run_membw
 from rigcheck.bench.device.p2p import run_p2p
+from rigcheck.bench.fingerprint import run_fingerprint
 from rigcheck.bench.launcher import SetupBudget, setup_budget
 from rigcheck.bench.verify.steps import (
     BURN_DONE_FRACTION,
@@ -69,11 +74,13 @@ from rigcheck.bench.verify.steps import (
     BURN_OVERHEAD_S,
     PLANS,
     Plan,
+    fingerprint_dtypes,
     launched_status,
     matmul_dtypes,
     merge_rows,
     parse_only,
 )
+from rigcheck.checks.verify.fingerprint import needs_reference
 from rigcheck.checks.verify.judge import Judged, NearFloor, judge, verify_document
 from rigcheck.errors import BenchError, UsageError, interrupt_behind, interrupted_text, signal_of, was_interrupted
 from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
@@ -300,6 +307,36 @@ class _Runner:
         )
         return _launched(doc.error), doc
 
+    def fingerprint(self, timeout_s: float) -> Outcome:
+        """The workload on every GPU (CPU rank) at once; the GPUs their peers cannot settle once more with the
+        float64 reference, in what is left of the step's time."""
+        started = self.clock()
+        # CPU: a rank per GPU asked for (`--cpu --gpus 0,1,2,3`: four ranks); GPUs: one per GPU from GPU 0
+        ranks = (len(self.gpus) if self.gpus else self.plan.cpu_ranks) if self.cpu else self.ranks
+        dtypes = None if self.cpu else fingerprint_dtypes(self.snapshot, self.gpus)
+        first = run_fingerprint(
+            cpu=self.cpu, world_size=ranks, timeout_s=timeout_s, dtypes=dtypes, on_progress=self.say
+        )
+        self.inputs.fingerprint = first.rows
+        outcome = _launched(first.error)
+        again = needs_reference(first.rows) if outcome.status == "done" else []
+        if again:
+            self.say(f"verify: fingerprint: {_join(again)} re-run with a float64 reference (their peers disagree)")
+            left = max(1.0, timeout_s - (self.clock() - started))
+            rerun = run_fingerprint(
+                cpu=self.cpu,
+                world_size=ranks,
+                timeout_s=left,
+                dtypes=dtypes,
+                reference=True,
+                only=again,
+                run=2,
+                on_progress=self.say,
+            )
+            self.inputs.fingerprint_again = rerun.rows
+            outcome = _launched(rerun.error)
+        return outcome
+
     def burn(self, allowed_s: float) -> Outcome:
         poller, exit_code_of = self.poller, self.burn_exit_code
         if poller is None or exit_code_of is None:  # the step is skipped without a poller; kept for mypy
@@ -351,6 +388,7 @@ class _Runner:
         pair = None if n >= 2 else Outcome("not_applicable", one_gpu(n))
         self.step("matmul", matmul)
         self.step("membw", membw)
+        self.step("fingerprint", self.fingerprint)
         self.step("hostlink", hostlink, skip=gpu)
         self.step("p2p", p2p, skip=gpu or pair)
         self.step("allreduce", allreduce, skip=None if self.cpu else pair)

@@ -15,6 +15,7 @@ from rigcheck.bench.collectives import sweep
 from rigcheck.bench.device.common import GIB, MIB
 from rigcheck.bench.device.matmul import CPU_QUICK_SHAPES, GPU_QUICK_SHAPES, GPU_SHAPES, GPU_WARMUP_S
 from rigcheck.bench.device.membw import GPU_SIZES
+from rigcheck.bench.fingerprint import gpu_dtypes
 from rigcheck.checks.verify.figures import row_key
 from rigcheck.errors import UsageError, was_interrupted
 from rigcheck.facts import catalog
@@ -23,7 +24,7 @@ from rigcheck.model.bench import HostlinkDocument, HostlinkRow, MatmulDocument, 
 from rigcheck.model.snapshot import Gpu, Snapshot
 from rigcheck.model.verify import StepStatus
 
-MEASURED_STEPS: Final = ("matmul", "membw", "hostlink", "p2p", "allreduce", "burn")
+MEASURED_STEPS: Final = ("matmul", "membw", "fingerprint", "hostlink", "p2p", "allreduce", "burn")
 
 
 def parse_only(text: str | None, known: tuple[str, ...] = MEASURED_STEPS) -> tuple[str, ...] | None:
@@ -74,7 +75,15 @@ class Plan:
 # and p2p (128 MiB, peer copies only: 56 ordered pairs on 8 GPUs) run in this process and are sized to
 # fit their shares; the burn takes the biggest share for its minute of load.
 QUICK: Final = Plan(
-    shares={"matmul": 0.17, "membw": 0.10, "hostlink": 0.08, "p2p": 0.08, "allreduce": 0.14, "burn": 0.38},
+    shares={
+        "matmul": 0.15,
+        "membw": 0.09,
+        "fingerprint": 0.06,
+        "hostlink": 0.08,
+        "p2p": 0.08,
+        "allreduce": 0.14,
+        "burn": 0.38,
+    },
     min_start_s=5.0,
     matmul_shapes=GPU_QUICK_SHAPES,
     matmul_warmup=10,
@@ -94,7 +103,15 @@ QUICK: Final = Plan(
 # full: 900 s. The benchmarks' own full sweeps (matmul's 17 shapes, all-reduce 8 B to 1 GiB), 1 GiB host
 # copies, 512 MiB peer copies and five minutes of burn.
 FULL: Final = Plan(
-    shares={"matmul": 0.12, "membw": 0.05, "hostlink": 0.10, "p2p": 0.12, "allreduce": 0.10, "burn": 0.40},
+    shares={
+        "matmul": 0.12,
+        "membw": 0.05,
+        "fingerprint": 0.04,
+        "hostlink": 0.10,
+        "p2p": 0.12,
+        "allreduce": 0.10,
+        "burn": 0.40,
+    },
     min_start_s=5.0,
     matmul_shapes=GPU_SHAPES,
     matmul_warmup=10,
@@ -114,7 +131,15 @@ FULL: Final = Plan(
 # --cpu (either level): the same pipeline on gloo processes, small enough for a 2-core CI runner (~7 s in
 # all: each launch starts its processes in ~1.5 s); hostlink, p2p and burn need a GPU.
 CPU: Final = Plan(
-    shares={"matmul": 0.25, "membw": 0.20, "hostlink": 0.0, "p2p": 0.0, "allreduce": 0.25, "burn": 0.0},
+    shares={
+        "matmul": 0.25,
+        "membw": 0.20,
+        "fingerprint": 0.15,
+        "hostlink": 0.0,
+        "p2p": 0.0,
+        "allreduce": 0.25,
+        "burn": 0.0,
+    },
     min_start_s=1.0,
     matmul_shapes=CPU_QUICK_SHAPES,
     matmul_warmup=1,
@@ -166,6 +191,13 @@ def matmul_dtypes(snapshot: Snapshot, gpus: Sequence[int] | None = None) -> tupl
     chosen = [g for g in snapshot.gpus if gpus is None or g.index in gpus]
     found = {judged_dtype(g) for g in chosen}
     return tuple(d for d in ("bf16", "fp16") if d in found) or ("bf16",)
+
+
+def fingerprint_dtypes(snapshot: Snapshot, gpus: Sequence[int] | None = None) -> tuple[str, ...]:
+    """The fingerprint's chains: what every GPU of the run computes (the lowest compute capability decides)."""
+    chosen = [g for g in snapshot.gpus if gpus is None or g.index in gpus]
+    found = [cc for g in chosen if (cc := _compute_capability(g)) is not None]
+    return gpu_dtypes(min(found) if found else None)
 
 
 def launched_status(error: str | None) -> tuple[StepStatus, str | None]:

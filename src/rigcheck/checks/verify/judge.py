@@ -12,6 +12,8 @@ Each figure (checks/verify/figures.py) is held, and each judgement shown in one 
   baseline x (1 - tolerance) fails, the tolerance being the larger of 5% and the run's own spread.
 - **result**: wrong results (a product, copy or reduction that differed from its reference), a GPU lost, a
   burn held back by thermal slowdown or the hardware power brake.
+- **fingerprint**: the same seeded workload's output digests against the GPU's identical peers, bit for bit
+  (checks/verify/fingerprint.py); a GPU the peers cannot settle is held to a float64 CPU reference.
 
 A check fails when any judgement fails, is incomplete when it has no figure (its step failed or was cut short
 before measuring it, or a partial document has nothing for its GPU), passes otherwise. A figure just under its
@@ -49,6 +51,8 @@ from rigcheck.checks.verify.figures import (
     result_judgement,
     slot_notes,
 )
+from rigcheck.checks.verify.fingerprint import FINDING_ID as FINGERPRINT_FINDING
+from rigcheck.checks.verify.fingerprint import FingerprintVerdict, judge_fingerprints, key_of
 from rigcheck.facts import bands as facts_bands
 from rigcheck.facts.allreduce_bands import is_nvswitch_board
 from rigcheck.facts.catalog import GpuSpec, lookup
@@ -123,6 +127,7 @@ class _Judge:
     notes: list[str] = field(default_factory=list)
     near_floor: list[NearFloor] = field(default_factory=list)
     shorts: dict[int, str] = field(default_factory=dict)  # id(VerifyCheck) -> its words in the drain reason
+    fingerprints: dict[int, FingerprintVerdict] | None = None  # judged once, on the first GPU that asks
 
     @property
     def cpu(self) -> bool:
@@ -146,6 +151,8 @@ def _units(inputs: VerifyInputs, chosen: Sequence[int] | None, notes: list[str])
         measured += [(f.key, f.device_name) for f in membw_figures(inputs.membw)]
     if inputs.hostlink is not None:
         measured += [(f.key, f.device_name) for f in hostlink_figures(inputs.hostlink)]
+    if inputs.fingerprint is not None:
+        measured += [(key_of(r), r.device_name) for r in inputs.fingerprint]
     for key, device in measured:
         if key is not None and key not in units:
             label = device or (f"rank {key}" if inputs.cpu else f"GPU {key}")
@@ -476,6 +483,9 @@ def _gpu_checks(
     if not j.cpu and "doctor" not in j.inputs.failed and "doctor" not in j.inputs.cut_short:
         subject = gpu_subject(unit.index)
         checks.append(_doctor_check(j, [f for f in j.inputs.findings if f.gpu == unit.index or f.subject == subject]))
+    fingerprint = _fingerprint_check(j, unit)
+    if fingerprint is not None:
+        checks.append(fingerprint)
     base_gpu = _baseline_gpu(j.baseline, unit)
     for step in GPU_STEPS:
         got = figures[step].get(unit.index, [])
@@ -504,6 +514,45 @@ def _gpu_checks(
                 )
             )
     return checks
+
+
+def _fingerprint_check(j: _Judge, unit: _Unit) -> VerifyCheck | None:
+    """The GPU's fingerprint against its identical peers (checks/verify/fingerprint.py); None when the step did
+    not run (saved documents carry none)."""
+    inputs = j.inputs
+    if inputs.fingerprint is None:
+        reason = _missing_reason(j, "fingerprint", False, None)
+        return _incomplete("fingerprint", None, reason) if reason is not None else None
+    if j.fingerprints is None:
+        j.fingerprints = judge_fingerprints(inputs.fingerprint, inputs.fingerprint_again)
+    got = j.fingerprints.get(unit.index)
+    if got is None:
+        return _incomplete("fingerprint", None, "the fingerprint run gave no result for it")
+    judgement = Judgement(
+        rule="fingerprint",
+        verdict="not_judged" if got.verdict in ("unjudged", "incomplete") else got.verdict,
+        text=got.text,
+        finding=got.finding,
+        first_difference=got.first_difference,
+    )
+    check = VerifyCheck(
+        id="fingerprint",
+        verdict=got.verdict,
+        value=None,
+        unit=None,
+        expected_min=None,
+        expected_source=None,
+        peak=None,
+        peer_best=None,
+        baseline=None,
+        judgements=[judgement],
+        detail=got.text,
+        remeasured=[],
+    )
+    if got.verdict == "fail":
+        at = f" at {got.first_difference}" if got.first_difference else " vs float64"
+        j.shorts[id(check)] = FINGERPRINT_FINDING + at
+    return check
 
 
 def _node_checks(j: _Judge, chosen: set[int]) -> list[VerifyCheck]:

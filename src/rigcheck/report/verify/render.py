@@ -19,6 +19,7 @@ HEADERS = ("GPU", "check", "verdict", "figure", "floor", "margin", "peer best", 
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "incomplete": "magenta", "unjudged": "yellow"}
 # unjudged: measured, nothing failed, held against no band (a CPU run): never shown as a pass
 VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE", "unjudged": "UNJUDGED"}
+FINGERPRINT_WORD = {"pass": "bit-equal", "fail": "off reference", "unjudged": "apart", "incomplete": "not measured"}
 HTML_CLASS = {"pass": "good", "fail": "bad", "incomplete": "warn", "unjudged": "warn"}
 
 
@@ -26,6 +27,9 @@ def _figure(check: VerifyCheck) -> str:
     said = next((j.text.split(":", 1)[0] for j in check.judgements if j.rule == "dcgm"), None)
     if said is not None and check.verdict != "incomplete":
         return said  # DCGM's own word, "DCGM Pass" / "DCGM Warn" / "DCGM Fail": it gives no figure
+    printed = next((j for j in check.judgements if j.rule == "fingerprint"), None)
+    if printed is not None:  # digests, no figure: whether they matched, and where they first differed
+        return f"differs at {printed.first_difference}" if printed.first_difference else FINGERPRINT_WORD[check.verdict]
     if check.value is None:
         return "not measured"
     return f"{figure(check.value)} {check.unit or ''}".rstrip()
@@ -83,7 +87,7 @@ def headline(doc: VerifyDocument) -> str:
     """The verdict line: what was judged, how long it took against its budget."""
     judged = f"{len(doc.gpus)} GPU{'s' if len(doc.gpus) != 1 else ''}" if doc.source != "cpu" else "CPU ranks"
     failed = [g for g in doc.gpus if g.verdict == "fail"]
-    tail = f": {', '.join(f'GPU{g.index}' for g in failed)} failed" if failed else ""
+    tail = f": {', '.join(subject(g, cpu=doc.source == 'cpu') for g in failed)} failed" if failed else ""
     budget = f" of {doc.budget_s:.0f} s" if doc.budget_s is not None else ""
     how = {"live": f"level {doc.level}", "cpu": "CPU run (gloo), not judged against GPU bands", "files": "saved files"}
     return f"{VERDICT_WORD[doc.verdict]} — {judged}{tail} ({how[doc.source]}, {doc.elapsed_s:.1f} s{budget})"
