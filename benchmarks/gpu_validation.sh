@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks that need a real GPU, for docs/gpu-validation.md, one PART at a time. Usage:
-#   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn verify monitor tests
+#   bash benchmarks/gpu_validation.sh PART [OUTDIR]      PART: probe matmul memory collectives train burn verify fingerprint monitor tests
 # Each part fits in 6 minutes (under a 10-minute limit per command) and every step has its own
 # timeout; a step that runs over ends with exit 124 and the next step still runs. Everything a part writes
 # goes under OUTDIR/PART/ (OUTDIR default gpu-run), with summary.txt: each step's exit code and seconds.
@@ -10,9 +10,9 @@
 # benchmarks/fetch_wheels.sh, found in $WHEELS (default .whl) and unpacked into /tmp/rigcheck-site.
 # Nothing here changes the card's settings.
 set -uo pipefail
-part=${1:?usage: gpu_validation.sh PART [OUTDIR]   (PART: probe matmul memory collectives train burn verify monitor tests)}
-case $part in probe | matmul | memory | collectives | train | burn | verify | monitor | tests) ;; *)
-    echo "unknown part '$part': probe matmul memory collectives train burn verify monitor tests" >&2; exit 2 ;;
+part=${1:?usage: gpu_validation.sh PART [OUTDIR]   (PART: probe matmul memory collectives train burn verify fingerprint monitor tests)}
+case $part in probe | matmul | memory | collectives | train | burn | verify | fingerprint | monitor | tests) ;; *)
+    echo "unknown part '$part': probe matmul memory collectives train burn verify fingerprint monitor tests" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${2:-gpu-run}/$part
@@ -76,7 +76,15 @@ case $part in
         ;;
     verify)  # ~4 min: the verdict at level quick (its own budget: 180 s), then the bands it was judged against
         step verify     240 "${rc[@]}" verify --level quick --json --html "$out/verify.html"
-        step explain     30 "${rc[@]}" verify --explain --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+        step explain     30 "${rc[@]}" verify --explain --model "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+        ;;
+    fingerprint)  # ~5 min: 20 clean fingerprint runs (no false alarm may come), then a flipped bit that must fail
+        for i in $(seq -w 1 20); do
+            step "clean-$i" 60 "${rc[@]}" verify --only fingerprint --json
+        done
+        # a flipped exponent bit on GPU 0 must fail (exit 1, the step then exits 0; anything else is a failure)
+        step flipped 60 bash -c '"$@"; test $? -eq 1' _ env RIGCHECK_TEST_FLIP=0:1:persistent \
+            "${rc[@]}" verify --only fingerprint --json
         ;;
     monitor)  # ~1 min: the Prometheus exporter scraped beside nvidia-smi; the plain CSV read back by burn --analyze
         step prometheus  90 python3 benchmarks/prometheus_scrape.py --seconds 6
