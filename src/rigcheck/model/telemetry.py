@@ -56,6 +56,40 @@ class Sample:
     # Active clock-event reasons, names from rigcheck.model.CLOCK_EVENT_REASONS; None: not read.
     reasons: Annotated[list[ReasonName] | None, Field(description="active clock-event reasons; null: not read")] = None
     lost: Annotated[bool, Field(description="the GPU was lost at this moment; later samples of it are absent")] = False
+    # Error counters since the driver loaded, where the source read them (issue 28: judged as rates under load by
+    # rigcheck.checks.burn.rates). Optional keys of the trace: absent, not null, where not read (COUNTER_FIELDS).
+    ecc_corrected_volatile: Annotated[
+        int | None, Field(ge=0, description="corrected ECC errors since the driver loaded (volatile total)")
+    ] = None
+    ecc_uncorrected_volatile: Annotated[
+        int | None, Field(ge=0, description="uncorrected ECC errors since the driver loaded (volatile total)")
+    ] = None
+    pcie_replays: Annotated[int | None, Field(ge=0, description="PCIe replay counter")] = None
+    nvlink_crc_errors: Annotated[
+        list[Annotated[int, Field(ge=0)] | None] | None,
+        Field(description="per NVLink (index = link; null: that link not read): DL CRC errors (flit + data)"),
+    ] = None
+    nvlink_replay_errors: Annotated[
+        list[Annotated[int, Field(ge=0)] | None] | None, Field(description="per NVLink: DL replay errors")
+    ] = None
+    nvlink_recovery_errors: Annotated[
+        list[Annotated[int, Field(ge=0)] | None] | None, Field(description="per NVLink: DL recovery errors")
+    ] = None
+
+
+# The error counters of a Sample (and a Reading): optional keys of rigcheck.trace/2, absent where not read.
+COUNTER_FIELDS = (
+    "ecc_corrected_volatile",
+    "ecc_uncorrected_volatile",
+    "pcie_replays",
+    "nvlink_crc_errors",
+    "nvlink_replay_errors",
+    "nvlink_recovery_errors",
+)
+# Those counted per NVLink (a list per sample), and those of the whole GPU (one count).
+LINK_COUNTER_FIELDS = COUNTER_FIELDS[3:]
+GPU_COUNTER_FIELDS = COUNTER_FIELDS[:3]
+LinkCounts = tuple[int | None, ...]
 
 
 @dataclass(slots=True, eq=False)
@@ -74,9 +108,16 @@ class Reading:
     utilization_gpu_percent: float | None = None
     reasons: tuple[str, ...] | None = None
     lost: bool = False
+    ecc_corrected_volatile: int | None = None
+    ecc_uncorrected_volatile: int | None = None
+    pcie_replays: int | None = None
+    nvlink_crc_errors: LinkCounts | None = None
+    nvlink_replay_errors: LinkCounts | None = None
+    nvlink_recovery_errors: LinkCounts | None = None
 
     def sample(self, t_s: float) -> Sample:
         reasons = self.reasons
+        crc, replay, recovery = self.nvlink_crc_errors, self.nvlink_replay_errors, self.nvlink_recovery_errors
         return Sample(
             t_s,
             self.gpu,
@@ -90,6 +131,12 @@ class Reading:
             self.utilization_gpu_percent,
             list(reasons) if reasons is not None else None,
             self.lost,
+            self.ecc_corrected_volatile,
+            self.ecc_uncorrected_volatile,
+            self.pcie_replays,
+            list(crc) if crc is not None else None,
+            list(replay) if replay is not None else None,
+            list(recovery) if recovery is not None else None,
         )
 
 

@@ -3,12 +3,16 @@
 - **JSONL**: line 1 is the header object (:class:`TraceHeaderDocument`: ``{"schema": "rigcheck.trace/2", "gpus":
   [{"index", "name", "temp_slowdown_c", ...}], "interval_s", "started_at"}``); every further line is one
   sample object with the fields of :class:`rigcheck.model.telemetry.Sample` (``reasons``: a list of names,
-  or ``null`` when not read).
+  or ``null`` when not read). The error counters (:data:`COUNTER_FIELDS`: ECC, PCIe replays, NVLink per link)
+  are optional keys, written only where read.
 - **CSV**: a plain CSV that any reader takes as it is: line 1 the column names :data:`CSV_COLUMNS`
   (``t_s,gpu,power_draw_w,...``), then one sample per row. An empty cell is ``None``; ``reasons`` holds names joined
   by ``|``, ``none`` for an empty list; ``lost`` is ``1`` or empty. The header (the same JSON object as JSONL's
   line 1) is in the sidecar file ``FILE.meta.json`` (:func:`sidecar_path`). Traces written before the sidecar
-  have ``# rigcheck.trace/1 {the JSON header}`` as line 1 and the column names as line 2; they still read.
+  have ``# rigcheck.trace/1 {the JSON header}`` as line 1 and the column names as line 2; they still read. The
+  error counters are optional columns (:data:`CSV_COUNTER_COLUMNS`, after the others; a writer names them in its
+  column row only when it reads them); a per-link cell holds the links' counts joined by ``|``, an empty part for
+  a link not read.
 - ``rigcheck.trace/1`` files (written before the power fields were named ``power_draw_w`` and
   ``power_enforced_limit_w``) still read: their ``power_w`` and ``power_limit_w`` keys and columns are those
   two fields (:data:`V1_NAMES`); rigcheck writes only /2.
@@ -34,7 +38,7 @@ from pydantic import Field, TypeAdapter
 from rigcheck.errors import ParseError
 from rigcheck.model.document import Document
 from rigcheck.model.files_out import write_whole
-from rigcheck.model.telemetry import Sample, Trace, TraceGpu
+from rigcheck.model.telemetry import COUNTER_FIELDS, LINK_COUNTER_FIELDS, Sample, Trace, TraceGpu
 
 TRACE_SCHEMA: Literal["rigcheck.trace/2"] = "rigcheck.trace/2"
 TRACE_SCHEMA_V1 = "rigcheck.trace/1"
@@ -42,9 +46,10 @@ READ_SCHEMAS = (TRACE_SCHEMA, TRACE_SCHEMA_V1)
 # A /1 trace's sample key or CSV column -> the Sample field it is (the power fields' names before /2).
 V1_NAMES = {"power_w": "power_draw_w", "power_limit_w": "power_enforced_limit_w"}
 
-# Sample fields in the order rigcheck's CSV writes them.
-CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample))
-_FLOAT_FIELDS = frozenset(f.name for f in fields(Sample) if f.name not in {"t_s", "gpu", "reasons", "lost"})
+# Sample fields in the order rigcheck's CSV writes them; the error counters are optional columns after them.
+CSV_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Sample) if f.name not in COUNTER_FIELDS)
+CSV_COUNTER_COLUMNS: tuple[str, ...] = COUNTER_FIELDS
+_FLOAT_FIELDS = frozenset(CSV_COLUMNS) - {"t_s", "gpu", "reasons", "lost"}
 # Per schema a JSONL file may name, its sample lines' float keys: (key in the file, Sample field).
 _V1_KEYS = {field: key for key, field in V1_NAMES.items()}
 _FLOAT_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -71,6 +76,9 @@ class TraceHeaderDocument(Document):
         """The header's schema, with the sample lines' schema (from :class:`Sample`) as ``$defs/sample``."""
         schema = super().model_json_schema(*args, **kwargs)
         sample = TypeAdapter(Sample).json_schema(mode="serialization")
+        # The error counters are optional keys: a writer leaves out those it did not read (a sample in another
+        # document, the monitor's latest, may hold them as null).
+        sample["required"] = [name for name in sample["required"] if name not in COUNTER_FIELDS]
         sample["description"] = "Every further line of a JSONL trace (the CSV has the same fields as columns)."
         schema.setdefault("$defs", {})["sample"] = sample
         return schema
@@ -107,12 +115,14 @@ def write_csv_header(
     interval_s: float | None,
     started_at: str | None,
     meta_path: str | Path | None = None,
+    columns: tuple[str, ...] = CSV_COLUMNS,
 ) -> None:
     """Line 1 of a rigcheck CSV trace (the column names), and its header in the sidecar ``meta_path``: by default
     beside the file ``out`` writes (:func:`sidecar_path` of its name); an ``out`` with no file name (a pipe, a
     buffer) gets no sidecar unless ``meta_path`` names one. The sidecar is written whole or not at all
-    (model/files_out.py; OutputError, exit 2, when it cannot be)."""
-    out.write(",".join(CSV_COLUMNS) + "\n")
+    (model/files_out.py; OutputError, exit 2, when it cannot be). ``columns``: :data:`CSV_COLUMNS`, and the
+    counters (:data:`CSV_COUNTER_COLUMNS`) after them when the writer reads them."""
+    out.write(",".join(columns) + "\n")
     if meta_path is None:
         name = getattr(out, "name", None)
         if not _is_file_name(name):
@@ -132,12 +142,22 @@ def _cell(value: float | None) -> str:
     return repr(round(float(value), 3)).removesuffix(".0")
 
 
-def format_csv_row(sample: Sample) -> str:
-    """One sample as a line of rigcheck's CSV (with its newline)."""
+def _count_cell(value: int | list[int | None] | None) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return REASONS_SEPARATOR.join("" if v is None else str(v) for v in value)
+    return str(value)
+
+
+def format_csv_row(sample: Sample, columns: tuple[str, ...] = CSV_COLUMNS) -> str:
+    """One sample as a line of rigcheck's CSV (with its newline), in the ``columns`` of its column row."""
     cells: list[str] = []
-    for name in CSV_COLUMNS:
+    for name in columns:
         value = getattr(sample, name)
-        if name == "gpu":
+        if name in COUNTER_FIELDS:
+            cells.append(_count_cell(value))
+        elif name == "gpu":
             cells.append(str(value))
         elif name == "t_s":
             cells.append(f"{value:.3f}")
@@ -153,6 +173,9 @@ def format_csv_row(sample: Sample) -> str:
 def format_jsonl_row(sample: Sample) -> str:
     """One sample as a line of rigcheck's JSONL (with its newline); non-finite numbers become null."""
     data = asdict(sample)
+    for name in COUNTER_FIELDS:  # optional keys: absent where not read
+        if data[name] is None:
+            del data[name]
     data["t_s"] = round(sample.t_s, 4)
     for name in _FLOAT_FIELDS:
         value = data[name]
@@ -266,7 +289,25 @@ def _sample_from_json(data: object, keys: tuple[tuple[str, str], ...] = _FLOAT_K
     lost = data.get("lost", False)
     if not isinstance(lost, bool):
         raise ValueError("'lost' is not true/false")
-    return Sample(t_s=float(t_s), gpu=int(gpu), reasons=reasons, lost=lost, **values)
+    counters = {name: _json_count(data.get(name), name) for name in COUNTER_FIELDS}
+    return Sample(t_s=float(t_s), gpu=int(gpu), reasons=reasons, lost=lost, **values, **counters)
+
+
+def _is_count(value: object) -> bool:
+    return _is_int(value) and value >= 0  # type: ignore[operator]  # an int by then
+
+
+def _json_count(value: object, name: str) -> Any:
+    """An error counter of a sample line: a count (one per link for the NVLink ones), or absent/null."""
+    if value is None:
+        return None
+    if name in LINK_COUNTER_FIELDS:
+        if not isinstance(value, list) or not all(v is None or _is_count(v) for v in value):
+            raise ValueError(f"{name!r} is not a list of counts (null for a link not read)")
+        return value
+    if not _is_count(value):
+        raise ValueError(f"{name!r} is not a count")
+    return value
 
 
 def read_rigcheck_jsonl(lines: NumberedLines, path: str, trace: Trace) -> Iterator[Sample]:
@@ -324,7 +365,7 @@ def read_rigcheck_csv(
     missing = [c for c in ("t_s", "gpu") if c not in columns]
     if missing:
         raise ParseError(f"column header lacks {', '.join(missing)}", path=path, line=cols_no)
-    ignored = [c for c in columns if c not in CSV_COLUMNS]
+    ignored = [c for c in columns if c not in CSV_COLUMNS and c not in CSV_COUNTER_COLUMNS]
     if ignored:
         trace.diagnostics.append(f"{path}: ignored columns rigcheck does not know: {', '.join(ignored)}")
     pending = PendingBadLine()
@@ -380,7 +421,7 @@ def _sample_from_cells(columns: list[str], cells: list[str]) -> Sample:
         gpu = int(row["gpu"])
     except ValueError:
         raise ValueError(f"gpu {row['gpu']!r} is not an integer") from None
-    values = {name: _float_cell(row[name], name) for name in _FLOAT_FIELDS if name in row}
+    values: dict[str, Any] = {name: _float_cell(row[name], name) for name in _FLOAT_FIELDS if name in row}
     reasons: list[str] | None = None
     raw = row.get("reasons", "")
     if raw == NO_REASONS:
@@ -390,4 +431,20 @@ def _sample_from_cells(columns: list[str], cells: list[str]) -> Sample:
     lost_cell = row.get("lost", "").lower()
     if lost_cell not in {"", "0", "1", "true", "false"}:
         raise ValueError(f"lost {lost_cell!r} is not 1 or empty")
-    return Sample(t_s=t_s, gpu=gpu, reasons=reasons, lost=lost_cell in {"1", "true"}, **values)
+    counters = {name: _count_from_cell(row[name], name) for name in COUNTER_FIELDS if name in row}
+    return Sample(t_s=t_s, gpu=gpu, reasons=reasons, lost=lost_cell in {"1", "true"}, **values, **counters)
+
+
+def _one_count(cell: str, name: str) -> int:
+    if not (cell.isascii() and cell.isdigit()):
+        raise ValueError(f"{name} {cell!r} is not a count")
+    return int(cell)
+
+
+def _count_from_cell(cell: str, name: str) -> Any:
+    """An error counter's cell: empty (not read), a count, or per link counts joined by '|' (empty: not read)."""
+    if cell == "":
+        return None
+    if name in LINK_COUNTER_FIELDS:
+        return [None if part == "" else _one_count(part, name) for part in cell.split(REASONS_SEPARATOR)]
+    return _one_count(cell, name)

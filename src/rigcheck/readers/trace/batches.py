@@ -63,7 +63,7 @@ def smi_batches(
             all_settled = len(settled) == len(order)
         reading = row.reading
         if reading is None:
-            reading = row.reading = Reading(index, *row.values, row.reasons, row.lost)
+            reading = row.reading = Reading(index, *row.values, row.reasons, row.lost, *row.counters)
         return reading
 
     for base, lines in blocks:

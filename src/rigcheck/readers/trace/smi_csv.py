@@ -19,7 +19,7 @@ from typing import cast
 
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS, Missing
-from rigcheck.model.telemetry import Reading, Sample, Trace, TraceGpu, counter_median
+from rigcheck.model.telemetry import GPU_COUNTER_FIELDS, Reading, Sample, Trace, TraceGpu, counter_median
 from rigcheck.model.trace import (
     PendingBadLine,
     split_csv_line,
@@ -36,6 +36,7 @@ from rigcheck.readers.smi.values import (
     na_reason,
     parse_bool,
     parse_celsius,
+    parse_int,
     parse_mhz,
     parse_percent,
     parse_str,
@@ -75,6 +76,14 @@ _SMI_PARSERS: dict[str, Callable[[str], Parsed[float]]] = {
     "mem_clock_mhz": parse_mhz,
     "utilization_gpu_percent": parse_percent,
 }
+# Error counters since the driver loaded -> the Sample's counter fields, in Sample's order (judged as rates under
+# load: rigcheck.checks.burn.rates). `nvidia-smi --help-query-gpu` documents the ECC totals; the PCIe replay
+# counter is read under the names other tools pass to --query-gpu, where a header has one.
+_SMI_COUNTERS: dict[str, tuple[str, ...]] = {
+    "ecc_corrected_volatile": ("ecc.errors.corrected.volatile.total",),
+    "ecc_uncorrected_volatile": ("ecc.errors.uncorrected.volatile.total",),
+    "pcie_replays": ("pcie.replay.counter", "pcie.replay_counter"),
+}
 _DEFAULT_LIMIT_NAMES = ("power.default_limit",)
 # Known, deliberately unused (no Sample field): listed so they are not reported as unknown.
 _KNOWN_UNUSED = frozenset(
@@ -100,6 +109,7 @@ class _SmiColumns:
     name: int | None
     default_limit: int | None
     values: dict[str, int]  # Sample field -> column
+    counters: dict[str, int]  # Sample counter field -> column
     mask: int | None
     reason_flags: dict[str, int]  # reason name -> column ("Active" / "Not Active")
     ignored: list[str]
@@ -119,6 +129,11 @@ class _SmiColumns:
             col = first_of(names)
             if col is not None:
                 values[field_name] = col
+        counters: dict[str, int] = {}
+        for field_name, names in _SMI_COUNTERS.items():
+            col = first_of(names)
+            if col is not None:
+                counters[field_name] = col
         flags: dict[str, int] = {}
         for col, key in enumerate(keys):
             reason = reason_of_column(key)
@@ -131,12 +146,13 @@ class _SmiColumns:
             name=first_of(_NAME_NAMES),
             default_limit=first_of(_DEFAULT_LIMIT_NAMES),
             values=values,
+            counters=counters,
             mask=first_of(_MASK_NAMES),
             reason_flags=flags,
             ignored=[],
         )
         used = {found.timestamp, found.index, found.identity, found.name, found.default_limit, found.mask}
-        used |= set(values.values()) | set(flags.values())
+        used |= set(values.values()) | set(flags.values()) | set(counters.values())
         found.ignored = [
             h.strip() for col, h in enumerate(headers) if col not in used and keys[col] not in _KNOWN_UNUSED
         ]
@@ -185,17 +201,21 @@ assert set(_SMI_FIELDS) == set(VALUE_FIELDS), "every value column of the CSV is 
 _Values = tuple[
     float | None, float | None, float | None, float | None, float | None, float | None, float | None, float | None
 ]
+_Counts = tuple[int | None, int | None, int | None]
+_NO_COUNTS: _Counts = (None, None, None)
+assert tuple(_SMI_COUNTERS) == GPU_COUNTER_FIELDS, "the CSV's counters are the Sample's, in order"
 
 
 class Row:
     """What a row says besides its timestamp: shared by every row that prints the same cells."""
 
-    __slots__ = ("default", "identity", "lost", "name", "reading", "reasons", "values")
+    __slots__ = ("counters", "default", "identity", "lost", "name", "reading", "reasons", "values")
 
     def __init__(
         self,
         *,
         values: _Values,
+        counters: _Counts,
         reasons: tuple[str, ...] | None,
         lost: bool,
         identity: str | None,
@@ -203,6 +223,7 @@ class Row:
         default: str | None,
     ) -> None:
         self.values = values
+        self.counters = counters  # the Sample's counter fields after ``lost``, in order (GPU_COUNTER_FIELDS)
         self.reasons = reasons
         self.lost = lost
         self.identity = identity
@@ -220,6 +241,8 @@ class RowParser:
         self.values: list[
             tuple[str, int, int, Callable[[str], Parsed[float]], dict[str, tuple[float | None, bool]]]
         ] = [(name, slot[name], col, _SMI_PARSERS[name], {}) for name, col in cols.values.items()]
+        counter_slot = {name: k for k, name in enumerate(GPU_COUNTER_FIELDS)}
+        self.counters = [(name, counter_slot[name], col) for name, col in cols.counters.items()]
         self.masks: dict[str, tuple[tuple[str, ...] | None, bool, bool]] = {}
         self.seconds: dict[str, int | None] = {}  # "YYYY/MM/DD HH:MM:SS" -> its microseconds since _ORIGIN
         self.minutes: dict[str, int | None] = {}  # "YYYY/MM/DD HH:MM:" -> the same at its second 0
@@ -243,6 +266,16 @@ class RowParser:
                 hit = cache[raw] = (parsed.value, parsed.reason is Missing.GPU_LOST)
             lost |= hit[1]
             values[slot] = hit[0]
+        counts = _NO_COUNTS
+        if self.counters:
+            read: list[int | None] = [None, None, None]
+            for field_name, slot, col in self.counters:
+                parsed_count = parse_int(cells[col])
+                if parsed_count.error is not None:
+                    raise RowError(f"{field_name}: {parsed_count.error}")
+                lost |= parsed_count.reason is Missing.GPU_LOST
+                read[slot] = parsed_count.value
+            counts = cast(_Counts, tuple(read))
         reasons: tuple[str, ...] | None = None
         if cols.mask is not None:
             raw = cells[cols.mask]
@@ -290,6 +323,7 @@ class RowParser:
             identity = cells[cols.identity].strip()
         row = Row(
             values=cast(_Values, tuple(values)),
+            counters=counts,
             reasons=reasons,
             lost=lost,
             identity=identity,
@@ -452,7 +486,7 @@ class SmiCsvReader:
                 steps[t - before] += 1
             last_t[index] = t
             reasons = row.reasons
-            yield Sample(t, index, *row.values, list(reasons) if reasons is not None else None, row.lost)
+            yield Sample(t, index, *row.values, list(reasons) if reasons is not None else None, row.lost, *row.counters)
         pending.finish(path, trace)
         if cols.timestamp is None and rows:
             trace.diagnostics.append(
