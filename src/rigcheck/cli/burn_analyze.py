@@ -1,7 +1,8 @@
 """`rigcheck burn --analyze FILE [--json] [--html FILE]`: the burn verdict on a recorded trace (``rigcheck.burn/2``).
 
-Exit codes: 0 nothing wrong; 1 a GPU throttled for heat, was lost, or hit the hardware power brake for
-a second or more (:func:`rigcheck.checks.burn.judge.is_problem`); 2 a file that is not a trace.
+Exit codes: 0 nothing wrong; 1 a GPU throttled for heat, was lost, hit the hardware power brake for a second
+or more, or has a failing counter or peer finding (corrected ECC at a rate its peers do not share, NVLink errors,
+a clock far under its peers': :func:`rigcheck.checks.burn.judge.is_problem`); 2 a file that is not a trace.
 """
 
 from __future__ import annotations

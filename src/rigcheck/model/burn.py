@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, model_validator
 
-from rigcheck.model.document import Document, Plain, ReasonedRecord
+from rigcheck.model.document import Document, Plain, ReasonedRecord, reason_rules
+from rigcheck.model.finding import Finding
 from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Trace, TraceSource
@@ -63,8 +64,33 @@ def burn_v1_upgraded(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema": BURN_SCHEMA, "gpus": [renamed(g) for g in gpus] if isinstance(gpus, list) else gpus}
 
 
+# The keys of the counters and peers under load (issue 28): optional in the schema, since burn documents saved
+# before them (read back by verify --from) have none; rigcheck writes them all.
+LOAD_KEYS = (
+    "ecc_corrected_per_s",
+    "ecc_uncorrected_new",
+    "pcie_replays_per_min",
+    "nvlink_crc_per_s_max",
+    "nvlink_replay_new",
+    "nvlink_recovery_new",
+    "sm_clock_vs_peers_percent",
+    "power_vs_peers_percent",
+    "hbm_gradient_c",
+    "peers",
+    "findings",
+)
+
+
+def _analysis_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
+    """A null has its reason (reason_rules), and the keys of issue 28 are optional."""
+    reason_rules(schema, cls)
+    schema["required"] = [name for name in schema.get("required", []) if name not in LOAD_KEYS]
+
+
 class GpuBurnAnalysis(ReasonedRecord):
     """The verdict on one GPU under load (docs/commands.md, issue 5)."""
+
+    model_config = ConfigDict(json_schema_extra=_analysis_schema)
 
     index: Count
     loaded_s: Number = Field(description="seconds the GPU was under load (utilization or power says so)")
@@ -94,6 +120,35 @@ class GpuBurnAnalysis(ReasonedRecord):
         None, description="drop from the max SM clock (else from the first seconds' median) to the sustained median"
     )
     lost_at_s: float | None = None
+    # Counters and peers under load (issue 28; rigcheck.checks.burn.rates, docs/checks.md "burn"):
+    ecc_corrected_per_s: float | None = Field(
+        None, description="corrected ECC errors per second of load (the volatile counter's rise while loaded)"
+    )
+    ecc_uncorrected_new: Count | None = Field(None, description="uncorrected ECC errors counted while loaded")
+    pcie_replays_per_min: float | None = Field(None, description="PCIe replays per minute of load")
+    nvlink_crc_per_s_max: float | None = Field(
+        None, description="NVLink CRC errors per second of load, on the link with the most"
+    )
+    nvlink_replay_new: Count | None = Field(None, description="NVLink replay errors counted while loaded, all links")
+    nvlink_recovery_new: Count | None = Field(
+        None, description="NVLink recovery errors counted while loaded, all links"
+    )
+    sm_clock_vs_peers_percent: float | None = Field(
+        None,
+        description="median SM clock while loaded against the median of its peers' (negative: under them), percent",
+    )
+    power_vs_peers_percent: float | None = Field(
+        None, description="median power draw while loaded against the median of its peers' (negative: under), percent"
+    )
+    hbm_gradient_c: float | None = Field(None, description="median of memory (HBM) minus GPU temperature while loaded")
+    peers: list[Count] = Field(
+        default_factory=list,
+        description="the other GPUs of the same model that were loaded: what the peer comparisons are made against",
+    )
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="what the counters and the peer comparisons found (ids burn.*); a fail makes the burn exit 1",
+    )
     # Set by `rigcheck burn` (not by --analyze): throughput and silent-corruption checks.
     tflops_sustained: float | None = Field(None, description=BURN_ONLY)
     tflops_first_10s: float | None = Field(None, description=BURN_ONLY)

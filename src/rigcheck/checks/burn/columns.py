@@ -17,6 +17,7 @@ from itertools import compress, repeat
 from operator import add, attrgetter, is_not, ne, sub
 from typing import cast
 
+from rigcheck.checks.burn.counters import counts_of
 from rigcheck.checks.burn.tally import FIRST_SECONDS_S, GpuTally, is_loaded, limit_of, reason_facts, thermal_sample
 from rigcheck.checks.doctor.power import AT_CAP_FRACTION
 from rigcheck.model.telemetry import Reading
@@ -34,6 +35,8 @@ class _Judged:
         "capped",
         "caps",
         "clock",
+        "counts",
+        "gradient",
         "has_power",
         "key",
         "limit",
@@ -59,6 +62,8 @@ class _Judged:
         thermal: bool = False,
         capped: bool = False,
         caps: bool = False,
+        counts: dict[str, int] | None = None,
+        gradient: float | None = None,
     ) -> None:
         self.limit = limit
         self.power = power
@@ -72,11 +77,14 @@ class _Judged:
         self.thermal = thermal
         self.capped = capped
         self.caps = caps  # loaded and at the cap (by power or sw_power_cap): the time to the cap
+        self.counts = counts  # the error counters it read (counters.py), None: none
+        self.gradient = gradient  # loaded: memory minus GPU temperature, where both were read
 
 
 _LOADED = attrgetter("loaded")
 _CAPS = attrgetter("caps")
 _TEMP_LOADED = attrgetter("temp_loaded")
+_COUNTS = attrgetter("counts")
 
 
 class GpuColumns:
@@ -179,6 +187,11 @@ class GpuColumns:
             steps = list(map(sub, ts, [st.last_t, *ts[:-1]]))
             after_loaded = list(compress(steps, [st.last_loaded, *loaded[:-1]]))
         in_order = not steps or min(steps) >= 0
+        track = st.counters
+        if track.last or any(map(_COUNTS, judged)):  # the counters' steps, row by row: only traces that read them
+            take = track.add
+            for t, j in zip(ts, judged, strict=True):
+                take(t, j.loaded, j.counts)
         self.steps.update(steps)
         if after_loaded:
             st.loaded_steps.update(after_loaded)
@@ -227,13 +240,17 @@ class GpuColumns:
             seen["clock"] = True
         if temp is not None:
             seen["temp"] = True
+        memory = r.temp_memory_c
+        if memory is not None:
+            seen["temp_memory"] = True
+        counts = counts_of(r)
         has_power = power is not None and limit is not None
         if r.utilization_gpu_percent is None and not has_power and ceiling is None and not st.deferred_clock:
             # The load is judged on the clock alone, against the ceiling known so far (finish() checks it held).
             st.deferred_clock.append(st.clock_max)
         loaded = is_loaded(r, gpu, st.clock_max)
         if not loaded:
-            j = _Judged(limit, power, clock, temp, has_power=has_power)
+            j = _Judged(limit, power, clock, temp, has_power=has_power, counts=counts)
         else:
             reasons = r.reasons
             thermal = capped = sw_cap = False
@@ -255,6 +272,8 @@ class GpuColumns:
                 thermal=thermal,
                 capped=capped,
                 caps=at_cap or sw_cap,
+                counts=counts,
+                gradient=memory - temp if memory is not None and temp is not None else None,
             )
         if len(self.memo) >= _MEMO_MAX:
             self.memo.clear()
@@ -269,7 +288,7 @@ class GpuColumns:
         if tally:
             st.n += sum(tally.values())
             limits_all, limits, power_counts, clock_counts = st.limits_all, st.limits, st.power, st.clock
-            clock_rest, reason_sets = st.clock_rest, st.reason_sets
+            clock_rest, reason_sets, gradients = st.clock_rest, st.reason_sets, st.gradients
             temp_max, temp_peak = st.temp_max, st.temp_peak
             loaded = with_reasons = thermal = capped = 0
             clocked = tell_cap = False
@@ -303,6 +322,8 @@ class GpuColumns:
                     tell_cap = True
                 if temp is not None and (temp_peak is None or temp > temp_peak):
                     temp_peak = temp
+                if j.gradient is not None:
+                    gradients[j.gradient] += c
             st.loaded += loaded
             st.with_reasons += with_reasons
             st.thermal += thermal

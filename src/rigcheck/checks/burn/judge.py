@@ -30,6 +30,10 @@ unless a source is named:
   power brake held for >= 1 s of loaded time (HW_SLOWDOWN_FAIL_S: clocks cut by half or more; shorter is a
   flicker); software thermal slowdown in >= 10% of the loaded samples; a thermal limiter, or a peak in the
   guide's 84-90 C throttling range.
+- **Counters and peers** (rates.py, issue 28): the error counters' rates over the loaded samples (corrected
+  and uncorrected ECC, PCIe replays, NVLink CRC/replay/recovery per link), the HBM-minus-core gradient, and each
+  GPU's SM clock and power against the other loaded GPUs of its model; their findings (``burn.*``) are on each
+  analysis, and a fail among them is a problem too.
 - **Nulls**: every number left None gets its reason in ``missing`` (field -> a short phrase: "not in the
   trace", "the GPU was never loaded", "never reached the cap", "not measured by --analyze", "not lost", ...).
 """
@@ -45,6 +49,7 @@ from rigcheck.checks.burn.problems import HW_SLOWDOWN_FAIL_S, bare_hw_slowdown_s
 from rigcheck.checks.burn.problems import brake_seconds as brake_seconds  # noqa: PLC0414
 from rigcheck.checks.burn.problems import is_problem as is_problem  # noqa: PLC0414
 from rigcheck.checks.burn.problems import load_problems as load_problems  # noqa: PLC0414
+from rigcheck.checks.burn.rates import judge_peers, own_figures
 from rigcheck.checks.burn.tally import GpuTally
 from rigcheck.checks.doctor.power import AT_CAP_FRACTION, BRAKE_ADVICE, LIMIT_TOLERANCE
 from rigcheck.checks.doctor.thermal import (
@@ -228,6 +233,7 @@ class BurnAggregator:
             if not state.exact(gpu):
                 return None
             out.append(_analysis(state, gpu, self.end, interval_s))
+        judge_peers(out, self.gpus)
         return out
 
 
@@ -267,6 +273,7 @@ def _analysis(st: GpuTally, gpu: TraceGpu, trace_end: float, interval: float | N
         result.verdict = "not loaded" + _lost_words(lost_at)
         result.advice = _join([LOST_ADVICE if lost_at is not None else None, NOT_LOADED_ADVICE])
         _explain_nulls(result, st)
+        own_figures(result, st)
         return result
 
     if st.with_reasons:
@@ -284,6 +291,7 @@ def _analysis(st: GpuTally, gpu: TraceGpu, trace_end: float, interval: float | N
     result.verdict = f"{band}, {LIMITER_WORDS[result.limiter]}{hw_words}" + _lost_words(lost_at)
     result.advice = _advice(result, gpu, band)
     _explain_nulls(result, st)
+    own_figures(result, st)
     return result
 
 

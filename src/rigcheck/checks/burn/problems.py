@@ -6,7 +6,9 @@
   power brake, held for >= HW_SLOWDOWN_FAIL_S of loaded time: clocks cut by half or more;
 - software thermal slowdown in >= SW_THERMAL_FAIL_SHARE of the loaded samples (rigcheck.checks.doctor.thermal says why
   10%), else a thermal limiter;
-- a peak in the guide's 84-90 C throttling range.
+- a peak in the guide's 84-90 C throttling range;
+- a finding of severity fail from the counters and the peer comparisons (rates.py: corrected ECC at a rate its
+  peers do not share, new uncorrected ECC, NVLink CRC/replay/recovery, an SM clock far under its peers').
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from rigcheck.checks.doctor.power import BRAKE_HISTORY_WARN_US
 from rigcheck.checks.doctor.thermal import SW_THERMAL_FAIL_SHARE
 from rigcheck.model.burn import GpuBurnAnalysis, gpu_burn_problem
+from rigcheck.model.finding import Severity
 
 # A hardware slowdown (clocks cut by half or more) held this long under load fails the burn; shorter is a flicker
 # (NVML: hw_slowdown can flicker during P-state changes). rigcheck's: the power check's brake cut.
@@ -67,6 +70,7 @@ def load_problems(analysis: GpuBurnAnalysis) -> list[str]:
         problems.append(
             f"peak {peak:.0f} C, in the guide's 84-90 C throttling range" if peak is not None else "throttling"
         )
+    problems += [f.message for f in analysis.findings if f.severity is Severity.FAIL]
     return problems
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from rigcheck.checks.burn.counters import CounterTrack, counts_of
 from rigcheck.checks.burn.plateau import Rle
 from rigcheck.checks.doctor.power import AT_CAP_FRACTION
 from rigcheck.checks.doctor.thermal import LOADED_POWER_FRACTION, LOADED_UTIL_PERCENT, NEAR_MARGIN_C, THROTTLE_RANGE_C
@@ -98,7 +99,7 @@ class GpuTally:
         self.loaded_sum = 0.0  # those steps summed in order, as if no cap applied
         self.temp_max: float | None = None
         self.limits_all: Counter[float] = Counter()
-        self.any = {"limit": False, "power": False, "clock": False, "temp": False}
+        self.any = {"limit": False, "power": False, "clock": False, "temp": False, "temp_memory": False}
         # Loaded samples.
         self.loaded = 0
         self.start: float | None = None
@@ -114,6 +115,8 @@ class GpuTally:
         self.temps = Rle()
         self.temp_first: float | None = None
         self.temp_peak: float | None = None
+        self.gradients: Counter[float] = Counter()  # memory minus GPU temperature, loaded samples with both
+        self.counters = CounterTrack()  # the error counters over the loaded samples (counters.py)
         self.time_to_cap: float | None = None
         self.clocked_while_loaded = False
         self.can_tell_cap = False
@@ -165,6 +168,9 @@ class GpuTally:
             seen["temp"] = True
             if self.temp_max is None or temp > self.temp_max:
                 self.temp_max = temp
+        memory = s.temp_memory_c
+        if memory is not None:
+            seen["temp_memory"] = True
         util = s.utilization_gpu_percent
         has_power = power is not None and limit is not None
         if util is not None and util >= LOADED_UTIL_PERCENT:
@@ -179,6 +185,16 @@ class GpuTally:
                 self.deferred_clock.append(self.clock_max)
             loaded = is_loaded(s, gpu, self.clock_max)
         self.last_loaded = loaded
+        track = self.counters
+        if track.last or (
+            s.ecc_corrected_volatile is not None
+            or s.ecc_uncorrected_volatile is not None
+            or s.pcie_replays is not None
+            or s.nvlink_crc_errors is not None
+            or s.nvlink_replay_errors is not None
+            or s.nvlink_recovery_errors is not None
+        ):
+            track.add(t, loaded, counts_of(s))
         if not loaded:
             return in_order
         self.loaded += 1
@@ -212,6 +228,8 @@ class GpuTally:
             if has_power:
                 self.can_tell_cap = True
         if temp is not None:
+            if memory is not None:
+                self.gradients[memory - temp] += 1
             self.temps.add(temp)
             if self.temp_first is None:
                 self.temp_first = temp

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from rigcheck.model.burn import GpuBurnAnalysis
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import GpuPlot, Sample, Trace, TracePlot
+from rigcheck.report.burn.load_lines import finding_lines, under_load
 from rigcheck.report.html import GPU_PALETTE, GUIDE_BANDS, REASON_COLOURS, REASON_WORDS, esc, footer, num, page
 from rigcheck.report.svg import Axis, Band, HLine, Lane, Series, lane_chart, lane_label_width, line_chart
 
@@ -115,6 +116,9 @@ def _facts(a: GpuBurnAnalysis) -> str:
         rows.append(("mismatched results (silent corruption)", str(a.errors)))
     if a.lost_at_s is not None:
         rows.append(("GPU lost at", num(a.lost_at_s, "s", 1)))
+    for line in under_load(a):  # "what: figures"
+        what, _, figures = line.partition(": ")
+        rows.append((what, figures))
     return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows) + "</dl>"
 
 
@@ -412,6 +416,11 @@ def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigch
             )
             if a.advice:
                 body.append(f'<p class="advice-text">{esc(a.advice)}</p>')
+            for f in a.findings:
+                text, advice = finding_lines(f)
+                body.append(f'<p class="finding {esc(f.severity.value)}">{esc(text)}</p>')
+                if advice:
+                    body.append(f'<p class="advice-text">{esc(advice)}</p>')
             body.append(_facts(a))
         body.append(_gpu_plots(trace, by_gpu.get(i) or GpuPlot(), i, a, t_range))
         body.append("</section>")

@@ -10,8 +10,10 @@ from rich.text import Text
 
 from rigcheck.checks.burn.judge import is_problem
 from rigcheck.model.burn import BurnDocument, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.finding import Finding, Severity
 from rigcheck.readers.reference.gpu_burn import TOOL as GPU_BURN
 from rigcheck.readers.reference.gpu_burn import problem_verdict
+from rigcheck.report.burn.load_lines import finding_lines, under_load
 from rigcheck.report.common import md_prose
 from rigcheck.report.render import Renderers, json_text
 from rigcheck.units import fmt, fmt_or_na
@@ -66,6 +68,10 @@ def evidence(a: GpuBurnAnalysis) -> list[str]:
         text = "not in the trace"
     lines.append(f"clock-event reasons while loaded: {text}")
     return lines
+
+
+def _finding_style(f: Finding) -> str:
+    return "bold red" if f.severity is Severity.FAIL else "bold yellow" if f.severity is Severity.WARN else ""
 
 
 def throughput(load: GpuLoadSummary) -> tuple[str, bool]:
@@ -124,7 +130,12 @@ def conclusion(doc: BurnDocument) -> list[tuple[str, bool]]:
 def gpu_lines(doc: BurnDocument, a: GpuBurnAnalysis) -> list[RenderableType]:
     """A few lines per GPU: the verdict, the numbers behind it, what the load did (a burn), the advice."""
     lines: list[RenderableType] = [Text.assemble((f"GPU{a.index}  ", "bold"), (a.verdict, _style(doc, a)))]
-    lines += [Text(f"  {line}") for line in evidence(a)]
+    lines += [Text(f"  {line}") for line in evidence(a) + under_load(a)]
+    for f in a.findings:
+        text, advice = finding_lines(f)
+        lines.append(Text(f"  {text}", style=_finding_style(f)))
+        if advice:
+            lines.append(Text(f"    advice: {advice}", style="dim"))
     if doc.is_run:
         load = _loads(doc).get(a.index)
         if load is None:
@@ -150,7 +161,10 @@ def markdown(doc: BurnDocument) -> str:
     loads = _loads(doc)
     for a in doc.gpus:
         out += [f"## GPU{a.index}: {md_prose(a.verdict)}", ""]
-        out += [f"- {md_prose(line)}" for line in evidence(a)]
+        out += [f"- {md_prose(line)}" for line in evidence(a) + under_load(a)]
+        for f in a.findings:
+            text, advice = finding_lines(f)
+            out.append(f"- **{md_prose(text)}**" + (f" — {md_prose(advice)}" if advice else ""))
         if a.index in loads:
             out.append(f"- {md_prose(throughput(loads[a.index])[0])}")
         out += [f"- advice: {md_prose(a.advice)}", ""]
