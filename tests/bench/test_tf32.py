@@ -1,4 +1,4 @@
-"""One TF32 API: rigcheck.bench.device.matmul.fp32_math (used by matmul and burn) sets TF32 through the
+"""One TF32 API: rigcheck.bench.device.matmul.fp32_math (used by matmul, burn and the fingerprint) sets TF32 through the
 API the installed torch has and never touches the other. On torch >= 2.9, reading the legacy
 ``allow_tf32`` after ``fp32_precision`` was set raises RuntimeError ("mix of the legacy and new APIs"),
 seen on torch 2.13.0+cpu here."""

@@ -19,10 +19,9 @@ REAL_LINES: list[tuple[str, str, str, str]] = [
         "P2P",
         "3[3] -> 2[2]",
     ),
-    # NCCL 2.4's NET line prints the ranks without devices (a NCCL 2.4.8 log quoted in a GitHub-hosted note,
-    # search-index file id 5100473164)
+    # NCCL 2.4's NET line prints the ranks without devices (a NCCL 2.4.8 log quoted in a GitHub-hosted note)
     ("NCCL INFO Ring 00 : 3 -> 10 [send] via NET/IB/0/GDRDMA", "NET/IB/0/GDRDMA", "NET", "3 -> 10 [send]"),
-    # NCCL 2.7: shared memory is "direct shared memory" (search-index file id 46823065291, NCCL 2.7.8)
+    # NCCL 2.7: shared memory is "direct shared memory" (a NCCL 2.7.8 log)
     (
         "4e9a7654171e:8641:8784 [2] NCCL INFO Channel 00 : 2[89000] -> 3[b2000] via direct shared memory",
         "direct shared memory",
@@ -58,8 +57,7 @@ REAL_LINES: list[tuple[str, str, str, str]] = [
         "NET",
         "1[2b000] -> 8[25000] [send]",
     ),
-    # NCCL 2.12+: channel/connection index, NET/IB with GPUDirect RDMA (a GitHub-hosted log, search-index
-    # file id 53108011742)
+    # NCCL 2.12+: channel/connection index, NET/IB with GPUDirect RDMA (a GitHub-hosted log)
     (
         "tpgds-aihub0008:207007:207007 [0] NCCL INFO Channel 07/0 : 8[0] -> 7[7] [send] via NET/IB/0/GDRDMA",
         "NET/IB/0/GDRDMA",
@@ -74,7 +72,7 @@ REAL_LINES: list[tuple[str, str, str, str]] = [
         "15[7] -> 0[0] [send]",
     ),
     # A network plugin whose name holds a space, behind mpirun --tag-output (aws-ofi-nccl on EFA; a GitHub-hosted
-    # guide, search-index file id 40421088)
+    # guide)
     (
         "[1,1]<stdout>:test-nccl-efa-worker-1:21:26 [0] NCCL INFO Channel 00/0 : 0[35000] -> 1[f5000] [receive] via "
         "NET/AWS Libfabric/0",
@@ -82,7 +80,7 @@ REAL_LINES: list[tuple[str, str, str, str]] = [
         "NET",
         "0[35000] -> 1[f5000] [receive]",
     ),
-    # RCCL appends the communicator (Frontier, quoted in a parser's comment, search-index file id 45424423146)
+    # RCCL appends the communicator (Frontier, quoted in a parser's comment)
     (
         "frontier00061:695135:695311 [0] NCCL INFO Channel 03/0 : 0[d6000] -> 2[de000] via P2P/IPC comm 0x9bbf3b0 "
         "nRanks 4096",
@@ -90,7 +88,7 @@ REAL_LINES: list[tuple[str, str, str, str]] = [
         "P2P",
         "0[d6000] -> 2[de000]",
     ),
-    # CollNet (SHARP): one rank and the network, NCCL 2.23.4 (search-index file id 69430106350)
+    # CollNet (SHARP): one rank and the network, NCCL 2.23.4
     (
         "gpu34:23654:23684 [0] NCCL INFO CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA",
         "COLLNET/SHARP/1/GDRDMA",
@@ -130,8 +128,7 @@ def test_direct_shared_memory_is_not_reported_as_p2p() -> None:
 
 
 def test_nvls_is_a_transport_without_via_lines() -> None:
-    """NVLink SHARP shows as "NVLS comm ... headRank" and "Connected NVLS tree" (an 8-GPU NVSwitch node,
-    search-index file id 24836070500)."""
+    """NVLink SHARP shows as "NVLS comm ... headRank" and "Connected NVLS tree" (an 8-GPU NVSwitch node's log)."""
     log = parse_nccl_log(
         "nf5688m7-1:422771:422789 [3] NCCL INFO NVLS comm 0x5598478b07c0 headRank 1 nHeads 8 buffSize 4194304 "
         "memSize 2097152 nvlsPerRankSize 201326592 nvlsTotalSize 1610612736\n"

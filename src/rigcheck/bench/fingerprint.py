@@ -37,6 +37,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from rigcheck.bench.device.common import device_name, is_cuda
+from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.launcher import WorkerContext, launch
 from rigcheck.errors import UsageError
@@ -139,19 +140,15 @@ def _chain(torch: Any, device: Any, dtype_name: str, payload: FingerprintPayload
     a = torch.randn(n, n, generator=gen)
     weights = [torch.randn(n, n, generator=gen) for _ in range(depth)]
     dtype = _torch_dtype(torch, dtype_name)
-    cuda = is_cuda(device)
-    if cuda:
-        torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
     scale = 1.0 / math.sqrt(n)
     x = a.to(dtype).to(device)
     digests: list[str] = []
-    for i, w in enumerate(weights):
-        x = (x @ w.to(dtype).to(device)) * scale
-        if i == 0 and flip:
-            flip_bits(torch, x, flip)
-        digests.append(digest(torch, x))
-    if cuda:
-        torch.backends.cuda.matmul.allow_tf32 = False
+    with fp32_math(torch, dtype_name, is_cuda(device)):  # TF32 for the tf32 chain alone (matmul's one TF32 API)
+        for i, w in enumerate(weights):
+            x = (x @ w.to(dtype).to(device)) * scale
+            if i == 0 and flip:
+                flip_bits(torch, x, flip)
+            digests.append(digest(torch, x))
     if not payload.reference:
         return digests, None
     # Row r of each product depends on row r of the one before only: the first REFERENCE_ROWS rows of the chain
@@ -218,8 +215,9 @@ def _gpt2_step(torch: Any, device: Any, payload: FingerprintPayload) -> tuple[li
     gen = torch.Generator().manual_seed(SEED + 2)
     tokens = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=gen)
     params = {k: v.to(device).requires_grad_(True) for k, v in cpu_params.items()}
-    loss = gpt2_loss(torch, params, tokens.to(device), shape)
-    loss.backward()
+    with fp32_math(torch, "fp32", is_cuda(device)):  # IEEE fp32 products, whatever the process default
+        loss = gpt2_loss(torch, params, tokens.to(device), shape)
+        loss.backward()
     grads = torch.cat([params[k].grad.reshape(-1) for k in sorted(params)])
     digests = [digest(torch, loss), digest(torch, grads)]
     if not payload.reference:
@@ -238,7 +236,6 @@ def fingerprint_worker(ctx: WorkerContext, payload: FingerprintPayload) -> None:
     cuda = is_cuda(device)
     if cuda:
         torch.cuda.set_device(device)
-        torch.backends.cudnn.allow_tf32 = False
         torch.use_deterministic_algorithms(True)  # the embedding's backward: no atomic adds in any order
     else:
         # One thread: a CPU product's blocking, and so its rounding, follows the thread count; every op here is

@@ -100,8 +100,8 @@ A100_TIERS: Final = (Tier(GIB, 180.0, 200.0, f"ring on NVSwitch: ~200, 235.26 at
 
 # Across nodes: the network bounds the busbw. A ring over k NICs carries busbw = k x the NIC rate, the node's
 # aggregate (checks/fleet/collectives.py); tree algorithms pass it on two nodes. Healthy published runs reach
-# 58-169% of the aggregate: 2x8 H100 8x400G IB 391.45 at 8 GiB (98%, a kubeflow mpi-operator note in the public
-# code index), 2x8 H100 A3 Mega 8x200G 338.82 (169%, tests/fixtures/nccl-tests-extra/new-allreduce-16xh100-...),
+# 58-169% of the aggregate: 2x8 H100 8x400G IB 391.45 at 8 GiB (98%, a kubeflow mpi-operator note), 2x8 H100 A3
+# Mega 8x200G 338.82 (169%, tests/fixtures/nccl-tests-extra/new-allreduce-16xh100-...),
 # 4x8 H100 8x400G RoCE 320 (80%, nccl #1221), 2x8 H100 8x400G RoCE 231 at 8 GiB (58%, nccl #2409). Under 40% NCCL
 # is not carrying the NICs at their rate: a socket fallback, GPUDirect RDMA off, NICs down or unused.
 NETWORK_FRACTION: Final = 0.40
