@@ -31,6 +31,7 @@ from rigcheck.bench.fleet.env import (
 from rigcheck.bench.fleet.state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
 from rigcheck.checks.fleet.collectives import nic_busbw
 from rigcheck.errors import UsageError
+from rigcheck.model.fingerprint import FLIP_VAR
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort, Snapshot, System
 from tests.support.cli import Rigcheck
@@ -369,6 +370,7 @@ def test_four_ranks_under_torchrun_standalone() -> None:
         "rendezvous": "done",
         "inspect": "done",
         "gather": "done",
+        "fingerprint": "done",
         "collectives": "done",
         "pairs": "skipped",  # one node
         "report": "done",
@@ -401,6 +403,22 @@ def test_two_launches_are_two_nodes() -> None:
     assert [(p["round"], p["a"], p["b"]) for p in data["pairs"]] == [(1, f"{host}#0", f"{host}#1")]
     assert data["pairs"][0]["busbw_gbps"] > 0
     assert _phases(data)["pairs"] == "done"
+
+
+@needs_torch
+def test_a_flipped_rank_on_another_node_fails_its_fingerprint() -> None:
+    """Two nodes of two ranks; the test hook flips a bit of rank 3's first product (node 1): rank 0 gathers every
+    rank's digests once, and names node 1 alone; the ranks of node 0 agree with rank 2."""
+    results = _finish(_nodes(2, 2, _env(**{FLIP_VAR: "3"}, **SMALL)))
+    _, data = _the_document(results)
+    host = socket.gethostname()
+    assert [c for c, _, _ in results] == [1, 1], [err[-2000:] for _, _, err in results]
+    found = [(f["id"], f["node"]) for f in data["findings"] if f["id"].startswith("fleet.fingerprint")]
+    assert found == [("fleet.fingerprint-mismatch", f"{host}#1")]
+    assert "rank 3" in next(f["message"] for f in data["findings"] if f["id"] == "fleet.fingerprint-mismatch")
+    assert {n["name"]: n["verdict"] for n in data["nodes"]} == {f"{host}#0": "pass", f"{host}#1": "fail"}
+    assert _phases(data)["fingerprint"] == "done"
+    assert any(n.startswith("fingerprint: 3 of 4 ranks on 2 node(s) agree") for n in data["notes"])
 
 
 @needs_torch

@@ -27,10 +27,11 @@ on the first run only, or on every run with ``persistent``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -227,21 +228,11 @@ def _gpt2_step(torch: Any, device: Any, payload: FingerprintPayload) -> tuple[li
     return digests, _relative_error(torch, loss.detach().to("cpu"), ref)
 
 
-def fingerprint_worker(ctx: WorkerContext, payload: FingerprintPayload) -> None:
-    """Compute the workload on ``ctx.device`` and report one :class:`FingerprintRow`."""
-    torch: Any = require_torch()
-    if payload.only is not None and ctx.rank not in payload.only:
-        return
-    device = torch.device(ctx.device)
+def compute_row(torch: Any, device: Any, payload: FingerprintPayload, rank: int) -> FingerprintRow:
+    """The workload on ``device`` as rank ``rank``: one :class:`FingerprintRow` (this process, no launch: what a
+    fleet rank calls on its own GPU, and each verify worker)."""
     cuda = is_cuda(device)
-    if cuda:
-        torch.cuda.set_device(device)
-        torch.use_deterministic_algorithms(True)  # the embedding's backward: no atomic adds in any order
-    else:
-        # One thread: a CPU product's blocking, and so its rounding, follows the thread count; every op here is
-        # then deterministic. (use_deterministic_algorithms would cost each CPU rank a second: it imports inductor.)
-        torch.set_num_threads(1)
-    flip = payload.flip[1] if payload.flip is not None and payload.flip[0] == ctx.rank else 0
+    flip = payload.flip[1] if payload.flip is not None and payload.flip[0] == rank else 0
     steps: list[FingerprintStep] = []
     errors: dict[str, float] = {}
     for i, dtype_name in enumerate(payload.dtypes):
@@ -250,14 +241,13 @@ def fingerprint_worker(ctx: WorkerContext, payload: FingerprintPayload) -> None:
         if err is not None:
             errors[dtype_name] = err
     digests, err = _gpt2_step(torch, device, payload)
-    steps += [
-        FingerprintStep(name=name, digest=d) for name, d in zip(("gpt2_loss", "gpt2_grads"), digests, strict=True)
-    ]
+    names = ("gpt2_loss", "gpt2_grads")
+    steps += [FingerprintStep(name=name, digest=d) for name, d in zip(names, digests, strict=True)]
     if err is not None:
         errors["gpt2"] = err
     props = torch.cuda.get_device_properties(device) if cuda else None
-    row = FingerprintRow(
-        rank=ctx.rank,
+    return FingerprintRow(
+        rank=rank,
         gpu=device.index if cuda else None,
         device_name=device_name(torch, device),
         sm_count=props.multi_processor_count if props is not None else None,
@@ -267,8 +257,67 @@ def fingerprint_worker(ctx: WorkerContext, payload: FingerprintPayload) -> None:
         steps=steps,
         reference_error=errors if payload.reference else None,
     )
-    ctx.progress(f"rank {ctx.rank}: fingerprint of {len(steps)} steps")
+
+
+@contextlib.contextmanager
+def deterministic(torch: Any, device: Any) -> Iterator[None]:
+    """The settings the workload needs, restored afterwards (a fleet rank goes on measuring after it)."""
+    if is_cuda(device):
+        torch.cuda.set_device(device)
+        was = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)  # the embedding's backward: no atomic adds in any order
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(was)
+        return
+    # One thread: a CPU product's blocking, and so its rounding, follows the thread count; every op here is then
+    # deterministic. (use_deterministic_algorithms would cost each CPU rank a second: it imports inductor.)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def fingerprint_worker(ctx: WorkerContext, payload: FingerprintPayload) -> None:
+    """Compute the workload on ``ctx.device`` and report one :class:`FingerprintRow`."""
+    torch: Any = require_torch()
+    if payload.only is not None and ctx.rank not in payload.only:
+        return
+    device = torch.device(ctx.device)
+    with deterministic(torch, device):
+        row = compute_row(torch, device, payload, ctx.rank)
+    ctx.progress(f"rank {ctx.rank}: fingerprint of {len(row.steps)} steps")
     ctx.report(row.model_dump())
+
+
+def make_payload(
+    *,
+    cpu: bool,
+    dtypes: Sequence[str] | None = None,
+    reference: bool = False,
+    only: Sequence[int] | None = None,
+    run: int = 1,
+    environ: Mapping[str, str] | None = None,
+) -> FingerprintPayload:
+    """The workload's parameters (the test hook read from ``environ``, default the process's)."""
+    env = os.environ if environ is None else environ
+    flip_spec = parse_flip(env.get(FLIP_VAR))
+    flip = None
+    if flip_spec is not None and (flip_spec[2] or run == 1):
+        flip = (flip_spec[0], flip_spec[1])
+    return FingerprintPayload(
+        dtypes=tuple(dtypes) if dtypes else (("fp32", "bf16") if cpu else ("fp32", "fp16")),
+        size=CPU_SIZE if cpu else GPU_SIZE,
+        depth=CPU_DEPTH if cpu else GPU_DEPTH,
+        gpt2=CPU_GPT2 if cpu else GPU_GPT2,
+        reference=reference,
+        only=tuple(only) if only is not None else None,
+        flip=flip,
+        run=run,
+    )
 
 
 def run_fingerprint(
@@ -287,21 +336,7 @@ def run_fingerprint(
 
     ``dtypes``: the chains (default: fp32 and bf16 on CPU; on GPUs each worker's by its compute capability is
     the caller's to give, from the snapshot). ``only``: the ranks that compute (a re-run)."""
-    env = os.environ if environ is None else environ
-    flip_spec = parse_flip(env.get(FLIP_VAR))
-    flip = None
-    if flip_spec is not None and (flip_spec[2] or run == 1):
-        flip = (flip_spec[0], flip_spec[1])
-    payload = FingerprintPayload(
-        dtypes=tuple(dtypes) if dtypes else (("fp32", "bf16") if cpu else ("fp32", "fp16")),
-        size=CPU_SIZE if cpu else GPU_SIZE,
-        depth=CPU_DEPTH if cpu else GPU_DEPTH,
-        gpt2=CPU_GPT2 if cpu else GPU_GPT2,
-        reference=reference,
-        only=tuple(only) if only is not None else None,
-        flip=flip,
-        run=run,
-    )
+    payload = make_payload(cpu=cpu, dtypes=dtypes, reference=reference, only=only, run=run, environ=environ)
     outcome = launch(
         fingerprint_worker,
         payload,

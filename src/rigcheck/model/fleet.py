@@ -107,7 +107,7 @@ class MissingRank(Plain):
 
 
 class FleetPhase(Plain):
-    name: str = Field(description="rendezvous, inspect, gather, collectives, pairs, report")
+    name: str = Field(description="rendezvous, inspect, gather, fingerprint, collectives, pairs, report")
     status: PhaseStatus
     elapsed_s: float
     deadline_s: float | None

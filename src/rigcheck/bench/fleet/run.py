@@ -17,6 +17,9 @@ Phases, each recorded as a FleetPhase on rank 0, each with a deadline (``deadlin
   at the same time). A rank that never arrived is a MissingRank: its host and the last phase it wrote
   (``phase/<r>``). Rank 0 then writes the layout (nodes, their names and ranks) and whether to measure: only when
   every rank arrived. A node's name is its hostname, with ``#<node rank>`` where two nodes share one.
+- **fingerprint**: every rank hashes the same seeded workload on its device (rigcheck.bench.fingerprint, with the
+  float64 reference) and writes its row; rank 0 gathers them (``fingerprint/<r>``) and compares identical GPUs
+  across the nodes bit for bit (checks/fleet/fingerprint.py): one gather, no re-run.
 - **collectives**: all-reduce over the whole world across ``sizes`` (rigcheck.bench.fleet.rounds) on gloo
   (``cpu``) or a NCCL group (each rank on GPU ``local_rank``), the time being the slowest rank's.
 - **pairs** (two nodes or more): rounds planned by rank 0 with checks.fleet.plan_round, sent through the store
@@ -56,6 +59,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from rigcheck.bench.env import require_torch
+from rigcheck.bench.fingerprint import compute_row, deterministic, make_payload
 from rigcheck.bench.fleet.auth import KeyPlan, plan_key
 from rigcheck.bench.fleet.env import FleetEnv
 from rigcheck.bench.fleet.meet import rendezvous, sealing_note
@@ -84,6 +88,7 @@ from rigcheck.bench.fleet.state import (
 )
 from rigcheck.bench.fleet.store import Bounded
 from rigcheck.checks.fleet.collectives import nic_busbw
+from rigcheck.checks.fleet.fingerprint import fingerprint_findings
 from rigcheck.checks.fleet.judge import (
     fleet_document,
     pair_verdict,
@@ -93,6 +98,7 @@ from rigcheck.checks.fleet.judge import (
     wants_more,
 )
 from rigcheck.errors import BenchError, RigcheckError, UsageError, signal_name, signal_of
+from rigcheck.model.fingerprint import FingerprintRow
 from rigcheck.model.fleet import FleetDocument, FleetPair, FleetPhase, NodeReport, PhaseStatus
 from rigcheck.model.verify import Verdict
 
@@ -240,6 +246,51 @@ def _measurement_rig(run: FleetRun) -> tuple[Rig, Any]:
     run.groups.append(group)
     run.backend = "nccl"
     return Rig("nccl", torch.device("cuda", run.env.local_rank), *late), group
+
+
+def _fingerprint(run: FleetRun, rig: Rig, layout: Layout) -> None:
+    """Every rank hashes the same seeded workload on its device (with the float64 reference: a fleet does not
+    re-run) and writes its row; rank 0 gathers them by the deadline and compares identical GPUs across the nodes
+    (checks/fleet/fingerprint.py). A rank whose row does not come is named by the collectives that follow."""
+    env, ctl = run.env, run.control
+    run.mark("fingerprint")
+    since = run.clock()
+    torch: Any = require_torch()
+    try:
+        payload = make_payload(cpu=run.cpu, reference=True, environ=run.environ)
+        with deterministic(torch, rig.device):
+            row: dict[str, Any] = {"row": compute_row(torch, rig.device, payload, env.rank).model_dump()}
+    except (RuntimeError, UsageError) as exc:  # a CUDA error, or a test hook that does not parse
+        row = {"error": f"rank {env.rank}: {one_line(exc)}"}
+    ctl.put(f"fingerprint/{env.rank}", row)
+    ctl.bump("fingerprint")
+    if not run.lead:
+        return
+    keys = [f"fingerprint/{r}" for r in range(env.world_size)]
+    found = ctl.await_keys(keys, since + run.deadline_s, hint="fingerprint")
+    rows: list[FingerprintRow] = []
+    errors: list[str] = []
+    for key, value in found.items():
+        try:
+            if "error" in value:
+                errors.append(str(value["error"]))
+                continue
+            rows.append(FingerprintRow.model_validate(value["row"]))
+        except (TypeError, KeyError, ValidationError):  # sealed, yet not a row: dropped, never a crash
+            ctl.reject(key, repr(value).encode(), "a fingerprint row that does not parse")
+            errors.append(f"{key}: its row did not parse")
+    node_of = {r: layout.names[nr] for nr, ranks in layout.ranks.items() for r in ranks}
+    run.fingerprints, note = fingerprint_findings(rows, node_of)
+    if note is not None:
+        run.notes.append(note)
+    late = [r for r in range(env.world_size) if f"fingerprint/{r}" not in found]
+    status: PhaseStatus = "done"
+    reason = "; ".join(errors) or None
+    if late:
+        status, reason = "timed_out", f"rank(s) {_ranks(late)} gave no fingerprint within {run.deadline_s:g} s"
+    elif errors:
+        status = "failed"
+    run.record("fingerprint", status, since, run.deadline_s, reason)
 
 
 def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
@@ -465,6 +516,7 @@ def _document(run: FleetRun) -> FleetDocument:
         elapsed_s=run.clock() - run.started,
         notes=[*run.notes, *_rejection_notes(run)],
         rejected_messages=len(run.ctl.rejections()) if run.ctl is not None else 0,
+        fingerprints=run.fingerprints,
     )
     run.record("report", "done", since, None, None)
     return doc.model_copy(update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started})
@@ -521,7 +573,7 @@ def run_fleet(
             if rendezvous(run):
                 _measure(run, inspect, sizes)
             elif run.lead:
-                for phase in ("inspect", "gather", "collectives", "pairs"):
+                for phase in ("inspect", "gather", "fingerprint", "collectives", "pairs"):
                     run.skip(phase, "the rendezvous did not complete")
             run.current, run.current_since = "report", run.clock()
             doc = _document(run) if run.lead else None
@@ -554,15 +606,18 @@ def _measure(run: FleetRun, inspect: Callable[[], NodeReport], sizes: Sequence[i
     layout = _gather(run, payload)
     if layout is None:
         if run.lead:
+            run.skip("fingerprint", "not every rank arrived")
             run.skip("collectives", "not every rank arrived")
             run.skip("pairs", "not every rank arrived")
         return
     if run.env.world_size == 1:
+        run.skip("fingerprint", "one rank: no GPU to compare it with")
         run.skip("collectives", "one rank: an all-reduce moves nothing between ranks")
         run.skip("pairs", "one node")
         return
     run.say(f"fleet: {len(layout.names)} node(s), {run.env.world_size} rank(s): measuring")
     rig, group = _measurement_rig(run)
+    _fingerprint(run, rig, layout)
     hooked = [size for size in hook_ints(run.environ, SIZES_VAR) if size > 0]
     chosen = list(sizes) if sizes is not None else hooked or default_sizes(run.cpu)
     if _collectives(run, rig, group, chosen) and len(layout.names) > 1:

@@ -13,7 +13,15 @@ from rigcheck.bench.fleet.auth import KeyPlan
 from rigcheck.bench.fleet.env import FleetEnv
 from rigcheck.bench.fleet.store import POLL_S, Bounded, Control
 from rigcheck.errors import BenchError
-from rigcheck.model.fleet import FleetCollective, FleetPair, FleetPhase, MissingRank, NodeReport, PhaseStatus
+from rigcheck.model.fleet import (
+    FleetCollective,
+    FleetFinding,
+    FleetPair,
+    FleetPhase,
+    MissingRank,
+    NodeReport,
+    PhaseStatus,
+)
 
 SLOW_NODE_VAR: Final = "RIGCHECK_FLEET_TEST_SLOW_NODE"
 HANG_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_HANG_RANK"
@@ -92,6 +100,7 @@ class FleetRun:
     nodes: list[NodeReport] = field(default_factory=list)
     collectives: list[FleetCollective] = field(default_factory=list)
     pairs: list[FleetPair] = field(default_factory=list)
+    fingerprints: list[FleetFinding] = field(default_factory=list)  # rank 0: checks/fleet/fingerprint.py's
     groups: list[Any] = field(default_factory=list)  # measurement groups to destroy
     backend: str = "gloo"
     inspected_s: float = 0.0  # how long this node's inspection took (rank 0 records it for the fleet)

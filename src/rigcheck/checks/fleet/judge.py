@@ -22,6 +22,7 @@ from typing import Final, Literal
 
 from rigcheck.checks.common import list_names, num, readable_gpus
 from rigcheck.checks.fleet.collectives import nic_busbw
+from rigcheck.checks.fleet.fingerprint import FINDING_IDS as FINGERPRINT_IDS
 from rigcheck.checks.fleet.pairs import (
     CPU_SLOW_FRACTION,
     MAX_ROUNDS,
@@ -86,6 +87,7 @@ FINDING_IDS: tuple[str, ...] = (
     "fleet.rank-died",
     "fleet.internode-bandwidth",
     "fleet.collective-wrong",
+    *FINGERPRINT_IDS,
 )
 
 # Outliers: robust z = 0.6745 (x - median) / MAD (Iglewicz and Hoaglin's modified z-score; 0.6745 makes the MAD
@@ -546,6 +548,7 @@ def fleet_document(
     elapsed_s: float,
     notes: Sequence[str] = (),
     rejected_messages: int | None = None,
+    fingerprints: Sequence[FleetFinding] = (),
 ) -> FleetDocument:
     """The fleet's report: each node's verdict, the fleet findings worst first, and the fleet's verdict.
 
@@ -567,6 +570,7 @@ def fleet_document(
         *(_missing_finding(m, nodes) for m in missing),
         *_bandwidth(collectives),
         *_wrong_results(collectives),
+        *fingerprints,  # checks/fleet/fingerprint.py's, from the digests rank 0 gathered
     ]
     findings.sort(key=sort_key)
     lost = {owner for m in missing if (owner := _owner(m, nodes)) is not None}
