@@ -18,7 +18,7 @@ from prometheus_client.samples import Sample as PromSample
 from rigcheck.errors import ParseError
 from rigcheck.model.snapshot import Missing
 from rigcheck.model.telemetry import Sample, TraceGpu
-from rigcheck.model.trace import CSV_COLUMNS, format_csv_row, sidecar_path, trace_header
+from rigcheck.model.trace import CSV_COLUMNS, CSV_COUNTER_COLUMNS, format_csv_row, sidecar_path, trace_header
 from rigcheck.monitor.prometheus import (
     GPU_LABELS,
     Counters,
@@ -285,9 +285,10 @@ def test_monitor_csv_is_plain_with_a_sidecar_and_burn_analyze_reads_it(
     assert code == 0, err
     with path.open(newline="") as fh:
         rows = list(csv.reader(fh))
-    assert rows[0] == list(CSV_COLUMNS)  # the header row first: any CSV reader takes it as is
+    columns = list(CSV_COLUMNS + CSV_COUNTER_COLUMNS)  # NVML's poller reads the error counters too
+    assert rows[0] == columns  # the header row first: any CSV reader takes it as is
     assert len(rows) > 5
-    assert all(len(r) == len(CSV_COLUMNS) for r in rows)
+    assert all(len(r) == len(columns) for r in rows)
     meta = json.loads(sidecar_path(path).read_text())
     assert meta["schema"] == "rigcheck.trace/2"
     assert meta["gpus"][0]["name"] == H100

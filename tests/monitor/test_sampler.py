@@ -46,10 +46,15 @@ def test_poller_reads_every_field_and_static_facts_once() -> None:
         before = len(lib.calls)
         samples = poller.poll(0.5)
         per_poll = lib.calls[before:]
+        before = len(lib.calls)
         poller.poll(0.6)
+        next_poll = lib.calls[before:]
     assert lib.initialized == 0
     assert lib.shutdowns == 1
-    assert len(per_poll) == 8 * 8  # 8 NVML calls per GPU per poll
+    # 8 readings, 2 ECC totals and the PCIe replays per GPU per poll; on the first, each of the 18 links' 4 counters
+    assert len(next_poll) == 8 * 11
+    assert len(per_poll) == 8 * (11 + 18 * 4)
+    assert "nvmlDeviceGetNvLinkState" not in per_poll  # the links were found when the poller opened
     assert "nvmlDeviceGetTemperatureThreshold" not in per_poll
     assert "nvmlDeviceGetMaxClockInfo" not in per_poll
     assert lib.count("nvmlDeviceGetMaxClockInfo") == 8  # cached: once per GPU
@@ -77,10 +82,15 @@ def test_poller_not_supported_is_none_and_not_asked_again() -> None:
             "power_draw_w": "not_supported",
             "power_enforced_limit_w": "not_supported",
             "temp_memory_c": "not_supported",
+            "ecc_corrected_volatile": "not_supported",  # a GeForce card has no ECC
+            "ecc_uncorrected_volatile": "not_supported",
         }
     for s in (first, second):
         assert (s.power_draw_w, s.power_enforced_limit_w, s.temp_memory_c) == (None, None, None)
         assert s.temp_c == 43.0
+        assert (s.ecc_corrected_volatile, s.ecc_uncorrected_volatile, s.pcie_replays) == (None, None, 0)
+        assert s.nvlink_crc_errors is None  # no NVLink: left out, never 0
+    assert lib.count("nvmlDeviceGetTotalEccErrors") == 2  # asked once each, then left out
 
 
 def test_poller_old_driver_falls_back_to_throttle_reasons_once() -> None:

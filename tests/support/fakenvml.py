@@ -688,6 +688,27 @@ def burn_gpu_lost(lose_at_poll: int = 5) -> TimedFakeNvml:
     return TimedFakeNvml(gpus, h100_burn_profile, lose_at_poll={1: lose_at_poll})
 
 
+# DCGM#313 / NVSentinel#1748: one GB200 of four corrected ~17,700 ECC errors a second under load, 0 when idle, its
+# peers none. At the profile's 10 Hz that is 1,770 a poll (the rate a test sees follows its own poll interval).
+ECC_STORM_GPU = 2
+ECC_STORM_PER_POLL = 1_770
+
+
+def ecc_storm(gpus: int = 4) -> TimedFakeNvml:
+    """``gpus`` H100s under the burn; GPU2's volatile corrected ECC count climbs on every loaded poll (its peers' and
+    every uncorrected count stay 0), from a count of 12 the driver had before the load."""
+
+    def profile(gpu: int, n: int) -> dict[str, object]:
+        step = h100_burn_profile(gpu, n)
+        if gpu != ECC_STORM_GPU:
+            return step
+        loaded_polls = max(0, min(n, BURN_IDLE_POLLS + BURN_LOAD_POLLS) - BURN_IDLE_POLLS)
+        return {**step, "ecc_counts": {(0, 0): 12 + ECC_STORM_PER_POLL * loaded_polls}}
+
+    gpu_list = [FakeGpu(uuid=f"GPU-ecc-{i}", bus_id=H100_BUS_IDS[i]) for i in range(gpus)]
+    return TimedFakeNvml(gpu_list, profile)
+
+
 def old_driver_consumer_polling() -> TimedFakeNvml:
     """A GeForce card on an old driver: no power readings (so its readings stay as they are: the profile
     advances on power reads), no memory temperature, only the pre-R535 "throttle" reasons function."""
@@ -702,4 +723,5 @@ TELEMETRY_SCENARIOS: dict[str, Callable[[], TimedFakeNvml]] = {
     "burn_power_capped_h100_instant": burn_power_capped_h100_instant,
     "burn_gpu_lost": burn_gpu_lost,
     "old_driver_consumer_polling": old_driver_consumer_polling,
+    "ecc_storm": ecc_storm,
 }

@@ -30,7 +30,14 @@ from typing import Literal, Protocol, TextIO
 from rigcheck.errors import OutputError, UsageError
 from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.telemetry import Sample, Trace, TraceGpu
-from rigcheck.model.trace import format_csv_row, format_jsonl_row, write_csv_header, write_jsonl_header
+from rigcheck.model.trace import (
+    CSV_COLUMNS,
+    CSV_COUNTER_COLUMNS,
+    format_csv_row,
+    format_jsonl_row,
+    write_csv_header,
+    write_jsonl_header,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,8 @@ TraceFormat = Literal["csv", "jsonl"]
 
 class Poller(Protocol):
     """What the sampler polls: rigcheck.probe.nvml.NvmlPoller (the CLI makes it and passes it in), or a test's
-    stand-in. monitor/ never imports the probe."""
+    stand-in. monitor/ never imports the probe. A poller that reads the error counters (ECC, PCIe replays, NVLink)
+    says so with a true ``reads_counters`` attribute: a CSV trace then names their columns."""
 
     @property
     def gpus(self) -> dict[int, TraceGpu]: ...
@@ -74,6 +82,7 @@ class TraceFile:
         self.flush_interval_s = flush_interval_s
         self.rows = 0
         self.error: str | None = None
+        self.columns: tuple[str, ...] = CSV_COLUMNS  # the CSV's columns, the counters' too where they are read
         try:
             self._fh: TextIO | None = path.open("w", encoding="utf-8", newline="")
         except OSError as exc:
@@ -90,13 +99,21 @@ class TraceFile:
             with contextlib.suppress(OSError):  # its buffer cannot be written either
                 fh.close()
 
-    def begin(self, gpus: dict[int, TraceGpu], *, interval_s: float | None, started_at: str | None) -> None:
-        """Write the header (flushed at once: a file cut short after it still reads as a trace)."""
+    def begin(
+        self, gpus: dict[int, TraceGpu], *, interval_s: float | None, started_at: str | None, counters: bool = False
+    ) -> None:
+        """Write the header (flushed at once: a file cut short after it still reads as a trace). ``counters``: the
+        samples carry the error counters (a CSV names their columns after the others; JSONL writes the keys a
+        sample has)."""
         if self._fh is None:
             return
-        write = write_csv_header if self.fmt == "csv" else write_jsonl_header
+        listed = [gpus[i] for i in sorted(gpus)]
         try:
-            write(self._fh, [gpus[i] for i in sorted(gpus)], interval_s=interval_s, started_at=started_at)
+            if self.fmt == "csv":
+                self.columns = CSV_COLUMNS + CSV_COUNTER_COLUMNS if counters else CSV_COLUMNS
+                write_csv_header(self._fh, listed, interval_s=interval_s, started_at=started_at, columns=self.columns)
+            else:
+                write_jsonl_header(self._fh, listed, interval_s=interval_s, started_at=started_at)
         except (OSError, OutputError) as exc:  # the .meta.json sidecar is written whole, or OutputError
             self._failed(exc)
         self.flush()
@@ -105,9 +122,12 @@ class TraceFile:
         fh = self._fh
         if fh is None:
             return
-        fmt_row = format_csv_row if self.fmt == "csv" else format_jsonl_row
         try:
-            fh.write("".join(fmt_row(s) for s in samples))
+            if self.fmt == "csv":
+                columns = self.columns
+                fh.write("".join(format_csv_row(s, columns) for s in samples))
+            else:
+                fh.write("".join(format_jsonl_row(s) for s in samples))
             self.rows += len(samples)
             now = time.monotonic()
             if now - self._flushed_at >= self.flush_interval_s:
@@ -236,7 +256,10 @@ class Sampler:
         self.t0 = start
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         if self.sink is not None:
-            self.sink.begin(dict(self.poller.gpus), interval_s=self.interval_s, started_at=self.started_at)
+            counters = bool(getattr(self.poller, "reads_counters", False))
+            self.sink.begin(
+                dict(self.poller.gpus), interval_s=self.interval_s, started_at=self.started_at, counters=counters
+            )
         k = 0
         try:
             while not self._stop.is_set():

@@ -14,7 +14,8 @@ Diagnostic naming the function. A missing function is probed once per snapshot a
     device.py     one GPU in one pass
     nvlink.py     one GPU's NVLinks: which exist, their state, far end and speed
     snapshot.py   probe_nvml: the GPUs, their pairs, the topology matrix, the driver versions
-    poller.py     NvmlPoller: the cheap repeated read for the sampler
+    poller.py     NvmlPoller: the cheap repeated read for the sampler (readings and error counters)
+    poll_links.py each active NVLink's error counters for the poller, at a slower cadence
 """
 
 from rigcheck.probe.nvml.library import (

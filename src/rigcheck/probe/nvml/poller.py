@@ -26,12 +26,16 @@ from rigcheck.probe.nvml.constants import (
     CLOCK_SM,
     FI_DEV_MEMORY_TEMP,
     FI_POWER_INSTANT,
+    MEMORY_ERROR_CORRECTED,
+    MEMORY_ERROR_UNCORRECTED,
     TEMPERATURE_GPU,
     THRESHOLD_GPU_MAX,
     THRESHOLD_SHUTDOWN,
     THRESHOLD_SLOWDOWN,
+    VOLATILE_ECC,
 )
 from rigcheck.probe.nvml.library import FieldValue, NvmlLibrary, as_text, decode_clock_event_reasons, late, value_of
+from rigcheck.probe.nvml.poll_links import GpuLinkLost, LinkErrorCounters
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,19 @@ _POLL_FIELDS = (
     ("mem_clock_mhz", "nvmlDeviceGetClockInfo"),
     ("utilization_gpu_percent", "nvmlDeviceGetUtilizationRates"),
     ("reasons", "nvmlDeviceGetCurrentClocksEventReasons"),
+    ("ecc_corrected_volatile", "nvmlDeviceGetTotalEccErrors"),
+    ("ecc_uncorrected_volatile", "nvmlDeviceGetTotalEccErrors"),
+    ("pcie_replays", "nvmlDeviceGetPcieReplayCounter"),
 )
+# The error counters (issue 28: judged as rates under load, rigcheck.checks.burn.rates). nvml.h:
+# nvmlDeviceGetTotalEccErrors(device, nvmlMemoryErrorType_t errorType, nvmlEccCounterType_t counterType,
+# unsigned long long *eccCounts) with NVML_VOLATILE_ECC (counts since the driver loaded; ECC mode on, else
+# NotSupported) and NVML_MEMORY_ERROR_TYPE_CORRECTED / _UNCORRECTED; nvmlDeviceGetPcieReplayCounter(device,
+# unsigned int *value). Three calls a GPU, every poll. Each NVLink's counters (poll_links.py) are 18 links x 3
+# counters (CRC as flit + data: 4 calls a link) on an H100, 72 calls a GPU and 576 on an 8-GPU board: at 10 Hz that
+# would be most of the poll, so they are read every NVLINK_EVERY_S; DCGM's NVLink limits are rates per second
+# (100 CRC errors/s a link) or any error at all, which a reading every few seconds of a minutes-long load shows.
+NVLINK_EVERY_S = 5.0
 # Reasons that will not change while polling: the field is not asked for again on that GPU.
 _STATIC_FAILURES = frozenset({Missing.NOT_SUPPORTED, Missing.NO_PERMISSION})
 
@@ -69,6 +85,8 @@ class _PolledGpu:
         "handle",
         "index",
         "info",
+        "links",
+        "links_read_at",
         "lost",
         "lost_detail",
         "max_sm_clock_mhz",
@@ -86,10 +104,13 @@ class _PolledGpu:
         self.power_instant = False  # power_draw_w from NVML_FI_DEV_POWER_INSTANT, not nvmlDeviceGetPowerUsage
         self.lost = False  # a lost sample has been emitted; the GPU is not polled again
         self.lost_detail: str | None = None  # lost, but the lost sample is still to be emitted
+        self.links: LinkErrorCounters | None = None  # its NVLinks' error counters (poll_links.py)
+        self.links_read_at: float | None = None  # the poll time they were last read
 
 
 class NvmlPoller:
-    """Polls power, limit, temperatures, clocks, utilisation and clock-event reasons of each GPU.
+    """Polls power, limit, temperatures, clocks, utilisation, clock-event reasons and the error counters (volatile
+    ECC, PCIe replays every poll; each NVLink's every ``nvlink_every_s``) of each GPU.
 
     A context manager: ``nvmlInit`` once on enter (ProbeError with one line when NVML cannot start or
     sees no GPU), ``nvmlShutdown`` on exit. ``gpus`` maps each polled GPU's index to its static facts,
@@ -103,8 +124,18 @@ class NvmlPoller:
     poll only (``errors`` counts them).
     """
 
-    def __init__(self, nvml: NvmlLibrary | None = None, *, gpus: Sequence[int] | None = None) -> None:
+    # It reads the trace/2 error counters: a CSV trace names their columns (rigcheck.monitor.sampler.TraceFile).
+    reads_counters = True
+
+    def __init__(
+        self,
+        nvml: NvmlLibrary | None = None,
+        *,
+        gpus: Sequence[int] | None = None,
+        nvlink_every_s: float = NVLINK_EVERY_S,
+    ) -> None:
         self._lib = real_library() if nvml is None else nvml
+        self.nvlink_every_s = nvlink_every_s
         self._wanted = list(gpus) if gpus is not None else None
         self._polled: list[_PolledGpu] = []
         self._open = False
@@ -164,6 +195,7 @@ class NvmlPoller:
             g.lost_detail = failure.detail
             return g
         g = _PolledGpu(index, handle, info)
+        links = g.links = LinkErrorCounters(lib, handle)
         try:
             name = self._static(g, "nvmlDeviceGetName", lambda: lib.nvmlDeviceGetName(handle))
             info.name = as_text(name) if name is not None else None
@@ -200,6 +232,9 @@ class NvmlPoller:
             )
             g.max_sm_clock_mhz = float(top) if top is not None else None
             self._choose_power_source(g)
+            links.find()
+        except GpuLinkLost as lost:
+            g.lost_detail = str(lost)
         except _GpuLost as lost:
             g.lost_detail = str(lost)
         return g
@@ -334,6 +369,36 @@ class NvmlPoller:
         )
         s.utilization_gpu_percent = float(util.gpu) if util is not None else None
         s.reasons = self._reasons(g)
+        self._counters(g, s)
+
+    def _counters(self, g: _PolledGpu, s: Sample) -> None:
+        """The error counters: ECC and PCIe replays on every poll, the NVLinks' every ``nvlink_every_s``."""
+        lib, h = self._lib, g.handle
+        for field, kind in (
+            ("ecc_corrected_volatile", MEMORY_ERROR_CORRECTED),
+            ("ecc_uncorrected_volatile", MEMORY_ERROR_UNCORRECTED),
+        ):
+            count = self._call(
+                g,
+                field,
+                "nvmlDeviceGetTotalEccErrors",
+                partial(late, lib, "nvmlDeviceGetTotalEccErrors", h, kind, VOLATILE_ECC),
+            )
+            setattr(s, field, int(count) if count is not None else None)
+        replays = self._call(
+            g, "pcie_replays", "nvmlDeviceGetPcieReplayCounter", partial(late, lib, "nvmlDeviceGetPcieReplayCounter", h)
+        )
+        s.pcie_replays = int(replays) if replays is not None else None
+        links = g.links
+        if links is None or (g.links_read_at is not None and s.t_s - g.links_read_at < self.nvlink_every_s):
+            return
+        g.links_read_at = s.t_s
+        try:
+            s.nvlink_crc_errors, s.nvlink_replay_errors, s.nvlink_recovery_errors = links.read()
+        except GpuLinkLost as lost:
+            raise _GpuLost(str(lost)) from None
+        self.errors += links.errors
+        links.errors = 0
 
     def _reasons(self, g: _PolledGpu) -> list[str] | None:
         lib, h = self._lib, g.handle
