@@ -37,7 +37,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,8 +46,10 @@ from rigcheck.bench.env import require_torch
 from rigcheck.bench.gpu_select import cuda_index  # one NVML -> CUDA mapping for every run
 from rigcheck.bench.launcher import one_line
 from rigcheck.checks.burn.judge import BURN_ONLY_FIELDS, analyze_trace, is_problem
+from rigcheck.checks.burn.rates import judge_peers
 from rigcheck.errors import BenchError, UsageError
-from rigcheck.model.burn import BurnRun, BurnWorkload, GpuLoadSummary
+from rigcheck.model.burn import BurnRun, BurnWorkload, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.telemetry import TraceGpu
 from rigcheck.monitor.sampler import Poller, Sampler, TraceFile
 
 METHOD_VERSION = "burn-1"
@@ -179,6 +181,27 @@ class GpuLoad:
             tflops_per_second=[round(v, 2) for v in per_second],
             missing={key: why for key, (value, why) in reasons.items() if value is None},
         )
+
+
+def with_loads(analyses: Sequence[GpuBurnAnalysis], loads: Mapping[int, GpuLoad], gpus: Mapping[int, TraceGpu]) -> None:
+    """Each GPU's analysis with what its load measured (TFLOPS, wrong results), then judged against its peers again:
+    the throughput half of the clock rule (rigcheck.checks.burn.rates: a clock >= 5% under its peers' fails when its
+    throughput is >= 5% under theirs too) needs the TFLOPS the trace's analysis did not have."""
+    for a in analyses:
+        load = loads.get(a.index)
+        if load is None:
+            for key in BURN_ONLY_FIELDS:
+                a.missing[key] = "no burn load on this GPU"
+            continue
+        per_second = tflops_per_second(load.chunks)
+        a.tflops_sustained = tflops_sustained(per_second)
+        a.tflops_first_10s = tflops_first(load.chunks)
+        a.errors = load.errors
+        for key in BURN_ONLY_FIELDS:  # replace the analysis's "not measured by --analyze"
+            a.missing.pop(key, None)
+            if getattr(a, key) is None:
+                a.missing[key] = load.no_tflops_reason(key)
+    judge_peers(analyses, gpus)
 
 
 class ProductRing:
@@ -415,20 +438,7 @@ def run_burn(
         math_mode.close()
     trace = sampler.trace()
     analyses = analyze_trace(trace)
-    for a in analyses:
-        load = loads.get(a.index)
-        if load is None:
-            for key in BURN_ONLY_FIELDS:
-                a.missing[key] = "no burn load on this GPU"
-            continue
-        per_second = tflops_per_second(load.chunks)
-        a.tflops_sustained = tflops_sustained(per_second)
-        a.tflops_first_10s = tflops_first(load.chunks)
-        a.errors = load.errors
-        for key in BURN_ONLY_FIELDS:  # replace the analysis's "not measured by --analyze"
-            a.missing.pop(key, None)
-            if getattr(a, key) is None:
-                a.missing[key] = load.no_tflops_reason(key)
+    with_loads(analyses, loads, trace.gpus)
     load_s = (load_ended - load_started) if load_started is not None and load_ended is not None else 0.0
     workload = BurnWorkload(
         method_version=METHOD_VERSION,
