@@ -216,7 +216,7 @@ def test_explain_one_gpu_by_its_nvml_name(rigcheck: Rigcheck) -> None:
     [
         (["--explain", "--gpu", "RTX 9999 Imaginary"], "not a GPU rigcheck knows"),
         (["--from", "/nonexistent/dir"], "/nonexistent/dir"),
-        (["--level", "slow"], "--level is quick or full"),
+        (["--level", "slow"], "--level is quick, full or prolog"),
         (["--gpu", "H100 SXM5"], "--model NAME goes with --explain"),
         (["--from", str(PASS_DIR), "--cpu"], "takes no --cpu"),
         (["--from", str(PASS_DIR), "--baseline", str(PASS_DIR / "matmul.json")], "--baseline takes"),

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from rigcheck.model.verify import Level, VerifyDocument
 
 LevelOption = Annotated[
-    str, typer.Option("--level", help="quick (≤ 3 min on 8 GPUs) or full (≤ 15 min): the time budget and depth.")
+    str,
+    typer.Option(
+        "--level",
+        help="quick (≤ 3 min on 8 GPUs), full (≤ 15 min) or prolog (10 s at a job's start: the passive checks, "
+        "a short matmul and memory bracket, one small all-reduce): the time budget and depth.",
+    ),
 ]
 
 
@@ -112,8 +117,8 @@ def verify(
     from rigcheck.bench.verify.steps import MEASURED_STEPS, parse_only
     from rigcheck.errors import UsageError
 
-    if level not in ("quick", "full"):
-        raise UsageError(f"--level is quick or full, not {level!r}")
+    if level not in ("quick", "full", "prolog"):
+        raise UsageError(f"--level is quick, full or prolog, not {level!r}")
     gpu_names = model_named(gpu_names, former_gpu)
     if gpu_names and not explain:
         raise UsageError("--model NAME goes with --explain (to verify some GPUs only, use -i 0,1 or --gpus 0,1)")
@@ -195,13 +200,33 @@ def _live(
 ) -> VerifyDocument:
     import socket
 
-    from rigcheck.bench.verify.run import CPU_BUDGET_S, LEVEL_BUDGET_S, run_verify
+    from rigcheck.bench.verify.run import level_budget, run_verify
     from rigcheck.checks.doctor import run_checks
     from rigcheck.cli.common import load_snapshot
     from rigcheck.cli.nogpu import VERDICT_WITHOUT_GPU, absence
     from rigcheck.cli.streams import note
+    from rigcheck.probe.deadline import PROBE_DEADLINE_S, NotAnswering, within
 
-    snap = load_snapshot(None, announce_absent=False)
+    lvl: Level = "full" if level == "full" else "prolog" if level == "prolog" else "quick"
+    wanted = budget if budget is not None else level_budget(lvl, cpu=cpu)
+    try:
+        snap = within(PROBE_DEADLINE_S, lambda: load_snapshot(None, announce_absent=False), "the machine's probe")
+    except NotAnswering as exc:  # a wedged driver: a verdict in seconds, never a hang on the fault itself
+        from rigcheck.checks.verify.saved import verify_unmeasured
+        from rigcheck.model.snapshot import Snapshot
+
+        reason = f"driver not responding: {exc}"
+        note(reason)
+        return verify_unmeasured(
+            Snapshot(gpu_absent_reason=reason),
+            [],
+            reason=reason,
+            level=lvl,
+            host=socket.gethostname(),
+            budget_s=wanted,
+            only=only,
+            stuck=[str(exc)],
+        )
     gpus = chosen.of(snap)
     findings = run_checks(snap, config=site)
     missing = None if cpu else absence(snap)
@@ -211,8 +236,6 @@ def _live(
         from rigcheck.checks.verify.saved import verify_unmeasured
 
         note(f"{missing}; {VERDICT_WITHOUT_GPU}")
-        lvl: Level = "full" if level == "full" else "quick"
-        wanted = budget if budget is not None else (CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[lvl])
         host = socket.gethostname()
         return verify_unmeasured(snap, findings, reason=missing, level=lvl, host=host, budget_s=wanted, only=only)
     poller = None
@@ -231,7 +254,7 @@ def _live(
             return run_verify(
                 snapshot=snap,
                 findings=findings,
-                level="full" if level == "full" else "quick",
+                level=lvl,
                 cpu=cpu,
                 gpus=gpus,
                 budget_s=budget,

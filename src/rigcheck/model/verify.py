@@ -45,7 +45,7 @@ from rigcheck.model.verdict import worst as worst  # noqa: PLC0414
 VERIFY_SCHEMA: Final = "rigcheck.verify/1"
 VERIFY_BANDS_SCHEMA: Final = "rigcheck.verify-bands/1"
 
-Level = Literal["quick", "full"]
+Level = Literal["quick", "full", "prolog"]
 Rule = Literal["band", "peers", "baseline", "result", "findings", "dcgm", "fingerprint"]
 RuleVerdict = Literal["pass", "fail", "not_judged"]
 
@@ -194,6 +194,7 @@ class VerifyInputs:
     burn: BurnDocument | None = None
     fingerprint: list[FingerprintRow] | None = None  # the first run's rows (one per GPU, or per CPU rank)
     fingerprint_again: list[FingerprintRow] = field(default_factory=list)  # the re-run with the float64 reference
+    stuck: list[str] | None = None  # processes in D state on /dev/nvidia*, one line each; None: not looked for
     dcgm: DcgmDiag | None = None  # DCGM's own diagnostic (`dcgmi diag -j`), judged as dcgm.<test> checks
     dcgm_file: str | None = None
     failed: dict[str, str] = field(default_factory=dict)

@@ -66,21 +66,20 @@ from rigcheck.bench.device.hostlink import run_hostlink
 from rigcheck.bench.device.matmul import run_matmul
 from rigcheck.bench.device.membw import run_membw
 from rigcheck.bench.device.p2p import run_p2p
-from rigcheck.bench.fingerprint import run_fingerprint
+from rigcheck.bench.fingerprint import fingerprint_runs
 from rigcheck.bench.launcher import SetupBudget, setup_budget
 from rigcheck.bench.verify.steps import (
     BURN_DONE_FRACTION,
     BURN_MIN_LOAD_S,
     BURN_OVERHEAD_S,
-    PLANS,
     Plan,
     fingerprint_dtypes,
     launched_status,
     matmul_dtypes,
     merge_rows,
     parse_only,
+    plan_for,
 )
-from rigcheck.checks.verify.fingerprint import needs_reference
 from rigcheck.checks.verify.judge import Judged, NearFloor, judge, verify_document
 from rigcheck.errors import BenchError, UsageError, interrupt_behind, interrupted_text, signal_of, was_interrupted
 from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
@@ -90,10 +89,29 @@ from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.snapshot import Snapshot
 from rigcheck.model.verify import Level, StepStatus, VerifyDocument, VerifyInputs, VerifyStep
 from rigcheck.monitor.sampler import Poller
+from rigcheck.probe.stuck import stuck_on_nvidia
+from rigcheck.units import plural
 
-LEVEL_BUDGET_S = {"quick": 180.0, "full": 900.0}
+LEVEL_BUDGET_S = {"quick": 180.0, "full": 900.0, "prolog": 10.0}
 CPU_BUDGET_S = 60.0
 NEEDS_GPU = "not applicable: a CPU run (it needs a GPU)"
+
+
+def level_budget(level: str, *, cpu: bool) -> float:
+    """The level's budget in seconds: the prolog's 10 s on CPU ranks too; quick and full on CPU ranks 60 s."""
+    if level == "prolog":
+        return LEVEL_BUDGET_S["prolog"]
+    return CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level]
+
+
+def control_note(error: str | None) -> str:
+    """What the all-reduce's control arm (NCCL_P2P_DISABLE=1) says of the one that failed."""
+    if error is None:
+        return (
+            "allreduce: failed over P2P and passed with NCCL_P2P_DISABLE=1: the peer-to-peer path is what fails "
+            "(ACS or IOMMU redirection on the PCIe switches, a broken NVLink); `rigcheck doctor` names its cause"
+        )
+    return f"allreduce: failed with NCCL_P2P_DISABLE=1 too ({error}): not the P2P path, the GPUs or NCCL itself"
 
 
 def one_gpu(n: int) -> str:
@@ -134,6 +152,7 @@ class _Runner:
         plan: Plan,
         cpu: bool,
         budget_s: float,
+        level: str = "quick",
         gpus: Sequence[int] | None,
         burn_poller: Poller | None,
         say: Callable[[str], None],
@@ -142,6 +161,7 @@ class _Runner:
         burn_exit_code: Callable[[BurnOutcome], int] | None = None,
     ) -> None:
         self.snapshot, self.plan, self.cpu, self.budget_s = snapshot, plan, cpu, budget_s
+        self.level = level
         self.only = tuple(only) if only is not None else None
         self.gpus = sorted(set(gpus)) if gpus is not None else None
         self.poller, self.say, self.clock = burn_poller, say, clock
@@ -191,8 +211,10 @@ class _Runner:
         """Run one step within its share of what is left, and record it (``again``: a re-measure; ``skip``: how
         a step that does not run ends: not applicable, left out by --only, skipped)."""
         label = f"{name} re-measure" if again else name
-        share_s = self.plan.shares[name] * self.budget_s
-        if not again and self.only is not None and name not in self.only:
+        share_s = self.plan.shares.get(name, 0.0) * self.budget_s
+        if not again and name not in self.plan.steps:
+            skip = Outcome("left_out", f"left out: the {self.level} level runs {', '.join(self.plan.steps)} only")
+        elif not again and self.only is not None and name not in self.only:
             skip = Outcome("left_out", f"left out: --only {','.join(self.only)}")
         if skip is not None or self.interrupted is not None:
             # Not applicable here (a CPU run, one GPU), left out by --only, or skipped; not run because Ctrl-C
@@ -294,6 +316,19 @@ class _Runner:
         return Outcome("done"), doc
 
     def measure_allreduce(self, timeout_s: float) -> tuple[Outcome, CollectiveDocument]:
+        started = self.clock()
+        doc = self._allreduce(timeout_s, None)
+        outcome = _launched(doc.error)
+        if outcome.status == "failed" and self.plan.control_arm and not self.cpu:
+            # The control arm: the same all-reduce with P2P off. Passing there, the P2P path (ACS/IOMMU
+            # redirection, a broken NVLink) is what failed; failing there too, the GPUs or NCCL itself.
+            left = max(1.0, timeout_s - (self.clock() - started))
+            self.say("verify: allreduce failed: once more with NCCL_P2P_DISABLE=1 (the control arm)")
+            control = self._allreduce(left, {"NCCL_P2P_DISABLE": "1"})
+            self.notes.append(control_note(control.error))
+        return outcome, doc
+
+    def _allreduce(self, timeout_s: float, env: dict[str, str] | None) -> CollectiveDocument:
         doc, _nccl_log = run_collective(
             "allreduce",
             cpu=self.cpu,
@@ -303,39 +338,31 @@ class _Runner:
             repeats=self.plan.allreduce_repeats,
             timeout_s=timeout_s,
             snapshot=self.snapshot,
+            env=env,
             on_progress=self.say,
         )
-        return _launched(doc.error), doc
+        return doc
 
     def fingerprint(self, timeout_s: float) -> Outcome:
         """The workload on every GPU (CPU rank) at once; the GPUs their peers cannot settle once more with the
         float64 reference, in what is left of the step's time."""
-        started = self.clock()
         # CPU: a rank per GPU asked for (`--cpu --gpus 0,1,2,3`: four ranks); GPUs: one per GPU from GPU 0
         ranks = (len(self.gpus) if self.gpus else self.plan.cpu_ranks) if self.cpu else self.ranks
         dtypes = None if self.cpu else fingerprint_dtypes(self.snapshot, self.gpus)
-        first = run_fingerprint(
-            cpu=self.cpu, world_size=ranks, timeout_s=timeout_s, dtypes=dtypes, on_progress=self.say
+        runs = fingerprint_runs(
+            cpu=self.cpu,
+            world_size=ranks,
+            timeout_s=timeout_s,
+            dtypes=dtypes,
+            on_progress=self.say,
+            on_rerun=lambda again: self.say(
+                f"verify: fingerprint: {_join(again)} re-run with a float64 reference (their peers disagree)"
+            ),
+            clock=self.clock,
         )
-        self.inputs.fingerprint = first.rows
-        outcome = _launched(first.error)
-        again = needs_reference(first.rows) if outcome.status == "done" else []
-        if again:
-            self.say(f"verify: fingerprint: {_join(again)} re-run with a float64 reference (their peers disagree)")
-            left = max(1.0, timeout_s - (self.clock() - started))
-            rerun = run_fingerprint(
-                cpu=self.cpu,
-                world_size=ranks,
-                timeout_s=left,
-                dtypes=dtypes,
-                reference=True,
-                only=again,
-                run=2,
-                on_progress=self.say,
-            )
-            self.inputs.fingerprint_again = rerun.rows
-            outcome = _launched(rerun.error)
-        return outcome
+        self.inputs.fingerprint = runs.first.rows
+        self.inputs.fingerprint_again = runs.again_rows
+        return _launched(runs.error)
 
     def burn(self, allowed_s: float) -> Outcome:
         poller, exit_code_of = self.poller, self.burn_exit_code
@@ -520,7 +547,7 @@ def run_verify(
     """
     if only is not None:
         only = parse_only(",".join(only))
-    budget = budget_s if budget_s is not None else (CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level])
+    budget = budget_s if budget_s is not None else level_budget(level, cpu=cpu)
     if burn_poller is not None and burn_exit_code is None:
         raise ValueError("a burn_poller needs a burn_exit_code: the burn document's exit code is the CLI's")
     if budget <= 0:
@@ -534,8 +561,9 @@ def run_verify(
     runner = _Runner(
         snapshot=snapshot,
         findings=findings,
-        plan=PLANS["cpu" if cpu else level],
+        plan=plan_for(level, cpu=cpu),
         cpu=cpu,
+        level=level,
         budget_s=budget,
         gpus=gpus,
         burn_poller=burn_poller,
@@ -544,7 +572,14 @@ def run_verify(
         clock=clock,
         only=only,
     )
-    say(f"verify: {'--cpu' if cpu else level}, budget {budget:.0f} s")
+    say(f"verify: {level}{' --cpu' if cpu else ''}, budget {budget:.0f} s")
+    scan = stuck_on_nvidia()  # a wedged driver first: every measurement below would block behind it
+    runner.inputs.stuck = scan.stuck
+    if scan.unreadable:
+        runner.notes.append(
+            f"{plural(scan.unreadable, 'process')} in D state whose open files could not be read (not root): "
+            "whether they hold an NVIDIA device is not known"
+        )
     runner.measure_all()
     judged = judge(runner.inputs, site=site, baseline=baseline, gpus=gpus)
     if judged.near_floor and runner.interrupted is None:

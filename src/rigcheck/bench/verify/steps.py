@@ -64,6 +64,9 @@ class Plan:
     allreduce_repeats: int
     burn_load_s: float  # seconds of load the burn aims for (less when the budget leaves less)
     cpu_ranks: int = 2  # --cpu: gloo processes for matmul and all-reduce
+    # The measured steps the level runs; the others are left out (the prolog's three). Default: every one.
+    steps: tuple[str, ...] = MEASURED_STEPS
+    control_arm: bool = False  # a failed all-reduce is run again with NCCL_P2P_DISABLE=1, to name the P2P path
     # A launched step's set-up (spawning its workers, importing torch, joining the process group) is not counted
     # in its share or the run's budget: it has this many seconds of its own (NCCL's init on 8 GPUs takes ~10-15 s;
     # a busy 2-core machine needs several seconds per gloo worker).
@@ -157,7 +160,61 @@ CPU: Final = Plan(
     burn_load_s=0.0,
     setup_s=30.0,
 )
-PLANS: Final[dict[str, Plan]] = {"quick": QUICK, "full": FULL, "cpu": CPU}
+# prolog: 10 s at every job start (a Slurm prolog, a pod's init): the doctor's passive checks, a 2-s matmul and
+# device-copy bracket per GPU, one small all-reduce over the node's GPUs (with its NCCL_P2P_DISABLE=1 control arm
+# only when it fails); nothing that takes minutes. Its launched steps' set-up has its own small allowance.
+PROLOG_STEPS: Final = ("matmul", "membw", "allreduce")
+PROLOG: Final = Plan(
+    shares={"matmul": 0.25, "membw": 0.15, "allreduce": 0.30},
+    min_start_s=0.5,
+    matmul_shapes=((8192, 8192, 8192),),
+    matmul_warmup=2,
+    matmul_repeats=5,
+    matmul_warmup_s=1.0,
+    membw_sizes=(GIB,),
+    membw_repeats=5,
+    hostlink_size=0,
+    hostlink_repeats=0,
+    p2p_size=0,
+    p2p_repeats=0,
+    allreduce_sizes=(64 * MIB,),
+    allreduce_warmup=2,
+    allreduce_repeats=5,
+    burn_load_s=0.0,
+    steps=PROLOG_STEPS,
+    control_arm=True,
+    setup_s=30.0,
+)
+CPU_PROLOG: Final = Plan(
+    shares={"matmul": 0.25, "membw": 0.15, "allreduce": 0.30},
+    min_start_s=0.5,
+    matmul_shapes=((256, 256, 256),),
+    matmul_warmup=1,
+    matmul_repeats=3,
+    matmul_warmup_s=0.0,
+    membw_sizes=(4 * MIB,),
+    membw_repeats=3,
+    hostlink_size=0,
+    hostlink_repeats=0,
+    p2p_size=0,
+    p2p_repeats=0,
+    allreduce_sizes=(64 << 10,),
+    allreduce_warmup=1,
+    allreduce_repeats=3,
+    burn_load_s=0.0,
+    steps=PROLOG_STEPS,
+    control_arm=True,
+    setup_s=20.0,
+)
+PLANS: Final[dict[str, Plan]] = {"quick": QUICK, "full": FULL, "cpu": CPU, "prolog": PROLOG, "cpu-prolog": CPU_PROLOG}
+
+
+def plan_for(level: str, *, cpu: bool) -> Plan:
+    """The plan of a level (on CPU ranks with ``cpu``): quick and full share the CPU plan, the prolog has its own."""
+    if level == "prolog":
+        return CPU_PROLOG if cpu else PROLOG
+    return CPU if cpu else PLANS[level]
+
 
 # The burn's time beside its load: 2 s of idle samples first, the matrices, 1 s of cool-down, the analysis.
 BURN_OVERHEAD_S: Final = 6.0

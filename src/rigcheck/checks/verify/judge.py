@@ -555,6 +555,32 @@ def _fingerprint_check(j: _Judge, unit: _Unit) -> VerifyCheck | None:
     return check
 
 
+def _stuck_check(j: _Judge, stuck: Sequence[str]) -> VerifyCheck:
+    """The node check ``driver``: what is blocked inside the driver: processes in uninterruptible sleep on
+    /dev/nvidia* (rigcheck.probe.stuck), or the probe itself past its deadline (rigcheck.probe.deadline)."""
+    text = (
+        f"driver not responding: {'; '.join(stuck[:3])}"
+        + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
+        + ": blocked inside the driver, unkillable until it returns; a reboot or a GPU reset clears it"
+    )
+    check = VerifyCheck(
+        id="driver",
+        verdict="fail",
+        value=float(len(stuck)),
+        unit="blocked",
+        expected_min=None,
+        expected_source=None,
+        peak=None,
+        peer_best=None,
+        baseline=None,
+        judgements=[Judgement(rule="result", verdict="fail", text=text)],
+        detail=text,
+        remeasured=[],
+    )
+    j.shorts[id(check)] = "not responding"
+    return check
+
+
 def _node_checks(j: _Judge, chosen: set[int]) -> list[VerifyCheck]:
     inputs = j.inputs
     checks: list[VerifyCheck] = []
@@ -593,6 +619,8 @@ def _node_checks(j: _Judge, chosen: set[int]) -> list[VerifyCheck]:
         reason = _missing_reason(j, "p2p", *_partial(j, "p2p"))
         if reason is not None:
             checks.append(_incomplete("p2p", "GB/s", reason))
+    if inputs.stuck:  # a wedged driver: whatever was measured, the next job will block behind these
+        checks.append(_stuck_check(j, inputs.stuck))
     fig_ar = allreduce_figure(inputs.allreduce) if inputs.allreduce is not None else None
     if fig_ar is not None:
         value = _best(fig_ar.value, j.remeasured.get((None, "allreduce"), ()))

@@ -186,11 +186,13 @@ def verify_unmeasured(
     host: str | None,
     budget_s: float | None,
     only: Sequence[str] | None = None,
+    stuck: list[str] | None = None,
 ) -> VerifyDocument:
     """A live run on a machine where nothing can be measured (no usable GPU: ``reason`` says why): the doctor
     checks judged (the no-GPU or driver finding fails the node), every stage asked for skipped with ``reason``,
-    and a drain reason that says it; never a pass, and still one document for `--json` and `--slurm`."""
-    judged = judge(VerifyInputs(snapshot=snapshot, findings=findings))
+    and a drain reason that says it; never a pass, and still one document for `--json` and `--slurm`.
+    ``stuck``: what did not answer (a probe past its deadline): the node check ``driver`` fails on it."""
+    judged = judge(VerifyInputs(snapshot=snapshot, findings=findings, stuck=stuck))
     steps = [VerifyStep(name="doctor", status="done", elapsed_s=0.0, budget_s=0.0, reason=None)]
     for name in SAVED_BY:
         left_out = only is not None and name not in only
