@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from rigcheck.model.snapshot import Snapshot
     from rigcheck.model.verify import Verdict, VerifyDocument
 
-VERIFY_LEVELS = ("none", "quick", "full")
+VERIFY_LEVELS = ("none", "quick", "full", "prolog")
 # The launcher's variables, hidden from `verify` run inside a rank: its benchmarks would otherwise take this
 # process for one rank of their own job (bench/launcher.py runs inline then) instead of starting their workers.
 JOB_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -54,7 +54,7 @@ def fleet(
         bool, typer.Option("--cpu", help="Measure on CPU processes with gloo (a node without GPU is fine).")
     ] = False,
     verify: Annotated[
-        str, typer.Option("--verify", help="Each node also runs `verify` at this level: quick, full or none.")
+        str, typer.Option("--verify", help="Each node also runs `verify` at this level: quick, full, prolog or none.")
     ] = "none",
     deadline: Annotated[
         float, typer.Option("--deadline", min=1.0, help="Seconds each phase may take before a rank is named.")
@@ -89,7 +89,7 @@ def fleet(
     from rigcheck.errors import UsageError
 
     if verify not in VERIFY_LEVELS:
-        raise UsageError(f"--verify is quick, full or none, not {verify!r}")
+        raise UsageError(f"--verify is quick, full, prolog or none, not {verify!r}")
     if source is not None:
         if cpu or verify != "none" or key_file is not None or insecure:
             raise UsageError(
@@ -187,7 +187,7 @@ def _verify(snap: Snapshot, findings: list[Finding], *, cpu: bool, level: str, h
             return run_verify(
                 snapshot=snap,
                 findings=findings,
-                level="full" if level == "full" else "quick",
+                level="full" if level == "full" else "prolog" if level == "prolog" else "quick",
                 cpu=cpu,
                 host=host,
                 burn_poller=poller,
@@ -211,7 +211,7 @@ def _live(
     from rigcheck.bench.fleet.auth import find_munge, plan_key
     from rigcheck.bench.fleet.env import parse_fleet_env
     from rigcheck.bench.fleet.run import run_fleet
-    from rigcheck.bench.verify.run import CPU_BUDGET_S, LEVEL_BUDGET_S
+    from rigcheck.bench.verify.run import level_budget
 
     env = parse_fleet_env(os.environ)
     munge = find_munge(os.environ) if env.launcher == "slurm" else None
@@ -220,7 +220,7 @@ def _live(
         from rigcheck.cli.bench_common import machine
 
         machine(cpu=False)  # no usable GPU here: the no-GPU rule's one line and exit 1, before any rendezvous
-    budget = 0.0 if level == "none" else CPU_BUDGET_S if cpu else LEVEL_BUDGET_S[level]
+    budget = 0.0 if level == "none" else level_budget(level, cpu=cpu)
     with progress_line(tty=False) as progress:
         return run_fleet(
             env=env,
