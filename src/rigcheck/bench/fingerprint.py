@@ -31,6 +31,7 @@ import contextlib
 import hashlib
 import math
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from rigcheck.bench.device.common import device_name, is_cuda
 from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.launcher import WorkerContext, launch
+from rigcheck.checks.verify.fingerprint import needs_reference
 from rigcheck.errors import UsageError
 from rigcheck.model.fingerprint import FLIP_VAR, FingerprintRow, FingerprintRun, FingerprintStep
 
@@ -348,3 +350,64 @@ def run_fingerprint(
     )
     rows = TypeAdapter(list[FingerprintRow]).validate_python(outcome.rows)
     return FingerprintRun(rows=sorted(rows, key=lambda r: r.rank), error=outcome.error, method=METHOD)
+
+
+@dataclass(frozen=True)
+class FingerprintRuns:
+    """The first run on every rank, and the re-run with the float64 reference of those the peers cannot settle."""
+
+    first: FingerprintRun
+    again: FingerprintRun | None  # None: no rank needed it, or the first run did not finish
+
+    @property
+    def error(self) -> str | None:
+        """How the last launch ended (None: done): the re-run's when there was one."""
+        return self.again.error if self.again is not None else self.first.error
+
+    @property
+    def again_rows(self) -> list[FingerprintRow]:
+        return self.again.rows if self.again is not None else []
+
+
+def fingerprint_runs(
+    *,
+    cpu: bool,
+    world_size: int,
+    timeout_s: float,
+    dtypes: Sequence[str] | None = None,
+    only: Sequence[int] | None = None,
+    environ: Mapping[str, str] | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    on_rerun: Callable[[list[int]], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> FingerprintRuns:
+    """The fingerprint as `verify` and `burn` run it: the workload on the ranks (``only``: those that compute), then,
+    when it finished, the ranks rigcheck.checks.verify.fingerprint.needs_reference names once more with the float64
+    reference (``on_rerun`` told which first), in what is left of ``timeout_s`` (at least a second)."""
+    started = clock()
+    first = run_fingerprint(
+        cpu=cpu,
+        world_size=world_size,
+        timeout_s=timeout_s,
+        dtypes=dtypes,
+        only=only,
+        environ=environ,
+        on_progress=on_progress,
+    )
+    again = needs_reference(first.rows) if first.error is None else []
+    if not again:
+        return FingerprintRuns(first, None)
+    if on_rerun is not None:
+        on_rerun(again)
+    rerun = run_fingerprint(
+        cpu=cpu,
+        world_size=world_size,
+        timeout_s=max(1.0, timeout_s - (clock() - started)),
+        dtypes=dtypes,
+        reference=True,
+        only=again,
+        run=2,
+        environ=environ,
+        on_progress=on_progress,
+    )
+    return FingerprintRuns(first, rerun)
