@@ -41,16 +41,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rigcheck.bench.burn_fingerprint import burn_fingerprint, fingerprint_findings
+from rigcheck.bench.burn_kernel_log import KernelLogReader, judge_run_log
 from rigcheck.bench.device.matmul import fp32_math
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.gpu_select import cuda_index  # one NVML -> CUDA mapping for every run
 from rigcheck.bench.launcher import one_line
 from rigcheck.checks.burn.judge import BURN_ONLY_FIELDS, analyze_trace, is_problem
 from rigcheck.checks.burn.rates import judge_peers
-from rigcheck.errors import BenchError, UsageError
-from rigcheck.model.burn import BurnRun, BurnWorkload, GpuBurnAnalysis, GpuLoadSummary
-from rigcheck.model.telemetry import TraceGpu
-from rigcheck.monitor.sampler import Poller, Sampler, TraceFile
+from rigcheck.errors import BenchError, UsageError, was_interrupted
+from rigcheck.model.burn import BurnFingerprint, BurnKernelLog, BurnRun, BurnWorkload, GpuBurnAnalysis, GpuLoadSummary
+from rigcheck.model.finding import Severity
+from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
+from rigcheck.model.monitor import SamplerReport
+from rigcheck.model.telemetry import Trace, TraceGpu
+from rigcheck.monitor.sampler import Poller, Sampler, SamplerStats, TraceFile
 
 METHOD_VERSION = "burn-1"
 DTYPES = ("bf16", "fp16", "tf32", "fp32")
@@ -68,10 +73,14 @@ BurnOutcome = Literal["ok", "problems", "interrupted"]  # the CLI makes it the e
 
 
 def burn_outcome(run: BurnRun) -> BurnOutcome:
-    """How a burn ended: cut short by a signal; a wrong result, a failed load or a problem by is_problem; else ok."""
+    """How a burn ended: cut short by a signal; a wrong result, a failed load, a problem by is_problem (the
+    fingerprint's and the kernel log's fail findings among them) or a kernel-log line of severity fail on no GPU of
+    the burn; else ok."""
     if run.interrupted:
         return "interrupted"
     if run.wrong_gpus or run.failed_gpus or any(is_problem(a) for a in run.analyses):
+        return "problems"
+    if run.kernel_log is not None and any(f.severity is Severity.FAIL for f in run.kernel_log.findings):
         return "problems"
     return "ok"
 
@@ -344,12 +353,17 @@ def run_burn(
     preroll_s: float = PREROLL_S,
     uuids: dict[int, str] | None = None,
     progress_every_s: float = PROGRESS_EVERY_S,
+    fingerprint: bool = False,
+    kernel_log: KernelLogReader | None = None,
 ) -> BurnRun:
     """Load every GPU of the (open) ``poller`` for ``minutes`` while sampling it, then analyse the trace.
 
     ``device_for`` maps an NVML index to a torch device (default: the CUDA device with its UUID); tests
-    pass a CPU device and a tiny ``size``. Ctrl-C stops the load and returns what was measured, with
-    ``interrupted`` set. Raises BenchError when CUDA is not available.
+    pass a CPU device and a tiny ``size``. ``fingerprint``: run the cross-GPU fingerprint on those devices first
+    (burn_fingerprint.py; CPU ranks for CPU devices). ``kernel_log``: read the kernel log before the run and after
+    it, and judge the lines that appeared meanwhile (burn_kernel_log.py; the GPUs' bus ids are the poller's
+    ``bus_ids``). Ctrl-C stops the load and returns what was measured, with ``interrupted`` set (during the
+    fingerprint: no load at all). Raises BenchError when CUDA is not available.
     """
     if dtype not in DTYPES:
         raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
@@ -369,8 +383,24 @@ def run_burn(
         if dev.type == "cuda" and dtype == "bf16" and not torch.cuda.is_bf16_supported():
             raise UsageError(f"GPU {i} has no bf16 support (compute capability < 8.0): use --dtype fp16")
 
-    duration_s = minutes * 60.0
+    log_before = kernel_log() if kernel_log is not None else None  # before the fingerprint: its lines count too
+    checked = burn_fingerprint(torch, devices, on_progress=say) if fingerprint else None
     loads = {i: GpuLoad(index=i, dtype=dtype) for i in indices}
+    if checked is not None and was_interrupted(checked.error):
+        say("burn: interrupted during the fingerprint; no load was run")
+        return _finish(
+            poller,
+            Trace(source="rigcheck-sampler", gpus=dict(poller.gpus), interval_s=interval_s),
+            loads,
+            workload=_workload(dtype, minutes, 0.0, loads),
+            sampler=SamplerStats().report(),
+            interrupted=True,
+            checked=checked,
+            kernel_log=kernel_log,
+            log_before=log_before,
+        )
+
+    duration_s = minutes * 60.0
     stop = threading.Event()
     t0_box = [0.0]  # set when the last thread reaches the gate: the load's t = 0
     gate = threading.Barrier(len(indices) + 1, action=lambda: t0_box.__setitem__(0, time.perf_counter()))
@@ -436,20 +466,68 @@ def run_burn(
         stop.set()
         sampler.stop()
         math_mode.close()
-    trace = sampler.trace()
-    analyses = analyze_trace(trace)
-    with_loads(analyses, loads, trace.gpus)
     load_s = (load_ended - load_started) if load_started is not None and load_ended is not None else 0.0
-    workload = BurnWorkload(
+    return _finish(
+        poller,
+        sampler.trace(),
+        loads,
+        workload=_workload(dtype, minutes, min(load_s, duration_s) if not interrupted else load_s, loads),
+        sampler=sampler.stats.report(),
+        interrupted=interrupted,
+        checked=checked,
+        kernel_log=kernel_log,
+        log_before=log_before,
+    )
+
+
+def _workload(dtype: str, minutes: float, load_s: float, loads: Mapping[int, GpuLoad]) -> BurnWorkload:
+    return BurnWorkload(
         method_version=METHOD_VERSION,
         dtype=dtype,
         minutes_requested=minutes,
-        load_s=round(min(load_s, duration_s) if not interrupted else load_s, 3),
+        load_s=round(load_s, 3),
         timer="perf_counter after device synchronize, per chunk of ~0.1 s",
         gpus=[load.summary() for _, load in sorted(loads.items())],
     )
+
+
+def _finish(
+    poller: Poller,
+    trace: Trace,
+    loads: Mapping[int, GpuLoad],
+    *,
+    workload: BurnWorkload,
+    sampler: SamplerReport,
+    interrupted: bool,
+    checked: BurnFingerprint | None,
+    kernel_log: KernelLogReader | None,
+    log_before: tuple[list[KernelEvent], KernelLogRead] | None,
+) -> BurnRun:
+    """The trace analysed with the load's figures, the fingerprint's and the kernel log's findings, as a BurnRun."""
+    analyses = analyze_trace(trace)
+    if checked is not None:
+        found = fingerprint_findings(checked)
+        for a in analyses:
+            if a.index in found:
+                a.findings.append(found[a.index])
+    log: BurnKernelLog | None = None
+    if kernel_log is not None:
+        log_after = None
+        if not interrupted:
+            try:
+                log_after = kernel_log()
+            except KeyboardInterrupt:
+                interrupted = True
+        log = judge_run_log(analyses, getattr(poller, "bus_ids", {}), log_before, log_after)
+    with_loads(analyses, loads, trace.gpus)  # judges the peers again, and orders every GPU's findings
     return BurnRun(
-        trace=trace, analyses=analyses, workload=workload, sampler=sampler.stats.report(), interrupted=interrupted
+        trace=trace,
+        analyses=analyses,
+        workload=workload,
+        sampler=sampler,
+        interrupted=interrupted,
+        fingerprint=checked,
+        kernel_log=log,
     )
 
 

@@ -3,11 +3,14 @@
 ``--analyze FILE`` judges a recorded trace instead (rigcheck.cli.burn_analyze). The JSON (``rigcheck.burn/2``,
 rigcheck.model.burn.BurnDocument) is the analysis document of ``--analyze`` plus, per GPU, ``tflops_sustained``,
 ``tflops_first_10s`` and ``errors`` (products that came out wrong), and ``workload`` / ``sampler`` /
-``partial`` / ``interrupted``.
+``partial`` / ``interrupted``; ``fingerprint`` (the cross-GPU fingerprint run before the load, unless
+``--no-fingerprint``) and ``kernel_log`` with each GPU's ``kernel_events`` (the kernel log's lines new during the run,
+read with dmesg, else ``journalctl -k``).
 
 Exit codes: 0 nothing wrong; 1 a wrong result, a GPU whose load failed, or a problem by
-rigcheck.checks.burn.judge.is_problem (thermal throttling, lost GPU, HW power brake), or no GPU; 2 bad usage;
-130 Ctrl-C (what was measured is still printed, marked partial).
+rigcheck.checks.burn.judge.is_problem (thermal throttling, lost GPU, HW power brake, a fingerprint apart from its
+peers', a fatal Xid during the run), or no GPU; 2 bad usage; 130 Ctrl-C (what was measured is still printed, marked
+partial).
 """
 
 from __future__ import annotations
@@ -71,6 +74,13 @@ def burn(
         typer.Option("--analyze", help="Analyse a recorded trace (rigcheck CSV/JSONL, nvidia-smi CSV) instead."),
     ] = None,
     interval: Annotated[float, typer.Option("--interval", min=0.01, max=10.0, help="Seconds between polls.")] = 0.1,
+    no_fingerprint: Annotated[
+        bool,
+        typer.Option(
+            "--no-fingerprint",
+            help="Skip the cross-GPU fingerprint before the load (identical GPUs must compute bit-identical results).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result (rigcheck.burn/2) as JSON.")] = False,
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
@@ -85,7 +95,9 @@ def burn(
     from rigcheck.bench.burn import DTYPES, run_burn
     from rigcheck.bench.progress import PROGRESS_TICK_S
     from rigcheck.cli import monitor as monitor_cmd
+    from rigcheck.model.burn import BurnFingerprint
     from rigcheck.monitor.sampler import TraceFile
+    from rigcheck.probe.kernel_log import read_live
 
     if dtype not in DTYPES:
         raise typer.BadParameter(f"one of {', '.join(DTYPES)}", param_hint="--dtype")
@@ -105,7 +117,13 @@ def burn(
                 on_progress=progress,
                 progress_every_s=PROGRESS_TICK_S,  # the CLI shows one at most every 1.5 s: a line within 2 s
                 uuids=dict(poller.uuids),
+                fingerprint=not no_fingerprint,
+                kernel_log=read_live,
             )
+            if no_fingerprint:
+                run.fingerprint = BurnFingerprint(
+                    method=None, skipped="--no-fingerprint", error=None, rerun=[], gpus=[]
+                )
     except BenchError as exc:
         note(f"no usable NVIDIA GPU: {exc}")
         raise typer.Exit(EXIT_PROBLEMS) from None

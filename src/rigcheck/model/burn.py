@@ -4,9 +4,12 @@ burn's own load measured.
 - :class:`GpuBurnAnalysis` — one GPU's verdict on a trace (built by rigcheck.checks.burn.judge.analyze_trace; a
   burn adds its TFLOPS and wrong results).
 - :class:`GpuLoadSummary` / :class:`BurnWorkload` — the matmul load of `rigcheck burn` (rigcheck.bench.burn).
+- :class:`BurnFingerprint` — the cross-GPU fingerprint `rigcheck burn` runs before its load, each GPU's verdict.
+- :class:`BurnKernelLog` — how the kernel log was read around the run, and its lines new during it on no GPU.
 - :class:`BurnRun` — what a burn returns: the trace, its analysis, the workload, the sampler's costs.
 - :class:`BurnDocument` — the document. `burn --analyze` leaves out the four keys of a run (``partial``,
-  ``interrupted``, ``workload``, ``sampler``): in its JSON they are absent, never null.
+  ``interrupted``, ``workload``, ``sampler``): in its JSON they are absent, never null; ``fingerprint`` and
+  ``kernel_log`` are absent too where not run (`--analyze`, the burn stage of `verify`).
 
 Drawn by rigcheck.report.burn.render (terminal, Markdown) and rigcheck.report.burn.html (the page with plots).
 """
@@ -20,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, 
 
 from rigcheck.model.document import Document, Plain, ReasonedRecord, reason_rules
 from rigcheck.model.finding import Finding
+from rigcheck.model.kernel_log import KernelEvent
 from rigcheck.model.monitor import SamplerReport
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
 from rigcheck.model.telemetry import Trace, TraceSource
@@ -81,10 +85,27 @@ LOAD_KEYS = (
 )
 
 
+# Keys absent (never null) where not read: `burn --analyze`, a log that could not be read.
+ABSENT_UNLESS_READ = ("kernel_events",)
+
+
+def _never_null(schema: dict[str, Any]) -> None:
+    """A key that is absent rather than null: its schema without the null alternative nor the default."""
+    alternatives = [alt for alt in schema.pop("anyOf", []) if alt.get("type") != "null"]
+    if len(alternatives) == 1:
+        schema.update(alternatives[0])
+    schema.pop("default", None)
+
+
+def _absent_if_none(value: object) -> bool:
+    return value is None
+
+
 def _analysis_schema(schema: dict[str, Any], cls: type[BaseModel]) -> None:
     """A null has its reason (reason_rules), and the keys of issue 28 are optional."""
     reason_rules(schema, cls)
-    schema["required"] = [name for name in schema.get("required", []) if name not in LOAD_KEYS]
+    optional = (*LOAD_KEYS, *ABSENT_UNLESS_READ)
+    schema["required"] = [name for name in schema.get("required", []) if name not in optional]
 
 
 class GpuBurnAnalysis(ReasonedRecord):
@@ -147,7 +168,16 @@ class GpuBurnAnalysis(ReasonedRecord):
     )
     findings: list[Finding] = Field(
         default_factory=list,
-        description="what the counters and the peer comparisons found (ids burn.*); a fail makes the burn exit 1",
+        description="what the counters and the peer comparisons found (ids burn.*), and in `rigcheck burn` the "
+        "fingerprint (sdc.fingerprint-mismatch) and the kernel-log lines new during the run (the doctor's xid.*); a "
+        "fail makes the burn exit 1",
+    )
+    kernel_events: list[KernelEvent] | None = Field(
+        None,
+        exclude_if=_absent_if_none,
+        json_schema_extra=_never_null,
+        description="`rigcheck burn`: the kernel log's lines on this GPU (Xid, PCIe AER, the driver's NVRM lines) "
+        "that appeared during the run; absent where the log was not read (the document's kernel_log says why)",
     )
     # Set by `rigcheck burn` (not by --analyze): throughput and silent-corruption checks.
     tflops_sustained: float | None = Field(None, description=BURN_ONLY)
@@ -182,6 +212,46 @@ class GpuLoadSummary(ReasonedRecord):
     )
 
 
+FingerprintOutcome = Literal["pass", "fail", "unjudged", "incomplete"]
+
+
+class BurnFingerprintGpu(Plain):
+    """One GPU's fingerprint verdict (rigcheck.checks.verify.fingerprint's rules, as `verify` judges it)."""
+
+    index: Count
+    verdict: FingerprintOutcome
+    text: str
+    first_difference: str | None = Field(
+        description='the first step whose digest differs from its peers\' ("gemm_fp32_1"); null: none named'
+    )
+
+
+class BurnFingerprint(Plain):
+    """The cross-GPU fingerprint `rigcheck burn` ran once before its load (rigcheck.bench.fingerprint): one seeded
+    workload per GPU, each output hashed; identical GPUs must agree bit for bit (docs/checks.md "fingerprint")."""
+
+    method: str | None = Field(description="what was hashed, in one line; null when it did not run")
+    skipped: str | None = Field(description='why it did not run ("--no-fingerprint"); null when it ran')
+    error: str | None = Field(description="the one line of a launch that failed or was cut short; null: done")
+    rerun: list[Count] = Field(description="GPUs run again with the float64 CPU reference (their peers disagreed)")
+    gpus: list[BurnFingerprintGpu]
+
+
+class BurnKernelLog(Plain):
+    """The kernel log read before and after `rigcheck burn` (dmesg, else `journalctl -k`): how, or why it could not
+    be, and the lines new during the run that name no GPU of the burn (each GPU's own are its kernel_events)."""
+
+    method: str | None = Field(description='"dmesg" or "journalctl -k"; null when the log could not be read')
+    unreadable: str | None = Field(description="why the lines new during the run are not known; null: read")
+    other_events: list[KernelEvent] = Field(
+        description="lines new during the run on no GPU of the burn: an NVSwitch's SXid, another device's PCIe AER, "
+        "a driver message without a bus id"
+    )
+    findings: list[Finding] = Field(
+        description="the doctor's findings (xid.*) on other_events; a fail makes the burn exit 1"
+    )
+
+
 class BurnWorkload(Plain):
     """The load `rigcheck burn` ran, per GPU."""
 
@@ -202,6 +272,8 @@ class BurnRun:
     workload: BurnWorkload
     sampler: SamplerReport
     interrupted: bool
+    fingerprint: BurnFingerprint | None = None  # None: not run (the burn stage of verify runs its own)
+    kernel_log: BurnKernelLog | None = None  # None: not read
 
     @property
     def failed_gpus(self) -> list[int]:
@@ -215,6 +287,8 @@ class BurnRun:
 
 
 RUN_FIELDS = ("partial", "interrupted", "workload", "sampler")
+# A run's keys present where each ran (absent, never null, otherwise).
+RUN_OPTIONAL = ("fingerprint", "kernel_log")
 
 
 def _run_fields_schema(schema: dict[str, Any]) -> None:
@@ -224,7 +298,7 @@ def _run_fields_schema(schema: dict[str, Any]) -> None:
         prop = props[name]
         prop.pop("default", None)
         prop.update(next(alt for alt in prop.pop("anyOf") if alt.get("type") != "null"))
-    schema["required"] = [name for name in schema["required"] if name not in RUN_FIELDS]
+    schema["required"] = [name for name in schema["required"] if name not in (*RUN_FIELDS, *RUN_OPTIONAL)]
     schema["dependentRequired"] = {name: list(RUN_FIELDS) for name in RUN_FIELDS}
 
 
@@ -247,6 +321,19 @@ class BurnDocument(Document):
     interrupted: bool | None = None
     workload: BurnWorkload | None = None
     sampler: SamplerReport | None = None
+    # Only from `rigcheck burn`, each where it ran (absent otherwise, never null):
+    fingerprint: BurnFingerprint | None = Field(
+        None,
+        exclude_if=_absent_if_none,
+        json_schema_extra=_never_null,
+        description="the fingerprint run before the load; absent from --analyze and the burn stage of verify",
+    )
+    kernel_log: BurnKernelLog | None = Field(
+        None,
+        exclude_if=_absent_if_none,
+        json_schema_extra=_never_null,
+        description="the kernel log read around the run; absent from --analyze and the burn stage of verify",
+    )
 
     # The samples behind the analysis, for the HTML page's plots; not in the JSON (the trace file holds them).
     _trace: Trace | None = PrivateAttr(None)
@@ -282,6 +369,8 @@ class BurnDocument(Document):
             interrupted=run.interrupted,
             workload=run.workload,
             sampler=run.sampler,
+            fingerprint=run.fingerprint,
+            kernel_log=run.kernel_log,
         )
 
     @classmethod

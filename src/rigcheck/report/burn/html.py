@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rigcheck.model.burn import GpuBurnAnalysis
 from rigcheck.model.snapshot import CLOCK_EVENT_REASONS
@@ -358,8 +358,16 @@ def _overview_chart(by_gpu: dict[int, GpuPlot], attr: str, label: str, unit: str
     )
 
 
-def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigcheck burn") -> str:
-    """A burn (or `burn --analyze`) as one page: per GPU the verdict, the numbers and plots over time."""
+def burn_html(
+    trace: Trace,
+    analyses: list[GpuBurnAnalysis],
+    title: str = "rigcheck burn",
+    *,
+    checks: Mapping[int, list[str]] | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """A burn (or `burn --analyze`) as one page: per GPU the verdict, the numbers and plots over time. ``checks``:
+    per GPU, a burn's lines beyond its trace (fingerprint, kernel log); ``notes``: the run's lines of no one GPU."""
     by_index = {a.index: a for a in analyses}
     # Streamed (`burn --analyze --html`): thinned as it was read; in memory: thinned here, whole when short.
     plot = trace.plot if trace.plot is not None else TracePlot.of(trace.samples)
@@ -395,6 +403,10 @@ def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigch
             f"<td>{esc(num(a.sm_clock_mhz_median_loaded, 'MHz', 0))}</td></tr>"
         )
     body.append("</tbody></table></section>")
+    if notes:
+        body.append('<section id="run-notes"><h2>The run</h2><ul>')
+        body += [f"<li>{esc(line)}</li>" for line in notes]
+        body.append("</ul></section>")
     if len(by_gpu) > 1:
         body.append('<section id="all-gpus"><h2>All GPUs together</h2>')
         for attr, label, unit in (("power_draw_w", "power", "W"), ("temp_c", "temperature", "C")):
@@ -416,6 +428,7 @@ def burn_html(trace: Trace, analyses: list[GpuBurnAnalysis], title: str = "rigch
             )
             if a.advice:
                 body.append(f'<p class="advice-text">{esc(a.advice)}</p>')
+            body += [f'<p class="run-check">{esc(line)}</p>' for line in (checks or {}).get(i, [])]
             for f in a.findings:
                 text, advice = finding_lines(f)
                 body.append(f'<p class="finding {esc(f.severity.value)}">{esc(text)}</p>')

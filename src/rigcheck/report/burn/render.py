@@ -13,7 +13,7 @@ from rigcheck.model.burn import BurnDocument, GpuBurnAnalysis, GpuLoadSummary
 from rigcheck.model.finding import Finding, Severity
 from rigcheck.readers.reference.gpu_burn import TOOL as GPU_BURN
 from rigcheck.readers.reference.gpu_burn import problem_verdict
-from rigcheck.report.burn.load_lines import finding_lines, under_load
+from rigcheck.report.burn.load_lines import finding_lines, run_checks, run_notes, under_load
 from rigcheck.report.common import md_prose
 from rigcheck.report.render import Renderers, json_text
 from rigcheck.units import fmt, fmt_or_na
@@ -112,6 +112,9 @@ def conclusion(doc: BurnDocument) -> list[tuple[str, bool]]:
     burn_faults = [a.index for a in doc.gpus if _gpu_burn_problem(doc, a)]
     bad = sorted({a.index for a in doc.gpus if is_problem(a)} | set(failed) | set(wrong) | set(burn_faults))
     lines: list[tuple[str, bool]] = []
+    log = doc.kernel_log
+    if log is not None and any(f.severity is Severity.FAIL for f in log.findings):
+        lines.append(("the kernel log shows a fault during the run on no GPU of the burn", True))
     if wrong:
         lines.append((f"WRONG RESULTS on GPU {', '.join(map(str, wrong))}", True))
     if burn_faults:
@@ -130,7 +133,7 @@ def conclusion(doc: BurnDocument) -> list[tuple[str, bool]]:
 def gpu_lines(doc: BurnDocument, a: GpuBurnAnalysis) -> list[RenderableType]:
     """A few lines per GPU: the verdict, the numbers behind it, what the load did (a burn), the advice."""
     lines: list[RenderableType] = [Text.assemble((f"GPU{a.index}  ", "bold"), (a.verdict, _style(doc, a)))]
-    lines += [Text(f"  {line}") for line in evidence(a) + under_load(a)]
+    lines += [Text(f"  {line}") for line in evidence(a) + under_load(a) + run_checks(doc, a)]
     for f in a.findings:
         text, advice = finding_lines(f)
         lines.append(Text(f"  {text}", style=_finding_style(f)))
@@ -151,6 +154,13 @@ def terminal(doc: BurnDocument) -> RenderableType:
     parts: list[RenderableType] = [Text(title(doc), style="bold")]
     for a in doc.gpus:
         parts += gpu_lines(doc, a)
+    notes = run_notes(doc)
+    if notes:
+        parts.append(Text(""))
+    for line, finding in notes:
+        parts.append(Text(line, style=_finding_style(finding) if finding is not None else ""))
+        if finding is not None and finding.advice:
+            parts.append(Text(f"  advice: {finding.advice}", style="dim"))
     parts.append(Text(""))
     parts += [Text(line, style="bold red" if bad else "bold green") for line, bad in conclusion(doc)]
     return Group(*parts)
@@ -161,13 +171,19 @@ def markdown(doc: BurnDocument) -> str:
     loads = _loads(doc)
     for a in doc.gpus:
         out += [f"## GPU{a.index}: {md_prose(a.verdict)}", ""]
-        out += [f"- {md_prose(line)}" for line in evidence(a) + under_load(a)]
+        out += [f"- {md_prose(line)}" for line in evidence(a) + under_load(a) + run_checks(doc, a)]
         for f in a.findings:
             text, advice = finding_lines(f)
             out.append(f"- **{md_prose(text)}**" + (f" — {md_prose(advice)}" if advice else ""))
         if a.index in loads:
             out.append(f"- {md_prose(throughput(loads[a.index])[0])}")
         out += [f"- advice: {md_prose(a.advice)}", ""]
+    notes = run_notes(doc)
+    for line, finding in notes:
+        advice = f" — {md_prose(finding.advice)}" if finding is not None and finding.advice else ""
+        out.append(f"- {md_prose(line)}{advice}")
+    if notes:
+        out.append("")
     out += [f"**{md_prose(line)}**" if bad else md_prose(line) for line, bad in conclusion(doc)]
     if doc.diagnostics:
         out += ["", "Reading the trace:", "", *(f"- {md_prose(line)}" for line in doc.diagnostics)]
@@ -183,7 +199,8 @@ def html(doc: BurnDocument) -> str:
         page_title = "rigcheck burn"
     else:
         page_title = f"rigcheck burn --analyze {Path(doc.path).name}" if doc.path else "rigcheck burn --analyze"
-    return burn_html(trace, doc.gpus, title=page_title)
+    checks = {a.index: run_checks(doc, a) for a in doc.gpus}
+    return burn_html(trace, doc.gpus, title=page_title, checks=checks, notes=[line for line, _ in run_notes(doc)])
 
 
 RENDERERS: Renderers[BurnDocument] = Renderers(terminal=terminal, json=json_text, markdown=markdown, html=html)
