@@ -42,7 +42,7 @@ _NVLINK_GPU = re.compile(r"^[ \t]*GPU \d+: .*\(UUID: ", re.MULTILINE)  # indente
 _Q_SECTION = re.compile(
     r"^\s*(Attached GPUs|Driver Version|Product Name|Clocks (Throttle|Event) Reasons|GPU Power Readings|"
     r"Power Readings|Temperature|GPU Current Temp|Max Clocks|PCIe Generation|GPU Link Info|"
-    r"GPU Recovery Action|CliqueId|ClusterUUID)\s*(:|$)",
+    r"GPU Recovery Action|CliqueId|ClusterUUID|Remapped Rows|Retired Pages|ECC Errors)\s*(:|$)",
     re.MULTILINE,
 )
 
