@@ -36,6 +36,7 @@ AER_GPU0 = (
     "2025-02-23T16:30:01,000002+00:00 nvidia 0000:18:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
     "(Receiver ID)"
 )
+FATAL_SXID = "2025-02-23T16:30:03,000004+00:00 nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 24007, Fatal, Link 04 timeout"
 SXID = "2025-02-23T16:30:02,000003+00:00 nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 04 RX Short"
 
 
@@ -115,6 +116,12 @@ def test_a_quiet_log_gives_each_gpu_an_empty_list_and_passes() -> None:
     assert run.analyses[0].kernel_events == []
     assert burn_exit_code(run) == 0
     assert burn_document(run, 0).to_json_dict()["gpus"][0]["kernel_events"] == []
+    run.kernel_log = judge_run_log(  # the same run, had an NVSwitch logged a fatal SXid meanwhile
+        run.analyses, {}, read_live(Dmesg()), read_live(Dmesg(FATAL_SXID))
+    )
+    assert [f.id for f in run.kernel_log.findings] == ["xid.sxid-fatal"]
+    assert burn_exit_code(run) == 1  # on no GPU of the burn, and still a fault of the node during the run
+    assert "the kernel log shows a fault during the run on no GPU of the burn" in _terminal(burn_document(run, 1))
 
 
 def _analyses(n: int) -> list[GpuBurnAnalysis]:
