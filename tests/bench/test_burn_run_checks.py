@@ -14,6 +14,7 @@ from rich.console import Console
 
 from rigcheck.bench import burn as burn_module
 from rigcheck.bench.burn import run_burn
+from rigcheck.bench.burn_fingerprint import visible_devices
 from rigcheck.bench.burn_kernel_log import judge_run_log, new_events
 from rigcheck.checks.burn.judge import is_problem
 from rigcheck.cli import monitor as monitor_cmd
@@ -185,6 +186,15 @@ def test_the_fingerprint_before_the_load_fails_the_gpu_apart_from_its_peers(monk
     assert "  fingerprint before the load: pass: 8 steps equal bit for bit to those of 2 identical peers\n" in text
     assert "FAIL sdc.fingerprint-mismatch: fingerprint before the load: its result differs" in text
     assert "fingerprint before the load: fail" not in text  # said once, by the finding
+
+
+def test_the_ranks_are_the_burns_gpus_and_no_other() -> None:
+    """Ranks 0..n-1 are CUDA's devices 0..n-1: the workers see only the burn's GPUs, in the burn's order."""
+    assert visible_devices([0, 1, 2], {}) == {}  # already so: the whole node
+    assert visible_devices([1, 3], {}) == {"CUDA_VISIBLE_DEVICES": "1,3"}
+    assert visible_devices([1, 0], {}) == {"CUDA_VISIBLE_DEVICES": "1,0"}  # CUDA numbers them otherwise than NVML
+    # this process sees four GPUs of eight: its ordinals 1 and 3 are the machine's 5 and 7
+    assert visible_devices([1, 3], {"CUDA_VISIBLE_DEVICES": "4, 5,6,7"}) == {"CUDA_VISIBLE_DEVICES": "5,7"}
 
 
 # --- the command line ---------------------------------------------------------------------------------------------

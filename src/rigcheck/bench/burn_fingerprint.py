@@ -4,14 +4,16 @@ reference (fingerprint_runs, the sequence `verify` runs), judged as `verify` jud
 (rigcheck.checks.verify.fingerprint). A GPU whose result differs from its identical peers' (or from the reference)
 gets the finding ``sdc.fingerprint-mismatch`` (fail): the burn exits 1.
 
-Ranks: the launcher's ranks are CUDA devices 0..n-1, so each GPU of the burn computes as the rank of its CUDA ordinal
-(burn maps NVML's index to it by UUID) and the ranks of GPUs not in the burn join the launch and leave. On CPU devices
-(the tests' path, as `verify --cpu`) each GPU is a CPU rank in index order. The test hook
-``RIGCHECK_TEST_FLIP=RANK[:BITS[:persistent]]`` names that rank.
+Ranks: one per GPU of the burn, in NVML index order. The launcher's ranks are CUDA devices 0..n-1, so where the
+burn's GPUs are not CUDA's 0..n-1 in that order (`--gpus 1,3`, CUDA numbering GPUs otherwise than NVML) the workers
+get CUDA_VISIBLE_DEVICES naming them (by this process's own entries where it has the variable): no rank starts CUDA
+on a GPU outside the burn. On CPU devices (the tests' path, as `verify --cpu`) each GPU is a CPU rank. The test hook
+``RIGCHECK_TEST_FLIP=RANK[:BITS[:persistent]]`` names the rank: the GPU's place in the burn's list.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,13 +37,26 @@ ADVICE = (
 )
 
 
-def _ranks(torch: Any, devices: Mapping[int, Any]) -> tuple[bool, dict[int, int], tuple[str, ...] | None]:
-    """Whether the ranks are CPU processes, each GPU's rank, and the chains (by the lowest compute capability)."""
+def visible_devices(ordinals: list[int], environ: Mapping[str, str]) -> dict[str, str]:
+    """The workers' CUDA_VISIBLE_DEVICES making ranks 0..n-1 the CUDA devices ``ordinals`` of this process; none
+    where they already are."""
+    if ordinals == list(range(len(ordinals))):
+        return {}
+    given = environ.get("CUDA_VISIBLE_DEVICES")
+    entries = [e.strip() for e in given.split(",")] if given else None
+    return {"CUDA_VISIBLE_DEVICES": ",".join(entries[o] if entries else str(o) for o in ordinals)}
+
+
+def _plan(
+    torch: Any, devices: Mapping[int, Any], environ: Mapping[str, str]
+) -> tuple[bool, dict[str, str], tuple[str, ...] | None]:
+    """Whether the ranks are CPU processes, the workers' environment, and the chains (the lowest compute capability
+    decides)."""
     if all(d.type == "cpu" for d in devices.values()):
-        return True, {index: rank for rank, index in enumerate(sorted(devices))}, None
-    ranks = {index: int(d.index) for index, d in devices.items()}
+        return True, {}, None
+    ordinals = [int(devices[i].index) for i in sorted(devices)]
     capability = min(tuple(torch.cuda.get_device_capability(d)) for d in devices.values())
-    return False, ranks, gpu_dtypes(capability)
+    return False, visible_devices(ordinals, environ), gpu_dtypes(capability)
 
 
 def burn_fingerprint(
@@ -54,23 +69,22 @@ def burn_fingerprint(
 ) -> BurnFingerprint:
     """The fingerprint of the burn's GPUs (NVML index -> the torch device its load runs on), each GPU's verdict."""
     say = on_progress or (lambda _: None)
-    cpu, rank_of, dtypes = _ranks(torch, devices)
-    index_of = {rank: index for index, rank in rank_of.items()}
-    world = max(rank_of.values()) + 1
-    only = sorted(rank_of.values()) if len(rank_of) < world else None
+    cpu, worker_env, dtypes = _plan(torch, devices, os.environ if environ is None else environ)
+    index_of = dict(enumerate(sorted(devices)))  # rank -> NVML index
+    rank_of = {index: rank for rank, index in index_of.items()}
     say(f"burn: fingerprint of {len(rank_of)} GPU(s) before the load (identical GPUs must agree bit for bit)")
     runs = fingerprint_runs(
         cpu=cpu,
-        world_size=world,
+        world_size=len(rank_of),
         timeout_s=timeout_s,
         dtypes=dtypes,
-        only=only,
         environ=environ,
         on_progress=say,
         on_rerun=lambda again: say(
             f"burn: fingerprint: GPU {', '.join(str(index_of[r]) for r in again)} re-run with a float64 reference "
             "(their peers disagree)"
         ),
+        worker_env=worker_env,
     )
     rerun = sorted(index_of[r.rank] for r in runs.again_rows if r.rank in index_of)
     verdicts = {} if was_interrupted(runs.error) else judge_fingerprints(runs.first.rows, runs.again_rows)

@@ -333,11 +333,13 @@ def run_fingerprint(
     run: int = 1,
     environ: Mapping[str, str] | None = None,
     on_progress: Callable[[str], None] | None = None,
+    worker_env: Mapping[str, str] | None = None,
 ) -> FingerprintRun:
     """Launch the workload on ``world_size`` ranks (GPUs 0..n-1, or CPU processes) and collect their rows.
 
     ``dtypes``: the chains (default: fp32 and bf16 on CPU; on GPUs each worker's by its compute capability is
-    the caller's to give, from the snapshot). ``only``: the ranks that compute (a re-run)."""
+    the caller's to give, from the snapshot). ``only``: the ranks that compute (a re-run). ``worker_env``: set in
+    each worker besides the determinism settings (CUDA_VISIBLE_DEVICES: the GPUs ranks 0..n-1 are)."""
     payload = make_payload(cpu=cpu, dtypes=dtypes, reference=reference, only=only, run=run, environ=environ)
     outcome = launch(
         fingerprint_worker,
@@ -345,7 +347,7 @@ def run_fingerprint(
         world_size=world_size,
         cpu=cpu,
         timeout_s=timeout_s,
-        env=DETERMINISTIC_ENV,
+        env={**DETERMINISTIC_ENV, **(worker_env or {})},
         on_progress=on_progress,
     )
     rows = TypeAdapter(list[FingerprintRow]).validate_python(outcome.rows)
@@ -380,6 +382,7 @@ def fingerprint_runs(
     on_progress: Callable[[str], None] | None = None,
     on_rerun: Callable[[list[int]], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    worker_env: Mapping[str, str] | None = None,
 ) -> FingerprintRuns:
     """The fingerprint as `verify` and `burn` run it: the workload on the ranks (``only``: those that compute), then,
     when it finished, the ranks rigcheck.checks.verify.fingerprint.needs_reference names once more with the float64
@@ -393,6 +396,7 @@ def fingerprint_runs(
         only=only,
         environ=environ,
         on_progress=on_progress,
+        worker_env=worker_env,
     )
     again = needs_reference(first.rows) if first.error is None else []
     if not again:
@@ -409,5 +413,6 @@ def fingerprint_runs(
         run=2,
         environ=environ,
         on_progress=on_progress,
+        worker_env=worker_env,
     )
     return FingerprintRuns(first, rerun)
