@@ -16,7 +16,7 @@ from rigcheck.bench.verify.run import control_note, level_budget, run_verify
 from rigcheck.bench.verify.steps import PROLOG, PROLOG_STEPS
 from rigcheck.model.snapshot import Snapshot
 from rigcheck.probe.deadline import NotAnswering, within
-from rigcheck.probe.stuck import StuckScan, stuck_on_nvidia
+from rigcheck.probe.stuck import stuck_on_nvidia
 from tests.support.cli import Rigcheck
 from tests.support.snapshots import make_gpu, make_snapshot
 
@@ -94,11 +94,9 @@ def test_a_process_in_d_state_on_a_gpu_is_named(tmp_path: Path) -> None:
     assert scan.unreadable == 0
 
 
-def test_d_state_processes_fail_the_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        runner, "stuck_on_nvidia", lambda: StuckScan(stuck=["pid 7 (python3) in D state on /dev/nvidia0"])
-    )
-    doc = run_verify(snapshot=Snapshot(), findings=[], cpu=True, level="prolog", only=["membw"])
+def test_d_state_processes_fail_the_node() -> None:
+    stuck = ["pid 7 (python3) in D state on /dev/nvidia0"]
+    doc = run_verify(snapshot=Snapshot(), findings=[], cpu=True, level="prolog", only=["membw"], stuck=stuck)
     driver = next(c for c in doc.node if c.id == "driver")
     assert driver.verdict == "fail"
     assert "pid 7 (python3) in D state on /dev/nvidia0" in driver.detail

@@ -249,9 +249,12 @@ def _live(
         except ProbeError as exc:  # the burn is skipped (incomplete, exit 1); the other stages and the document stay
             note(f"the burn's telemetry (NVML) did not start: {' '.join(str(exc).split())}")
             poller = None
+    from rigcheck.probe.stuck import stuck_on_nvidia
+
+    scan = stuck_on_nvidia()  # a wedged driver first: every measurement would block behind it
     try:
         with progress_line() as progress:
-            return run_verify(
+            doc = run_verify(
                 snapshot=snap,
                 findings=findings,
                 level=lvl,
@@ -267,10 +270,18 @@ def _live(
                 burn_exit_code=exit_code_for_burn,
                 on_progress=progress,
                 only=only,
+                stuck=scan.stuck,
             )
     finally:
         if poller is not None:
             poller.close()
+    if scan.unreadable:
+        unknown = (
+            f"{scan.unreadable} process(es) in D state whose open files could not be read (not root): whether they "
+            "hold an NVIDIA device is not known"
+        )
+        doc = doc.model_copy(update={"notes": [*doc.notes, unknown]})
+    return doc
 
 
 def _finish(

@@ -89,8 +89,6 @@ from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.snapshot import Snapshot
 from rigcheck.model.verify import Level, StepStatus, VerifyDocument, VerifyInputs, VerifyStep
 from rigcheck.monitor.sampler import Poller
-from rigcheck.probe.stuck import stuck_on_nvidia
-from rigcheck.units import plural
 
 LEVEL_BUDGET_S = {"quick": 180.0, "full": 900.0, "prolog": 10.0}
 CPU_BUDGET_S = 60.0
@@ -535,6 +533,7 @@ def run_verify(
     on_progress: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     only: Sequence[str] | None = None,
+    stuck: Sequence[str] | None = None,
 ) -> VerifyDocument:
     """Measure this node in one time budget (see the module docstring), judge it, and return the document.
 
@@ -543,6 +542,8 @@ def run_verify(
     ``burn_exit_code``: with a poller, the CLI's exit code of a burn's outcome (cli/exits.exit_code_for_burn), the
     burn document's ``exit_code``: the library says the outcome, never the code.
     ``only``: the stages asked for (`--only`); the others are ``left_out`` and do not keep the node from passing.
+    ``stuck``: what the caller found blocked in the driver before the run (processes in D state on /dev/nvidia*,
+    rigcheck.probe.stuck): the node check ``driver`` fails on any.
     Raises UsageError for a budget that is not positive, a GPU the snapshot does not have or an unknown stage.
     """
     if only is not None:
@@ -573,13 +574,7 @@ def run_verify(
         only=only,
     )
     say(f"verify: {level}{' --cpu' if cpu else ''}, budget {budget:.0f} s")
-    scan = stuck_on_nvidia()  # a wedged driver first: every measurement below would block behind it
-    runner.inputs.stuck = scan.stuck
-    if scan.unreadable:
-        runner.notes.append(
-            f"{plural(scan.unreadable, 'process')} in D state whose open files could not be read (not root): "
-            "whether they hold an NVIDIA device is not known"
-        )
+    runner.inputs.stuck = list(stuck) if stuck is not None else None
     runner.measure_all()
     judged = judge(runner.inputs, site=site, baseline=baseline, gpus=gpus)
     if judged.near_floor and runner.interrupted is None:
