@@ -188,6 +188,27 @@ def test_the_fingerprint_before_the_load_fails_the_gpu_apart_from_its_peers(monk
     assert "fingerprint before the load: fail" not in text  # said once, by the finding
 
 
+def test_ctrl_c_during_the_fingerprint_ends_the_run_before_any_load() -> None:
+    seen: list[str] = []
+
+    def progress(line: str) -> None:
+        seen.append(line)
+        if len(seen) == 2:  # the first line after "burn: fingerprint of 2 GPU(s)": the ranks are starting
+            raise KeyboardInterrupt
+
+    run = _cpu_burn(burn_power_capped_h100(2), fingerprint=True, on_progress=progress, kernel_log=Dmesg().reader())
+    assert seen[0].startswith("burn: fingerprint of 2 GPU(s)")
+    assert run.interrupted
+    assert run.fingerprint is not None
+    assert (run.fingerprint.error or "").startswith("interrupted")
+    assert {g.verdict for g in run.fingerprint.gpus} == {"incomplete"}
+    assert run.workload.load_s == 0.0
+    assert [g.matmuls for g in run.workload.gpus] == [0, 0]
+    assert run.kernel_log is not None
+    assert run.kernel_log.unreadable == "the run was interrupted before the log was read again"
+    assert burn_exit_code(run) == 130
+
+
 def test_the_ranks_are_the_burns_gpus_and_no_other() -> None:
     """Ranks 0..n-1 are CUDA's devices 0..n-1: the workers see only the burn's GPUs, in the burn's order."""
     assert visible_devices([0, 1, 2], {}) == {}  # already so: the whole node
