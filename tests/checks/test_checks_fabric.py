@@ -205,7 +205,7 @@ def test_fabric_manager_corpus_states() -> None:
 @pytest.mark.parametrize(
     ("path", "finding", "severity"),
     [
-        (FM_FAILED, "fabric.manager-failed", Severity.FAIL),
+        (FM_FAILED, "fabric.manager-failed", Severity.WARN),  # NOTHING_TO_DO, no GPU read: a PCIe box, likely
         (FM_802, "fabric.not-initialized", Severity.FAIL),
         (FM_LOG, "fabric.manager-errors", Severity.INFO),
     ],
@@ -217,7 +217,7 @@ def test_doctor_from_fabric_manager_text(path: Path, finding: str, severity: Sev
     assert {f.id: f.severity for f in findings}[finding] is severity
     failed = [f.id for f in findings if f.severity is Severity.FAIL]
     # A healthy Fabric Manager log alone fails nothing (no "no GPU" either: a log does not list GPUs).
-    assert failed == ([] if severity is Severity.INFO else [finding])
+    assert failed == ([finding] if severity is Severity.FAIL else [])
 
 
 FM_STOPPED = (
@@ -321,3 +321,16 @@ def test_nvlink_e_counters_not_held_are_one_line_each_naming_every_nonzero_link(
     ]
     assert [len(g.nvlinks or []) for g in snap.gpus] == [18, 18]
     assert all(link.replay_errors == 0 for g in snap.gpus for link in g.nvlinks or [])
+
+
+def test_nothing_to_do_on_an_nvswitch_baseboard_still_fails() -> None:
+    """The same NV_WARN_NOTHING_TO_DO beside 8 SXM H100s read from the machine: their NVSwitches are not seen, a
+    failure; with the log alone (no GPU read) it is a warning that says both readings."""
+    log_only = load_file(str(FM_FAILED))
+    board = Snapshot.model_validate_json(Path("tests/fixtures/snapshots/healthy-8x-h100.json").read_text())
+    with_gpus = board.model_copy(update={"fabric_manager": log_only.fabric_manager})
+    got = {f.id: f for f in run_checks(with_gpus)}["fabric.manager-failed"]
+    assert got.severity is Severity.FAIL
+    alone = {f.id: f for f in run_checks(log_only)}["fabric.manager-failed"]
+    assert alone.severity is Severity.WARN
+    assert "a failure on an NVSwitch baseboard" in alone.message

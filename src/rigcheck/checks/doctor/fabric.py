@@ -289,10 +289,20 @@ def _check_manager(snapshot: Snapshot) -> list[Finding]:
         ]
     if fm.state in ("failed", "inactive"):
         none_here = _no_nvswitch(snapshot)
+        # NV_WARN_NOTHING_TO_DO is the NVSwitch driver saying it found none. With GPUs read, their form says
+        # whether a switch should be there (SXM on a baseboard: the switches are missing, a failure); with the log
+        # alone, a PCIe box that runs the service for nothing (gpu-operator#610, cube-studio#29) is the common case.
+        unseen = cause is not None and not none_here and not readable_gpus(snapshot)
         why = "the NVSwitch driver found no NVSwitch (NV_WARN_NOTHING_TO_DO)" if cause else f"{said!r}"
         message = f"Fabric Manager is {fm.state}: {why}"
         if none_here:
             message += "; this machine's GPUs are PCIe cards with no NVSwitch, so it has nothing to manage"
+        elif unseen:
+            message += (
+                "; expected on a machine without NVSwitch (PCIe cards), a failure on an NVSwitch baseboard (HGX/DGX), "
+                "where the switches are then not seen: no GPU was read to tell which"
+            )
+            none_here = True
         advice = "disable the service on machines without NVSwitch" if none_here else RESTART_ADVICE
         severity = Severity.WARN if none_here else Severity.FAIL
         return [
