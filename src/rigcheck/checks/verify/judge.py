@@ -353,21 +353,34 @@ def _figure_check(
     return check
 
 
-def _incomplete(check_id: str, unit: str | None, reason: str) -> VerifyCheck:
+def _bare_check(
+    check_id: str,
+    verdict: Verdict,
+    detail: str,
+    *,
+    value: float | None = None,
+    unit: str | None = None,
+    judgements: Sequence[Judgement] = (),
+) -> VerifyCheck:
+    """A check held to no band, peer or baseline (incomplete, the fingerprint, the driver)."""
     return VerifyCheck(
         id=check_id,
-        verdict="incomplete",
-        value=None,
+        verdict=verdict,
+        value=value,
         unit=unit,
         expected_min=None,
         expected_source=None,
         peak=None,
         peer_best=None,
         baseline=None,
-        judgements=[],
-        detail=reason,
+        judgements=list(judgements),
+        detail=detail,
         remeasured=[],
     )
+
+
+def _incomplete(check_id: str, unit: str | None, reason: str) -> VerifyCheck:
+    return _bare_check(check_id, "incomplete", reason, unit=unit)
 
 
 def _doctor_check(j: _Judge, findings: Sequence[Finding]) -> VerifyCheck:
@@ -535,20 +548,7 @@ def _fingerprint_check(j: _Judge, unit: _Unit) -> VerifyCheck | None:
         finding=got.finding,
         first_difference=got.first_difference,
     )
-    check = VerifyCheck(
-        id="fingerprint",
-        verdict=got.verdict,
-        value=None,
-        unit=None,
-        expected_min=None,
-        expected_source=None,
-        peak=None,
-        peer_best=None,
-        baseline=None,
-        judgements=[judgement],
-        detail=got.text,
-        remeasured=[],
-    )
+    check = _bare_check("fingerprint", got.verdict, got.text, judgements=[judgement])
     if got.verdict == "fail":
         at = f" at {got.first_difference}" if got.first_difference else " vs float64"
         j.shorts[id(check)] = FINGERPRINT_FINDING + at
@@ -563,20 +563,8 @@ def _stuck_check(j: _Judge, stuck: Sequence[str]) -> VerifyCheck:
         + (f" and {len(stuck) - 3} more" if len(stuck) > 3 else "")
         + ": blocked inside the driver, unkillable until it returns; a reboot or a GPU reset clears it"
     )
-    check = VerifyCheck(
-        id="driver",
-        verdict="fail",
-        value=float(len(stuck)),
-        unit="blocked",
-        expected_min=None,
-        expected_source=None,
-        peak=None,
-        peer_best=None,
-        baseline=None,
-        judgements=[Judgement(rule="result", verdict="fail", text=text)],
-        detail=text,
-        remeasured=[],
-    )
+    judgement = Judgement(rule="result", verdict="fail", text=text)
+    check = _bare_check("driver", "fail", text, value=float(len(stuck)), unit="blocked", judgements=[judgement])
     j.shorts[id(check)] = "not responding"
     return check
 
