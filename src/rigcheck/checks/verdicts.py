@@ -83,7 +83,11 @@ STEP_RULES: Final[dict[StepStatus, StepRule]] = {
     "not_applicable": StepRule(
         "pass", "the step does not apply: p2p and all-reduce on one GPU, hostlink, p2p and burn on a CPU run"
     ),
-    "left_out": StepRule("pass", "the user scoped the run without it (`--only`)"),
+    "left_out": StepRule(
+        "pass",
+        "the user scoped the run without it (`--only`), or the level does not run it (`--level prolog` runs matmul, "
+        "membw and allreduce only)",
+    ),
     "skipped": StepRule("incomplete", "the step applies and was not run (no document of it in `--from DIR`)"),
     "cut_short": StepRule("incomplete", "the budget, Ctrl-C or the set-up budget ended it before its end"),
     "failed": StepRule("incomplete", "it raised or its workers failed: it measured nothing to judge"),
