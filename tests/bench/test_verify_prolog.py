@@ -18,6 +18,7 @@ from rigcheck.model.snapshot import Snapshot
 from rigcheck.probe.deadline import NotAnswering, within
 from rigcheck.probe.stuck import stuck_on_nvidia
 from tests.support.cli import Rigcheck
+from tests.support.counters import sample
 from tests.support.snapshots import make_gpu, make_snapshot
 
 
@@ -124,3 +125,21 @@ def test_a_failed_all_reduce_is_run_again_without_p2p(monkeypatch: pytest.Monkey
 def test_the_control_arm_says_what_it_rules_out() -> None:
     assert "the peer-to-peer path is what fails" in control_note(None)
     assert "not the P2P path" in control_note("rank 0 hung")
+
+
+def test_the_bracket_reaches_the_document_and_fails_the_gpu() -> None:
+    readings = iter(([sample(0, 0.0, 0), sample(1, 0.0, 0)], [sample(0, 1.0, 0), sample(1, 1.0, 40_000)]))
+    doc = run_verify(
+        snapshot=Snapshot(),
+        findings=[],
+        cpu=True,
+        level="prolog",
+        only=["matmul"],
+        read_counters=lambda: next(readings),
+    )
+    checks = {g.index: next(c for c in g.checks if c.id == "counters") for g in doc.gpus}
+    assert checks[0].verdict == "pass"
+    assert checks[1].verdict == "fail"
+    assert doc.verdict == "fail"
+    assert doc.drain_reason is not None
+    assert "rank1 counters error counters rose" in doc.drain_reason

@@ -37,9 +37,13 @@ from rigcheck.cli.terminal_safe import terminal_text
 from rigcheck.report.render import Format, RenderOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rigcheck.model.site_config import SiteConfig
     from rigcheck.model.snapshot import Snapshot
+    from rigcheck.model.telemetry import Sample
     from rigcheck.model.verify import Level, VerifyDocument
+    from rigcheck.probe.nvml import NvmlPoller
 
 LevelOption = Annotated[
     str,
@@ -239,7 +243,8 @@ def _live(
         host = socket.gethostname()
         return verify_unmeasured(snap, findings, reason=missing, level=lvl, host=host, budget_s=wanted, only=only)
     poller = None
-    if not cpu and (only is None or "burn" in only):
+    # the burn's telemetry; the prolog's error counters, read around its measurements
+    if not cpu and (lvl == "prolog" or only is None or "burn" in only):
         from rigcheck.cli import monitor as monitor_cmd
         from rigcheck.errors import ProbeError
 
@@ -271,6 +276,7 @@ def _live(
                 on_progress=progress,
                 only=only,
                 stuck=scan.stuck,
+                read_counters=_counter_reader(poller) if lvl == "prolog" and poller is not None else None,
             )
     finally:
         if poller is not None:
@@ -282,6 +288,13 @@ def _live(
         )
         doc = doc.model_copy(update={"notes": [*doc.notes, unknown]})
     return doc
+
+
+def _counter_reader(poller: NvmlPoller) -> Callable[[], list[Sample]]:
+    """One reading of every GPU's counters through the open poller (its NVLink counters on their own cadence)."""
+    import time
+
+    return lambda: poller.poll(time.monotonic())
 
 
 def _finish(

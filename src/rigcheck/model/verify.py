@@ -35,6 +35,7 @@ from rigcheck.model.document import Document, Plain
 from rigcheck.model.finding import Finding
 from rigcheck.model.fingerprint import FingerprintRow
 from rigcheck.model.snapshot import Snapshot
+from rigcheck.model.telemetry import Sample
 
 # The verdict words live in model/verdict.py, free of pydantic models (doctor's exit code needs them); re-exported.
 from rigcheck.model.verdict import VERDICT_ORDER as VERDICT_ORDER  # noqa: PLC0414
@@ -195,6 +196,10 @@ class VerifyInputs:
     fingerprint: list[FingerprintRow] | None = None  # the first run's rows (one per GPU, or per CPU rank)
     fingerprint_again: list[FingerprintRow] = field(default_factory=list)  # the re-run with the float64 reference
     stuck: list[str] | None = None  # processes in D state on /dev/nvidia*, one line each; None: not looked for
+    # The error counters read before and after the measurements (the prolog's bracket), and the seconds between.
+    counters_before: list[Sample] | None = None
+    counters_after: list[Sample] | None = None
+    counters_s: float = 0.0
     dcgm: DcgmDiag | None = None  # DCGM's own diagnostic (`dcgmi diag -j`), judged as dcgm.<test> checks
     dcgm_file: str | None = None
     failed: dict[str, str] = field(default_factory=dict)

@@ -87,6 +87,7 @@ from rigcheck.model.burn import BurnDocument
 from rigcheck.model.finding import Finding
 from rigcheck.model.site_config import SiteConfig
 from rigcheck.model.snapshot import Snapshot
+from rigcheck.model.telemetry import Sample
 from rigcheck.model.verify import Level, StepStatus, VerifyDocument, VerifyInputs, VerifyStep
 from rigcheck.monitor.sampler import Poller
 
@@ -534,6 +535,7 @@ def run_verify(
     clock: Callable[[], float] = time.monotonic,
     only: Sequence[str] | None = None,
     stuck: Sequence[str] | None = None,
+    read_counters: Callable[[], list[Sample]] | None = None,
 ) -> VerifyDocument:
     """Measure this node in one time budget (see the module docstring), judge it, and return the document.
 
@@ -543,7 +545,8 @@ def run_verify(
     burn document's ``exit_code``: the library says the outcome, never the code.
     ``only``: the stages asked for (`--only`); the others are ``left_out`` and do not keep the node from passing.
     ``stuck``: what the caller found blocked in the driver before the run (processes in D state on /dev/nvidia*,
-    rigcheck.probe.stuck): the node check ``driver`` fails on any.
+    rigcheck.probe.stuck): the node check ``driver`` fails on any. ``read_counters``: one reading of every GPU's
+    error counters (the CLI's NVML poller), taken before and after the measurements: each GPU's check ``counters``.
     Raises UsageError for a budget that is not positive, a GPU the snapshot does not have or an unknown stage.
     """
     if only is not None:
@@ -575,7 +578,12 @@ def run_verify(
     )
     say(f"verify: {level}{' --cpu' if cpu else ''}, budget {budget:.0f} s")
     runner.inputs.stuck = list(stuck) if stuck is not None else None
+    before = read_counters() if read_counters is not None else None
+    started = clock()
     runner.measure_all()
+    if read_counters is not None and before is not None:
+        runner.inputs.counters_before, runner.inputs.counters_after = before, read_counters()
+        runner.inputs.counters_s = clock() - started
     judged = judge(runner.inputs, site=site, baseline=baseline, gpus=gpus)
     if judged.near_floor and runner.interrupted is None:
         remeasured = runner.remeasure(judged)

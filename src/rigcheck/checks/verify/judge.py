@@ -32,6 +32,7 @@ from rigcheck.checks import verdicts
 from rigcheck.checks.doctor.driver import DRIVER_IDS
 from rigcheck.checks.verdicts import finding_verdict, node_verdict, step_verdict
 from rigcheck.checks.verify.bands import node_allreduce_fact, with_site_floor
+from rigcheck.checks.verify.counters import judge_bracket
 from rigcheck.checks.verify.dcgm import judge_dcgm
 from rigcheck.checks.verify.figures import (
     Figure,
@@ -499,6 +500,9 @@ def _gpu_checks(
     fingerprint = _fingerprint_check(j, unit)
     if fingerprint is not None:
         checks.append(fingerprint)
+    counters = _counters_check(j, unit)
+    if counters is not None:
+        checks.append(counters)
     base_gpu = _baseline_gpu(j.baseline, unit)
     for step in GPU_STEPS:
         got = figures[step].get(unit.index, [])
@@ -552,6 +556,22 @@ def _fingerprint_check(j: _Judge, unit: _Unit) -> VerifyCheck | None:
     if got.verdict == "fail":
         at = f" at {got.first_difference}" if got.first_difference else " vs float64"
         j.shorts[id(check)] = FINGERPRINT_FINDING + at
+    return check
+
+
+def _counters_check(j: _Judge, unit: _Unit) -> VerifyCheck | None:
+    """The GPU's error counters over the run (checks/verify/counters.py); None where they were not read."""
+    inputs = j.inputs
+    if inputs.counters_before is None or inputs.counters_after is None:
+        return None
+    got = judge_bracket(inputs.counters_before, inputs.counters_after, inputs.counters_s).get(unit.index)
+    if got is None:
+        return None
+    verdict: Verdict = "fail" if got.failed else "pass"
+    judgement = Judgement(rule="result", verdict=verdict, text=got.text)
+    check = _bare_check("counters", verdict, got.text, value=got.ecc_per_s, unit="ECC/s", judgements=[judgement])
+    if got.failed:
+        j.shorts[id(check)] = "error counters rose"
     return check
 
 
