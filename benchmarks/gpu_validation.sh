@@ -76,6 +76,8 @@ case $part in
         ;;
     verify)  # ~4 min: the verdict at level quick (its own budget: 180 s), then the bands it was judged against
         step verify     240 "${rc[@]}" verify --level quick --json --html "$out/verify.html"
+        step prolog      30 "${rc[@]}" verify --level prolog --json   # #29: within 10 s wall on the GPUs
+        step prolog-time 90 python3 benchmarks/prolog_time.py --gpu --runs 3
         step explain     30 "${rc[@]}" verify --explain --model "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
         ;;
     fingerprint)  # ~5 min: 20 clean fingerprint runs (no false alarm may come), then a flipped bit that must fail
