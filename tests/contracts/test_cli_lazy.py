@@ -50,6 +50,7 @@ def test_help_lists_the_table_in_order(rigcheck: Rigcheck) -> None:
         "doctor",
         "verify",
         "fleet",
+        "history",
         "topo",
         "snapshot",
         "plan",

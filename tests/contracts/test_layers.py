@@ -3,9 +3,11 @@ it uses.
 
 Layers, top to bottom (a module may import its own layer and the ones below it, never one above):
 
-    cli -> report -> bench -> monitor -> checks -> plan -> readers -> probe -> inputs -> model -> facts -> leaves
+    cli -> report -> bench -> monitor -> checks -> plan -> ledger -> readers -> probe -> inputs -> model -> facts
+    -> leaves
 
-``rigcheck.__main__`` belongs to cli. readers/ reads saved outputs, probe/ the live machine, both through the
+``rigcheck.__main__`` belongs to cli. ledger/ is the SQLite file of past runs (file I/O, so not in checks/).
+readers/ reads saved outputs, probe/ the live machine, both through the
 input primitives of inputs.py. The leaves import nothing of rigcheck and anything may import them: ``errors.py``
 (the exception tree), ``cpulist.py`` (CPU-list text), ``units.py`` (numbers with their units) and the package
 itself (``rigcheck.__version__``).
@@ -34,7 +36,20 @@ SRC = Path(__file__).resolve().parent.parent.parent / "src"
 PACKAGE = SRC / "rigcheck"
 SNAPSHOT = Path(__file__).resolve().parent.parent / "fixtures" / "snapshots" / "healthy-8x-h100.json"
 
-LAYERS = ("cli", "report", "bench", "monitor", "checks", "plan", "readers", "probe", "inputs", "model", "facts")
+LAYERS = (
+    "cli",
+    "report",
+    "bench",
+    "monitor",
+    "checks",
+    "plan",
+    "ledger",
+    "readers",
+    "probe",
+    "inputs",
+    "model",
+    "facts",
+)
 LEAVES = ("rigcheck", "rigcheck.errors", "rigcheck.cpulist", "rigcheck.units")
 
 
@@ -292,6 +307,8 @@ def test_torch_only_in_bench() -> None:
         ("rigcheck.checks", "rigcheck.probe"),  # checks are pure: Snapshot in, findings out
         ("rigcheck.checks", "rigcheck.monitor"),
         ("rigcheck.checks", "rigcheck.bench"),
+        ("rigcheck.checks", "rigcheck.ledger"),  # the ledger reads the database; checks/history judges its rows
+        ("rigcheck.plan", "rigcheck.ledger"),
         ("rigcheck.plan", "rigcheck.probe"),  # plan is pure: the CLI reads its files and the host, plan gets data
         ("rigcheck.plan", "rigcheck.readers"),
         ("rigcheck.plan", "rigcheck.inputs"),

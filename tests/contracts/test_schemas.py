@@ -189,6 +189,7 @@ def test_the_golden_documents_cover_every_command_schema() -> None:
         "rigcheck.findings/1",  # a part of doctor's and fleet's documents, validated with them
         "rigcheck.monitor/2",
         "rigcheck.trace/2",
+        "rigcheck.history/1",  # validated on issue #31's fleet by tests/ledger/test_history.py
     }
 
 

@@ -169,6 +169,23 @@ def fleet_sample() -> Document:
     return fleet_document(nodes=nodes, source="files", launcher=None, backend=None, world_size=None, elapsed_s=0.01)
 
 
+def history_sample() -> Document:
+    """`rigcheck history show` over 12 nodes x 20 days of tests/support/ledger_fleet.py's story."""
+    import tempfile
+
+    from rigcheck.cli.history import history_document
+    from rigcheck.ledger.ingest import add_files, document_files
+    from rigcheck.ledger.store import open_ledger
+    from rigcheck.model.history import Filters
+    from tests.support.ledger_fleet import write_fleet
+
+    with tempfile.TemporaryDirectory() as tmp:
+        write_fleet(Path(tmp) / "docs", nodes=12, days=20)
+        with open_ledger(Path(tmp) / "ledger.sqlite") as conn:
+            add_files(conn, document_files([Path(tmp) / "docs"]))
+        return history_document(Path(tmp) / "ledger.sqlite", Filters(node=None, gpu=None, since=None))
+
+
 # schema id -> a function that builds a real document of that kind.
 SAMPLES: dict[str, Callable[[], Document]] = {
     "rigcheck.bench/1": bench_sample,
@@ -184,6 +201,7 @@ SAMPLES: dict[str, Callable[[], Document]] = {
     "rigcheck.verify/1": verify_sample,
     "rigcheck.verify-bands/1": verify_bands_sample,
     "rigcheck.fleet/1": fleet_sample,
+    "rigcheck.history/1": history_sample,
 }
 
 

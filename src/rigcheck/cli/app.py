@@ -74,6 +74,13 @@ class RigcheckGroup(LazyGroup):
             "fleet",
         ),
         LazyCommand(
+            "history",
+            "Remember past runs in a ledger: `add` documents, `show` the offending nodes, GPU timelines and alerts.",
+            "rigcheck.cli.history",
+            "history_app",
+            "typer",
+        ),
+        LazyCommand(
             "topo",
             "Show how the GPUs are connected (NVLink, PCIe switch, host bridge, NUMA) and what it means.",
             "rigcheck.cli.topo",

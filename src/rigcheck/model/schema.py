@@ -65,6 +65,11 @@ GENERATED: dict[str, tuple[str, str, str]] = {
         "rigcheck verify --explain --json",
     ),
     "rigcheck.fleet/1": ("fleet-1.schema.json", "rigcheck.model.fleet:FleetDocument", "rigcheck fleet --json"),
+    "rigcheck.history/1": (
+        "history-1.schema.json",
+        "rigcheck.model.history:HistoryDocument",
+        "rigcheck history show --json",
+    ),
     "rigcheck.trace/2": (
         "trace-2.schema.json",
         "rigcheck.model.trace:TraceHeaderDocument",

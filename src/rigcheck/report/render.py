@@ -105,6 +105,7 @@ REPORT_MODULES: dict[str, str] = {
     "rigcheck.verify/1": "rigcheck.report.verify.render",
     "rigcheck.verify-bands/1": "rigcheck.report.verify.bands",
     "rigcheck.fleet/1": "rigcheck.report.fleet",
+    "rigcheck.history/1": "rigcheck.report.history",
 }
 
 

@@ -1,0 +1,217 @@
+"""Adding documents to the ledger: files or folders (every ``*.json`` under them), each document once (the
+sha256 of its bytes is its key: adding it again changes nothing).
+
+What is kept of a document, besides its key, schema, time and path: verify's node verdict and, per GPU, its
+UUID, PCI bus id, index, verdict and figures (check id -> value); doctor's and a snapshot's GPUs (UUID, board
+serial where the document has one, bus id, index) and doctor's outcome as the node's verdict. The other rigcheck
+documents (fleet, burn, bench, ...) are kept as documents. A document's ``created_at`` is its own where it has
+one (a snapshot's, doctor's embedded snapshot's), else the file's modification time, both as RFC 3339 UTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rigcheck.errors import InputError
+from rigcheck.ledger.store import now_utc, transaction
+
+BATCH = 1000  # documents per transaction: a reader sees whole documents, a writer does not hold the lock for long
+RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
+
+
+@dataclass(frozen=True)
+class Sighting:
+    uuid: str | None
+    serial: str | None
+    pci_bus_id: str | None
+    index: int | None
+    verdict: str | None
+    figures: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Extract:
+    """What the ledger keeps of one document."""
+
+    schema: str
+    created_at: str | None  # the document's own, normalised; None: it has none
+    node: str | None
+    verdict: str | None
+    sightings: list[Sighting]
+
+
+@dataclass
+class Added:
+    new: int = 0
+    known: int = 0
+    not_rigcheck: list[str] = field(default_factory=list)  # the paths, each with why
+    from_mtime: int = 0  # new documents whose created_at is their file's modification time
+
+
+def document_files(paths: Sequence[Path]) -> list[Path]:
+    """The files to read: each file given, and every ``*.json`` under each folder given (sorted)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*.json") if p.is_file())
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError("no such file or folder", path=str(path))
+    return files
+
+
+def rfc3339(value: object) -> str | None:
+    """``value`` as RFC 3339 UTC ('2025-01-31T00:00:00Z') when it is a time with a zone, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None  # a time without its zone is not RFC 3339: the file's time is surer
+    return when.astimezone(timezone.utc).strftime(RFC3339)
+
+
+def mtime_utc(path: Path) -> str:
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime(RFC3339)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _figures(checks: object) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for check in _list(checks):
+        value = _dict(check).get("value")
+        cid = _text(_dict(check).get("id"))
+        if cid is not None and isinstance(value, int | float) and not isinstance(value, bool):
+            out[cid] = float(value)
+    return out
+
+
+def _gpu(gpu: object, verdict: str | None, figures: dict[str, float]) -> Sighting:
+    g = _dict(gpu)
+    serial = _text(g.get("serial")) or _text(g.get("board_serial"))
+    return Sighting(_text(g.get("uuid")), serial, _text(g.get("pci_bus_id")), _int(g.get("index")), verdict, figures)
+
+
+def _snapshot_gpus(snap: dict[str, Any]) -> list[Sighting]:
+    return [_gpu(g, None, {}) for g in _list(snap.get("gpus"))]
+
+
+def extract(doc: dict[str, Any]) -> Extract:
+    """What the ledger keeps of a rigcheck document (its schema starts with 'rigcheck.')."""
+    schema = str(doc["schema"])
+    own_time = rfc3339(doc.get("created_at"))
+    if schema == "rigcheck.verify/1":
+        gpus = [
+            _gpu(g, _text(_dict(g).get("verdict")), _figures(_dict(g).get("checks"))) for g in _list(doc.get("gpus"))
+        ]
+        return Extract(schema, own_time, _text(doc.get("host")), _text(doc.get("verdict")), gpus)
+    if schema == "rigcheck.doctor/1":
+        snap = _dict(doc.get("snapshot"))
+        code = doc.get("exit_code")
+        verdict = {0: "pass", 1: "fail"}.get(code) if isinstance(code, int) else None
+        node = _text(_dict(snap.get("host")).get("hostname"))
+        return Extract(schema, own_time or rfc3339(snap.get("created_at")), node, verdict, _snapshot_gpus(snap))
+    if schema == "rigcheck.snapshot/1":
+        return Extract(schema, own_time, _text(_dict(doc.get("host")).get("hostname")), None, _snapshot_gpus(doc))
+    return Extract(schema, own_time, _text(doc.get("host")), None, [])
+
+
+def read_document(path: Path) -> tuple[str, dict[str, Any] | None, str]:
+    """The file's content hash, its rigcheck document (None: not one) and, for None, why."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return digest, None, "not JSON"
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("rigcheck."):
+        return digest, None, "no rigcheck schema"
+    return digest, doc, ""
+
+
+def add_files(
+    conn: sqlite3.Connection, files: Iterable[Path], *, progress: Callable[[int], None] | None = None
+) -> Added:
+    """Add each file's document unless the ledger has it already; a batch of BATCH documents a transaction."""
+    added = Added()
+    pending: list[tuple[str, Path, dict[str, Any]]] = []
+    seen = 0
+    for path in files:
+        digest, doc, why = read_document(path)
+        seen += 1
+        if doc is None:
+            added.not_rigcheck.append(f"{path}: {why}")
+            continue
+        pending.append((digest, path, doc))
+        if len(pending) >= BATCH:
+            _write(conn, pending, added)
+            pending.clear()
+            if progress is not None:
+                progress(seen)
+    if pending:
+        _write(conn, pending, added)
+    return added
+
+
+def _write(conn: sqlite3.Connection, batch: list[tuple[str, Path, dict[str, Any]]], added: Added) -> None:
+    stamp = now_utc()
+    with transaction(conn):
+        for digest, path, doc in batch:
+            if conn.execute("SELECT 1 FROM documents WHERE hash = ?", (digest,)).fetchone():
+                added.known += 1
+                continue
+            ex = extract(doc)
+            created, created_from = (ex.created_at, "document") if ex.created_at else (mtime_utc(path), "mtime")
+            conn.execute(
+                "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (digest, ex.schema, created, created_from, ex.node, ex.verdict, str(path), stamp),
+            )
+            conn.executemany(
+                "INSERT INTO observations (document, created_at, node, gpu_uuid, serial, pci_bus_id, gpu_index,"
+                " verdict, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        digest,
+                        created,
+                        ex.node,
+                        s.uuid,
+                        s.serial,
+                        s.pci_bus_id,
+                        s.index,
+                        s.verdict,
+                        json.dumps(s.figures),
+                    )
+                    for s in ex.sightings
+                ],
+            )
+            added.new += 1
+            added.from_mtime += created_from == "mtime"
