@@ -74,9 +74,7 @@ def main() -> int:
         show = _timed(["history", "show", "--json", "--ledger", str(ledger)])
         reference = _reference(count, Path(tmp) / "reference.sqlite")
     rate = count / add
-    print(
-        f"history add: {count:,} documents ({GPUS} GPUs each) in {add:.2f} s ({rate:,.0f}/s, the process start included)"
-    )
+    print(f"history add: {count:,} documents ({GPUS} GPUs each) in {add:.2f} s ({rate:,.0f}/s, the start included)")
     print(f"sqlite3 executemany of the same rows, same run: {reference:.2f} s")
     print(f"history show --json over them: {show:.2f} s (the process start included; target <= 1 s)")
     print(
