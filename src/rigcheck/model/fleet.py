@@ -104,6 +104,65 @@ class MissingRank(Plain):
             "joined a measurement (collectives, pairs) and stopped answering inside it (fleet.rank-died)"
         ),
     )
+    stack: str | None = absent_unless_set(
+        "where it was when rank 0 asked every rank for its Python stack at the deadline: its innermost rigcheck "
+        "frame and the innermost frame ('_hang_here (rigcheck/bench/fleet/run.py:141) > sleep'); absent when no "
+        "stack was asked for"
+    )
+    stack_source: str | None = absent_unless_set(
+        "how the stack was had ('its own thread', 'faulthandler, signalled by rank 0'), or why it could not be "
+        "('not obtained: ...'); absent when no stack was asked for"
+    )
+
+
+class RankTiming(Plain):
+    """One rank's per-iteration timing: its own iteration times at the collectives' largest size, and what the
+    wait-for analysis (checks/fleet/waits.py) found of it over every timed iteration (collectives and pairs)."""
+
+    rank: int
+    node: str | None
+    size_bytes: int | None = Field(description="the size the iteration times are of: the collectives' largest")
+    iterations: int = Field(description="timed iterations at that size")
+    mean_us: float | None
+    p50_us: float | None
+    p99_us: float | None = Field(description="nearest rank: with 5 or 20 iterations, the slowest")
+    spikes: int = Field(description="iterations over 1.5x this rank's mean at that size")
+    clock_offset_us: float | None = Field(
+        description="what is added to this rank's clock to read rank 0's: 0 on rank 0's host (one clock), else "
+        "estimated at the start (NTP-style midpoint of the quickest of a few round trips); null when unknown"
+    )
+    analysed: int = Field(description="iterations of every timed collective it took part in")
+    last: int = Field(description="iterations it entered last by more than the margin: the one the others waited for")
+    late: int = Field(description="iterations it entered late by more than the margin, last or not")
+    late_p50_us: float | None = Field(description="its median lateness in those iterations")
+    late_max_us: float | None
+
+
+class WaitSummary(Plain):
+    """What the wait-for analysis measured against: its noise, its margin, how much it read."""
+
+    iterations: int = Field(description="timed iterations analysed, over every collective")
+    series: int = Field(description="timed collectives analysed (each size, each pair of each round)")
+    noise_us: float = Field(description="the spread of healthy arrivals: 1.4826 x the MAD of every lateness")
+    margin_us: float = Field(description="lateness above which a rank is late: max(floor, k x noise)")
+    clock: str = Field(description="how the ranks' clocks were put on rank 0's")
+
+
+class StackGroup(Plain):
+    """Ranks whose Python stacks, asked for at a deadline, stand at the same place (phase and rigcheck frame)."""
+
+    ranks: list[int]
+    nodes: list[str]
+    phase: str | None = Field(description="the phase the ranks were in")
+    site: str = Field(
+        description="the innermost rigcheck frame that is not a wait on the store: 'function (file:line)'"
+    )
+    frame: str = Field(description="the innermost frame of all (a torch call, a sleep)")
+    doing: str | None = Field(
+        description="the collective in progress, where one was ('all_reduce of 4 KiB, iteration 3')"
+    )
+    via: str = Field(description="'thread' (the rank answered) or 'signal' (faulthandler, signalled on its host)")
+    waiting: bool = Field(description="the dominant group: the waiting majority; the others are named")
 
 
 class FleetPhase(Plain):
@@ -146,3 +205,14 @@ class FleetDocument(Document):
     )
     phases: list[FleetPhase]
     notes: list[str]
+    timing: list[RankTiming] = absent_unless_set(
+        "live runs: each rank's per-iteration timing and what the wait-for analysis found of it; absent when "
+        "nothing was timed",
+        empty=[],
+    )
+    waits: WaitSummary | None = absent_unless_set("live runs: what the wait-for analysis measured against")
+    stacks: list[StackGroup] = absent_unless_set(
+        "live runs with a deadline missed: the ranks' Python stacks grouped by where they stood, the waiting "
+        "majority first; absent when none was asked for",
+        empty=[],
+    )

@@ -37,6 +37,8 @@ from rigcheck.checks.fleet.pairs import (
 from rigcheck.checks.fleet.pairs import (
     FINDING_IDS as PAIR_IDS,
 )
+from rigcheck.checks.fleet.stacks import FINDING_IDS as STACK_IDS
+from rigcheck.checks.fleet.waits import FINDING_IDS as WAIT_IDS
 from rigcheck.checks.verify.figures import num as figure
 from rigcheck.checks.verify.figures import size_text
 from rigcheck.facts.allreduce_bands import NETWORK_FRACTION, NETWORK_MIN_BYTES
@@ -50,6 +52,9 @@ from rigcheck.model.fleet import (
     FleetPhase,
     MissingRank,
     NodeReport,
+    RankTiming,
+    StackGroup,
+    WaitSummary,
 )
 from rigcheck.model.snapshot import Gpu, Snapshot
 from rigcheck.model.verify import Verdict, VerifyCheck
@@ -88,6 +93,8 @@ FINDING_IDS: tuple[str, ...] = (
     "fleet.internode-bandwidth",
     "fleet.collective-wrong",
     *FINGERPRINT_IDS,
+    *WAIT_IDS,
+    *STACK_IDS,
 )
 
 # Outliers: robust z = 0.6745 (x - median) / MAD (Iglewicz and Hoaglin's modified z-score; 0.6745 makes the MAD
@@ -549,6 +556,11 @@ def fleet_document(
     notes: Sequence[str] = (),
     rejected_messages: int | None = None,
     fingerprints: Sequence[FleetFinding] = (),
+    timing: Sequence[RankTiming] = (),
+    waits: WaitSummary | None = None,
+    stragglers: Sequence[FleetFinding] = (),
+    stacks: Sequence[StackGroup] = (),
+    stuck: Sequence[FleetFinding] = (),
 ) -> FleetDocument:
     """The fleet's report: each node's verdict, the fleet findings worst first, and the fleet's verdict.
 
@@ -557,7 +569,10 @@ def fleet_document(
     fails or any node does; it is incomplete when partial (a rank missing, a phase timed out or failed) or a
     node is incomplete; else it passes. Each pair's verdict is restated against the final reference (a pair of
     round 1 was measured before there was one). On NCCL the pairs are also held against what the nodes' NICs
-    carry (their snapshots' RDMA ports), the check that sees a fleet slow all over."""
+    carry (their snapshots' RDMA ports), the check that sees a fleet slow all over. A live run also hands over
+    its per-iteration ``timing`` and ``waits`` with the ``stragglers`` the wait-for analysis named
+    (checks/fleet/waits.py), and at a missed deadline the ranks' ``stacks`` grouped, with the ranks ``stuck``
+    apart from the waiting majority (checks/fleet/stacks.py)."""
     names = [n.name for n in nodes]
     fraction = slow_fraction(backend)
     ceiling = nic_busbw(nodes)[0] if backend == "nccl" and len(nodes) > 1 and pairs else None
@@ -571,6 +586,8 @@ def fleet_document(
         *_bandwidth(collectives),
         *_wrong_results(collectives),
         *fingerprints,  # checks/fleet/fingerprint.py's, from the digests rank 0 gathered
+        *stragglers,  # checks/fleet/waits.py's, from the per-iteration enter times
+        *stuck,  # checks/fleet/stacks.py's, from the stacks at a missed deadline
     ]
     findings.sort(key=sort_key)
     lost = {owner for m in missing if (owner := _owner(m, nodes)) is not None}
@@ -600,4 +617,7 @@ def fleet_document(
         rejected_messages=rejected_messages,
         phases=list(phases),
         notes=list(notes),
+        timing=list(timing),
+        waits=waits,
+        stacks=list(stacks),
     )
