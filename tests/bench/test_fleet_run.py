@@ -28,7 +28,16 @@ from rigcheck.bench.fleet.env import (
     expand_tasks_per_node,
     parse_fleet_env,
 )
-from rigcheck.bench.fleet.state import HANG_RANK_VAR, PAIR_BYTES_VAR, SIZES_VAR, SLOW_NODE_VAR, node_names
+from rigcheck.bench.fleet.state import (
+    HANG_RANK_VAR,
+    HOOK_VARS,
+    JITTER_VAR,
+    PAIR_BYTES_VAR,
+    SIZES_VAR,
+    SKEW_VAR,
+    SLOW_NODE_VAR,
+    node_names,
+)
 from rigcheck.checks.fleet.collectives import nic_busbw
 from rigcheck.errors import UsageError
 from rigcheck.model.fingerprint import FLIP_VAR
@@ -256,7 +265,7 @@ def test_from_a_directory_compares_the_saved_nodes(rigcheck: Rigcheck) -> None:
     [
         (["--from", str(FLEET_DIR), "--cpu"], "runs nothing"),
         (["--from", str(FLEET_DIR), "--verify", "quick"], "runs nothing"),
-        (["--verify", "fast"], "quick, full or none"),
+        (["--verify", "fast"], "quick, full, prolog or none"),
     ],
 )
 def test_bad_usage_exits_2(argv: list[str], says: str, rigcheck: Rigcheck) -> None:
@@ -309,7 +318,7 @@ def _free_port() -> int:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (SLOW_NODE_VAR, HANG_RANK_VAR, SIZES_VAR, PAIR_BYTES_VAR)}
+    env = {k: v for k, v in os.environ.items() if k not in HOOK_VARS}
     # one host: gloo on loopback whatever the hostname resolves to; torchrun's own OMP default, without its banner
     env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", **extra)
     # a key for the ranks' messages: torchrun's MASTER_ADDR is the hostname, not loopback on every machine
@@ -377,6 +386,35 @@ def test_four_ranks_under_torchrun_standalone() -> None:
     }
     assert data["missing_ranks"] == []
     assert data["partial"] is False
+    # per-iteration timing: every rank's own figures at 64 MiB, on one clock, and no one the others waited for
+    timing = data["timing"]
+    assert [(t["rank"], t["size_bytes"], t["iterations"], t["clock_offset_us"]) for t in timing] == [
+        (r, 64 << 20, 5, 0.0) for r in range(4)
+    ]
+    assert all(0 < t["p50_us"] <= t["p99_us"] and t["analysed"] == 45 for t in timing)
+    assert data["waits"]["iterations"] == 45
+    assert not [f for f in data["findings"] if f["id"] == "fleet.straggler"]
+
+
+@needs_torch
+def test_a_jittery_rank_is_the_one_the_others_wait_for() -> None:
+    """The issue's check: four ranks, rank 2 late by up to 40 ms at random iterations (the hook, seeded): each
+    rank's p50 and p99 in the document, and a straggler finding naming rank 2 and no other, as jittery. Rank 1's
+    clock is skewed by 500 ms (the hook): its offset is estimated at the start, and it is not taken for late."""
+    launch = _torchrun(["--standalone", "--nproc-per-node", "4"], _env(**{JITTER_VAR: "2:40", SKEW_VAR: "1:500"}))
+    code, data = _the_document(_finish([launch]))
+    assert code == 1  # the others waited a third of the time for it: a fail
+    timing = {t["rank"]: t for t in data["timing"]}
+    assert sorted(timing) == [0, 1, 2, 3]
+    assert all(t["p50_us"] > 0 and t["p99_us"] >= t["p50_us"] for t in timing.values())
+    assert timing[1]["clock_offset_us"] == pytest.approx(-500_000, abs=20_000)
+    assert [timing[r]["clock_offset_us"] for r in (0, 2, 3)] == [0.0, 0.0, 0.0]
+    stragglers = [f for f in data["findings"] if f["id"] == "fleet.straggler"]
+    assert [f["message"].split(":")[0] for f in stragglers] == [f"rank 2 (node {socket.gethostname()})"]
+    assert "jittery" in stragglers[0]["message"]
+    assert timing[2]["late"] >= 3
+    assert 20_000 < timing[2]["late_p50_us"] < 60_000  # 24-40 ms, give or take the scheduler and the clocks
+    assert "NTP-style" in data["waits"]["clock"]
 
 
 # Small measurements for the launches of many processes on a small machine: one collective size, 64 KiB pairs.
@@ -458,19 +496,32 @@ def test_three_slow_nodes_of_eight_are_named() -> None:
 
 
 @needs_torch
-def test_a_rank_that_never_arrives_is_named() -> None:
-    """Rank 1 stops before the gather (the test hook): rank 0 names it at the deadline, with its host and the
-    last phase it reached; torchrun then stops it (rank 0 exits 1), and nothing is left."""
-    launch = _torchrun(["--standalone", "--nproc-per-node", "2"], _env(**{HANG_RANK_VAR: "1"}), "--deadline", "2")
+def test_a_rank_that_never_arrives_is_named_with_its_stack() -> None:
+    """The issue's check (a shorter deadline): rank 3 stops before the gather (the test hook) and answers nothing.
+    Rank 0 names it at the deadline, with its host, the last phase it reached and where it is stuck: its stack,
+    dumped by faulthandler when rank 0 signalled it (one host), grouped against the three ranks that waited;
+    torchrun then stops it (rank 0 exits 1), and nothing is left."""
+    launch = _torchrun(["--standalone", "--nproc-per-node", "4"], _env(**{HANG_RANK_VAR: "3"}), "--deadline", "3")
     code, data = _the_document(_finish([launch]))
     host = socket.gethostname()
     assert code == 1
     assert data["verdict"] != "pass"
     assert data["partial"] is True
-    assert [(m["rank"], m["host"], m["phase"]) for m in data["missing_ranks"]] == [(1, host, "inspect")]
+    assert [(m["rank"], m["host"], m["phase"]) for m in data["missing_ranks"]] == [(3, host, "inspect")]
+    missing = data["missing_ranks"][0]
+    assert missing["stack"].startswith("_hang_here (rigcheck/bench/fleet/run.py:")
+    assert missing["stack_source"] == "faulthandler, signalled on its host"
+    assert [(g["ranks"], g["phase"], g["waiting"], g["via"]) for g in data["stacks"]] == [
+        ([0, 1, 2], "gather", True, "thread"),
+        ([3], "inspect", False, "signal"),
+    ]
+    stuck = [f for f in data["findings"] if f["id"] == "fleet.stuck-rank"]
+    assert [f["node"] for f in stuck] == [host]
+    assert stuck[0]["message"].startswith(f"rank 3 (node {host}) stuck in _hang_here (rigcheck/bench/fleet/run.py:")
+    assert "3 ranks (0-2) waiting in _gather (rigcheck/bench/fleet/run.py:" in stuck[0]["message"]
     phases = {p["name"]: p for p in data["phases"]}
     assert phases["gather"]["status"] == "timed_out"
-    assert phases["gather"]["deadline_s"] == 2
+    assert phases["gather"]["deadline_s"] == 3
     assert phases["collectives"]["status"] == "skipped"
     assert phases["gather"]["elapsed_s"] < 15
 

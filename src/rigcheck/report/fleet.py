@@ -1,6 +1,7 @@
 """Every rendering of ``rigcheck.fleet/1`` (:class:`rigcheck.model.fleet.FleetDocument`): terminal, JSON, Markdown,
 HTML. Each leads with the verdict and the fleet's findings worst first (the odd node or GPU named, its value beside
-the fleet's), then the nodes, the collectives, the slow-node rounds, missing ranks and the phases."""
+the fleet's), then the nodes, the collectives, the slow-node rounds, the per-iteration timing (the ranks the others
+waited for first), the ranks' stacks at a missed deadline, missing ranks and the phases."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rigcheck.model.finding import Severity
-from rigcheck.model.fleet import FleetDocument, FleetFinding
+from rigcheck.model.fleet import FleetDocument, FleetFinding, MissingRank
 from rigcheck.report.common import SEVERITY_ORDER, SEVERITY_STYLE, Hanging, md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
@@ -22,6 +23,8 @@ FINDING_HEADERS = ("severity", "finding", "node", "GPU", "measured", "fleet", "w
 NODE_HEADERS = ("node", "ranks", "verdict", "GPUs", "verify", "own problems")
 COLLECTIVE_HEADERS = ("op", "size", "time us", "algbw GB/s", "busbw GB/s", "NICs can carry GB/s")
 PAIR_HEADERS = ("round", "pair", "busbw GB/s", "verdict")
+TIMING_HEADERS = ("rank", "node", "p50 us", "p99 us", "spikes", "late", "last", "late p50 ms", "clock offset ms")
+SHOWN_TIMING = 16  # ranks in the timing table: the late ones first; a line counts the rest
 
 
 def _value(value: str | float | None) -> str:
@@ -88,6 +91,65 @@ def pair_rows(doc: FleetDocument) -> list[tuple[str, ...]]:
     return [(str(p.round), f"{p.a} + {p.b}", _value(p.busbw_gbps), p.verdict) for p in doc.pairs]
 
 
+def _ms(us: float | None) -> str:
+    return "-" if us is None else f"{us / 1e3:.3g}"
+
+
+def timing_rows(doc: FleetDocument) -> tuple[list[tuple[str, ...]], int]:
+    """The ranks the others waited for first (most late iterations), then the slowest p99; at most SHOWN_TIMING,
+    and how many were left out."""
+    ranked = sorted(doc.timing, key=lambda t: (-t.late, -(t.p99_us or 0.0), t.rank))
+    rows: list[tuple[str, ...]] = [
+        (
+            str(t.rank),
+            t.node or "-",
+            _value(t.p50_us),
+            _value(t.p99_us),
+            f"{t.spikes}/{t.iterations}",
+            f"{t.late}/{t.analysed}",
+            str(t.last),
+            _ms(t.late_p50_us),
+            _ms(t.clock_offset_us),
+        )
+        for t in ranked[:SHOWN_TIMING]
+    ]
+    return rows, len(ranked) - len(rows)
+
+
+def timing_title(doc: FleetDocument) -> str:
+    sizes = {t.size_bytes for t in doc.timing if t.size_bytes}
+    at = f" (p50, p99 and spikes over 1.5x the mean at {exact_size(max(sizes))})" if sizes else ""
+    return f"per-iteration timing{at}"
+
+
+def wait_lines(doc: FleetDocument) -> list[str]:
+    """What the wait-for analysis read, the ranks left out of the table, and the stacks at a missed deadline."""
+    out = []
+    if doc.waits is not None:
+        w = doc.waits
+        out.append(
+            f"wait-for: {w.iterations} iterations of {w.series} timed collectives; a rank is late past "
+            f"{w.margin_us / 1e3:.3g} ms (noise {w.noise_us / 1e3:.3g} ms); clocks: {w.clock}"
+        )
+    left = timing_rows(doc)[1]
+    if left:
+        out.append(f"timing: {left} more rank(s), none late, not shown (the JSON has every rank)")
+    for g in doc.stacks:
+        who = f"rank{'s' if len(g.ranks) > 1 else ''} {_ranks(g.ranks)}"
+        role = "waiting" if g.waiting else "apart"
+        during = f" during {g.phase}" if g.phase else ""
+        doing = f", {g.doing}" if g.doing else ""
+        via = " (faulthandler, signalled)" if g.via == "signal" else ""
+        out.append(f"stack at the deadline, {role}: {who} in {g.site}{during}{doing}{via}")
+    return out
+
+
+def _stack_text(m: MissingRank) -> str:
+    if m.stack:
+        return f"; stuck in {m.stack} ({m.stack_source})"
+    return f"; its stack {m.stack_source}" if m.stack_source else ""
+
+
 def tail_lines(doc: FleetDocument) -> list[str]:
     """Missing ranks, phases and notes: one line each."""
     out = [
@@ -95,6 +157,7 @@ def tail_lines(doc: FleetDocument) -> list[str]:
         + (f" on {m.host}" if m.host else "")
         + (f", last seen in {m.phase}" if m.phase else ", never checked in")
         + f": {m.reason}"
+        + _stack_text(m)
         for m in doc.missing_ranks
     ]
     for p in doc.phases:
@@ -140,6 +203,11 @@ def terminal(doc: FleetDocument) -> RenderableType:
         parts += [Text(""), _table(COLLECTIVE_HEADERS, collective_rows(doc), "collectives over the whole fleet")]
     if doc.pairs:
         parts += [Text(""), _table(PAIR_HEADERS, pair_rows(doc), "slow-node rounds")]
+    if doc.timing:
+        parts += [Text(""), _table(TIMING_HEADERS, timing_rows(doc)[0], timing_title(doc))]
+    waits = wait_lines(doc)
+    if waits:
+        parts += [Text("")] + [Hanging(Text(line), 2) for line in waits]
     parts += [Text("")] + [Hanging(Text(line, style="dim"), 2) for line in tail_lines(doc)]
     parts += [Hanging(Text(f"• {line}", style="dim"), 2) for line in doc.notes]
     return Group(*parts)
@@ -164,6 +232,18 @@ def markdown(doc: FleetDocument) -> str:
         out += ["", "## Collectives", "", *_md_table(COLLECTIVE_HEADERS, collective_rows(doc))]
     if doc.pairs:
         out += ["", "## Slow-node rounds", "", *_md_table(PAIR_HEADERS, pair_rows(doc))]
+    if doc.timing:
+        out += [
+            "",
+            "## Per-iteration timing",
+            "",
+            timing_title(doc),
+            "",
+            *_md_table(TIMING_HEADERS, timing_rows(doc)[0]),
+        ]
+    waits = wait_lines(doc)
+    if waits:
+        out += ["", "## Waits", "", *(f"- {md_cell(line)}" for line in waits)]
     out += ["", "## Run", "", *(f"- {md_cell(line)}" for line in [*tail_lines(doc), *doc.notes])]
     return "\n".join(out) + "\n"
 
@@ -192,6 +272,11 @@ def html(doc: FleetDocument) -> str:
         body += ["<h2>Collectives</h2>", _html_table(COLLECTIVE_HEADERS, collective_rows(doc))]
     if doc.pairs:
         body += ["<h2>Slow-node rounds</h2>", _html_table(PAIR_HEADERS, pair_rows(doc))]
+    if doc.timing:
+        body += [f"<h2>{esc(timing_title(doc))}</h2>", _html_table(TIMING_HEADERS, timing_rows(doc)[0])]
+    waits = wait_lines(doc)
+    if waits:
+        body += ["<h2>Waits</h2>", "<ul>", *(f"<li>{esc(line)}</li>" for line in waits), "</ul>"]
     body += ["<h2>Run</h2>", "<ul>", *(f"<li>{esc(line)}</li>" for line in [*tail_lines(doc), *doc.notes]), "</ul>"]
     return page("rigcheck fleet", "\n".join([*body, footer()]))
 

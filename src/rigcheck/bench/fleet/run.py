@@ -49,7 +49,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -60,7 +62,9 @@ from pydantic import ValidationError
 
 from rigcheck.bench.env import require_torch
 from rigcheck.bench.fingerprint import compute_row, deterministic, make_payload
+from rigcheck.bench.fleet import waiting
 from rigcheck.bench.fleet.auth import KeyPlan, plan_key
+from rigcheck.bench.fleet.clocks import exchange, skewed_clock
 from rigcheck.bench.fleet.env import FleetEnv
 from rigcheck.bench.fleet.meet import rendezvous, sealing_note
 from rigcheck.bench.fleet.rounds import (
@@ -75,15 +79,20 @@ from rigcheck.bench.fleet.rounds import (
     pair_busbw,
     status_of,
 )
+from rigcheck.bench.fleet.stacks import StackWatch, collect
 from rigcheck.bench.fleet.state import (
     HANG_RANK_VAR,
+    JITTER_VAR,
     PAIR_BYTES_VAR,
     SIZES_VAR,
+    SKEW_VAR,
     SLOW_NODE_VAR,
+    SLOW_RANK_VAR,
     FleetRun,
     Layout,
     hook_int,
     hook_ints,
+    hook_number,
     node_names,
 )
 from rigcheck.bench.fleet.store import Bounded
@@ -158,8 +167,11 @@ def _inspect(run: FleetRun, inspect: Callable[[], NodeReport]) -> dict[str, Any]
 
 
 def _hang_here(run: FleetRun) -> None:
-    """The test hook: this rank stops before the gather and sleeps until it is killed."""
+    """The test hook: this rank stops before the gather and sleeps until it is killed, its stack watch mute (as a
+    process whose interpreter is stuck: its stack comes by the signal, rigcheck.bench.fleet.stacks)."""
     if hook_int(run.environ, HANG_RANK_VAR) == run.env.rank:
+        if run.watch is not None:
+            run.watch.mute = True
         while True:
             time.sleep(60)
 
@@ -183,7 +195,11 @@ def _gather(run: FleetRun, payload: dict[str, Any] | None) -> Layout | None:
     for rank in sorted(absent):
         run.lost(rank, f"did not reach the gather within {run.deadline_s:g} s")
     hosts = {int(rec["node_rank"]): str(rec["host"]) for rec in records.values()}
-    layout = Layout(names=node_names(hosts), ranks={nr: [] for nr in hosts})
+    layout = Layout(
+        names=node_names(hosts),
+        ranks={nr: [] for nr in hosts},
+        hosts={rank: str(rec["host"]) for rank, rec in records.items()},
+    )
     for rank, rec in sorted(records.items()):
         layout.ranks[int(rec["node_rank"])].append(rank)
     failures = _collect_reports(run, layout)
@@ -197,6 +213,8 @@ def _gather(run: FleetRun, payload: dict[str, Any] | None) -> Layout | None:
         )
     )
     go = not absent
+    if absent:
+        _stacks(run, "the gather", sorted(absent), sys._getframe())
     run.record(
         "gather",
         "done" if go else "timed_out",
@@ -234,10 +252,19 @@ def _measurement_rig(run: FleetRun) -> tuple[Rig, Any]:
     torch: Any = require_torch()
     import torch.distributed as dist
 
+    rank = run.env.rank
     slow = run.env.node_rank in hook_ints(run.environ, SLOW_NODE_VAR)
     late = (SLOW_EXTRA_S, SLOW_SCALE) if slow else (0.0, 0.0)
+    jitter_s = hook_number(run.environ, JITTER_VAR, rank) / 1e3
+    hooks: dict[str, Any] = {
+        "slow_pct": hook_number(run.environ, SLOW_RANK_VAR, rank),
+        "jitter_s": jitter_s,
+        "jitter": random.Random(f"rigcheck-fleet-jitter-{rank}") if jitter_s > 0 else None,
+        "clock": skewed_clock(hook_number(run.environ, SKEW_VAR, rank) / 1e3),
+        "doing": run.watch.note if run.watch is not None else (lambda _what: None),
+    }
     if run.cpu:
-        return Rig("gloo", torch.device("cpu"), *late), None
+        return Rig("gloo", torch.device("cpu"), *late, **hooks), None
     # Without this, torchrun's default (1: tear down) kills the process when a NCCL operation times out, and
     # rank 0 could not report; 2 (clean up only) aborts the communicator and lets the operation raise.
     os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "2"
@@ -245,7 +272,7 @@ def _measurement_rig(run: FleetRun) -> tuple[Rig, Any]:
     group = dist.new_group(backend="nccl", timeout=timedelta(seconds=run.deadline_s))
     run.groups.append(group)
     run.backend = "nccl"
-    return Rig("nccl", torch.device("cuda", run.env.local_rank), *late), group
+    return Rig("nccl", torch.device("cuda", run.env.local_rank), *late, **hooks), group
 
 
 def _fingerprint(run: FleetRun, rig: Rig, layout: Layout) -> None:
@@ -284,6 +311,8 @@ def _fingerprint(run: FleetRun, rig: Rig, layout: Layout) -> None:
     if note is not None:
         run.notes.append(note)
     late = [r for r in range(env.world_size) if f"fingerprint/{r}" not in found]
+    if late:
+        _stacks(run, "the fingerprint", late, sys._getframe())
     status: PhaseStatus = "done"
     reason = "; ".join(errors) or None
     if late:
@@ -293,8 +322,9 @@ def _fingerprint(run: FleetRun, rig: Rig, layout: Layout) -> None:
     run.record("fingerprint", status, since, run.deadline_s, reason)
 
 
-def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int]) -> bool:
-    """The whole world's all-reduce; whether every rank came through (rank 0 decides, through the store)."""
+def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int], layout: Layout) -> bool:
+    """The clocks' offsets (rigcheck.bench.fleet.clocks), then the whole world's all-reduce; whether every rank came
+    through (rank 0 decides, through the store)."""
     env, ctl = run.env, run.control
     run.mark("collectives")
     since = run.clock()
@@ -302,10 +332,13 @@ def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int]) -> b
     reason: str | None = None
     status: PhaseStatus = "done"
     try:
+        rig.doing("the clocks' round trips with rank 0")
+        run.timeline.offset_s = exchange(env.rank, sorted(set(waiting.clock_leaders(run, layout).values())), rig.clock)
         result = measure_world(
             rig, group, sizes, world_size=env.world_size, until=since + run.deadline_s, clock=run.clock, say=run.say
         )
         run.collectives, status, reason = result.rows, result.status, result.reason
+        run.timeline.timed += result.timed
         ok = status != "failed"
     except RuntimeError as exc:  # the barrier or the reduction failed: this rank cannot go on measuring
         status, reason, ok = status_of(exc), f"rank {env.rank}: {one_line(exc)}", False
@@ -365,8 +398,14 @@ def _pairs(run: FleetRun, rig: Rig, layout: Layout) -> None:
         error: str | None = None
         failed_as: PhaseStatus = "failed"
         figures: list[PairFigure] = []
+        labels = [f"pairs round {round_no}: {a} + {b}" for a, b in plan]
         try:
-            figures = measure_pairs(rig, ranks, rank=env.rank, size_bytes=size, timeout_s=until - run.clock())
+            result = measure_pairs(
+                rig, ranks, rank=env.rank, size_bytes=size, timeout_s=until - run.clock(), labels=labels
+            )
+            figures = result.figures
+            if result.timed is not None:
+                run.timeline.timed.append(result.timed)
         except RuntimeError as exc:  # a group, the barrier or the reduction failed: reported, the rounds stop
             error, failed_as = f"round {round_no}, rank {env.rank}: {one_line(exc)}", status_of(exc)
         ctl.put(f"round/{round_no}/done/{env.rank}", error)
@@ -402,6 +441,16 @@ def _name_the_dead(run: FleetRun, ranks: Sequence[int], phase: str, seen: str | 
     for rank in ranks:
         why = f"it never reported the end of the {phase} (waited {run.deadline_s:g} s)"
         run.lost(rank, why + (f"; the collective said: {seen}" if seen else ""), phase=phase, died=True)
+    if ranks:
+        _stacks(run, f"the {phase}", ranks, sys._getframe(1))
+
+
+def _stacks(run: FleetRun, where: str, suspects: Sequence[int], caller: Any) -> None:
+    """Rank 0 at a missed deadline: every rank's stack, once a run (the first hang is the one to explain)."""
+    if run.stacks or not run.lead:
+        return
+    run.say(f"fleet: {len(suspects)} rank(s) missing at {where}: asking every rank for its stack")
+    collect(run, f"rank(s) {_ranks(suspects)} missing at {where}", dict.fromkeys(suspects, where), caller)
 
 
 def _more(run: FleetRun, names: Sequence[str], round_no: int) -> bool:
@@ -517,6 +566,11 @@ def _document(run: FleetRun) -> FleetDocument:
         notes=[*run.notes, *_rejection_notes(run)],
         rejected_messages=len(run.ctl.rejections()) if run.ctl is not None else 0,
         fingerprints=run.fingerprints,
+        timing=run.timing,
+        waits=run.waits,
+        stragglers=run.stragglers,
+        stacks=run.stacks,
+        stuck=run.stuck,
     )
     run.record("report", "done", since, None, None)
     return doc.model_copy(update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started})
@@ -597,10 +651,14 @@ def run_fleet(
             on_verdict(verdict)
         return doc
     finally:
+        if run.watch is not None:
+            run.watch.stop()
         _teardown(run)
 
 
 def _measure(run: FleetRun, inspect: Callable[[], NodeReport], sizes: Sequence[int] | None) -> None:
+    run.watch = StackWatch(run)
+    run.watch.start()
     payload = _inspect(run, inspect)
     _hang_here(run)
     layout = _gather(run, payload)
@@ -620,7 +678,10 @@ def _measure(run: FleetRun, inspect: Callable[[], NodeReport], sizes: Sequence[i
     _fingerprint(run, rig, layout)
     hooked = [size for size in hook_ints(run.environ, SIZES_VAR) if size > 0]
     chosen = list(sizes) if sizes is not None else hooked or default_sizes(run.cpu)
-    if _collectives(run, rig, group, chosen) and len(layout.names) > 1:
+    if _collectives(run, rig, group, chosen, layout) and len(layout.names) > 1:
         _pairs(run, rig, layout)
     elif run.lead:
         run.skip("pairs", "one node" if len(layout.names) < 2 else "the collectives did not come through")
+    waiting.send(run)
+    if run.lead:
+        waiting.read(run, layout)

@@ -12,6 +12,7 @@ from typing import Any, Final
 from rigcheck.bench.fleet.auth import KeyPlan
 from rigcheck.bench.fleet.env import FleetEnv
 from rigcheck.bench.fleet.store import POLL_S, Bounded, Control
+from rigcheck.bench.fleet.timeline import Timeline
 from rigcheck.errors import BenchError
 from rigcheck.model.fleet import (
     FleetCollective,
@@ -21,33 +22,50 @@ from rigcheck.model.fleet import (
     MissingRank,
     NodeReport,
     PhaseStatus,
+    RankTiming,
+    StackGroup,
+    WaitSummary,
 )
 
 SLOW_NODE_VAR: Final = "RIGCHECK_FLEET_TEST_SLOW_NODE"
 HANG_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_HANG_RANK"
 SIZES_VAR: Final = "RIGCHECK_FLEET_TEST_SIZES"
 PAIR_BYTES_VAR: Final = "RIGCHECK_FLEET_TEST_PAIR_BYTES"
+JITTER_VAR: Final = "RIGCHECK_FLEET_TEST_JITTER"
+SLOW_RANK_VAR: Final = "RIGCHECK_FLEET_TEST_SLOW_RANK"
+SKEW_VAR: Final = "RIGCHECK_FLEET_TEST_SKEW"
+HOOK_VARS: Final = (SLOW_NODE_VAR, HANG_RANK_VAR, SIZES_VAR, PAIR_BYTES_VAR, JITTER_VAR, SLOW_RANK_VAR, SKEW_VAR)
 
 
 @dataclass
 class Layout:
-    """The fleet as rank 0 saw it at the gather: node names (node-rank order) and each node's ranks."""
+    """The fleet as rank 0 saw it at the gather: node names (node-rank order), each node's ranks, and each rank's
+    host (the ranks of one host share one clock: rigcheck.bench.fleet.clocks)."""
 
     names: dict[int, str]
     ranks: dict[int, list[int]]
+    hosts: dict[int, str] = field(default_factory=dict)  # rank -> host
 
     def to_json(self) -> dict[str, Any]:
-        return {"nodes": [[nr, self.names[nr], self.ranks[nr]] for nr in sorted(self.names)]}
+        return {
+            "nodes": [[nr, self.names[nr], self.ranks[nr]] for nr in sorted(self.names)],
+            "hosts": [[r, h] for r, h in sorted(self.hosts.items())],
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Layout:
         return cls(
             names={int(nr): str(name) for nr, name, _ in data["nodes"]},
             ranks={int(nr): [int(r) for r in ranks] for nr, _, ranks in data["nodes"]},
+            hosts={int(r): str(h) for r, h in data.get("hosts", [])},
         )
 
     def ranks_of(self, name: str) -> list[int]:
         return next(self.ranks[nr] for nr, n in self.names.items() if n == name)
+
+    def node_of(self) -> dict[int, str]:
+        """Each rank's node name."""
+        return {r: self.names[nr] for nr, ranks in self.ranks.items() for r in ranks}
 
 
 def node_names(hosts: Mapping[int, str]) -> dict[int, str]:
@@ -62,6 +80,23 @@ def node_names(hosts: Mapping[int, str]) -> dict[int, str]:
 def hook_int(environ: Mapping[str, str], name: str) -> int | None:
     text = environ.get(name, "").strip()
     return int(text) if text.lstrip("-").isdigit() else None
+
+
+def hook_pair(environ: Mapping[str, str], name: str) -> tuple[int, str] | None:
+    """A test hook's ``RANK:VALUE`` ("2:40"), the value as text; None when unset or the rank is not a number."""
+    rank, _, value = environ.get(name, "").strip().partition(":")
+    return (int(rank), value.strip()) if rank.strip().isdigit() else None
+
+
+def hook_number(environ: Mapping[str, str], name: str, rank: int) -> float:
+    """The number a ``RANK:NUMBER`` hook gives this rank; 0 when it names another rank, is unset or not a number."""
+    pair = hook_pair(environ, name)
+    if pair is None or pair[0] != rank:
+        return 0.0
+    try:
+        return max(0.0, float(pair[1]))
+    except ValueError:
+        return 0.0
 
 
 def hook_ints(environ: Mapping[str, str], name: str) -> list[int]:
@@ -101,6 +136,13 @@ class FleetRun:
     collectives: list[FleetCollective] = field(default_factory=list)
     pairs: list[FleetPair] = field(default_factory=list)
     fingerprints: list[FleetFinding] = field(default_factory=list)  # rank 0: checks/fleet/fingerprint.py's
+    timeline: Timeline = field(default_factory=Timeline)  # what this rank timed, per iteration
+    timing: list[RankTiming] = field(default_factory=list)  # rank 0: every rank's, analysed
+    waits: WaitSummary | None = None
+    stragglers: list[FleetFinding] = field(default_factory=list)  # rank 0: checks/fleet/waits.py's
+    stacks: list[StackGroup] = field(default_factory=list)  # rank 0: the ranks' stacks at a deadline, grouped
+    stuck: list[FleetFinding] = field(default_factory=list)  # rank 0: checks/fleet/stacks.py's
+    watch: Any = None  # this rank's StackWatch (rigcheck.bench.fleet.stacks), from the rendezvous on
     groups: list[Any] = field(default_factory=list)  # measurement groups to destroy
     backend: str = "gloo"
     inspected_s: float = 0.0  # how long this node's inspection took (rank 0 records it for the fleet)
