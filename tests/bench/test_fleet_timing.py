@@ -111,8 +111,10 @@ def test_each_host_has_one_clock_leader() -> None:
 
 
 def test_the_hooks_read_rank_and_number() -> None:
-    environ = {"H": "2:40", "BAD": "x:1", "NAN": "2:fast"}
+    environ = {"H": "2:40", "BAD": "x:1", "NAN": "2:fast", "HANG": "3", "WHERE": "3:collectives"}
     assert hook_pair(environ, "H") == (2, "40")
+    assert hook_pair(environ, "HANG") == (3, "")  # the hang hook's rank alone: before the gather
+    assert hook_pair(environ, "WHERE") == (3, "collectives")
     assert hook_pair(environ, "BAD") is None
     assert hook_pair(environ, "UNSET") is None
     assert hook_number(environ, "H", 2) == 40.0

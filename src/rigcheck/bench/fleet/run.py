@@ -20,13 +20,21 @@ Phases, each recorded as a FleetPhase on rank 0, each with a deadline (``deadlin
 - **fingerprint**: every rank hashes the same seeded workload on its device (rigcheck.bench.fingerprint, with the
   float64 reference) and writes its row; rank 0 gathers them (``fingerprint/<r>``) and compares identical GPUs
   across the nodes bit for bit (checks/fleet/fingerprint.py): one gather, no re-run.
-- **collectives**: all-reduce over the whole world across ``sizes`` (rigcheck.bench.fleet.rounds) on gloo
-  (``cpu``) or a NCCL group (each rank on GPU ``local_rank``), the time being the slowest rank's.
+- **collectives**: first the clocks (rigcheck.bench.fleet.clocks: one per host; each other host's offset to rank 0's
+  from a few round trips), then all-reduce over the whole world across ``sizes`` (rigcheck.bench.fleet.rounds) on
+  gloo (``cpu``) or a NCCL group (each rank on GPU ``local_rank``), the time being the slowest rank's; each rank
+  keeps every timed iteration's enter time and time (rigcheck.bench.fleet.timeline).
 - **pairs** (two nodes or more): rounds planned by rank 0 with checks.fleet.plan_round, sent through the store
   (``round/<n>``); all the pairs of a round measured at once, each on its own group; stops when plan_round plans
   nothing, wants_more says the search is over, or the deadline would be overrun.
-- **report**: rank 0 builds the document (checks.fleet.fleet_document) and sends the fleet's verdict to every
-  rank (``end``), so each rank can exit as rank 0 does.
+- **report**: every rank sends what it timed (``timing/<rank>``), rank 0 runs the wait-for analysis
+  (rigcheck.bench.fleet.waiting, checks/fleet/waits.py: the rank the others wait for, ``fleet.straggler``), builds
+  the document (checks.fleet.fleet_document) and sends the fleet's verdict to every rank (``end``), so each rank
+  can exit as rank 0 does.
+
+From the rendezvous on every rank runs a stack watch (rigcheck.bench.fleet.stacks): when a deadline passes with
+ranks missing, rank 0 asks every rank for its Python stack (a silent one is signalled on its host: faulthandler),
+groups them and names the ranks apart from the waiting majority (``fleet.stuck-rank``).
 
 A failing or timed-out measurement marks its phase and the report still comes out; a rank that joined a
 measurement and never reported its end is named as died there (``fleet.rank-died``). The process groups are
@@ -37,8 +45,13 @@ rank whose launcher died (its parent changed) exits: no rank outlives a killed t
 Test hooks, read from the environment and inert unless set (the tests use them; never set them otherwise):
 ``RIGCHECK_FLEET_TEST_SLOW_NODE=<node rank>[,<node rank>...]`` makes those nodes' ranks late in each timed
 all-reduce by ``SLOW_SCALE`` times their fastest one (``SLOW_EXTRA_S`` at least; rigcheck.bench.fleet.rounds):
-the nodes are slow for real, on CPU as on GPUs. ``RIGCHECK_FLEET_TEST_HANG_RANK=<rank>`` makes that rank stop
-before the gather phase and sleep until it is killed, so the deadline must name it.
+the nodes are slow for real, on CPU as on GPUs. ``RIGCHECK_FLEET_TEST_SLOW_RANK=<rank>:<pct>`` and
+``RIGCHECK_FLEET_TEST_JITTER=<rank>:<ms>`` make one rank late every iteration by a share of its fastest all-reduce
+(a slow GPU), or at random iterations by up to ``ms`` (a jittery NIC); ``RIGCHECK_FLEET_TEST_SKEW=<rank>:<ms>``
+makes its clock read later, as on another host (rigcheck.bench.fleet.clocks).
+``RIGCHECK_FLEET_TEST_HANG_RANK=<rank>[:collectives]`` makes that rank stop before the gather phase (or before
+the collectives' first all-reduce) and sleep until it is killed, its stack watch mute, so the deadline must name
+it and its stack comes by the signal.
 ``RIGCHECK_FLEET_TEST_SIZES=<bytes>[,<bytes>...]`` and ``RIGCHECK_FLEET_TEST_PAIR_BYTES=<bytes>`` replace the
 collectives' sizes and the pairs' size, so a test of many processes on a small machine stays short.
 
@@ -90,9 +103,9 @@ from rigcheck.bench.fleet.state import (
     SLOW_RANK_VAR,
     FleetRun,
     Layout,
-    hook_int,
     hook_ints,
     hook_number,
+    hook_pair,
     node_names,
 )
 from rigcheck.bench.fleet.store import Bounded
@@ -166,10 +179,12 @@ def _inspect(run: FleetRun, inspect: Callable[[], NodeReport]) -> dict[str, Any]
     return payload
 
 
-def _hang_here(run: FleetRun) -> None:
-    """The test hook: this rank stops before the gather and sleeps until it is killed, its stack watch mute (as a
-    process whose interpreter is stuck: its stack comes by the signal, rigcheck.bench.fleet.stacks)."""
-    if hook_int(run.environ, HANG_RANK_VAR) == run.env.rank:
+def _hang_here(run: FleetRun, where: str = "gather") -> None:
+    """The test hook: this rank stops before the gather (``RANK``) or before the collectives' first all-reduce
+    (``RANK:collectives``) and sleeps until it is killed, its stack watch mute (as a process whose interpreter is
+    stuck: its stack comes by the signal, rigcheck.bench.fleet.stacks)."""
+    hooked = hook_pair(run.environ, HANG_RANK_VAR)
+    if hooked is not None and hooked[0] == run.env.rank and (hooked[1] or "gather") == where:
         if run.watch is not None:
             run.watch.mute = True
         while True:
@@ -332,6 +347,7 @@ def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int], layo
     reason: str | None = None
     status: PhaseStatus = "done"
     try:
+        _hang_here(run, "collectives")
         rig.doing("the clocks' round trips with rank 0")
         run.timeline.offset_s = exchange(env.rank, sorted(set(waiting.clock_leaders(run, layout).values())), rig.clock)
         result = measure_world(
@@ -342,6 +358,8 @@ def _collectives(run: FleetRun, rig: Rig, group: Any, sizes: Sequence[int], layo
         ok = status != "failed"
     except RuntimeError as exc:  # the barrier or the reduction failed: this rank cannot go on measuring
         status, reason, ok = status_of(exc), f"rank {env.rank}: {one_line(exc)}", False
+    finally:
+        rig.doing("")  # out of the collective: its stack says where it waits next
     ctl.put(f"done/collectives/{env.rank}", {"ok": ok, "reason": reason})
     ctl.bump("done/collectives")
     if not run.lead:
@@ -408,6 +426,8 @@ def _pairs(run: FleetRun, rig: Rig, layout: Layout) -> None:
                 run.timeline.timed.append(result.timed)
         except RuntimeError as exc:  # a group, the barrier or the reduction failed: reported, the rounds stop
             error, failed_as = f"round {round_no}, rank {env.rank}: {one_line(exc)}", status_of(exc)
+        finally:
+            rig.doing("")
         ctl.put(f"round/{round_no}/done/{env.rank}", error)
         ctl.bump(f"round/{round_no}/done")
         last_round_s = run.clock() - round_started

@@ -105,8 +105,8 @@ class StackWatch:
         self.file, self.fd = path, fd
 
     def note(self, what: str) -> None:
-        """What this rank is doing now (the collective in progress), said with its stack."""
-        self.doing = what
+        """What this rank is doing now (the collective in progress; "": none), said with its stack."""
+        self.doing = what or None
 
     def stop(self) -> None:
         self.stopped.set()
