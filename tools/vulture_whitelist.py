@@ -231,3 +231,8 @@ exposition
 gpu_summary
 # readers/reference/dcgm_diag.py
 parse_dcgm_diag_text
+# bench/fleet/state.py: the test hooks' names, which the tests clear from the environment they launch with
+HOOK_VARS
+# model/fleet.py: keys of the rigcheck.fleet/1 document (read by the JSON, not by code)
+_.mean_us
+_.late_max_us

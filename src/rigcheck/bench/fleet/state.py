@@ -77,11 +77,6 @@ def node_names(hosts: Mapping[int, str]) -> dict[int, str]:
     return {nr: host if counts[host] == 1 else f"{host}#{nr}" for nr, host in hosts.items()}
 
 
-def hook_int(environ: Mapping[str, str], name: str) -> int | None:
-    text = environ.get(name, "").strip()
-    return int(text) if text.lstrip("-").isdigit() else None
-
-
 def hook_pair(environ: Mapping[str, str], name: str) -> tuple[int, str] | None:
     """A test hook's ``RANK:VALUE`` ("2:40"), the value as text; None when unset or the rank is not a number."""
     rank, _, value = environ.get(name, "").strip().partition(":")
