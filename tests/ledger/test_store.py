@@ -16,9 +16,9 @@ def test_a_new_ledger_is_wal_at_the_newest_version(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "ledger.sqlite"
     with open_ledger(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert schema_version(conn) == len(MIGRATIONS) == 1
+        assert schema_version(conn) == len(MIGRATIONS) == 2
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"documents", "observations", "schema_version"} <= tables
+    assert {"documents", "observations", "xids", "schema_version"} <= tables
 
 
 def test_a_v0_file_is_migrated_and_its_rows_kept(tmp_path: Path) -> None:
@@ -33,7 +33,7 @@ def test_a_v0_file_is_migrated_and_its_rows_kept(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with open_ledger(path) as conn:
-        assert schema_version(conn) == 1
+        assert schema_version(conn) == 2
         assert conn.execute("SELECT text FROM notes").fetchall() == [("kept",)]
         assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 0
 
@@ -51,7 +51,7 @@ def test_a_later_step_runs_once_and_a_failing_one_is_rolled_back(tmp_path: Path)
         raise sqlite3.OperationalError("no such thing")
 
     with open_ledger(path, migrations=(*MIGRATIONS, add_column)) as conn:
-        assert schema_version(conn) == 2
+        assert schema_version(conn) == 3
         assert "note" in {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     with (
         pytest.raises(InputError, match="no such thing"),
@@ -59,7 +59,7 @@ def test_a_later_step_runs_once_and_a_failing_one_is_rolled_back(tmp_path: Path)
     ):
         pass
     with open_ledger(path, migrations=(*MIGRATIONS, add_column)) as conn:
-        assert schema_version(conn) == 2  # the failed step left no version row ...
+        assert schema_version(conn) == 3  # the failed step left no version row ...
         assert "half_done" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}  # ... and no table
 
 
@@ -67,7 +67,7 @@ def test_a_newer_ledger_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite"
     with open_ledger(path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, '2030-01-01T00:00:00Z')")
-    with pytest.raises(InputError, match="schema version 7, newer than this rigcheck's 1"), open_ledger(path):
+    with pytest.raises(InputError, match="schema version 7, newer than this rigcheck's 2"), open_ledger(path):
         pass
 
 
@@ -110,3 +110,18 @@ def test_the_default_path_follows_xdg(tmp_path: Path) -> None:
     assert default_path({"XDG_DATA_HOME": "/data"}, tmp_path) == Path("/data/rigcheck/ledger.sqlite")
     assert default_path({}, tmp_path) == tmp_path / ".local/share/rigcheck/ledger.sqlite"
     assert default_path({"XDG_DATA_HOME": "rel"}, tmp_path) == tmp_path / ".local/share/rigcheck/ledger.sqlite"
+
+
+def test_a_v1_ledger_gains_the_xids_table_and_keeps_its_rows(tmp_path: Path) -> None:
+    """v1 -> v2 through the migrations: the documents of a v1 file stay, the xids table is added empty."""
+    path = tmp_path / "v1.sqlite"
+    with open_ledger(path, migrations=MIGRATIONS[:1]) as conn:
+        conn.execute(
+            "INSERT INTO documents VALUES ('h', 'rigcheck.verify/1', '2025-01-01T00:00:00Z', 'mtime', 'n', 'pass',"
+            " 'x.json', '2025-01-02T00:00:00Z')"
+        )
+        assert schema_version(conn) == 1
+    with open_ledger(path) as conn:
+        assert schema_version(conn) == 2
+        assert conn.execute("SELECT hash, node FROM documents").fetchall() == [("h", "n")]
+        assert conn.execute("SELECT COUNT(*) FROM xids").fetchone()[0] == 0

@@ -125,8 +125,24 @@ def history_document(path: Path, filters: Filters) -> HistoryDocument:
                 on_node = query.gpus_on_node(conn, node, since=since)
                 uuids, serials = uuids | on_node[0], serials | on_node[1]
         sightings = query.sightings_of(conn, uuids, serials, since=since)
-        ledger = Ledger(str(path), query.document_count(conn), counts, runs, sightings)
+        window = drift_start(query.newest(conn), since)
+        recent = query.sightings_with_figures(conn, since=window, node=node)
+        xids = query.xid_rows(conn, since=since, node=node)
+        ledger = Ledger(str(path), query.document_count(conn), counts, runs, sightings, recent, xids)
     return judge_history(ledger, filters)
+
+
+def drift_start(newest: str | None, since: str | None) -> str | None:
+    """The drift window's start: DRIFT_WINDOW_DAYS before the newest sighting, or --since where that is later."""
+    if newest is None:
+        return since
+    from datetime import datetime, timedelta
+
+    from rigcheck.checks.history.judge import DRIFT_WINDOW_DAYS
+    from rigcheck.ledger.ingest import RFC3339
+
+    start = (datetime.fromisoformat(newest) - timedelta(days=DRIFT_WINDOW_DAYS)).strftime(RFC3339)
+    return max(start, since) if since is not None else start
 
 
 history_app.command("add")(interruptible(add))

@@ -3,7 +3,8 @@ sha256 of its bytes is its key: adding it again changes nothing).
 
 What is kept of a document, besides its key, schema, time and path: verify's node verdict and, per GPU, its
 UUID, PCI bus id, index, verdict and figures (check id -> value); doctor's and a snapshot's GPUs (UUID, board
-serial where the document has one, bus id, index) and doctor's outcome as the node's verdict. The other rigcheck
+serial where the document has one, bus id, index, remapped-row counts and remapping failure as figures), the Xid
+codes of their kernel log on each GPU (the xids table) and doctor's outcome as the node's verdict. The other rigcheck
 documents (fleet, burn, bench, ...) are kept as documents. A document's ``created_at`` is its own where it has
 one (a snapshot's, doctor's embedded snapshot's), else the file's modification time, both as RFC 3339 UTC.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rigcheck.errors import InputError
+from rigcheck.facts.xid import bus_key
 from rigcheck.ledger.store import now_utc, transaction
 
 BATCH = 1000  # documents per transaction: a reader sees whole documents, a writer does not hold the lock for long
@@ -45,6 +47,7 @@ class Extract:
     node: str | None
     verdict: str | None
     sightings: list[Sighting]
+    xids: list[tuple[Sighting, int]] = field(default_factory=list)  # (the GPU, the Xid code) per kernel-log line
 
 
 @dataclass
@@ -117,8 +120,32 @@ def _gpu(gpu: object, verdict: str | None, figures: dict[str, float]) -> Sightin
     return Sighting(_text(g.get("uuid")), serial, _text(g.get("pci_bus_id")), _int(g.get("index")), verdict, figures)
 
 
+REMAP_KEYS = ("remapped_rows_correctable", "remapped_rows_uncorrectable")
+
+
+def _memory_figures(gpu: object) -> dict[str, float]:
+    """A snapshot GPU's remapped-row counts and remapping failure (1.0), where read: history's escalation."""
+    g = _dict(gpu)
+    out = {k: float(g[k]) for k in REMAP_KEYS if _int(g.get(k)) is not None}
+    if isinstance(g.get("remapped_rows_failure"), bool):
+        out["remapped_rows_failure"] = float(g["remapped_rows_failure"])
+    return out
+
+
 def _snapshot_gpus(snap: dict[str, Any]) -> list[Sighting]:
-    return [_gpu(g, None, {}) for g in _list(snap.get("gpus"))]
+    return [_gpu(g, None, _memory_figures(g)) for g in _list(snap.get("gpus"))]
+
+
+def _snapshot_xids(snap: dict[str, Any], gpus: list[Sighting]) -> list[tuple[Sighting, int]]:
+    """Each Xid line of the snapshot's kernel log on a GPU it holds (matched by bus id, as the doctor does)."""
+    by_bus = {bus_key(s.pci_bus_id): s for s in gpus if s.pci_bus_id}
+    out = []
+    for event in _list(snap.get("kernel_events")):
+        e = _dict(event)
+        code, bus = _int(e.get("code")), _text(e.get("pci_bus_id"))
+        if e.get("kind") == "xid" and code is not None and bus is not None and (gpu := by_bus.get(bus_key(bus))):
+            out.append((gpu, code))
+    return out
 
 
 def extract(doc: dict[str, Any]) -> Extract:
@@ -135,9 +162,13 @@ def extract(doc: dict[str, Any]) -> Extract:
         code = doc.get("exit_code")
         verdict = {0: "pass", 1: "fail"}.get(code) if isinstance(code, int) else None
         node = _text(_dict(snap.get("host")).get("hostname"))
-        return Extract(schema, own_time or rfc3339(snap.get("created_at")), node, verdict, _snapshot_gpus(snap))
+        gpus = _snapshot_gpus(snap)
+        when = own_time or rfc3339(snap.get("created_at"))
+        return Extract(schema, when, node, verdict, gpus, _snapshot_xids(snap, gpus))
     if schema == "rigcheck.snapshot/1":
-        return Extract(schema, own_time, _text(_dict(doc.get("host")).get("hostname")), None, _snapshot_gpus(doc))
+        gpus = _snapshot_gpus(doc)
+        node = _text(_dict(doc.get("host")).get("hostname"))
+        return Extract(schema, own_time, node, None, gpus, _snapshot_xids(doc, gpus))
     return Extract(schema, own_time, _text(doc.get("host")), None, [])
 
 
@@ -212,6 +243,11 @@ def _write(conn: sqlite3.Connection, batch: list[tuple[str, Path, dict[str, Any]
                     )
                     for s in ex.sightings
                 ],
+            )
+            conn.executemany(
+                "INSERT INTO xids (document, created_at, node, gpu_uuid, serial, pci_bus_id, code)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(digest, created, ex.node, s.uuid, s.serial, s.pci_bus_id, code) for s, code in ex.xids],
             )
             added.new += 1
             added.from_mtime += created_from == "mtime"

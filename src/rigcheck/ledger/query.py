@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from rigcheck.model.history import EXCLUDED_VERDICTS, NodeCount, RunRow, SightingRow
+from rigcheck.model.history import EXCLUDED_VERDICTS, NodeCount, RunRow, SightingRow, XidRow
 
 _EXCLUDED = "(" + ", ".join(f"'{v}'" for v in sorted(EXCLUDED_VERDICTS)) + ")"
 
@@ -92,3 +92,23 @@ def sightings_of(
             out += _sightings(conn, where, [*chunk, *args])
     unique = {(s.created_at, s.node, s.uuid, s.serial, s.pci_bus_id, s.index): s for s in out}
     return sorted(unique.values(), key=lambda s: s.created_at)
+
+
+def newest(conn: sqlite3.Connection) -> str | None:
+    """The newest GPU sighting's time: where history's drift window ends."""
+    row = conn.execute("SELECT MAX(created_at) FROM observations").fetchone()
+    return str(row[0]) if row and row[0] is not None else None
+
+
+def sightings_with_figures(conn: sqlite3.Connection, *, since: str | None, node: str | None) -> list[SightingRow]:
+    """Every sighting with a figure from ``since`` on (the drift window), oldest first."""
+    where, args = _where(since=since, node=node, extra=("figures != '{}'",))
+    return _sightings(conn, where, args)
+
+
+def xid_rows(conn: sqlite3.Connection, *, since: str | None, node: str | None) -> list[XidRow]:
+    where, args = _where(since=since, node=node)
+    rows = conn.execute(
+        f"SELECT created_at, node, gpu_uuid, serial, pci_bus_id, code FROM xids{where} ORDER BY created_at", args
+    )
+    return [XidRow(r[0], r[1], r[2], r[3], r[4], int(r[5])) for r in rows]

@@ -50,8 +50,29 @@ CREATE INDEX observations_node ON observations (node, created_at);
 """
 
 
+# v2: the Xid codes a document's kernel log showed, per GPU (history's escalation alerts). Documents added at v1
+# have none: the ledger keeps no document's bytes to read them again.
+V2_TABLES = """
+CREATE TABLE xids (
+    document TEXT NOT NULL REFERENCES documents (hash),
+    created_at TEXT NOT NULL,
+    node TEXT,
+    gpu_uuid TEXT,
+    serial TEXT,
+    pci_bus_id TEXT,
+    code INTEGER NOT NULL
+);
+CREATE INDEX xids_gpu ON xids (gpu_uuid, code, created_at);
+"""
+
+
 def _to_v1(conn: sqlite3.Connection) -> None:
     for statement in statements(V1_TABLES):
+        conn.execute(statement)
+
+
+def _to_v2(conn: sqlite3.Connection) -> None:
+    for statement in statements(V2_TABLES):
         conn.execute(statement)
 
 
@@ -74,7 +95,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 # MIGRATIONS[k] takes a ledger from version k to k + 1; a new file is version 0 (the version table, nothing else).
-MIGRATIONS: Sequence[Migration] = (_to_v1,)
+MIGRATIONS: Sequence[Migration] = (_to_v1, _to_v2)
 
 
 def default_path(env: Mapping[str, str], home: Path) -> Path:

@@ -17,7 +17,7 @@ from rigcheck.model.document import Document, Plain
 
 HISTORY_SCHEMA: Final = "rigcheck.history/1"
 
-AlertKind = Literal["reissued", "repeat-offender"]
+AlertKind = Literal["reissued", "repeat-offender", "drift", "escalation"]
 
 # A run that did not pass its node: verify's fail and incomplete (both exit 1, docs/verdicts.md), doctor's problems.
 EXCLUDED_VERDICTS = frozenset({"fail", "incomplete"})
@@ -56,6 +56,18 @@ class SightingRow:
     figures: dict[str, float]  # check id -> value (verify's figures: membw, matmul_bf16, ...)
 
 
+@dataclass(frozen=True)
+class XidRow:
+    """One Xid code the kernel log of one document (doctor's, a snapshot's) showed on one GPU."""
+
+    created_at: str
+    node: str | None
+    uuid: str | None
+    serial: str | None
+    pci_bus_id: str | None
+    code: int
+
+
 class Filters(Plain):
     node: str | None = Field(description="--node: only this node's runs and GPUs")
     gpu: str | None = Field(description="--gpu: only this GPU's timeline and alerts (a UUID or a board serial)")
@@ -68,6 +80,13 @@ class Rules(Plain):
     repeat_failures: int = Field(description="repeat-offender: this many excluded runs ...")
     repeat_window: int = Field(description="... among the node's last this many runs")
     timeline_limit: int = Field(description="timelines printed at most (the GPUs with the most failures first)")
+    drift_window_days: float = Field(description="drift: the runs of this many days before the newest one")
+    drift_min_points: int = Field(description="drift: a trend over at least this many runs ...")
+    drift_min_days: float = Field(description="... spanning at least this many days")
+    drift_drop: float = Field(description="drift: a throughput figure's fitted change over the window, at most this")
+    escalation_days: int = Field(
+        description="escalation: the same Xid on the same GPU in documents of at least this many distinct days"
+    )
 
 
 class Offender(Plain):

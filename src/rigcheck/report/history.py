@@ -48,7 +48,9 @@ def _rule_line(doc: HistoryDocument) -> str:
     r = doc.rules
     return (
         f"Rules: repeat-offender at {r.repeat_failures} excluded of a node's last {r.repeat_window} runs; reissued: "
-        "a GPU that failed, seen on another node"
+        f"a GPU that failed, seen on another node; drift: a figure's Theil-Sen change <= {r.drift_drop:.0%} over "
+        f"{r.drift_window_days:g} days (>= {r.drift_min_points} runs over >= {r.drift_min_days:g} days) or corrected "
+        f"ECC/s doubling; escalation: the same Xid on {r.escalation_days} days, or row remaps failing or growing"
     )
 
 

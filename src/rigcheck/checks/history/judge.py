@@ -5,7 +5,9 @@
 - ``repeat-offender``: a node excluded in at least ``repeat_failures`` of its last ``repeat_window`` runs: one more
   reboot will not fix a node that keeps failing;
 - ``reissued``: a GPU (by UUID, or by board serial) that failed on one node and is then seen on another, raised at
-  its first sighting there: the faulty part went back into service instead of to repair.
+  its first sighting there: the faulty part went back into service instead of to repair;
+- ``drift`` (drift.py): a figure trending the wrong way over the drift window (Theil-Sen);
+- ``escalation`` (escalation.py): the same Xid after recoveries, row-remap headroom running out.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rigcheck.checks.history.drift import DRIFT_DROP, DRIFT_MIN_DAYS, DRIFT_MIN_POINTS, drift_alerts
+from rigcheck.checks.history.escalation import ESCALATION_DAYS, remap_escalations, xid_escalations
 from rigcheck.model.history import (
     EXCLUDED_VERDICTS,
     Alert,
@@ -26,11 +30,13 @@ from rigcheck.model.history import (
     SightingRow,
     Timeline,
     TimelineEntry,
+    XidRow,
 )
 
 REPEAT_FAILURES = 2  # excluded runs ...
 REPEAT_WINDOW = 10  # ... among the last this many: one failure may be a fault, two in ten runs a pattern
 TIMELINE_LIMIT = 50
+DRIFT_WINDOW_DAYS = 30.0  # the issue's "membw -4% over 30 days": a month of daily runs
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,8 @@ class Ledger:
     counts: Sequence[NodeCount]
     last_runs: Sequence[RunRow]  # the last repeat_window runs of the nodes with an excluded run
     sightings: Sequence[SightingRow]  # every sighting of the GPUs that failed, or were asked for; oldest first
+    recent: Sequence[SightingRow] = ()  # every sighting with figures in the drift window; oldest first
+    xids: Sequence[XidRow] = ()  # every Xid on a GPU; oldest first
 
 
 def gpu_key(s: SightingRow) -> str | None:
@@ -144,8 +152,19 @@ def timelines(sightings: Sequence[SightingRow]) -> list[Timeline]:
 
 
 def judge_history(ledger: Ledger, filters: Filters, rules: Rules | None = None) -> HistoryDocument:
-    rules = rules or Rules(repeat_failures=REPEAT_FAILURES, repeat_window=REPEAT_WINDOW, timeline_limit=TIMELINE_LIMIT)
+    rules = rules or Rules(
+        repeat_failures=REPEAT_FAILURES,
+        repeat_window=REPEAT_WINDOW,
+        timeline_limit=TIMELINE_LIMIT,
+        drift_window_days=DRIFT_WINDOW_DAYS,
+        drift_min_points=DRIFT_MIN_POINTS,
+        drift_min_days=DRIFT_MIN_DAYS,
+        drift_drop=DRIFT_DROP,
+        escalation_days=ESCALATION_DAYS,
+    )
     alerts = reissued(ledger.sightings) + repeat_offenders(ledger.last_runs, rules)
+    alerts += drift_alerts(ledger.recent) + xid_escalations(ledger.xids, rules.escalation_days)
+    alerts += remap_escalations(ledger.recent)
     lines = timelines(ledger.sightings)
     if filters.node is not None:
         alerts = [a for a in alerts if a.node == filters.node]
