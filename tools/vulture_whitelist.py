@@ -236,3 +236,5 @@ HOOK_VARS
 # model/fleet.py: keys of the rigcheck.fleet/1 document (read by the JSON, not by code)
 _.mean_us
 _.late_max_us
+# checks/history/drift.py: the trend's slope, read by its tests (the alert speaks of the fitted start and end)
+_.slope_per_day

@@ -23,4 +23,4 @@ One naming rule for its modules, held by tests/cli/test_cli_naming.py:
   - what a group's commands share: ``bench_common.py`` (``cli/<group>_common.py``);
 - the rest is plumbing named for what it does (``app.py``, ``lazy.py``,
   ``exits.py``, ``progress.py``, ``terminal_safe.py``, ``ascii_out.py``, ``group_help.py``, ``nogpu.py``,
-  ``streams.py``, ``common.py``)."""
+  ``streams.py``, ``common.py``, ``record.py`` (a printed document into the ledger: `--ledger`))."""

@@ -72,6 +72,17 @@ IdOption = Annotated[
         show_default=False,
     ),
 ]
+LEDGER_ENV = "RIGCHECK_LEDGER"
+RecordOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--ledger",
+        envvar=LEDGER_ENV,
+        show_envvar=True,
+        help="Also record this run's document in this ledger (SQLite; read it with `rigcheck history show`).",
+        dir_okay=False,
+    ),
+]
 # `--gpu NAME` was the GPU model's option where `--gpus` chose GPUs: the model is `--model` now, and `--gpu` keeps
 # working as a hidden option of its own (typer gives one parameter one visible set of names), merged by model_named.
 ModelAliasOption = Annotated[str | None, typer.Option("--gpu", hidden=True, help="The former name of --model.")]

@@ -17,6 +17,7 @@ from rigcheck.cli.common import (
     IndentOption,
     JsonOption,
     MarkdownFileOption,
+    RecordOption,
     emit,
     json_indent,
     load_snapshot,
@@ -77,6 +78,7 @@ def doctor(
     ] = None,
     gpus_text: GpusOption = None,
     gpu_ids: IdOption = None,
+    ledger: RecordOption = None,
 ) -> None:
     """Inspect the rig — power, cooling, topology, PCIe, P2P, health, software — and say what is wrong.
 
@@ -95,4 +97,8 @@ def doctor(
     write_pages(doc, html_file, markdown_file, RenderOptions(show_unknown=all_unknown))
     options = RenderOptions(show_unknown=all_unknown, full_matrix=matrix, indent=json_indent(indent))
     emit(doc, Format.JSON if as_json else fmt, options)
+    if ledger is not None:
+        from rigcheck.cli.record import record
+
+        record(doc, ledger, "doctor")
     raise typer.Exit(doc.exit_code)

@@ -26,6 +26,7 @@ from rigcheck.cli.common import (
     IndentOption,
     JsonOption,
     MarkdownFileOption,
+    RecordOption,
     emit,
     interrupted_by,
     json_indent,
@@ -79,6 +80,7 @@ def fleet(
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
+    ledger: RecordOption = None,
 ) -> None:
     """Compare many nodes — consistency, outliers, inter-node bandwidth, the slow node — under torchrun or srun; `--from DIR` compares saved per-node documents.
 
@@ -96,7 +98,8 @@ def fleet(
                 "--from compares saved documents and runs nothing: "
                 "it takes no --cpu, --verify, --key-file or --insecure"
             )
-        _finish(_from_files(source), as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
+        saved = _from_files(source)
+        _finish(saved, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file, ledger=ledger)
         return
     verdicts: list[str] = []
     doc = _live(
@@ -104,7 +107,7 @@ def fleet(
     )
     if doc is None:  # not rank 0: rank 0 prints for the fleet; every rank exits with the fleet's code
         raise typer.Exit(exit_code_for_verdict(verdicts[0]) if verdicts else EXIT_PROBLEMS)
-    _finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file)
+    _finish(doc, as_json=as_json, indent=indent, html_file=html_file, markdown_file=markdown_file, ledger=ledger)
 
 
 def _from_files(directory: Path) -> FleetDocument:
@@ -235,10 +238,20 @@ def _live(
 
 
 def _finish(
-    doc: FleetDocument, *, as_json: bool, indent: int | None, html_file: Path | None, markdown_file: Path | None
+    doc: FleetDocument,
+    *,
+    as_json: bool,
+    indent: int | None,
+    html_file: Path | None,
+    markdown_file: Path | None,
+    ledger: Path | None,
 ) -> None:
     write_pages(doc, html_file, markdown_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
+    if ledger is not None:  # rank 0's document: the fleet's, recorded once
+        from rigcheck.cli.record import record
+
+        record(doc, ledger, "fleet")
     signum = interrupted_by()  # rank 0 cut short: the partial document is out, the exit says which signal
     raise typer.Exit(exit_code_for_verdict(doc.verdict) if signum is None else exit_code_for_signal(signum))
 

@@ -10,14 +10,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import IndentOption, JsonOption, emit, interruptible, json_indent, write_stdout
+from rigcheck.cli.common import LEDGER_ENV, IndentOption, JsonOption, emit, interruptible, json_indent, write_stdout
 from rigcheck.cli.exits import EXIT_OK
 from rigcheck.errors import UsageError
 
 if TYPE_CHECKING:
     from rigcheck.model.history import Filters, HistoryDocument
-
-LEDGER_ENV = "RIGCHECK_LEDGER"
 
 LedgerOption = Annotated[
     Path | None,

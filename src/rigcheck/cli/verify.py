@@ -23,6 +23,7 @@ from rigcheck.cli.common import (
     JsonOption,
     MarkdownFileOption,
     ModelsAliasOption,
+    RecordOption,
     emit,
     interrupted_by,
     json_indent,
@@ -104,14 +105,15 @@ def verify(
         str | None,
         typer.Option(
             "--only",
-            help="Only these stages, e.g. matmul,membw (of matmul, membw, hostlink, p2p, allreduce, burn; with "
-            "--from also dcgm): the others are left out and do not make the node incomplete.",
+            help="Only these stages, e.g. matmul,membw (of matmul, membw, fingerprint, hostlink, p2p, allreduce, "
+            "burn; with --from also dcgm): the others are left out and do not make the node incomplete.",
         ),
     ] = None,
     as_json: JsonOption = False,
     indent: IndentOption = None,
     html_file: HtmlFileOption = None,
     markdown_file: MarkdownFileOption = None,
+    ledger: RecordOption = None,
 ) -> None:
     """Judge every GPU and the node — pass, fail or incomplete — against what each GPU should reach.
 
@@ -147,7 +149,15 @@ def verify(
         if source
         else _live(level, cpu, chosen, budget, site, base, names, only)
     )
-    _finish(doc, as_json=as_json, indent=indent, slurm=slurm, html_file=html_file, markdown_file=markdown_file)
+    _finish(
+        doc,
+        as_json=as_json,
+        indent=indent,
+        slurm=slurm,
+        html_file=html_file,
+        markdown_file=markdown_file,
+        ledger=ledger,
+    )
 
 
 class Chosen(NamedTuple):
@@ -305,6 +315,7 @@ def _finish(
     slurm: bool,
     html_file: Path | None,
     markdown_file: Path | None,
+    ledger: Path | None = None,
 ) -> None:
     from rigcheck.checks.verdicts import slurm_line
 
@@ -315,6 +326,10 @@ def _finish(
             write_stdout(terminal_text(line) + "\n")
     else:
         emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
+    if ledger is not None:
+        from rigcheck.cli.record import record
+
+        record(doc, ledger, "verify")
     signum = interrupted_by()
     if signum is not None:
         raise typer.Exit(exit_code_for_signal(signum))

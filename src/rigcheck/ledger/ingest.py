@@ -193,7 +193,7 @@ def add_files(
 ) -> Added:
     """Add each file's document unless the ledger has it already; a batch of BATCH documents a transaction."""
     added = Added()
-    pending: list[tuple[str, Path, dict[str, Any]]] = []
+    pending: list[tuple[str, Path | str, dict[str, Any]]] = []
     seen = 0
     for path in files:
         digest, doc, why = read_document(path)
@@ -212,7 +212,20 @@ def add_files(
     return added
 
 
-def _write(conn: sqlite3.Connection, batch: list[tuple[str, Path, dict[str, Any]]], added: Added) -> None:
+def add_document(conn: sqlite3.Connection, data: bytes, source: str) -> Added:
+    """One document a command just printed (`verify --ledger`): dated by the document, else now (its run's end)."""
+    added = Added()
+    doc = json.loads(data)
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("rigcheck."):
+        added.not_rigcheck.append(f"{source}: no rigcheck schema")
+        return added
+    _write(conn, [(hashlib.sha256(data).hexdigest(), source, doc)], added)
+    return added
+
+
+def _write(conn: sqlite3.Connection, batch: list[tuple[str, Path | str, dict[str, Any]]], added: Added) -> None:
+    """Each document the ledger lacks; one from a file without its own date is dated by the file's modification
+    time, one from a command (``source`` a name, not a Path) by now."""
     stamp = now_utc()
     with transaction(conn):
         for digest, path, doc in batch:
@@ -220,7 +233,12 @@ def _write(conn: sqlite3.Connection, batch: list[tuple[str, Path, dict[str, Any]
                 added.known += 1
                 continue
             ex = extract(doc)
-            created, created_from = (ex.created_at, "document") if ex.created_at else (mtime_utc(path), "mtime")
+            if ex.created_at:
+                created, created_from = ex.created_at, "document"
+            elif isinstance(path, Path):
+                created, created_from = mtime_utc(path), "mtime"
+            else:
+                created, created_from = stamp, "recorded"
             conn.execute(
                 "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
