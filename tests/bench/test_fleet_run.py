@@ -13,11 +13,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rigcheck.bench.fleet.auth import KEY_VAR
 from rigcheck.bench.fleet.env import (
     SLURM_PORT_BASE,
     SLURM_PORT_SPAN,
@@ -27,6 +29,12 @@ from rigcheck.bench.fleet.env import (
     parse_fleet_env,
 )
 from rigcheck.bench.fleet.state import (
+    HANG_RANK_VAR,
+    HOOK_VARS,
+    JITTER_VAR,
+    PAIR_BYTES_VAR,
+    SIZES_VAR,
+    SKEW_VAR,
     SLOW_NODE_VAR,
     node_names,
 )
@@ -36,17 +44,7 @@ from rigcheck.model.fingerprint import FLIP_VAR
 from rigcheck.model.fleet import NodeReport
 from rigcheck.model.snapshot import IbPort, Snapshot, System
 from tests.support.cli import Rigcheck
-from tests.support.fleet_launch import (
-    SMALL,
-    finish,
-    fleet_env,
-    free_port,
-    nodes,
-    none_left,
-    phases,
-    the_document,
-    torchrun,
-)
+from tests.support.procs import assert_none_left
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (gloo)")
 
@@ -310,13 +308,65 @@ def test_a_node_whose_inspection_fails_fails_the_phase() -> None:
     assert told == ["incomplete"]
 
 
-# --- real fleets under torchrun (tests/support/fleet_launch.py; the slow-node and hang cases: test_fleet_slow.py) --
+# --- real fleets under torchrun ------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in HOOK_VARS}
+    # one host: gloo on loopback whatever the hostname resolves to; torchrun's own OMP default, without its banner
+    env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", **extra)
+    # a key for the ranks' messages: torchrun's MASTER_ADDR is the hostname, not loopback on every machine
+    env.setdefault(KEY_VAR, "test-fleet-key-" + "0" * 16)
+    return env
+
+
+def _torchrun(args: Sequence[str], env: Mapping[str, str], *fleet_args: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "torch.distributed.run", *args, "-m", "rigcheck", "fleet", "--cpu", "--json"]
+    command += fleet_args
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(env), start_new_session=True
+    )
+
+
+def _none_left(procs: Sequence[subprocess.Popen[str]]) -> None:
+    """No live process of the launches' sessions (a zombie runs nothing), within a few seconds."""
+    assert_none_left((p.pid for p in procs), within_s=10)
+
+
+def _finish(procs: Sequence[subprocess.Popen[str]], timeout: float = 120) -> list[tuple[int, str, str]]:
+    """Wait for every launch; (exit code, stdout, stderr) each; then no process of their sessions may live."""
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        results.append((proc.returncode, out, err))
+    _none_left(procs)
+    return results
+
+
+def _the_document(results: Sequence[tuple[int, str, str]]) -> tuple[int, dict[str, Any]]:
+    """The one launch that printed (rank 0's), its exit code and its document; the others printed nothing."""
+    printed = [(code, out) for code, out, _ in results if out.strip()]
+    assert len(printed) == 1, [err[-2000:] for _, _, err in results]
+    code, out = printed[0]
+    data = json.loads(out)
+    assert data["schema"] == "rigcheck.fleet/1"
+    return code, data
+
+
+def _phases(data: Mapping[str, Any]) -> dict[str, str]:
+    return {p["name"]: p["status"] for p in data["phases"]}
 
 
 @needs_torch
 def test_four_ranks_under_torchrun_standalone() -> None:
-    results = finish([torchrun(["--standalone", "--nproc-per-node", "4"], fleet_env())])
-    code, data = the_document(results)
+    results = _finish([_torchrun(["--standalone", "--nproc-per-node", "4"], _env())])
+    code, data = _the_document(results)
     assert code == 0, results[0][2][-3000:]
     assert data["verdict"] == "pass"
     assert (data["source"], data["launcher"], data["backend"], data["world_size"]) == ("live", "torchrun", "gloo", 4)
@@ -325,7 +375,7 @@ def test_four_ranks_under_torchrun_standalone() -> None:
     sizes = [c["size_bytes"] for c in data["collectives"]]
     assert sizes == [1024 * 4**i for i in range(9)]  # 1 KiB ... 64 MiB
     assert all(c["busbw_gbps"] > 0 and c["world_size"] == 4 for c in data["collectives"])
-    assert phases(data) == {
+    assert _phases(data) == {
         "rendezvous": "done",
         "inspect": "done",
         "gather": "done",
@@ -347,9 +397,42 @@ def test_four_ranks_under_torchrun_standalone() -> None:
 
 
 @needs_torch
+def test_a_jittery_rank_is_the_one_the_others_wait_for() -> None:
+    """The issue's check: four ranks, rank 2 late by up to 40 ms at random iterations (the hook, seeded): each
+    rank's p50 and p99 in the document, and a straggler finding naming rank 2 and no other, as jittery. Rank 1's
+    clock is skewed by 500 ms (the hook): its offset is estimated at the start, and it is not taken for late."""
+    launch = _torchrun(["--standalone", "--nproc-per-node", "4"], _env(**{JITTER_VAR: "2:40", SKEW_VAR: "1:500"}))
+    code, data = _the_document(_finish([launch]))
+    assert code == 1  # the others waited a third of the time for it: a fail
+    timing = {t["rank"]: t for t in data["timing"]}
+    assert sorted(timing) == [0, 1, 2, 3]
+    assert all(t["p50_us"] > 0 and t["p99_us"] >= t["p50_us"] for t in timing.values())
+    assert timing[1]["clock_offset_us"] == pytest.approx(-500_000, abs=20_000)
+    assert [timing[r]["clock_offset_us"] for r in (0, 2, 3)] == [0.0, 0.0, 0.0]
+    stragglers = [f for f in data["findings"] if f["id"] == "fleet.straggler"]
+    assert [f["message"].split(":")[0] for f in stragglers] == [f"rank 2 (node {socket.gethostname()})"]
+    assert "jittery" in stragglers[0]["message"]
+    assert timing[2]["late"] >= 3
+    assert 20_000 < timing[2]["late_p50_us"] < 60_000  # 24-40 ms, give or take the scheduler and the clocks
+    assert "NTP-style" in data["waits"]["clock"]
+
+
+# Small measurements for the launches of many processes on a small machine: one collective size, 64 KiB pairs.
+SMALL = {SIZES_VAR: "4096", PAIR_BYTES_VAR: str(64 << 10)}
+
+
+def _nodes(count: int, per_node: int, env: Mapping[str, str]) -> list[subprocess.Popen[str]]:
+    """``count`` torchrun launches on this host joined by a c10d rendezvous: ``count`` nodes."""
+    endpoint = f"127.0.0.1:{_free_port()}"
+    args = ["--nnodes", str(count), "--nproc-per-node", str(per_node), "--rdzv-backend", "c10d"]
+    args += ["--rdzv-endpoint", endpoint, "--rdzv-id", f"fleet-test-{os.getpid()}-{time.monotonic_ns()}"]
+    return [_torchrun(args, env) for _ in range(count)]
+
+
+@needs_torch
 def test_two_launches_are_two_nodes() -> None:
-    results = finish(nodes(2, 2, fleet_env(**SMALL)))  # what is asserted is the nodes and the pair, not the sizes
-    _, data = the_document(results)
+    results = _finish(_nodes(2, 2, _env(**SMALL)))  # what is asserted is the nodes and the pair, not the sizes
+    _, data = _the_document(results)
     assert [c for c, _, _ in results] == [0, 0], [err[-2000:] for _, _, err in results]
     host = socket.gethostname()
     assert sorted(n["name"] for n in data["nodes"]) == [f"{host}#0", f"{host}#1"]  # one host, two nodes
@@ -357,30 +440,97 @@ def test_two_launches_are_two_nodes() -> None:
     assert all(len(n["ranks"]) == 2 for n in data["nodes"])
     assert [(p["round"], p["a"], p["b"]) for p in data["pairs"]] == [(1, f"{host}#0", f"{host}#1")]
     assert data["pairs"][0]["busbw_gbps"] > 0
-    assert phases(data)["pairs"] == "done"
+    assert _phases(data)["pairs"] == "done"
 
 
 @needs_torch
 def test_a_flipped_rank_on_another_node_fails_its_fingerprint() -> None:
     """Two nodes of two ranks; the test hook flips a bit of rank 3's first product (node 1): rank 0 gathers every
     rank's digests once, and names node 1 alone; the ranks of node 0 agree with rank 2."""
-    results = finish(nodes(2, 2, fleet_env(**{FLIP_VAR: "3"}, **SMALL)))
-    _, data = the_document(results)
+    results = _finish(_nodes(2, 2, _env(**{FLIP_VAR: "3"}, **SMALL)))
+    _, data = _the_document(results)
     host = socket.gethostname()
     assert [c for c, _, _ in results] == [1, 1], [err[-2000:] for _, _, err in results]
     found = [(f["id"], f["node"]) for f in data["findings"] if f["id"].startswith("fleet.fingerprint")]
     assert found == [("fleet.fingerprint-mismatch", f"{host}#1")]
     assert "rank 3" in next(f["message"] for f in data["findings"] if f["id"] == "fleet.fingerprint-mismatch")
     assert {n["name"]: n["verdict"] for n in data["nodes"]} == {f"{host}#0": "pass", f"{host}#1": "fail"}
-    assert phases(data)["fingerprint"] == "done"
+    assert _phases(data)["fingerprint"] == "done"
     assert any(n.startswith("fingerprint: 3 of 4 ranks on 2 node(s) agree") for n in data["notes"])
+
+
+@needs_torch
+def test_a_slow_node_is_named_by_the_pairs() -> None:
+    """Four one-rank nodes; node 2's ranks are late in every all-reduce (the test hook, one number): slow for
+    real, on CPU processes too (its lateness scales with the step, where a fixed 50 ms went unseen)."""
+    results = _finish(_nodes(4, 1, _env(**{SLOW_NODE_VAR: "2"}, **SMALL)))
+    _, data = _the_document(results)
+    host = socket.gethostname()
+    assert data["slow_nodes"] == [f"{host}#2"], data["pairs"]
+    # a slow node fails the fleet, on every node: each rank exits with the fleet's code (torchrun's agents then
+    # all end at once; one whose ranks succeeded would wait at torchrun's exit barrier for the one that failed)
+    assert [c for c, _, _ in results] == [1, 1, 1, 1]
+    assert [f["node"] for f in data["findings"] if f["id"] == "fleet.slow-node"] == [f"{host}#2"]
+    assert {p["round"] for p in data["pairs"]} == {1, 2, 3}  # the block of four: every pair of it
+    slow = [p for p in data["pairs"] if p["verdict"] == "slow"]
+    assert slow
+    assert all(f"{host}#2" in (p["a"], p["b"]) for p in slow)
+
+
+@needs_torch
+def test_three_slow_nodes_of_eight_are_named() -> None:
+    """Eight one-rank nodes, three of them slow (the hook's list): 3 of 8 is the share at which the median
+    reference took the slow figure for the normal one. Exit 1 on every node, exactly those three named."""
+    results = _finish(_nodes(8, 1, _env(**{SLOW_NODE_VAR: "0,2,5"}, **SMALL)), timeout=240)
+    _, data = _the_document(results)
+    host = socket.gethostname()
+    assert data["slow_nodes"] == [f"{host}#{nr}" for nr in (0, 2, 5)], data["pairs"]
+    assert [c for c, _, _ in results] == [1] * 8
+    assert sorted(f["node"] for f in data["findings"] if f["id"] == "fleet.slow-node") == data["slow_nodes"]
+    # Eight processes share two cores with the other tests' workers: a pair of two healthy nodes can fall under half
+    # the reference for a round (noise, named as a slow link between good nodes). What may never happen is a link
+    # that holds a slow node: those are the nodes' own finding.
+    named = set(data["slow_nodes"])
+    assert all(not named & set(link) for link in data.get("slow_links", [])), data["pairs"]
+    assert [c["size_bytes"] for c in data["collectives"]] == [4096]
+
+
+@needs_torch
+def test_a_rank_that_never_arrives_is_named_with_its_stack() -> None:
+    """The issue's check (a shorter deadline): rank 3 stops before the gather (the test hook) and answers nothing.
+    Rank 0 names it at the deadline, with its host, the last phase it reached and where it is stuck: its stack,
+    dumped by faulthandler when rank 0 signalled it (one host), grouped against the three ranks that waited;
+    torchrun then stops it (rank 0 exits 1), and nothing is left."""
+    launch = _torchrun(["--standalone", "--nproc-per-node", "4"], _env(**{HANG_RANK_VAR: "3"}), "--deadline", "3")
+    code, data = _the_document(_finish([launch]))
+    host = socket.gethostname()
+    assert code == 1
+    assert data["verdict"] != "pass"
+    assert data["partial"] is True
+    assert [(m["rank"], m["host"], m["phase"]) for m in data["missing_ranks"]] == [(3, host, "inspect")]
+    missing = data["missing_ranks"][0]
+    assert missing["stack"].startswith("_hang_here (rigcheck/bench/fleet/run.py:")
+    assert missing["stack_source"] == "faulthandler, signalled on its host"
+    assert [(g["ranks"], g["phase"], g["waiting"], g["via"]) for g in data["stacks"]] == [
+        ([0, 1, 2], "gather", True, "thread"),
+        ([3], "inspect", False, "signal"),
+    ]
+    stuck = [f for f in data["findings"] if f["id"] == "fleet.stuck-rank"]
+    assert [f["node"] for f in stuck] == [host]
+    assert stuck[0]["message"].startswith(f"rank 3 (node {host}) stuck in _hang_here (rigcheck/bench/fleet/run.py:")
+    assert "3 ranks (0-2) waiting in _gather (rigcheck/bench/fleet/run.py:" in stuck[0]["message"]
+    phases = {p["name"]: p for p in data["phases"]}
+    assert phases["gather"]["status"] == "timed_out"
+    assert phases["gather"]["deadline_s"] == 3
+    assert phases["collectives"]["status"] == "skipped"
+    assert phases["gather"]["elapsed_s"] < 15
 
 
 @needs_torch
 def test_a_rank_that_never_reaches_the_store_is_named() -> None:
     """Rank 0 of a two-rank job whose rank 1 never starts (as under srun when a node does not come up)."""
-    port = free_port()
-    env = fleet_env(
+    port = _free_port()
+    env = _env(
         RANK="0",
         WORLD_SIZE="2",
         LOCAL_RANK="0",
@@ -397,11 +547,11 @@ def test_a_rank_that_never_reaches_the_store_is_named() -> None:
         env=env,
         start_new_session=True,
     )
-    code, data = the_document(finish([proc]))
+    code, data = _the_document(_finish([proc]))
     assert code == 1
     assert data["partial"] is True
     assert [(m["rank"], m["host"], m["phase"]) for m in data["missing_ranks"]] == [(1, None, None)]
-    assert phases(data)["rendezvous"] == "timed_out"
+    assert _phases(data)["rendezvous"] == "timed_out"
     assert data["nodes"] == []
 
 
@@ -410,7 +560,7 @@ def test_sigterm_to_torchrun_ends_every_rank() -> None:
     """A job cancelled mid-measurement (Slurm and Kubernetes send SIGTERM to the launcher): every rank goes at
     once (torchrun forwards the SIGTERM, each rank raises at once and exits 143), rank 0 printing the document
     so far (the phase it cut marked failed), and nothing is left."""
-    launch = torchrun(["--standalone", "--nproc-per-node", "4"], fleet_env(**{SLOW_NODE_VAR: "0"}))
+    launch = _torchrun(["--standalone", "--nproc-per-node", "4"], _env(**{SLOW_NODE_VAR: "0"}))
     assert launch.stderr is not None
     for line in launch.stderr:
         if "fleet: allreduce" in line:  # measuring: every rank is inside the collectives
@@ -427,4 +577,4 @@ def test_sigterm_to_torchrun_ends_every_rank() -> None:
     assert {"name": "collectives", "status": "failed", "reason": "interrupted (SIGTERM)"}.items() <= next(
         p for p in data["phases"] if p["name"] == "collectives"
     ).items()
-    none_left([launch])
+    _none_left([launch])
