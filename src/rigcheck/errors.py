@@ -74,6 +74,10 @@ class ProbeError(RigcheckError):
     kind: ErrorKind = "probe"
 
 
+class NotAnswering(ProbeError):
+    """A call into the driver (NVML) that did not return within its deadline (rigcheck.probe.deadline)."""
+
+
 class BenchError(RigcheckError):
     """A measurement could not be carried out."""
 

@@ -143,3 +143,24 @@ def test_the_bracket_reaches_the_document_and_fails_the_gpu() -> None:
     assert doc.verdict == "fail"
     assert doc.drain_reason is not None
     assert "rank1 counters error counters rose" in doc.drain_reason
+
+
+def test_a_counter_reading_that_does_not_answer_is_the_driver_s() -> None:
+    from rigcheck.errors import NotAnswering, ProbeError
+
+    def wedged() -> list[Any]:
+        raise NotAnswering("NVML's counter reading did not return within 5 s (NVML or the driver is blocked)")
+
+    doc = run_verify(snapshot=Snapshot(), findings=[], cpu=True, level="prolog", only=["membw"], read_counters=wedged)
+    driver = next(c for c in doc.node if c.id == "driver")
+    assert driver.verdict == "fail"
+    assert "NVML's counter reading did not return within 5 s" in driver.detail
+
+    def unsupported() -> list[Any]:
+        raise ProbeError("NVML: Not Supported")
+
+    doc = run_verify(
+        snapshot=Snapshot(), findings=[], cpu=True, level="prolog", only=["membw"], read_counters=unsupported
+    )
+    assert not [c for c in doc.node if c.id == "driver"]
+    assert "error counters not read: NVML: Not Supported" in doc.notes

@@ -253,14 +253,19 @@ def _live(
         host = socket.gethostname()
         return verify_unmeasured(snap, findings, reason=missing, level=lvl, host=host, budget_s=wanted, only=only)
     poller = None
+    blocked: list[str] = []  # what did not answer within its deadline
     # the burn's telemetry; the prolog's error counters, read around its measurements
     if not cpu and (lvl == "prolog" or only is None or "burn" in only):
         from rigcheck.cli import monitor as monitor_cmd
         from rigcheck.errors import ProbeError
 
         poller = monitor_cmd.make_poller(gpus)
+        opening = poller
         try:
-            poller.open()
+            within(PROBE_DEADLINE_S, opening.open, "NVML's telemetry")
+        except NotAnswering as exc:  # a wedged driver: named by the node check driver, never waited on
+            blocked.append(str(exc))
+            poller = None
         except ProbeError as exc:  # the burn is skipped (incomplete, exit 1); the other stages and the document stay
             note(f"the burn's telemetry (NVML) did not start: {' '.join(str(exc).split())}")
             poller = None
@@ -285,7 +290,7 @@ def _live(
                 burn_exit_code=exit_code_for_burn,
                 on_progress=progress,
                 only=only,
-                stuck=scan.stuck,
+                stuck=[*scan.stuck, *blocked],
                 read_counters=_counter_reader(poller) if lvl == "prolog" and poller is not None else None,
             )
     finally:
@@ -301,10 +306,13 @@ def _live(
 
 
 def _counter_reader(poller: NvmlPoller) -> Callable[[], list[Sample]]:
-    """One reading of every GPU's counters through the open poller (its NVLink counters on their own cadence)."""
+    """One reading of every GPU's counters through the open poller (its NVLink counters on their own cadence),
+    under the probe's deadline: a reading that does not return raises NotAnswering (run_verify names it)."""
     import time
 
-    return lambda: poller.poll(time.monotonic())
+    from rigcheck.probe.deadline import PROBE_DEADLINE_S, within
+
+    return lambda: within(PROBE_DEADLINE_S, lambda: poller.poll(time.monotonic()), "NVML's counter reading")
 
 
 def _finish(

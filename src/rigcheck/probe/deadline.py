@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Final, TypeVar
 
-from rigcheck.errors import ProbeError
+from rigcheck.errors import NotAnswering
 
 # The whole live probe of an 8-GPU node takes well under a second when the driver answers (NVML's calls are
 # microseconds to milliseconds; the slowest, the kernel log and lspci, run under their own deadlines).
@@ -22,8 +22,7 @@ PROBE_DEADLINE_S: Final = 5.0
 T = TypeVar("T")
 
 
-class NotAnswering(ProbeError):
-    """The call did not return within its deadline."""
+__all__ = ["PROBE_DEADLINE_S", "NotAnswering", "within"]
 
 
 def within(seconds: float, call: Callable[[], T], what: str) -> T:

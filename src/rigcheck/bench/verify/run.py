@@ -81,7 +81,16 @@ from rigcheck.bench.verify.steps import (
     plan_for,
 )
 from rigcheck.checks.verify.judge import Judged, NearFloor, judge, verify_document
-from rigcheck.errors import BenchError, UsageError, interrupt_behind, interrupted_text, signal_of, was_interrupted
+from rigcheck.errors import (
+    BenchError,
+    NotAnswering,
+    ProbeError,
+    UsageError,
+    interrupt_behind,
+    interrupted_text,
+    signal_of,
+    was_interrupted,
+)
 from rigcheck.model.bench import CollectiveDocument, HostlinkDocument, MatmulDocument, MembwDocument, P2PDocument
 from rigcheck.model.burn import BurnDocument
 from rigcheck.model.finding import Finding
@@ -94,6 +103,17 @@ from rigcheck.monitor.sampler import Poller
 LEVEL_BUDGET_S = {"quick": 180.0, "full": 900.0, "prolog": 10.0}
 CPU_BUDGET_S = 60.0
 NEEDS_GPU = "not applicable: a CPU run (it needs a GPU)"
+
+
+def _reading(read_counters: Callable[[], list[Sample]], runner: _Runner) -> list[Sample] | None:
+    """One counter reading; None when NVML did not give it (one that did not answer in time is the driver's)."""
+    try:
+        return read_counters()
+    except NotAnswering as exc:  # a deadline past: the driver is what does not answer
+        runner.inputs.stuck = [*(runner.inputs.stuck or []), " ".join(str(exc).split())]
+    except ProbeError as exc:  # NVML's own error: the counters go unjudged, and a note says why
+        runner.notes.append(f"error counters not read: {' '.join(str(exc).split())}")
+    return None
 
 
 def level_budget(level: str, *, cpu: bool) -> float:
@@ -578,12 +598,14 @@ def run_verify(
     )
     say(f"verify: {level}{' --cpu' if cpu else ''}, budget {budget:.0f} s")
     runner.inputs.stuck = list(stuck) if stuck is not None else None
-    before = read_counters() if read_counters is not None else None
+    before = _reading(read_counters, runner) if read_counters is not None else None
     started = clock()
     runner.measure_all()
     if read_counters is not None and before is not None:
-        runner.inputs.counters_before, runner.inputs.counters_after = before, read_counters()
-        runner.inputs.counters_s = clock() - started
+        after = _reading(read_counters, runner)
+        if after is not None:
+            runner.inputs.counters_before, runner.inputs.counters_after = before, after
+            runner.inputs.counters_s = clock() - started
     judged = judge(runner.inputs, site=site, baseline=baseline, gpus=gpus)
     if judged.near_floor and runner.interrupted is None:
         remeasured = runner.remeasure(judged)
