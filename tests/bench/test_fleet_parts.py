@@ -1,5 +1,6 @@
-"""The fleet's timing and stack parts that need no launch: the clock offset of a round trip, each rank's clock
-leader, the skew hook's clock, and a stack as the store carries it (untrusted: what is not one is dropped)."""
+"""The fleet's timing and stack parts that need no launch (tests/bench/test_fleet_timing.py holds the round trip's
+offset and the clock leaders): the skew hook's clock, a stack as the store carries it (untrusted: what is not one
+is dropped), and rank 0's offsets, clock line and timing rows."""
 
 from __future__ import annotations
 
@@ -9,26 +10,11 @@ import time
 
 import pytest
 
-from rigcheck.bench.fleet.clocks import leaders, midpoint_offset, skewed_clock
+from rigcheck.bench.fleet.clocks import skewed_clock
 from rigcheck.bench.fleet.stacks import MAX_FRAMES, _frames, _start_time, from_json, stack_file, to_json
 from rigcheck.bench.fleet.timeline import Received, Summary
 from rigcheck.bench.fleet.waiting import _clock_text, _offsets, _row
 from rigcheck.checks.fleet.stacks import RankStack
-
-
-def test_the_shortest_round_trip_sets_the_offset() -> None:
-    # (leader's send, rank 0's answer, leader's receipt): rank 0 reads 5 s ahead; the 2nd trip is the tightest
-    offset, trip = midpoint_offset([(10.0, 15.6, 10.4), (20.0, 25.05, 20.1), (30.0, 35.5, 31.0)])
-    assert trip == pytest.approx(0.1)
-    assert offset == pytest.approx(5.0)
-    with pytest.raises(ValueError, match="no round trip"):
-        midpoint_offset([])
-
-
-def test_each_rank_follows_its_host_s_clock() -> None:
-    hosts = {0: "a", 1: "a", 2: "b", 3: "b", 4: "c"}
-    assert leaders(hosts) == {0: 0, 1: 0, 2: 2, 3: 2, 4: 4}
-    assert leaders(hosts, skewed=[1]) == {0: 0, 1: 1, 2: 2, 3: 2, 4: 4}  # a skewed clock leads itself
 
 
 def test_the_skew_hook_reads_the_clock_later() -> None:
