@@ -37,7 +37,7 @@ from rigcheck.checks.burn.problems import is_problem
 from rigcheck.model.burn import GpuBurnAnalysis
 from tests.calibration.runner import _verdicts as bench_verdicts  # the calibration judge's reading of bench output
 from tests.calibration.runner import run_cli
-from tests.incidents.corpus import TESTS, Culprit, Incident, Role, SavedFile
+from tests.incidents.corpus import ROLES, TESTS, Culprit, Incident, Role, SavedFile
 
 Profile = Literal["doctor", "prolog", "quick", "full"]
 PROFILES: tuple[Profile, ...] = ("doctor", "prolog", "quick", "full")
@@ -59,16 +59,7 @@ DEFAULT_PROFILES: dict[Role, tuple[Profile, ...]] = {
     "dcgm": ("quick", "full"),
     "trace": ("quick", "full"),
 }
-BENCH_ROLES: tuple[Role, ...] = (
-    "allreduce",
-    "allgather",
-    "reducescatter",
-    "broadcast",
-    "matmul",
-    "membw",
-    "hostlink",
-    "p2p",
-)
+BENCH_ROLES: tuple[Role, ...] = tuple(r for r in ROLES if r not in ("passive", "dcgm", "trace"))  # bench results
 # The bench documents `verify --from DIR` reads (its stages); the other collectives run through their reader.
 VERIFY_STAGES: tuple[Role, ...] = ("matmul", "membw", "hostlink", "p2p", "allreduce")
 

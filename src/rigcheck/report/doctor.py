@@ -49,7 +49,7 @@ from rigcheck.report.common import (
     td_html,
     value_text,
 )
-from rigcheck.report.grid import PlainGrid
+from rigcheck.report.grid import PlainGrid, drawn_width, fitting
 from rigcheck.report.render import DEFAULT_OPTIONS, Renderers, RenderOptions, WithOptions, json_text
 from rigcheck.report.topo import topology_renderable, topology_section_html
 from rigcheck.units import plural
@@ -183,14 +183,9 @@ def _kept_columns(snap: Snapshot, rows: list[list[str] | None], width: int) -> l
         widths = [max([cell_len(_GPU_COLUMNS[c]), *(cell_len(r[c]) for r in rows if r is not None)]) for c in kept]
         if lost and len(widths) > 1:
             widths[1] = max(widths[1], *lost)
-        return sum(widths) + 2 * (len(widths) - 1)
+        return drawn_width(widths)
 
-    kept = list(range(len(_GPU_COLUMNS)))
-    for name in _LEFT_OUT_FIRST:
-        if drawn(kept) <= width:
-            break
-        kept.remove(_GPU_COLUMNS.index(name))
-    return kept
+    return fitting(_GPU_COLUMNS, _LEFT_OUT_FIRST, width, drawn)
 
 
 class _GpuTable:

@@ -13,7 +13,7 @@ draws rich's table (which then wraps or folds): tests/report/test_plain_grid.py 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -82,6 +82,24 @@ def _justified(text: str, width: int, justify: Justify) -> str:
     return text.ljust(width)
 
 
+def drawn_width(widths: Sequence[int]) -> int:
+    """The width of a borderless table with columns this wide (two padding spaces between columns)."""
+    return sum(widths) + _PAD * (len(widths) - 1)
+
+
+def fitting(
+    header: Sequence[str], left_out_first: Sequence[str], width: int, drawn: Callable[[list[int]], int]
+) -> list[int]:
+    """The columns (indices into ``header``) kept at ``width``: those of ``left_out_first`` go in that order until
+    ``drawn`` (the table's width with the columns kept) fits."""
+    kept = list(range(len(header)))
+    for name in left_out_first:
+        if drawn(kept) <= width:
+            break
+        kept.remove(header.index(name))
+    return kept
+
+
 class FoldingTable:
     """A borderless table that keeps the columns the width has room for: where every cell whole is wider than the
     line, the columns of ``left_out_first`` go in that order (a line under the table names them) before rich would
@@ -106,12 +124,7 @@ class FoldingTable:
         from rich.cells import cell_len
 
         widths = [max([cell_len(h), *(cell_len(row[i][0]) for row in self.rows)]) for i, h in enumerate(self.header)]
-        kept = list(range(len(self.header)))
-        for name in self.left_out_first:
-            if sum(widths[i] for i in kept) + _PAD * (len(kept) - 1) <= width:
-                break
-            kept.remove(self.header.index(name))
-        return kept
+        return fitting(self.header, self.left_out_first, width, lambda kept: drawn_width([widths[i] for i in kept]))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.table import Table

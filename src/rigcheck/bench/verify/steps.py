@@ -8,7 +8,7 @@ of every step per level, the matmul dtype each GPU is judged on, the mapping of 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
 from rigcheck.bench.collectives import sweep
@@ -185,25 +185,18 @@ PROLOG: Final = Plan(
     control_arm=True,
     setup_s=30.0,
 )
-CPU_PROLOG: Final = Plan(
-    shares={"matmul": 0.25, "membw": 0.15, "allreduce": 0.30},
-    min_start_s=0.5,
+# --cpu at the prolog level: the same steps and shares, sized for CPU ranks (as CPU is to QUICK).
+CPU_PROLOG: Final = replace(
+    PROLOG,
     matmul_shapes=((256, 256, 256),),
     matmul_warmup=1,
     matmul_repeats=3,
     matmul_warmup_s=0.0,
     membw_sizes=(4 * MIB,),
     membw_repeats=3,
-    hostlink_size=0,
-    hostlink_repeats=0,
-    p2p_size=0,
-    p2p_repeats=0,
     allreduce_sizes=(64 << 10,),
     allreduce_warmup=1,
     allreduce_repeats=3,
-    burn_load_s=0.0,
-    steps=PROLOG_STEPS,
-    control_arm=True,
     setup_s=20.0,
 )
 PLANS: Final[dict[str, Plan]] = {"quick": QUICK, "full": FULL, "cpu": CPU, "prolog": PROLOG, "cpu-prolog": CPU_PROLOG}
