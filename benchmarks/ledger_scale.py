@@ -8,7 +8,10 @@ database (no file reading, no JSON): the floor any ingest of those rows pays.
 
 Target (the issue): 1,000 nodes x 8 GPUs x 365 days (365,000 documents) in <= 10 minutes on 2 cores, `show` over
 them in <= 1 s. Run:  python benchmarks/ledger_scale.py [--nodes N] [--days D]   (default 100 x 30 = 3,000
-documents); the 365,000-document figure is extrapolated linearly from the measured rate, and said so.
+documents, a few seconds; --full is the issue's 1,000 x 365, measured whole: ~2 GB of documents written to the
+temporary folder first, ~5 minutes in all). Below --full the 365,000-document time is extrapolated linearly from
+the measured rate, and said so. `show` with --node and with a --since that cuts the GPUs' drift windows (their
+trends are fitted afresh then, not read from the ledger's cache) is timed too, for information.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.ledger_fleet import write_fleet  # noqa: E402 - after the repository root is on the path
+from tests.support.ledger_fleet import OFFENDERS, START, write_fleet  # noqa: E402 - the repository root is on the path
 
 FULL_DOCUMENTS = 1_000 * 365
 GPUS = 8
@@ -65,21 +69,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--full", action="store_true", help="the issue's 1,000 nodes x 365 days")
     args = parser.parse_args()
+    if args.full:
+        args.nodes, args.days = 1_000, 365
     with tempfile.TemporaryDirectory() as tmp:
         docs_dir, ledger = Path(tmp) / "docs", Path(tmp) / "ledger.sqlite"
         docs_dir.mkdir()
         count = write_fleet(docs_dir, nodes=args.nodes, days=args.days, gpus=GPUS)
         add = _timed(["history", "add", str(docs_dir), "--ledger", str(ledger)])
         show = _timed(["history", "show", "--json", "--ledger", str(ledger)])
+        late = (START + timedelta(days=max(0, args.days - 10))).strftime("%Y-%m-%d")
+        by_node = _timed(["history", "show", "--json", "--ledger", str(ledger), "--node", OFFENDERS[0]])
+        since = _timed(["history", "show", "--json", "--ledger", str(ledger), "--since", late])
+        size = ledger.stat().st_size
         reference = _reference(count, Path(tmp) / "reference.sqlite")
     rate = count / add
     print(f"history add: {count:,} documents ({GPUS} GPUs each) in {add:.2f} s ({rate:,.0f}/s, the start included)")
     print(f"sqlite3 executemany of the same rows, same run: {reference:.2f} s")
+    print(f"the ledger: {size / 2**20:,.0f} MiB")
     print(f"history show --json over them: {show:.2f} s (the process start included; target <= 1 s)")
+    print(f"  with --node {OFFENDERS[0]}: {by_node:.2f} s")
+    print(f"  with --since {late} (every GPU's trend fitted afresh): {since:.2f} s")
+    if count >= FULL_DOCUMENTS:
+        print(f"measured at the issue's size: {add / 60:.1f} min (target <= 10 min)")
+        return 0 if show <= 1.0 and add <= 600 else 1
     print(
         f"extrapolated, linearly, to {FULL_DOCUMENTS:,} documents: {FULL_DOCUMENTS / rate / 60:.1f} min "
-        "(target <= 10 min; not measured at that size)"
+        "(target <= 10 min; not measured at that size: --full measures it)"
     )
     return 0 if show <= 1.0 and FULL_DOCUMENTS / rate <= 600 else 1
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rigcheck.checks.history.drift import drift_alerts, theil_sen
+from rigcheck.checks.history.drift import drift_alerts, fit_trends, theil_sen
 from rigcheck.checks.history.escalation import remap_escalations, xid_escalations
 from rigcheck.model.history import SightingRow, XidRow
 from tests.support.cli import Rigcheck
@@ -45,24 +45,24 @@ def test_theil_sen_ignores_outliers_a_least_squares_line_would_follow() -> None:
 def test_a_four_percent_fall_over_a_month_drifts_and_noise_does_not() -> None:
     falling = [_row(d, {"membw": 3000.0 * (1 - 0.04 * d / 30) * (1 + _noise(d))}) for d in range(31)]
     steady = [_row(d, {"membw": 3000.0 * (1 + _noise(d))}, gpu="GPU-b") for d in range(31)]
-    alerts = drift_alerts(falling + steady)
+    alerts = drift_alerts(fit_trends(falling + steady))
     assert [(a.kind, a.gpu, a.created_at) for a in alerts] == [("drift", "GPU-a", _when(30))]
     assert "membw fell -4" in alerts[0].message
     two_percent = [_row(d, {"matmul_bf16": 900.0 * (1 - 0.02 * d / 30)}) for d in range(31)]
-    assert drift_alerts(two_percent) == []  # within healthy noise: no alert
+    assert drift_alerts(fit_trends(two_percent)) == []  # within healthy noise: no alert
 
 
 def test_too_few_runs_or_days_are_no_trend() -> None:
     short = [_row(d, {"membw": 3000.0 - 100 * d}) for d in range(6)]  # 6 runs
-    assert drift_alerts(short) == []
+    assert drift_alerts(fit_trends(short)) == []
     crowded = [_row(0, {"membw": 3000.0 - 100 * h}) for h in range(10)]  # 10 runs, one day
-    assert drift_alerts(crowded) == []
+    assert drift_alerts(fit_trends(crowded)) == []
 
 
 def test_rising_corrected_ecc_drifts_a_flat_zero_does_not() -> None:
     rising = [_row(d, {"counters": 0.002 * d}) for d in range(20)]
     flat = [_row(d, {"counters": 0.5 if d == 7 else 0.0}, gpu="GPU-b") for d in range(20)]  # one burst
-    alerts = drift_alerts(rising + flat)
+    alerts = drift_alerts(fit_trends(rising + flat))
     assert [a.gpu for a in alerts] == ["GPU-a"]
     assert "corrected ECC errors rising" in alerts[0].message
 

@@ -1,6 +1,7 @@
 """`rigcheck history add` and `show` on issue #31's fleet: 63 nodes x 60 days of daily verify documents
 (tests/support/ledger_fleet.py): the three nodes failing every fifth day are the top offenders and repeat
-offenders, the GPU that failed and moved raises `reissued` on its new node, adding twice changes nothing."""
+offenders, the GPU that failed and moved raises `reissued` on its new node, the GPU whose bandwidth falls raises
+`drift`, adding twice changes nothing; the trends the ledger caches give the same answer as fitting afresh."""
 
 from __future__ import annotations
 
@@ -10,7 +11,20 @@ import pytest
 
 from tests.contracts.test_schemas import assert_valid
 from tests.support.cli import Rigcheck
-from tests.support.ledger_fleet import MOVED_FROM, MOVED_ON_DAY, MOVED_TO, MOVED_UUID, OFFENDERS, ONCE, write_fleet
+from tests.support.ledger_fleet import (
+    DRIFTING,
+    MOVED_FROM,
+    MOVED_ON_DAY,
+    MOVED_TO,
+    MOVED_UUID,
+    OFFENDERS,
+    ONCE,
+    gpu_uuid,
+    history_sample,
+    write_fleet,
+)
+
+DRIFTING_UUID = gpu_uuid(DRIFTING, 0)
 
 
 @pytest.fixture(scope="module")
@@ -22,15 +36,47 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def ledger(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fleet added once (through the library, as the command does), shared by the tests that only read it."""
+    """The fleet added once by the command (two worker processes read the files; the trends are fitted and
+    kept), shared by the tests that only read it."""
+    from rigcheck.cli.history import refresh_trends
     from rigcheck.ledger.ingest import add_files, document_files
     from rigcheck.ledger.store import open_ledger
+    from rigcheck.ledger.trends import stale
 
     path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite"
     with open_ledger(path) as conn:
-        added = add_files(conn, document_files([fleet]))
+        added = add_files(conn, document_files([fleet]), workers=2)
+        assert len(stale(conn)) == 63 * 2 + 1  # every GPU, and the moved one's replacement
+        assert refresh_trends(conn) == 63 * 2 + 1
+        assert stale(conn) == set()
+        assert conn.execute("SELECT COUNT(*) FROM trends").fetchone()[0] == (63 * 2 + 1) * 3
     assert (added.new, added.known, added.not_rigcheck, added.from_mtime) == (3780, 0, [], 3780)
     return path
+
+
+@pytest.fixture(scope="module")
+def stale_ledger(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same fleet added in this process with no trend fitted: every answer must be fitted at `show`."""
+    from rigcheck.ledger.ingest import add_files, document_files
+    from rigcheck.ledger.store import open_ledger
+
+    path = tmp_path_factory.mktemp("stale") / "ledger.sqlite"
+    with open_ledger(path) as conn:
+        add_files(conn, document_files([fleet]), workers=0)
+    return path
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [(), ("--since", "2025-02-20"), ("--since", "2024-12-01"), ("--gpu", DRIFTING_UUID), ("--node", DRIFTING)],
+    ids=["all", "since-cuts-windows", "since-before-all", "one-gpu", "one-node"],
+)
+def test_the_cached_trends_answer_as_fitting_afresh_does(
+    rigcheck: Rigcheck, ledger: Path, stale_ledger: Path, filters: tuple[str, ...]
+) -> None:
+    cached = rigcheck("history", "show", "--ledger", ledger, "--json", *filters).json
+    fresh = rigcheck("history", "show", "--ledger", stale_ledger, "--json", *filters).json
+    assert {k: v for k, v in cached.items() if k != "ledger"} == {k: v for k, v in fresh.items() if k != "ledger"}
 
 
 def test_add_is_idempotent_and_counts_what_it_skipped(rigcheck: Rigcheck, tmp_path: Path) -> None:
@@ -68,6 +114,11 @@ def test_the_three_are_the_top_offenders_and_the_moved_gpu_is_flagged(rigcheck: 
     assert repeat == set(OFFENDERS)  # a node failing once is not one
     moved = next(t for t in doc["timelines"] if t["gpu"] == MOVED_UUID)
     assert moved["nodes"] == [MOVED_FROM, MOVED_TO]
+    drift = [a for a in doc["alerts"] if a["kind"] == "drift"]
+    assert [(a["node"], a["gpu"], a["created_at"][:10]) for a in drift] == [(DRIFTING, DRIFTING_UUID, "2025-03-01")]
+    assert (
+        "membw fell -5.0% over 30 days (2902 -> 2757, 31 runs" in drift[0]["message"]
+    )  # the wobble does not move Theil-Sen's line
 
 
 def test_the_filters_narrow_the_answer(rigcheck: Rigcheck, ledger: Path) -> None:
@@ -82,6 +133,9 @@ def test_the_filters_narrow_the_answer(rigcheck: Rigcheck, ledger: Path) -> None
     assert late["filters"]["since"] == "2025-02-20T00:00:00Z"
     assert late["runs"] == 63 * 10  # 2025-02-20 .. 2025-03-01
     assert not [a for a in late["alerts"] if a["kind"] == "reissued"]  # its failure is before --since
+    assert not [a for a in late["alerts"] if a["kind"] == "drift"]  # 10 days from --since on: too short a trend
+    drifting = rigcheck("history", "show", "--ledger", ledger, "--node", DRIFTING, "--json").json
+    assert [(a["kind"], a["gpu"]) for a in drifting["alerts"]] == [("drift", DRIFTING_UUID)]
 
 
 @pytest.mark.parametrize("fmt", ["--markdown", "--html", ""])
@@ -110,3 +164,29 @@ def test_bad_inputs_are_one_line_errors(rigcheck: Rigcheck, tmp_path: Path) -> N
     assert "no such file or folder" in rigcheck("history", "add", tmp_path / "nope", "--ledger", not_ledger).error()
     since = rigcheck("history", "show", "--ledger", not_ledger, "--since", "last week").error()
     assert "--since last week" in since
+
+
+def test_a_timeline_table_keeps_its_key_runs_and_counts_the_rest() -> None:
+    from rigcheck.report.history import timeline_rows
+
+    (line,) = history_sample().timelines
+    rows, classes = timeline_rows(line)
+    assert [r[0] for r in rows] == [
+        "2025-03-01", "2025-03-02 ..", "2025-03-13", "2025-03-14 ..", "2025-03-21", "2025-03-22 ..", "2025-03-31",
+        "2025-04-01 ..", "2025-04-10",
+    ]  # fmt: skip
+    assert classes == ["pass", "gap", "fail", "gap", "pass", "gap", "fail", "gap", "pass"]
+    assert rows[1][1:] == ("2025-03-12", "", "11 runs", "11 pass")
+    assert rows[4][1] == "n2"  # the first run on the node it moved to
+
+
+def test_show_writes_its_html_and_markdown_pages(rigcheck: Rigcheck, ledger: Path, tmp_path: Path) -> None:
+    page, notes = tmp_path / "h.html", tmp_path / "h.md"
+    result = rigcheck("history", "show", "--ledger", ledger, "--html", page, "--markdown", notes)
+    assert result.code == 0, result.stderr
+    html, markdown = page.read_text(), notes.read_text()
+    titles = markdown.split("\n## GPU ")[1:]
+    assert len(titles) == 3 + len(ONCE) + 1 + 1  # the failed GPUs, and the drifting one
+    assert html.count("<svg") == len(titles)  # a chart each
+    assert f"GPU {DRIFTING_UUID}: 0 failed run(s) on {DRIFTING}" in markdown  # drifting, never failed: charted
+    assert f"on {MOVED_TO}</text>" in html  # the moved GPU's chart marks the day

@@ -1,5 +1,6 @@
-"""The ledger file: created as SQLite in WAL mode at schema version 1; migrated one transaction a step (a v0 file,
-a fake v1 -> v2 step, a failing step rolled back); anything that is not a ledger refused and left as it was."""
+"""The ledger file: created as SQLite in WAL mode at the newest schema version; migrated one transaction a step (a
+v0 file, v1 -> v3, v2 -> v3 with its GPUs marked for their trends, a failing step rolled back); anything that is
+not a ledger refused and left as it was."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def test_a_new_ledger_is_wal_at_the_newest_version(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "ledger.sqlite"
     with open_ledger(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert schema_version(conn) == len(MIGRATIONS) == 2
+        assert schema_version(conn) == len(MIGRATIONS) == 3
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"documents", "observations", "xids", "schema_version"} <= tables
 
@@ -33,7 +34,7 @@ def test_a_v0_file_is_migrated_and_its_rows_kept(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with open_ledger(path) as conn:
-        assert schema_version(conn) == 2
+        assert schema_version(conn) == len(MIGRATIONS)
         assert conn.execute("SELECT text FROM notes").fetchall() == [("kept",)]
         assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 0
 
@@ -51,7 +52,7 @@ def test_a_later_step_runs_once_and_a_failing_one_is_rolled_back(tmp_path: Path)
         raise sqlite3.OperationalError("no such thing")
 
     with open_ledger(path, migrations=(*MIGRATIONS, add_column)) as conn:
-        assert schema_version(conn) == 3
+        assert schema_version(conn) == len(MIGRATIONS) + 1
         assert "note" in {r[1] for r in conn.execute("PRAGMA table_info(documents)")}
     with (
         pytest.raises(InputError, match="no such thing"),
@@ -59,7 +60,7 @@ def test_a_later_step_runs_once_and_a_failing_one_is_rolled_back(tmp_path: Path)
     ):
         pass
     with open_ledger(path, migrations=(*MIGRATIONS, add_column)) as conn:
-        assert schema_version(conn) == 3  # the failed step left no version row ...
+        assert schema_version(conn) == len(MIGRATIONS) + 1  # the failed step left no version row ...
         assert "half_done" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}  # ... and no table
 
 
@@ -67,7 +68,7 @@ def test_a_newer_ledger_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite"
     with open_ledger(path) as conn:
         conn.execute("INSERT INTO schema_version VALUES (7, '2030-01-01T00:00:00Z')")
-    with pytest.raises(InputError, match="schema version 7, newer than this rigcheck's 2"), open_ledger(path):
+    with pytest.raises(InputError, match="schema version 7, newer than this rigcheck's 3"), open_ledger(path):
         pass
 
 
@@ -122,6 +123,33 @@ def test_a_v1_ledger_gains_the_xids_table_and_keeps_its_rows(tmp_path: Path) -> 
         )
         assert schema_version(conn) == 1
     with open_ledger(path) as conn:
-        assert schema_version(conn) == 2
+        assert schema_version(conn) == len(MIGRATIONS)
         assert conn.execute("SELECT hash, node FROM documents").fetchall() == [("h", "n")]
         assert conn.execute("SELECT COUNT(*) FROM xids").fetchone()[0] == 0
+
+
+def test_a_v2_ledger_marks_its_gpus_for_their_trends(tmp_path: Path) -> None:
+    """v2 -> v3: the GPUs with figures (UUID, else serial) are marked stale, the ones without are not; the
+    sightings with remapped-row counts get their partial index."""
+    path = tmp_path / "v2.sqlite"
+    with open_ledger(path, migrations=MIGRATIONS[:2]) as conn:
+        conn.execute(
+            "INSERT INTO documents VALUES ('h', 'rigcheck.verify/1', '2025-01-01T00:00:00Z', 'mtime', 'n', 'pass',"
+            " 'x.json', '2025-01-02T00:00:00Z')"
+        )
+        rows = [
+            ("GPU-a", None, '{"membw": 2900.0}'),
+            (None, "1650000000001", '{"remapped_rows_correctable": 1.0}'),
+            ("GPU-c", None, "{}"),
+        ]
+        conn.executemany(
+            "INSERT INTO observations VALUES ('h', '2025-01-01T00:00:00Z', 'n', ?, ?, NULL, 0, 'pass', ?)", rows
+        )
+    with open_ledger(path) as conn:
+        assert schema_version(conn) == 3
+        assert {r[0] for r in conn.execute("SELECT gpu FROM stale_trends")} == {"GPU-a", "1650000000001"}
+        assert conn.execute("SELECT COUNT(*) FROM trends").fetchone()[0] == 0
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM observations WHERE figures LIKE '%remapped_rows%'"
+        ).fetchall()
+        assert "observations_remaps" in str(plan)

@@ -37,6 +37,7 @@ from rigcheck.report.burn.html import burn_html
 from rigcheck.report.doctor import doctor_html
 from rigcheck.report.html import CSP, KIND_COLOURS, REASON_COLOURS, write_html
 from tests.report.test_report_html import allreduce_doc, burn_analysis, burn_trace, doctor_report
+from tests.support.ledger_fleet import history_sample
 
 CHROMIUM = Path(os.environ.get("RIGCHECK_CHROMIUM", "/usr/bin/chromium"))
 WINDOW = (1280, 2000)
@@ -285,3 +286,19 @@ def test_verify_and_fleet_pages_lead_with_their_verdict_offline(tmp_path: Path) 
         assert "FAIL" in seen.dom[verdict : verdict + 200]
         image = read_png(seen.screenshot)
         assert image.count(rgb("#fee2e2"), step=1) > 500, name  # the red verdict banner was painted
+
+
+def test_history_page_charts_each_timeline_offline(tmp_path: Path) -> None:
+    from rigcheck.report.history import FAILED_COLOUR, PLOTTED
+    from rigcheck.report.history import html as history_html
+
+    doc = history_sample()
+    assert [a.kind for a in doc.alerts] == ["reissued", "drift"]
+    seen = render(history_html(doc), tmp_path, "history")
+    assert seen.page_requests == []
+    assert seen.dom.count("<svg") == 1
+    assert "on n2" in seen.dom  # the day it moved, marked
+    assert seen.dom.count(f'fill="{FAILED_COLOUR}"') == 2  # the two failed runs, as dots
+    image = read_png(seen.screenshot)
+    assert image.count(rgb(PLOTTED["membw"]), step=1) > 300  # the falling bandwidth line was painted
+    assert image.count(rgb(FAILED_COLOUR), step=1) > 20

@@ -4,7 +4,9 @@ has no created_at: the ledger dates it by the file, as it does any such document
 ledger keys a document by its content): each day's run took its own time.
 
 The story (issue #31's check): OFFENDERS fail every fifth day; ONCE fail once each; GPU 1 of MOVED_FROM fails on
-MOVED_FAIL_DAY, is swapped out the next day and shows up as GPU 1 of MOVED_TO from MOVED_ON_DAY (passing there).
+MOVED_FAIL_DAY, is swapped out the next day and shows up as GPU 1 of MOVED_TO from MOVED_ON_DAY (passing there);
+GPU 0 of DRIFTING loses 5% of its memory bandwidth over the last 30 days. Each GPU has the figures of a quick
+verify (membw, matmul_bf16, hostlink) with a small weekly wobble (under 0.3%).
 """
 
 from __future__ import annotations
@@ -13,13 +15,18 @@ import json
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rigcheck.model.history import HistoryDocument
 
 START = datetime(2025, 1, 1, 6, 0, tzinfo=UTC)
 OFFENDERS = ("node-05", "node-17", "node-40")
 ONCE = tuple(f"node-{i:02d}" for i in range(20, 32))  # a dozen
 MOVED_FROM, MOVED_TO = "node-50", "node-07"
 MOVED_FAIL_DAY, MOVED_ON_DAY = 10, 30
+DRIFTING = "node-33"  # its GPU 0's membw falls DRIFT_FALL over the last DRIFT_DAYS days, passing verify all along
+DRIFT_FALL, DRIFT_DAYS = 0.05, 30
 
 
 def node_name(i: int) -> str:
@@ -42,7 +49,7 @@ def _check(cid: str, value: float, unit: str, verdict: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def verify_document(node: str, day: int, gpus: int = 2) -> dict[str, Any]:
+def verify_document(node: str, day: int, gpus: int = 2, days: int = 60) -> dict[str, Any]:
     """One node's verify of one day, by the story above."""
     failing: set[int] = set()
     if node in OFFENDERS and day % 5 == 4:
@@ -60,10 +67,16 @@ def verify_document(node: str, day: int, gpus: int = 2) -> dict[str, Any]:
             uuid = MOVED_UUID
         verdict = "fail" if index in failing else "pass"
         membw = 2900.0 - (600.0 if verdict == "fail" else 0.0) - (day % 7)
+        if node == DRIFTING and index == 0:
+            membw *= 1 - DRIFT_FALL * max(0, day - (days - DRIFT_DAYS)) / DRIFT_DAYS
+        checks = [
+            _check("membw", membw, "GB/s", verdict),
+            _check("matmul_bf16", 690.0 - (day % 5), "TFLOPS", "pass"),
+            _check("hostlink", 53.0 + (day % 3) / 10, "GB/s", "pass"),
+        ]
         rows.append({
             "index": index, "name": "NVIDIA H100 80GB HBM3", "uuid": uuid,
-            "pci_bus_id": f"00000000:{0x18 + 0x20 * index:02X}:00.0", "verdict": verdict,
-            "checks": [_check("membw", membw, "GB/s", verdict)],
+            "pci_bus_id": f"00000000:{0x18 + 0x20 * index:02X}:00.0", "verdict": verdict, "checks": checks,
         })  # fmt: skip
     return {
         "schema": "rigcheck.verify/1", "verdict": "fail" if failing else "pass", "level": "quick",
@@ -83,7 +96,33 @@ def write_fleet(root: Path, nodes: int = 63, days: int = 60, gpus: int = 2) -> i
         for day in range(days):
             when = START + timedelta(days=day)
             path = folder / f"{when:%Y-%m-%d}.json"
-            path.write_text(json.dumps(verify_document(node, day, gpus)), encoding="utf-8")
+            path.write_text(json.dumps(verify_document(node, day, gpus, days)), encoding="utf-8")
             os.utime(path, (when.timestamp(), when.timestamp()))
             written += 1
     return written
+
+
+def history_sample() -> HistoryDocument:
+    """One GPU over 40 daily runs: membw falling 6% over the last 30, failing on days 12 and 30, moved from n1 to
+    n2 on day 20; judged as `history show` judges the ledger's rows."""
+    from rigcheck.checks.history.drift import fit_trends
+    from rigcheck.checks.history.judge import Ledger, judge_history
+    from rigcheck.model.history import Filters, SightingRow
+
+    start = datetime(2025, 3, 1, 6, tzinfo=UTC)
+    rows = [
+        SightingRow(
+            (start + timedelta(days=d)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "n1" if d < 20 else "n2",
+            "GPU-drifting",
+            None,
+            "0000:18:00.0",
+            0,
+            "fail" if d in (12, 30) else "pass",
+            {"membw": 2900.0 * (1 - 0.06 * max(0, d - 10) / 30), "matmul_bf16": 690.0 + d % 3},
+        )
+        for d in range(41)
+    ]
+    return judge_history(
+        Ledger("ledger.sqlite", 41, [], [], rows, fit_trends(rows)), Filters(node=None, gpu=None, since=None)
+    )

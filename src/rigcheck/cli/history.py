@@ -10,12 +10,25 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rigcheck.cli.common import LEDGER_ENV, IndentOption, JsonOption, emit, interruptible, json_indent, write_stdout
+from rigcheck.cli.common import (
+    LEDGER_ENV,
+    HtmlFileOption,
+    IndentOption,
+    JsonOption,
+    MarkdownFileOption,
+    emit,
+    interruptible,
+    json_indent,
+    write_pages,
+    write_stdout,
+)
 from rigcheck.cli.exits import EXIT_OK
 from rigcheck.errors import UsageError
 
 if TYPE_CHECKING:
-    from rigcheck.model.history import Filters, HistoryDocument
+    import sqlite3
+
+    from rigcheck.model.history import Filters, HistoryDocument, TrendRow
 
 LedgerOption = Annotated[
     Path | None,
@@ -50,13 +63,17 @@ def add(
     Exit code: 0, 2 bad arguments, an unreadable file or a file that is not a ledger, 3 internal error, 130/143
     interrupted.
     """
+    from rigcheck.cli.progress import progress_line
     from rigcheck.ledger.ingest import add_files, document_files
     from rigcheck.ledger.store import open_ledger
 
     path = ledger_path(ledger)
     files = document_files(paths)
-    with open_ledger(path) as conn:
-        added = add_files(conn, files)
+    with open_ledger(path) as conn, progress_line() as progress:
+        added = add_files(conn, files, progress=lambda done, total: progress(f"read {done:,} of {total:,} files"))
+        if added.new:
+            progress(f"fitting the trends of the GPUs of {added.new:,} new documents")
+            refresh_trends(conn)
     others = len(added.not_rigcheck)
     write_stdout(
         f"{path}: {added.new:,} new, {added.known:,} already known, {others:,} not rigcheck documents"
@@ -91,8 +108,11 @@ def show(
     since: Annotated[str | None, typer.Option("--since", help="Runs from this date (2025-01-31) or time on.")] = None,
     as_json: JsonOption = False,
     indent: IndentOption = None,
+    html_file: HtmlFileOption = None,
+    markdown_file: MarkdownFileOption = None,
 ) -> None:
-    """Show the nodes excluded most, each failed GPU's timeline, and the alerts: reissued GPUs, repeat offenders.
+    """Show the nodes excluded most, the timelines of the GPUs that failed or drift (charted in --html), and the
+    alerts: reissued GPUs, repeat offenders, drift, escalation.
 
     Exit code: 0, 2 bad arguments, no ledger or a file that is not one, 3 internal error, 130/143 interrupted.
     """
@@ -101,12 +121,14 @@ def show(
 
     filters = Filters(node=node, gpu=gpu, since=parse_since(since))
     doc = history_document(ledger_path(ledger), filters)
+    write_pages(doc, html_file, markdown_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     raise typer.Exit(EXIT_OK)
 
 
 def history_document(path: Path, filters: Filters) -> HistoryDocument:
     """The history document of the ledger at ``path``: the ledger's rows (query.py), judged (checks/history)."""
+    from rigcheck.checks.history.drift import drifting as drifts
     from rigcheck.checks.history.judge import REPEAT_WINDOW, Ledger, judge_history
     from rigcheck.ledger import query
     from rigcheck.ledger.store import open_ledger
@@ -115,6 +137,7 @@ def history_document(path: Path, filters: Filters) -> HistoryDocument:
     with open_ledger(path, create=False) as conn:
         counts = query.node_counts(conn, since=since, node=node)
         runs = query.last_runs(conn, [c.node for c in counts if c.excluded], REPEAT_WINDOW, since=since)
+        trends = _trends(conn, filters)
         if filters.gpu is not None:
             uuids, serials = {filters.gpu}, {filters.gpu}
         else:
@@ -122,25 +145,37 @@ def history_document(path: Path, filters: Filters) -> HistoryDocument:
             if node is not None:
                 on_node = query.gpus_on_node(conn, node, since=since)
                 uuids, serials = uuids | on_node[0], serials | on_node[1]
+            drifting = {t.gpu for t in trends if drifts(t)}  # a key is a UUID or a serial: asked as both
+            uuids, serials = uuids | drifting, serials | drifting
         sightings = query.sightings_of(conn, uuids, serials, since=since)
-        window = drift_start(query.newest(conn), since)
-        recent = query.sightings_with_figures(conn, since=window, node=node)
+        remaps = query.remap_sightings(conn, since=since, node=node)
         xids = query.xid_rows(conn, since=since, node=node)
-        ledger = Ledger(str(path), query.document_count(conn), counts, runs, sightings, recent, xids)
+        ledger = Ledger(str(path), query.document_count(conn), counts, runs, sightings, trends, remaps, xids)
     return judge_history(ledger, filters)
 
 
-def drift_start(newest: str | None, since: str | None) -> str | None:
-    """The drift window's start: DRIFT_WINDOW_DAYS before the newest sighting, or --since where that is later."""
-    if newest is None:
-        return since
-    from datetime import datetime, timedelta
+def _trends(conn: sqlite3.Connection, filters: Filters) -> list[TrendRow]:
+    """The GPUs' trends over their drift windows: the ledger's cached ones where they hold for the filters, the
+    others fitted here (the GPUs still stale, the windows --since cuts, and every GPU of --node: a node's view
+    fits its own runs only)."""
+    from rigcheck.checks.history.drift import DRIFT_WINDOW_DAYS, fit_trends, still_valid
+    from rigcheck.ledger import query, trends
 
-    from rigcheck.checks.history.judge import DRIFT_WINDOW_DAYS
-    from rigcheck.ledger.ingest import RFC3339
+    if filters.node is not None:
+        return fit_trends(query.sightings_with_figures(conn, since=filters.since, node=filters.node))
+    stale = trends.stale(conn)
+    kept, redo = still_valid(trends.cached(conn, gpu=filters.gpu), filters.since)
+    redo |= stale if filters.gpu is None else stale & {filters.gpu}
+    kept = [t for t in kept if t.gpu not in redo]
+    return kept + fit_trends(query.window_sightings(conn, redo, DRIFT_WINDOW_DAYS, since=filters.since))
 
-    start = (datetime.fromisoformat(newest) - timedelta(days=DRIFT_WINDOW_DAYS)).strftime(RFC3339)
-    return max(start, since) if since is not None else start
+
+def refresh_trends(conn: sqlite3.Connection) -> int:
+    """Fit the trends of the GPUs the documents just added made stale, and keep them (ledger/trends.py)."""
+    from rigcheck.checks.history.drift import DRIFT_WINDOW_DAYS, fit_trends
+    from rigcheck.ledger import trends
+
+    return trends.refresh(conn, fit_trends, DRIFT_WINDOW_DAYS)
 
 
 history_app.command("add")(interruptible(add))

@@ -17,6 +17,7 @@ def record(doc: Document, ledger: Path | None, command: str) -> None:
     """Add ``doc`` to ``ledger`` (nothing without one); a failure is said on stderr, never raised."""
     if ledger is None:
         return
+    from rigcheck.cli.history import refresh_trends
     from rigcheck.cli.streams import note
     from rigcheck.errors import RigcheckError
     from rigcheck.ledger.ingest import add_document
@@ -25,6 +26,7 @@ def record(doc: Document, ledger: Path | None, command: str) -> None:
 
     try:
         with open_ledger(ledger) as conn:
-            add_document(conn, json_text(doc).encode(), f"rigcheck {command}")
+            if add_document(conn, json_text(doc).encode(), f"rigcheck {command}").new:
+                refresh_trends(conn)
     except (RigcheckError, OSError) as exc:
         note(f"rigcheck: {command}: not recorded in the ledger: {' '.join(str(exc).split())}")

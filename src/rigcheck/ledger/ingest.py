@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,9 +26,13 @@ from typing import Any
 
 from rigcheck.errors import InputError
 from rigcheck.facts.xid import bus_key
+from rigcheck.ledger import query
 from rigcheck.ledger.store import now_utc, transaction
 
 BATCH = 1000  # documents per transaction: a reader sees whole documents, a writer does not hold the lock for long
+PARALLEL_FROM = 2000  # files: below, the workers' start and the pickling cost more than they save
+CHUNK = 250  # files a worker task reads
+MAX_WORKERS = 8
 RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -35,7 +43,7 @@ class Sighting:
     pci_bus_id: str | None
     index: int | None
     verdict: str | None
-    figures: dict[str, float]
+    figures: str  # JSON: check id -> value (made where the document is read: in a worker, in parallel)
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,8 @@ def _figures(checks: object) -> dict[str, float]:
 def _gpu(gpu: object, verdict: str | None, figures: dict[str, float]) -> Sighting:
     g = _dict(gpu)
     serial = _text(g.get("serial")) or _text(g.get("board_serial"))
-    return Sighting(_text(g.get("uuid")), serial, _text(g.get("pci_bus_id")), _int(g.get("index")), verdict, figures)
+    index, bus = _int(g.get("index")), _text(g.get("pci_bus_id"))
+    return Sighting(_text(g.get("uuid")), serial, bus, index, verdict, json.dumps(figures))
 
 
 REMAP_KEYS = ("remapped_rows_correctable", "remapped_rows_uncorrectable")
@@ -172,12 +181,20 @@ def extract(doc: dict[str, Any]) -> Extract:
     return Extract(schema, own_time, _text(doc.get("host")), None, [])
 
 
-def read_document(path: Path) -> tuple[str, dict[str, Any] | None, str]:
-    """The file's content hash, its rigcheck document (None: not one) and, for None, why."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+@dataclass(frozen=True)
+class Prepared:
+    """One file read, hashed and extracted, ready to write: what a worker process hands the writer."""
+
+    digest: str
+    source: str
+    extract: Extract | None  # None: not a rigcheck document
+    why: str  # why not, for None; for an unreadable file, what the error said
+    mtime: str | None  # the file's modification time, the date of a document without its own (None: no file)
+    unreadable: bool = False
+
+
+def parse(data: bytes) -> tuple[str, dict[str, Any] | None, str]:
+    """The bytes' content hash, their rigcheck document (None: not one) and, for None, why."""
     digest = hashlib.sha256(data).hexdigest()
     try:
         doc = json.loads(data)
@@ -188,25 +205,83 @@ def read_document(path: Path) -> tuple[str, dict[str, Any] | None, str]:
     return digest, doc, ""
 
 
+def prepare(path: Path) -> Prepared:
+    """Read, hash and extract one file (in a worker process where add_files runs them in parallel)."""
+    try:
+        data = path.read_bytes()
+        mtime = mtime_utc(path)
+    except OSError as exc:
+        return Prepared("", str(path), None, f"cannot read: {exc.strerror or exc}", None, unreadable=True)
+    digest, doc, why = parse(data)
+    return Prepared(digest, str(path), None if doc is None else extract(doc), why, mtime)
+
+
+def prepare_many(paths: Sequence[Path]) -> list[Prepared]:
+    return [prepare(p) for p in paths]
+
+
+def default_workers(files: int) -> int:
+    """Worker processes for ``files`` files: none (this process) under PARALLEL_FROM, else one per usable core
+    (the writer, mostly inside SQLite, shares them): parsing JSON is most of an add's time."""
+    if files < PARALLEL_FROM:
+        return 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(cores, MAX_WORKERS)) if cores > 1 else 0
+
+
+def _prepared(files: list[Path], workers: int) -> Iterator[Prepared]:
+    """Each file prepared, in order: here, or in ``workers`` processes with at most 2 x workers chunks in flight
+    (the writer's lag bounds the memory, not the number of files)."""
+    if workers <= 0:
+        yield from map(prepare, files)
+        return
+    chunks = [files[i : i + CHUNK] for i in range(0, len(files), CHUNK)]
+    # fork where there is one: a worker starts in milliseconds and does not import the caller's __main__ again
+    # (spawn would, and a script without a __main__ guard would run twice); it only reads files.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method))
+    try:
+        todo, flight = deque(chunks), deque[Future[list[Prepared]]]()
+        while todo and len(flight) < 2 * workers:
+            flight.append(pool.submit(prepare_many, todo.popleft()))
+        while flight:
+            done = flight.popleft().result()
+            if todo:
+                flight.append(pool.submit(prepare_many, todo.popleft()))
+            yield from done
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def add_files(
-    conn: sqlite3.Connection, files: Iterable[Path], *, progress: Callable[[int], None] | None = None
+    conn: sqlite3.Connection,
+    files: Sequence[Path],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
 ) -> Added:
-    """Add each file's document unless the ledger has it already; a batch of BATCH documents a transaction."""
+    """Add each file's document unless the ledger has it already; a batch of BATCH documents a transaction.
+    ``progress(done, total)`` after each batch; ``workers``: processes that read and parse (default_workers)."""
     added = Added()
-    pending: list[tuple[str, Path | str, dict[str, Any]]] = []
+    files = list(files)
+    pending: list[Prepared] = []
     seen = 0
-    for path in files:
-        digest, doc, why = read_document(path)
+    for item in _prepared(files, default_workers(len(files)) if workers is None else workers):
         seen += 1
-        if doc is None:
-            added.not_rigcheck.append(f"{path}: {why}")
+        if item.unreadable:
+            raise InputError(item.why, path=item.source)
+        if item.extract is None:
+            added.not_rigcheck.append(f"{item.source}: {item.why}")
             continue
-        pending.append((digest, path, doc))
+        pending.append(item)
         if len(pending) >= BATCH:
             _write(conn, pending, added)
             pending.clear()
             if progress is not None:
-                progress(seen)
+                progress(seen, len(files))
     if pending:
         _write(conn, pending, added)
     return added
@@ -215,57 +290,61 @@ def add_files(
 def add_document(conn: sqlite3.Connection, data: bytes, source: str) -> Added:
     """One document a command just printed (`verify --ledger`): dated by the document, else now (its run's end)."""
     added = Added()
-    doc = json.loads(data)
-    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("rigcheck."):
-        added.not_rigcheck.append(f"{source}: no rigcheck schema")
+    digest, doc, why = parse(data)
+    if doc is None:
+        added.not_rigcheck.append(f"{source}: {why}")
         return added
-    _write(conn, [(hashlib.sha256(data).hexdigest(), source, doc)], added)
+    _write(conn, [Prepared(digest, source, extract(doc), "", None)], added)
     return added
 
 
-def _write(conn: sqlite3.Connection, batch: list[tuple[str, Path | str, dict[str, Any]]], added: Added) -> None:
-    """Each document the ledger lacks; one from a file without its own date is dated by the file's modification
-    time, one from a command (``source`` a name, not a Path) by now."""
+def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) -> None:
+    """Each document the ledger lacks, in one transaction (a statement per table for the whole batch); one from a
+    file without its own date is dated by the file's modification time, one from a command (no file) by now. Its
+    GPUs with figures are marked for their trends to be fitted again (stale_trends)."""
     stamp = now_utc()
     with transaction(conn):
-        for digest, path, doc in batch:
-            if conn.execute("SELECT 1 FROM documents WHERE hash = ?", (digest,)).fetchone():
-                added.known += 1
+        digests = sorted({item.digest for item in batch})
+        known: set[str] = set()
+        for start in range(0, len(digests), query.CHUNK):
+            chunk = digests[start : start + query.CHUNK]
+            holes = ", ".join("?" * len(chunk))
+            known |= {r[0] for r in conn.execute(f"SELECT hash FROM documents WHERE hash IN ({holes})", chunk)}
+        documents, observations, xids, stale = [], [], [], set()
+        for item in batch:
+            ex = item.extract
+            if ex is None or item.digest in known:
+                added.known += ex is not None
                 continue
-            ex = extract(doc)
+            known.add(item.digest)  # the same bytes twice in one batch are one document
             if ex.created_at:
                 created, created_from = ex.created_at, "document"
-            elif isinstance(path, Path):
-                created, created_from = mtime_utc(path), "mtime"
+            elif item.mtime is not None:
+                created, created_from = item.mtime, "mtime"
             else:
                 created, created_from = stamp, "recorded"
-            conn.execute(
-                "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (digest, ex.schema, created, created_from, ex.node, ex.verdict, str(path), stamp),
-            )
-            conn.executemany(
-                "INSERT INTO observations (document, created_at, node, gpu_uuid, serial, pci_bus_id, gpu_index,"
-                " verdict, figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        digest,
-                        created,
-                        ex.node,
-                        s.uuid,
-                        s.serial,
-                        s.pci_bus_id,
-                        s.index,
-                        s.verdict,
-                        json.dumps(s.figures),
-                    )
-                    for s in ex.sightings
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO xids (document, created_at, node, gpu_uuid, serial, pci_bus_id, code)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(digest, created, ex.node, s.uuid, s.serial, s.pci_bus_id, code) for s, code in ex.xids],
-            )
+            documents.append((item.digest, ex.schema, created, created_from, ex.node, ex.verdict, item.source, stamp))
+            observations += [
+                (item.digest, created, ex.node, s.uuid, s.serial, s.pci_bus_id, s.index, s.verdict, s.figures)
+                for s in ex.sightings
+            ]
+            xids += [(item.digest, created, ex.node, s.uuid, s.serial, s.pci_bus_id, code) for s, code in ex.xids]
+            stale |= {key for s in ex.sightings if s.figures != "{}" and (key := s.uuid or s.serial)}
             added.new += 1
             added.from_mtime += created_from == "mtime"
+        conn.executemany(
+            "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            documents,
+        )
+        conn.executemany(
+            "INSERT INTO observations (document, created_at, node, gpu_uuid, serial, pci_bus_id, gpu_index, verdict,"
+            " figures) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            observations,
+        )
+        conn.executemany(
+            "INSERT INTO xids (document, created_at, node, gpu_uuid, serial, pci_bus_id, code)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            xids,
+        )
+        conn.executemany("INSERT OR IGNORE INTO stale_trends (gpu) VALUES (?)", [(k,) for k in sorted(stale)])

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 
 from rigcheck.model.history import EXCLUDED_VERDICTS, NodeCount, RunRow, SightingRow, XidRow
 
+CHUNK = 500  # keys bound in one IN (...): under SQLite's oldest limit on bound parameters (999)
+RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 _EXCLUDED = "(" + ", ".join(f"'{v}'" for v in sorted(EXCLUDED_VERDICTS)) + ")"
 
 
@@ -85,8 +88,8 @@ def sightings_of(
     """Every sighting of these GPUs (by UUID or by serial), oldest first."""
     out: list[SightingRow] = []
     for column, keys in (("gpu_uuid", sorted(uuids)), ("serial", sorted(serials))):
-        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
-            chunk = keys[start : start + 500]
+        for start in range(0, len(keys), CHUNK):
+            chunk = keys[start : start + CHUNK]
             marks = ", ".join("?" * len(chunk))
             where, args = _where(since=since, node=None, extra=(f"{column} IN ({marks})",))
             out += _sightings(conn, where, [*chunk, *args])
@@ -94,15 +97,51 @@ def sightings_of(
     return sorted(unique.values(), key=lambda s: s.created_at)
 
 
-def newest(conn: sqlite3.Connection) -> str | None:
-    """The newest GPU sighting's time: where history's drift window ends."""
-    row = conn.execute("SELECT MAX(created_at) FROM observations").fetchone()
-    return str(row[0]) if row and row[0] is not None else None
-
-
 def sightings_with_figures(conn: sqlite3.Connection, *, since: str | None, node: str | None) -> list[SightingRow]:
-    """Every sighting with a figure from ``since`` on (the drift window), oldest first."""
+    """Every sighting with a figure (of a node, from ``since`` on), oldest first."""
     where, args = _where(since=since, node=node, extra=("figures != '{}'",))
+    return _sightings(conn, where, args)
+
+
+# A GPU's key is its UUID, else its board serial: the rows of a key are those with that UUID, and those with no
+# UUID and that serial.
+_KEY_COLUMNS = (("gpu_uuid", "gpu_uuid IN ({})"), ("serial", "gpu_uuid IS NULL AND serial IN ({})"))
+
+
+def _chunks(keys: Iterable[str]) -> list[list[str]]:
+    ordered = sorted(keys)
+    return [ordered[i : i + CHUNK] for i in range(0, len(ordered), CHUNK)]
+
+
+def window_sightings(
+    conn: sqlite3.Connection, keys: Iterable[str], window_days: float, *, since: str | None
+) -> list[SightingRow]:
+    """The sightings with figures of these GPUs (by key) that their drift windows can hold: from ``window_days``
+    before the newest sighting of the chunk's oldest GPU (and from ``since``) on, oldest first. The fit narrows
+    each GPU to its own window."""
+    out: list[SightingRow] = []
+    for chunk in _chunks(keys):
+        holes = ", ".join("?" * len(chunk))
+        for column, test in _KEY_COLUMNS:
+            latest = conn.execute(
+                f"SELECT MIN(newest) FROM (SELECT MAX(created_at) AS newest FROM observations"
+                f" WHERE {test.format(holes)} GROUP BY {column})",
+                chunk,
+            ).fetchone()[0]
+            if latest is None:
+                continue
+            opens = (datetime.fromisoformat(latest) - timedelta(days=window_days)).strftime(RFC3339)
+            start = max(opens, since) if since is not None else opens
+            where = f" WHERE {test.format(holes)} AND figures != '{{}}' AND created_at >= ?"
+            out += _sightings(conn, where, [*chunk, start])
+    out.sort(key=lambda s: s.created_at)
+    return out
+
+
+def remap_sightings(conn: sqlite3.Connection, *, since: str | None, node: str | None) -> list[SightingRow]:
+    """The sightings with remapped-row counts (doctor's and snapshots'), oldest first: the LIKE is the partial
+    index's own condition (observations_remaps), so SQLite reads that index, not every verify row."""
+    where, args = _where(since=since, node=node, extra=("figures LIKE '%remapped_rows%'",))
     return _sightings(conn, where, args)
 
 

@@ -68,6 +68,23 @@ class XidRow:
     code: int
 
 
+@dataclass(frozen=True)
+class TrendRow:
+    """One GPU's trend of one figure over its drift window (the Theil-Sen line of checks/history/drift.py), as the
+    ledger caches it between runs: the window's first and last run, the fitted level at each, the line's slope."""
+
+    gpu: str  # its UUID, else its board serial
+    figure: str  # membw, matmul_bf16, ..., counters
+    node: str | None  # where its last run in the window was
+    first_at: str
+    last_at: str
+    points: int  # runs in the window
+    days: float  # from the first to the last run
+    slope_per_day: float
+    start: float  # the fitted level at the first run
+    end: float  # ... at the last
+
+
 class Filters(Plain):
     node: str | None = Field(description="--node: only this node's runs and GPUs")
     gpu: str | None = Field(description="--gpu: only this GPU's timeline and alerts (a UUID or a board serial)")
@@ -80,7 +97,7 @@ class Rules(Plain):
     repeat_failures: int = Field(description="repeat-offender: this many excluded runs ...")
     repeat_window: int = Field(description="... among the node's last this many runs")
     timeline_limit: int = Field(description="timelines printed at most (the GPUs with the most failures first)")
-    drift_window_days: float = Field(description="drift: the runs of this many days before the newest one")
+    drift_window_days: float = Field(description="drift: a GPU's runs of this many days before its last one")
     drift_min_points: int = Field(description="drift: a trend over at least this many runs ...")
     drift_min_days: float = Field(description="... spanning at least this many days")
     drift_drop: float = Field(description="drift: a throughput figure's fitted change over the window, at most this")

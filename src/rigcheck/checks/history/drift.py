@@ -4,6 +4,10 @@ The trend is Theil-Sen's: the slope is the median of the slopes between every tw
 be outliers (a noisy day, a re-measure) without moving it, where a least-squares line follows them. Its line goes
 through the median of ``value - slope x day``; the fitted change over the window is ``slope x span``.
 
+Each GPU's window is its own: the ``DRIFT_WINDOW_DAYS`` before its last run with the figure (a GPU taken out of
+service keeps the trend it had). :func:`fit_trends` fits them; the ledger keeps them between runs
+(ledger/trends.py) and :func:`still_valid` says which of those a ``--since`` leaves as they are.
+
 Rules (``Rules`` in the document carries them):
 
 - a throughput figure (membw, matmul_*, hostlink) drifts when its fitted change over the window is at most
@@ -25,8 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from statistics import median
 
-from rigcheck.model.history import Alert, SightingRow
+from rigcheck.model.history import Alert, SightingRow, TrendRow
 
+DRIFT_WINDOW_DAYS = 30.0  # the issue's "membw -4% over 30 days": a month of daily runs
 DRIFT_MIN_POINTS = 7
 DRIFT_MIN_DAYS = 14.0
 DRIFT_DROP = -0.03  # fitted change / fitted start: see the module's docstring
@@ -79,8 +84,49 @@ def _series(sightings: Sequence[SightingRow]) -> dict[tuple[str, str], list[Sigh
     return out
 
 
-def _message(gpu: str, node: str, figure: str, t: Trend) -> str:
-    if figure == ECC_FIGURE:
+def fit_trends(sightings: Sequence[SightingRow], window_days: float = DRIFT_WINDOW_DAYS) -> list[TrendRow]:
+    """Each GPU's trend of each figure over the ``window_days`` before its last run with that figure: what the
+    ledger caches (ledger/trends.py) and what --node fits afresh. ``sightings`` oldest first; a series of one
+    day has no trend."""
+    out = []
+    for (gpu, figure), rows in sorted(_series(sightings).items()):
+        last = rows[-1]
+        days = [_day(r.created_at) for r in rows]
+        opens = days[-1] - window_days
+        kept = [i for i, d in enumerate(days) if d >= opens]
+        trend = theil_sen([days[i] for i in kept], [rows[i].figures[figure] for i in kept])
+        if trend is None:
+            continue
+        out.append(
+            TrendRow(
+                gpu=gpu,
+                figure=figure,
+                node=last.node,
+                first_at=rows[kept[0]].created_at,
+                last_at=last.created_at,
+                points=trend.points,
+                days=trend.days,
+                slope_per_day=trend.slope_per_day,
+                start=trend.start,
+                end=trend.end,
+            )
+        )
+    return out
+
+
+def still_valid(cached: Sequence[TrendRow], since: str | None) -> tuple[list[TrendRow], set[str]]:
+    """The cached trends that hold from ``since`` on as they are, and the GPUs to fit again: those whose window
+    starts before ``since`` and ends after it (their window from ``since`` on has fewer runs). A window that ended
+    before ``since`` has no run in the answer."""
+    if since is None:
+        return list(cached), set()
+    kept = [t for t in cached if t.first_at >= since]
+    redo = {t.gpu for t in cached if t.first_at < since <= t.last_at}
+    return kept, redo
+
+
+def _message(gpu: str, node: str, t: TrendRow) -> str:
+    if t.figure == ECC_FIGURE:
         return (
             f"GPU {gpu} on {node}: corrected ECC errors rising from {t.start:.3g}/s to {t.end:.3g}/s over "
             f"{t.days:.0f} days ({t.points} runs, Theil-Sen): memory wearing out; watch for row remaps and plan a "
@@ -88,38 +134,34 @@ def _message(gpu: str, node: str, figure: str, t: Trend) -> str:
         )
     change = (t.end - t.start) / t.start
     return (
-        f"GPU {gpu} on {node}: {figure} fell {change:+.1%} over {t.days:.0f} days ({t.start:.4g} -> {t.end:.4g}, "
+        f"GPU {gpu} on {node}: {t.figure} fell {change:+.1%} over {t.days:.0f} days ({t.start:.4g} -> {t.end:.4g}, "
         f"{t.points} runs, Theil-Sen): a steady loss, not noise; check its cooling, clocks and power before it "
         "fails verify"
     )
 
 
-def drifting(trend: Trend, figure: str) -> bool:
+def drifting(trend: TrendRow) -> bool:
     if trend.points < DRIFT_MIN_POINTS or trend.days < DRIFT_MIN_DAYS:
         return False
-    if figure == ECC_FIGURE:
+    if trend.figure == ECC_FIGURE:
         return trend.end >= ECC_RISE_FLOOR and trend.end >= ECC_RISE_FACTOR * max(trend.start, 0.0)
     return trend.start > 0 and (trend.end - trend.start) / trend.start <= DRIFT_DROP
 
 
-def drift_alerts(sightings: Sequence[SightingRow]) -> list[Alert]:
+def drift_alerts(trends: Sequence[TrendRow]) -> list[Alert]:
     """One alert per GPU and figure whose trend drifts (the module's rules), dated by its last run."""
     alerts = []
-    for (gpu, figure), rows in sorted(_series(sightings).items()):
-        if len(rows) < DRIFT_MIN_POINTS:
+    for trend in sorted(trends, key=lambda t: (t.gpu, t.figure)):
+        if not drifting(trend):
             continue
-        trend = theil_sen([_day(r.created_at) for r in rows], [r.figures[figure] for r in rows])
-        if trend is None or not drifting(trend, figure):
-            continue
-        last = rows[-1]
-        node = last.node or "?"
+        node = trend.node or "?"
         alerts.append(
             Alert(
                 kind="drift",
                 node=node,
-                gpu=gpu,
-                created_at=last.created_at,
-                message=_message(gpu, node, figure, t=trend),
+                gpu=trend.gpu,
+                created_at=trend.last_at,
+                message=_message(trend.gpu, node, trend),
             )
         )
     return alerts

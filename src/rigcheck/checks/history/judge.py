@@ -16,7 +16,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rigcheck.checks.history.drift import DRIFT_DROP, DRIFT_MIN_DAYS, DRIFT_MIN_POINTS, drift_alerts
+from rigcheck.checks.history.drift import (
+    DRIFT_DROP,
+    DRIFT_MIN_DAYS,
+    DRIFT_MIN_POINTS,
+    DRIFT_WINDOW_DAYS,
+    drift_alerts,
+)
 from rigcheck.checks.history.escalation import ESCALATION_DAYS, remap_escalations, xid_escalations
 from rigcheck.model.history import (
     EXCLUDED_VERDICTS,
@@ -30,13 +36,13 @@ from rigcheck.model.history import (
     SightingRow,
     Timeline,
     TimelineEntry,
+    TrendRow,
     XidRow,
 )
 
 REPEAT_FAILURES = 2  # excluded runs ...
 REPEAT_WINDOW = 10  # ... among the last this many: one failure may be a fault, two in ten runs a pattern
 TIMELINE_LIMIT = 50
-DRIFT_WINDOW_DAYS = 30.0  # the "membw -4% over 30 days": a month of daily runs
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,8 @@ class Ledger:
     counts: Sequence[NodeCount]
     last_runs: Sequence[RunRow]  # the last repeat_window runs of the nodes with an excluded run
     sightings: Sequence[SightingRow]  # every sighting of the GPUs that failed, or were asked for; oldest first
-    recent: Sequence[SightingRow] = ()  # every sighting with figures in the drift window; oldest first
+    trends: Sequence[TrendRow] = ()  # each GPU's trend of each figure over its drift window
+    remaps: Sequence[SightingRow] = ()  # every sighting with remapped-row counts; oldest first
     xids: Sequence[XidRow] = ()  # every Xid on a GPU; oldest first
 
 
@@ -163,8 +170,8 @@ def judge_history(ledger: Ledger, filters: Filters, rules: Rules | None = None) 
         escalation_days=ESCALATION_DAYS,
     )
     alerts = reissued(ledger.sightings) + repeat_offenders(ledger.last_runs, rules)
-    alerts += drift_alerts(ledger.recent) + xid_escalations(ledger.xids, rules.escalation_days)
-    alerts += remap_escalations(ledger.recent)
+    alerts += drift_alerts(ledger.trends) + xid_escalations(ledger.xids, rules.escalation_days)
+    alerts += remap_escalations(ledger.remaps)
     lines = timelines(ledger.sightings)
     if filters.node is not None:
         alerts = [a for a in alerts if a.node == filters.node]
