@@ -62,3 +62,24 @@ def test_workers_start_only_where_they_pay(
 ) -> None:
     monkeypatch.setattr("os.sched_getaffinity", lambda _pid: set(range(cores)))
     assert default_workers(files) == workers
+
+
+def test_a_fleet_document_is_one_document_and_a_run_of_each_node(tmp_path: Path) -> None:
+    """`fleet --ledger` (and `history add` of a fleet document): each node's verdict counts for its offences."""
+    from rigcheck.cli.history import history_document
+    from rigcheck.ledger.ingest import add_document
+    from rigcheck.model.history import Filters
+    from rigcheck.report.render import json_text
+    from tests.report.test_render_formats import fleet_sample
+
+    fleet = fleet_sample()
+    verdicts = {n.name: n.verdict for n in fleet.nodes}  # type: ignore[attr-defined]
+    data = json_text(fleet).encode()
+    path = tmp_path / "l.sqlite"
+    with open_ledger(path) as conn:
+        assert add_document(conn, data, "rigcheck fleet").new == 1
+        assert add_document(conn, data, "rigcheck fleet").known == 1
+    doc = history_document(path, Filters(node=None, gpu=None, since=None))
+    assert doc.documents == 1
+    assert doc.runs == len(verdicts) == 4
+    assert sorted(o.node for o in doc.offenders) == sorted(n for n, v in verdicts.items() if v != "pass") != []

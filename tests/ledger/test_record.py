@@ -13,7 +13,8 @@ SNAPSHOT = "tests/fixtures/snapshots/2x-3090-phb-throttling.json"
 
 def _documents(ledger: Path) -> list[tuple[str, str | None, str]]:
     with sqlite3.connect(ledger) as conn:
-        return list(conn.execute("SELECT schema, node, created_from FROM documents ORDER BY schema"))
+        query = "SELECT schema, node, created_from FROM documents WHERE part_of IS NULL ORDER BY schema"
+        return list(conn.execute(query))
 
 
 def test_doctor_and_verify_record_what_they_printed(rigcheck: Rigcheck, tmp_path: Path) -> None:
@@ -51,3 +52,6 @@ def test_fleet_from_saved_documents_records_the_fleet(rigcheck: Rigcheck, tmp_pa
     result = rigcheck("fleet", "--from", "tests/fixtures/fleet/4-nodes", "--json", "--ledger", ledger)
     assert result.code == 1
     assert [row[0] for row in _documents(ledger)] == ["rigcheck.fleet/1"]
+    with sqlite3.connect(ledger) as conn:  # and a run of each of its four nodes
+        runs = conn.execute("SELECT node, verdict FROM documents WHERE part_of IS NOT NULL ORDER BY node").fetchall()
+    assert [node for node, _ in runs] == ["node01", "node02", "node03", "node04"]

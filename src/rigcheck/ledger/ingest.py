@@ -4,8 +4,9 @@ sha256 of its bytes is its key: adding it again changes nothing).
 What is kept of a document, besides its key, schema, time and path: verify's node verdict and, per GPU, its
 UUID, PCI bus id, index, verdict and figures (check id -> value); doctor's and a snapshot's GPUs (UUID, board
 serial where the document has one, bus id, index, remapped-row counts and remapping failure as figures), the Xid
-codes of their kernel log on each GPU (the xids table) and doctor's outcome as the node's verdict. The other rigcheck
-documents (fleet, burn, bench, ...) are kept as documents. A document's ``created_at`` is its own where it has
+codes of their kernel log on each GPU (the xids table) and doctor's outcome as the node's verdict; a fleet's verdict
+on each of its nodes, as a run of that node (a row part_of the fleet document). The other rigcheck documents
+(burn, bench, ...) are kept as documents. A document's ``created_at`` is its own where it has
 one (a snapshot's, doctor's embedded snapshot's), else the file's modification time, both as RFC 3339 UTC.
 """
 
@@ -56,6 +57,7 @@ class Extract:
     verdict: str | None
     sightings: list[Sighting]
     xids: list[tuple[Sighting, int]] = field(default_factory=list)  # (the GPU, the Xid code) per kernel-log line
+    runs: list[tuple[str, str]] = field(default_factory=list)  # a fleet's (node, verdict), each a run of its own
 
 
 @dataclass
@@ -178,6 +180,12 @@ def extract(doc: dict[str, Any]) -> Extract:
         gpus = _snapshot_gpus(doc)
         node = _text(_dict(doc.get("host")).get("hostname"))
         return Extract(schema, own_time, node, None, gpus, _snapshot_xids(doc, gpus))
+    if schema == "rigcheck.fleet/1":
+        nodes = [_dict(n) for n in _list(doc.get("nodes"))]
+        runs = [
+            (name, verdict) for n in nodes if (name := _text(n.get("name"))) and (verdict := _text(n.get("verdict")))
+        ]
+        return Extract(schema, own_time, None, _text(doc.get("verdict")), [], runs=runs)
     return Extract(schema, own_time, _text(doc.get("host")), None, [])
 
 
@@ -310,7 +318,8 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
             chunk = digests[start : start + query.CHUNK]
             holes = ", ".join("?" * len(chunk))
             known |= {r[0] for r in conn.execute(f"SELECT hash FROM documents WHERE hash IN ({holes})", chunk)}
-        documents, observations, xids, stale = [], [], [], set()
+        documents: list[tuple[str | None, ...]] = []
+        observations, xids, stale = [], [], set()
         for item in batch:
             ex = item.extract
             if ex is None or item.digest in known:
@@ -323,7 +332,23 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
                 created, created_from = item.mtime, "mtime"
             else:
                 created, created_from = stamp, "recorded"
-            documents.append((item.digest, ex.schema, created, created_from, ex.node, ex.verdict, item.source, stamp))
+            documents.append(
+                (item.digest, ex.schema, created, created_from, ex.node, ex.verdict, item.source, stamp, None)
+            )
+            documents += [
+                (
+                    f"{item.digest}/{node}",
+                    ex.schema,
+                    created,
+                    created_from,
+                    node,
+                    verdict,
+                    item.source,
+                    stamp,
+                    item.digest,
+                )
+                for node, verdict in ex.runs
+            ]
             observations += [
                 (item.digest, created, ex.node, s.uuid, s.serial, s.pci_bus_id, s.index, s.verdict, s.figures)
                 for s in ex.sightings
@@ -333,8 +358,8 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
             added.new += 1
             added.from_mtime += created_from == "mtime"
         conn.executemany(
-            "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at, part_of)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             documents,
         )
         conn.executemany(

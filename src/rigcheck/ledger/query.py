@@ -28,7 +28,8 @@ def _where(*, since: str | None, node: str | None, extra: Sequence[str] = ()) ->
 
 
 def document_count(conn: sqlite3.Connection) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+    """The documents added (a fleet document's runs of its nodes are rows of their own, not documents)."""
+    return int(conn.execute("SELECT COUNT(*) FROM documents WHERE part_of IS NULL").fetchone()[0])
 
 
 def node_counts(conn: sqlite3.Connection, *, since: str | None, node: str | None) -> list[NodeCount]:

@@ -70,7 +70,9 @@ CREATE INDEX xids_gpu ON xids (gpu_uuid, code, created_at);
 # figure over its drift window, fitted when documents are added (trends), the GPUs whose trends new documents made
 # stale until they are fitted again (stale_trends: every GPU with figures when a v2 ledger is migrated; `show`
 # fits a stale GPU itself and `add` stores it), and an index of the sightings with remapped-row counts (doctor's
-# and snapshots', a few among many verify rows) for the escalation alerts.
+# and snapshots', a few among many verify rows) for the escalation alerts. A fleet document judges many nodes: it is
+# one document, and a run per node (a documents row each, part_of naming the fleet document), so that a fleet run
+# counts for each node's offences as a verify of that node does.
 V3_TABLES = """
 CREATE TABLE trends (
     gpu TEXT NOT NULL,              -- UUID, else board serial
@@ -90,6 +92,7 @@ INSERT INTO stale_trends SELECT DISTINCT COALESCE(gpu_uuid, serial) FROM observa
     WHERE figures != '{}' AND COALESCE(gpu_uuid, serial) IS NOT NULL;
 CREATE INDEX observations_remaps ON observations (created_at) WHERE figures LIKE '%remapped_rows%';
 CREATE INDEX documents_runs ON documents (node, verdict, created_at);
+ALTER TABLE documents ADD COLUMN part_of TEXT;  -- a fleet document's run of one node: the fleet document's hash
 """
 
 
