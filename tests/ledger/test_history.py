@@ -190,3 +190,25 @@ def test_show_writes_its_html_and_markdown_pages(rigcheck: Rigcheck, ledger: Pat
     assert html.count("<svg") == len(titles)  # a chart each
     assert f"GPU {DRIFTING_UUID}: 0 failed run(s) on {DRIFTING}" in markdown  # drifting, never failed: charted
     assert f"on {MOVED_TO}</text>" in html  # the moved GPU's chart marks the day
+
+
+def test_add_fits_what_was_left_stale_even_with_nothing_new(rigcheck: Rigcheck, tmp_path: Path) -> None:
+    """A ledger whose GPUs are stale (migrated from v2, or added by the library alone) is fitted by the next
+    `history add`, though every file it is given is known."""
+    from rigcheck.ledger.ingest import add_files, document_files
+    from rigcheck.ledger.store import open_ledger
+    from rigcheck.ledger.trends import cached, stale
+
+    folder = tmp_path / "docs"
+    write_fleet(folder, nodes=2, days=10)
+    path = tmp_path / "l.sqlite"
+    with open_ledger(path) as conn:
+        add_files(conn, document_files([folder]), workers=0)
+        assert len(stale(conn)) == 4
+    result = rigcheck("history", "add", folder, "--ledger", path)
+    assert "0 new, 20 already known" in result.stdout
+    assert "fitting the drift trends of 4 GPUs" in result.stderr
+    with open_ledger(path) as conn:
+        assert stale(conn) == set()
+        assert {t.figure for t in cached(conn)} == {"membw", "matmul_bf16", "hostlink"}
+        assert len(cached(conn)) == 4 * 3

@@ -64,6 +64,7 @@ def add(
     interrupted.
     """
     from rigcheck.cli.progress import progress_line
+    from rigcheck.ledger import trends
     from rigcheck.ledger.ingest import add_files, document_files
     from rigcheck.ledger.store import open_ledger
 
@@ -71,8 +72,8 @@ def add(
     files = document_files(paths)
     with open_ledger(path) as conn, progress_line() as progress:
         added = add_files(conn, files, progress=lambda done, total: progress(f"read {done:,} of {total:,} files"))
-        if added.new:
-            progress(f"fitting the trends of the GPUs of {added.new:,} new documents")
+        if stale := len(trends.stale(conn)):  # the new documents' GPUs, and any a migration left to fit
+            progress(f"fitting the drift trends of {stale:,} GPUs")
             refresh_trends(conn)
     others = len(added.not_rigcheck)
     write_stdout(
