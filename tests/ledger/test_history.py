@@ -50,7 +50,7 @@ def ledger(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert refresh_trends(conn) == 63 * 2 + 1
         assert stale(conn) == set()
         assert conn.execute("SELECT COUNT(*) FROM trends").fetchone()[0] == (63 * 2 + 1) * 3
-    assert (added.new, added.known, added.not_rigcheck, added.from_mtime) == (3780, 0, [], 3780)
+    assert (added.new, added.known, added.not_rigcheck, added.from_name, added.from_mtime) == (3780, 0, [], 3780, 0)
     return path
 
 
@@ -87,7 +87,9 @@ def test_add_is_idempotent_and_counts_what_it_skipped(rigcheck: Rigcheck, tmp_pa
     ledger = tmp_path / "l.sqlite"
     first = rigcheck("history", "add", folder, "--ledger", ledger)
     assert first.code == 0
-    assert "6 new, 0 already known, 2 not rigcheck documents (6 new dated by their file's time)" in first.stdout
+    assert (
+        "6 new, 0 already known, 2 not rigcheck documents (6 new dated by a date in their file's name)" in first.stdout
+    )
     again = rigcheck("history", "add", folder / "node-00", folder, env={"RIGCHECK_LEDGER": str(ledger)})
     assert "0 new, 9 already known, 2 not rigcheck documents" in again.stdout  # node-00's 3 twice, then all 6
     shown = rigcheck("history", "show", "--ledger", ledger, "--node", "node-00", "--json").json

@@ -83,3 +83,47 @@ def test_a_fleet_document_is_one_document_and_a_run_of_each_node(tmp_path: Path)
     assert doc.documents == 1
     assert doc.runs == len(verdicts) == 4
     assert sorted(o.node for o in doc.offenders) == sorted(n for n, v in verdicts.items() if v != "pass") != []
+
+
+@pytest.mark.parametrize(
+    ("path", "mtime", "expected"),
+    [
+        ("verify-2025-01-31.json", "2025-01-31T06:12:00Z", "2025-01-31T06:12:00Z"),  # the same day: the file's time
+        ("verify-2025-01-31.json", "2026-11-28T10:00:00Z", "2025-01-31T00:00:00Z"),  # copied later: the name's day
+        ("20250131T061500Z/node-05.json", None, "2025-01-31T06:15:00Z"),  # the folder's date and time
+        ("2025-01-31/node-05/verify.json", None, "2025-01-31T00:00:00Z"),  # two folders up
+        ("run-20251399.json", None, None),  # not a date
+        ("job-4412025013112.json", None, None),  # digits inside a longer number
+        ("verify.json", "2025-01-31T06:12:00Z", None),
+    ],
+)
+def test_a_date_in_the_name_dates_a_document_without_one(path: str, mtime: str | None, expected: str | None) -> None:
+    from rigcheck.ledger.ingest import named_time
+
+    assert named_time(Path("/data") / path, mtime) == expected
+
+
+def test_the_documents_date_comes_first_then_the_name_then_the_file(tmp_path: Path) -> None:
+    import json
+    import os
+
+    from rigcheck.ledger.ingest import add_files
+
+    doc = {"schema": "rigcheck.verify/1", "host": "n1", "verdict": "pass", "gpus": []}
+    own = tmp_path / "verify-2025-02-01.json"
+    own.write_text(json.dumps({**doc, "created_at": "2025-03-01T08:00:00+01:00", "n": 1}))
+    named = tmp_path / "verify-2025-02-02.json"
+    named.write_text(json.dumps({**doc, "n": 2}))
+    plain = tmp_path / "verify.json"
+    plain.write_text(json.dumps({**doc, "n": 3}))
+    for f in (own, named, plain):
+        os.utime(f, (1_700_000_000, 1_700_000_000))  # 2023-11-14T22:13:20Z
+    with open_ledger(tmp_path / "l.sqlite") as conn:
+        added = add_files(conn, [own, named, plain], workers=0)
+        rows = conn.execute("SELECT source, created_at, created_from FROM documents ORDER BY source").fetchall()
+    assert (added.from_name, added.from_mtime) == (1, 1)
+    assert rows == [
+        (str(own), "2025-03-01T07:00:00Z", "document"),
+        (str(named), "2025-02-02T00:00:00Z", "name"),
+        (str(plain), "2023-11-14T22:13:20Z", "mtime"),
+    ]

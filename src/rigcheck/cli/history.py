@@ -78,10 +78,20 @@ def add(
     others = len(added.not_rigcheck)
     write_stdout(
         f"{path}: {added.new:,} new, {added.known:,} already known, {others:,} not rigcheck documents"
-        + (f" ({added.from_mtime:,} new dated by their file's time)" if added.from_mtime else "")
+        + _dated(added.from_name, added.from_mtime)
         + "\n"
     )
     raise typer.Exit(EXIT_OK)
+
+
+def _dated(by_name: int, by_mtime: int) -> str:
+    """How many new documents without a date of their own were dated by their file's name, and by its time."""
+    said = []
+    if by_name:
+        said.append(f"{by_name:,} new dated by a date in their file's name")
+    if by_mtime:
+        said.append(f"{by_mtime:,} new dated by their file's time")
+    return f" ({', '.join(said)})" if said else ""
 
 
 def parse_since(text: str | None) -> str | None:

@@ -16,6 +16,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -66,6 +67,7 @@ class Added:
     known: int = 0
     not_rigcheck: list[str] = field(default_factory=list)  # the paths, each with why
     from_mtime: int = 0  # new documents whose created_at is their file's modification time
+    from_name: int = 0  # ... a date in their file's (or folder's) name
 
 
 def document_files(paths: Sequence[Path]) -> list[Path]:
@@ -92,6 +94,29 @@ def rfc3339(value: object) -> str | None:
     if when.tzinfo is None:
         return None  # a time without its zone is not RFC 3339: the file's time is surer
     return when.astimezone(timezone.utc).strftime(RFC3339)
+
+
+# A date, and maybe a time, in a file or folder name: verify-2025-01-31.json, 20250131T060000Z/node-05.json.
+_NAMED = re.compile(
+    r"(?<!\d)(20\d\d)-?([01]\d)-?([0-3]\d)(?:[T_]([0-2]\d):?([0-5]\d):?([0-5]\d)Z?)?(?!\d)", re.IGNORECASE
+)
+
+
+def named_time(path: Path, mtime: str | None) -> str | None:
+    """The time a date in the file's name (else its folder's, else the folder above) gives, as RFC 3339 UTC; a
+    date alone is the file's modification time where that falls on the same day (a copy's time does not), else
+    its midnight UTC. None: no valid date there. A name's time is read as UTC."""
+    for part in (path.name, path.parent.name, path.parent.parent.name):
+        for match in _NAMED.finditer(part):
+            year, month, day, hour, minute, second = (int(g) if g else 0 for g in match.groups())
+            try:
+                when = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+            except ValueError:
+                continue  # 20251399: not a date
+            if match.group(4) is None and mtime is not None and mtime[:10] == when.strftime("%Y-%m-%d"):
+                return mtime
+            return when.strftime(RFC3339)
+    return None
 
 
 def mtime_utc(path: Path) -> str:
@@ -198,6 +223,7 @@ class Prepared:
     extract: Extract | None  # None: not a rigcheck document
     why: str  # why not, for None; for an unreadable file, what the error said
     mtime: str | None  # the file's modification time, the date of a document without its own (None: no file)
+    named: str | None = None  # the time a date in its name gives (named_time), before the modification time
     unreadable: bool = False
 
 
@@ -221,7 +247,7 @@ def prepare(path: Path) -> Prepared:
     except OSError as exc:
         return Prepared("", str(path), None, f"cannot read: {exc.strerror or exc}", None, unreadable=True)
     digest, doc, why = parse(data)
-    return Prepared(digest, str(path), None if doc is None else extract(doc), why, mtime)
+    return Prepared(digest, str(path), None if doc is None else extract(doc), why, mtime, named_time(path, mtime))
 
 
 def prepare_many(paths: Sequence[Path]) -> list[Prepared]:
@@ -328,6 +354,8 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
             known.add(item.digest)  # the same bytes twice in one batch are one document
             if ex.created_at:
                 created, created_from = ex.created_at, "document"
+            elif item.named is not None:
+                created, created_from = item.named, "name"
             elif item.mtime is not None:
                 created, created_from = item.mtime, "mtime"
             else:
@@ -357,6 +385,7 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
             stale |= {key for s in ex.sightings if s.figures != "{}" and (key := s.uuid or s.serial)}
             added.new += 1
             added.from_mtime += created_from == "mtime"
+            added.from_name += created_from == "name"
         conn.executemany(
             "INSERT INTO documents (hash, schema, created_at, created_from, node, verdict, source, added_at, part_of)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

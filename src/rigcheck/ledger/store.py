@@ -24,7 +24,8 @@ CREATE TABLE documents (
     hash TEXT PRIMARY KEY,          -- sha256 of the file's bytes
     schema TEXT NOT NULL,           -- rigcheck.verify/1, ...
     created_at TEXT NOT NULL,       -- RFC 3339, UTC
-    created_from TEXT NOT NULL,     -- 'document' (its own created_at), 'mtime' (the file's) or 'recorded' (--ledger)
+    created_from TEXT NOT NULL,     -- 'document' (its own created_at), 'mtime' (the file's), 'recorded' (--ledger);
+                                    -- v3: 'name' (a date in the file's name)
     node TEXT,                      -- the hostname it names, where it names one
     verdict TEXT,                   -- the node's verdict, where the document judges one
     source TEXT NOT NULL,           -- the path it was added from
