@@ -68,16 +68,6 @@ def test_allreduce_compare_p2p_through_main(tmp_path: Path, rigcheck: Rigcheck) 
     assert [line for line in md if line.startswith("## ")] == ["## P2P=Y (gloo (no NCCL))", "## P2P=N (gloo (no NCCL))"]
 
 
-def test_train_tiny_through_main(rigcheck: Rigcheck) -> None:
-    pytest.importorskip("transformers")
-    code, out, err = rigcheck("bench", "train", "--tiny", "--cpu", "-n", "2", "--steps", "3", "--json")
-    assert code == 0, err
-    row = json.loads(out)["results"][0]
-    assert row["train_runtime_s"] > 0
-    assert row["samples_per_s"] > 0
-    assert row["world_size"] == 2
-
-
 def test_plan_and_nccl_log_are_registered(rigcheck: Rigcheck) -> None:
     code, out, _ = rigcheck("plan", "--params", "124M", "--gpus", "2", "--strategy", "ddp", "--json")
     assert code == 0

@@ -593,6 +593,14 @@ def test_bench_json_is_valid(name: str) -> None:
     assert_valid(doc)
 
 
+def test_train_tiny_runs_through_main_on_two_processes() -> None:
+    """`bench train --tiny --cpu -n 2` (the run the schema tests above share): both ranks trained."""
+    row = bench_doc("train")["results"][0]
+    assert row["train_runtime_s"] > 0
+    assert row["samples_per_s"] > 0
+    assert row["world_size"] == 2
+
+
 Mutation = Callable[[dict[str, Any]], object]
 BENCH_BREAKS: list[tuple[str, str, Mutation]] = [
     ("allreduce", "generic key removed", lambda d: d["results"][0].pop("median")),
