@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,13 +37,18 @@ FULL_DOCUMENTS = 1_000 * 365
 GPUS = 8
 
 
-def _timed(argv: list[str]) -> float:
+def _run(argv: list[str]) -> tuple[float, str]:
+    """rigcheck's wall time (the process start included) and its stdout."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "rigcheck", *argv], capture_output=True, text=True, check=False)
     took = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"rigcheck {' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
-    return took
+    return took, done.stdout
+
+
+def _timed(argv: list[str]) -> float:
+    return _run(argv)[0]
 
 
 def _reference(documents: int, path: Path) -> float:
@@ -78,7 +85,7 @@ def main() -> int:
         docs_dir.mkdir()
         count = write_fleet(docs_dir, nodes=args.nodes, days=args.days, gpus=GPUS)
         add = _timed(["history", "add", str(docs_dir), "--ledger", str(ledger)])
-        show = _timed(["history", "show", "--json", "--ledger", str(ledger)])
+        show, shown = _run(["history", "show", "--json", "--ledger", str(ledger)])
         late = (START + timedelta(days=max(0, args.days - 10))).strftime("%Y-%m-%d")
         by_node = _timed(["history", "show", "--json", "--ledger", str(ledger), "--node", OFFENDERS[0]])
         since = _timed(["history", "show", "--json", "--ledger", str(ledger), "--since", late])
@@ -89,6 +96,10 @@ def main() -> int:
     print(f"sqlite3 executemany of the same rows, same run: {reference:.2f} s")
     print(f"the ledger: {size / 2**20:,.0f} MiB")
     print(f"history show --json over them: {show:.2f} s (the process start included; target <= 1 s)")
+    answer = json.loads(shown)
+    kinds = Counter(a["kind"] for a in answer["alerts"])
+    top = [o["node"] for o in answer["offenders"][:3]]
+    print(f"  its answer: top offenders {', '.join(top)} (the story's: {', '.join(OFFENDERS)}); alerts {dict(kinds)}")
     print(f"  with --node {OFFENDERS[0]}: {by_node:.2f} s")
     print(f"  with --since {late} (every GPU's trend fitted afresh): {since:.2f} s")
     if count >= FULL_DOCUMENTS:
