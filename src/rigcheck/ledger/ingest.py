@@ -263,7 +263,7 @@ def default_workers(files: int) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(0, min(cores, MAX_WORKERS)) if cores > 1 else 0
+    return min(cores, MAX_WORKERS) if cores > 1 else 0
 
 
 def _prepared(files: list[Path], workers: int) -> Iterator[Prepared]:
