@@ -191,7 +191,7 @@ def test_ecc_errors_fixture() -> None:
     f = only(found, "health.ecc-uncorrected-volatile", "GPU1")
     assert f.severity is Severity.FAIL
     assert f.message.startswith("2 uncorrected")
-    assert only(found, "health.remapped-rows-pending").severity is Severity.WARN
+    assert only(found, "health.remapped-rows-pending").severity is Severity.FAIL  # the row is in use until a reset
     assert only(found, "health.ok").gpu == 0
 
 

@@ -443,12 +443,25 @@ def test_deployment_words_are_the_nodes_and_their_error_text_is_joined_as_printe
     assert _by_test(old)["CUDA Toolkit Libraries"] == [(None, "skip")]
 
 
-def test_an_error_row_without_its_test_is_kept_not_dropped() -> None:
+def test_an_error_row_without_its_test_is_a_failure_of_the_gpu_it_names() -> None:
+    """DCGM prints an Error row only under a test that failed: alone (an excerpt), it is that failure, on the GPU
+    it names (stas00/ml-engineering's debug guide: GPU 3 needs a reset, or an RMA)."""
     diag = _read(_table("003"))
     [test] = diag.tests
     [result] = test.results
-    assert (test.category, result.status) == ("Deployment", "unknown")
+    assert (test.category, result.gpu, result.status) == ("Deployment", 3, "fail")
     assert result.warnings[0].text == "GPU 3 has uncorrectable memory errors and row remappings are pending"
+
+
+@pytest.mark.parametrize(("kind", "status"), [("Warning", "unknown"), ("Info", "unknown"), ("Error", "fail")])
+def test_only_an_error_row_alone_is_a_failure(kind: str, status: str) -> None:
+    text = (
+        "|-----  Deployment  --------+------------------------------------------------|\n"
+        f"| {kind:<25} | Persistence mode for GPU 0 is disabled.        |\n"
+    )
+    [test] = parse_dcgm_diag_text(text).tests
+    [result] = test.results
+    assert (result.gpu, result.status) == (None, status)  # the message does not start by naming a GPU
 
 
 @pytest.mark.parametrize(

@@ -187,11 +187,13 @@ def _memory(gpu: Gpu) -> list[Finding]:
             gpu_finding(
                 gpu,
                 "health.remapped-rows-pending",
-                Severity.WARN,
-                "a row remap is pending" + (f" ({unc} rows remapped for uncorrectable errors)" if unc else ""),
+                Severity.FAIL,
+                "a row remap is pending: the faulty row stays in use until the GPU is reset"
+                + (f" ({unc} rows remapped for uncorrectable errors)" if unc else ""),
                 measured="pending",
                 expected="no pending remap",
-                advice="reset the GPU to apply it (`sudo nvidia-smi -r -i N` with no processes on it, or reboot)",
+                advice="drain the GPU and reset it to apply the remap (`sudo nvidia-smi -r -i N` with no processes on "
+                "it, or reboot), then check again: a remap that applies is a repair, not an RMA",
                 source=MEM_ERR_SOURCE,
             )
         )

@@ -14,8 +14,10 @@ Deployment, Integration, Hardware, Stress, and Performance/Training in older rel
 
 A plugin's "All" names every GPU of the run: those the table names elsewhere, else the GPUs the judge knows
 (``ALL_GPUS``, resolved by rigcheck.checks.verify.dcgm). Excerpts are read as far as they go: lines outside the box
-are not the table; a row the text ends inside (no closing ``|``) is kept as printed, with a note; a message with no
-test row above it is kept as a result of unknown status (judged incomplete), never dropped. A text that holds no
+are not the table; a row the text ends inside (no closing ``|``) is kept as printed, with a note; an Error row with
+no test row above it is a failed result (DCGM prints Error rows under failed tests only), of the GPU its message
+names first, else of the node; a Warning or Info row alone is kept as a result of unknown status (judged
+incomplete), never dropped. A text that holds no
 row this reader can tell the status of is refused with how to save the JSON instead (``RUN_JSON``).
 """
 
@@ -216,9 +218,16 @@ def _row(reader: _Reader, cells: tuple[str, str], number: int) -> None:
 def _message(reader: _Reader, kind: str, name: str, first_piece: str) -> None:
     """A Warning/Error/Info row: the first piece of a message of the test above."""
     reader.close_message()
-    if reader.current is None:  # no test row above it (an excerpt): kept as a result rigcheck cannot judge
+    if reader.current is None:  # no test row above it (an excerpt, a deployment check that stopped the run)
         test = reader.open_test(reader.category or "DCGM")
-        test.results.append(_result(None, "unknown", f"{name} row without its test's result"))
+        named_gpu = _NAMES_GPU.match(first_piece)
+        # DCGM prints an Error row under a test that failed, never under one that passed: the test failed, on the
+        # GPU the message names where it names one. A Warning or an Info row alone says no result: not judged.
+        status: DcgmStatus = "fail" if kind == "error" else "unknown"
+        gpu = int(named_gpu.group(1)) if named_gpu and kind == "error" else None
+        if gpu is not None:
+            reader.explicit.add(gpu)
+        test.results.append(_result(gpu, status, f"{name} row without its test's result"))
     assert reader.current is not None
     named = _NAMES_GPU.search(name.split(":", 1)[1]) if ":" in name else None
     reader.current.message, reader.current.kind = [first_piece], kind
