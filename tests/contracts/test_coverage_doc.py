@@ -77,6 +77,8 @@ def test_every_miss_and_false_alarm_says_why() -> None:
     }
     explained = {i.id for i in INCIDENTS if i.gap}
     assert needs <= explained, f"say why in the manifest's gap: {sorted(needs - explained)}"
+    # ... and a gap that no profile shows any more is stale: the page would list a fixed fault as a miss.
+    assert explained <= needs, f"remove the fixed gap from the manifest: {sorted(explained - needs)}"
 
 
 def test_a_failure_that_names_another_gpu_is_not_a_flag() -> None:
