@@ -452,17 +452,18 @@ def _gsp_timeouts(snapshot: Snapshot) -> list[Finding]:
             if ordinal
             else "a GPU the lines do not name"
         )
-        findings.append(
-            host_finding(
-                "xid.gsp-timeout",
-                Severity.FAIL,
-                f"{who}: GSP firmware timeout without an Xid line: {len(events)} x, last: {events[-1].message}",
-                measured=f"{len(events)} line(s), {_span(events)}",
-                expected="no GSP timeout",
-                advice=f"as for Xid 119/120: {ACTION_WORDS['reset_gpu']}; update the driver if it recurs",
-                source=f"{NOTES_SOURCE}; {XID_CATALOG}",
-            )
+        finding = host_finding(
+            "xid.gsp-timeout",
+            Severity.FAIL,
+            f"{who}: GSP firmware timeout without an Xid line: {len(events)} x, last: {events[-1].message}",
+            measured=f"{len(events)} line(s), {_span(events)}",
+            expected="no GSP timeout",
+            advice=f"as for Xid 119/120: {ACTION_WORDS['reset_gpu']}; update the driver if it recurs",
+            source=f"{NOTES_SOURCE}; {XID_CATALOG}",
         )
+        # The subject names the driver's ordinal where the lines give one ("driver GPU6"), so that verify's doctor
+        # check and a drain reason keep which GPU, though not as nvidia-smi numbers it.
+        findings.append(finding.model_copy(update={"subject": f"driver {ordinal}"}) if ordinal else finding)
     return findings
 
 
