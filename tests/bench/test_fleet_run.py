@@ -386,6 +386,7 @@ def test_four_ranks_under_torchrun_standalone() -> None:
     }
     assert data["missing_ranks"] == []
     assert data["partial"] is False
+    assert data["created_at"].endswith("Z")  # when rank 0 wrote it: what dates it in the ledger
     # per-iteration timing: every rank's own figures at 64 MiB, on one clock, and no one the others waited for
     timing = data["timing"]
     assert [(t["rank"], t["size_bytes"], t["iterations"], t["clock_offset_us"]) for t in timing] == [

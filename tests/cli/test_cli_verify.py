@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -262,6 +263,9 @@ def test_cpu_run_finishes_within_its_budget_and_leaves_no_process(tmp_path: Path
     assert data["budget_s"] == 40
     assert data["elapsed_s"] <= 40
     assert wall < 60
+    ended = datetime.fromisoformat(data["created_at"])  # the run's end, UTC: what dates it in the ledger
+    assert data["created_at"].endswith("Z")
+    assert timedelta(0) <= datetime.now(timezone.utc) - ended < timedelta(seconds=wall + 5)
     done = {s["name"] for s in data["steps"] if s["status"] == "done"}
     assert {"matmul", "membw", "allreduce"} <= done
     checks = [c for g in data["gpus"] for c in g["checks"]] + data["node"]

@@ -127,3 +127,19 @@ def test_the_documents_date_comes_first_then_the_name_then_the_file(tmp_path: Pa
         (str(named), "2025-02-02T00:00:00Z", "name"),
         (str(plain), "2023-11-14T22:13:20Z", "mtime"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("2025-01-31T06:00:00Z", "2025-01-31T06:00:00Z"),  # "Z": read on Python 3.10 too (model/history.utc_time)
+        ("2025-01-31T07:00:00.5+01:00", "2025-01-31T06:00:00Z"),
+        ("2025-01-31T06:00:00", None),  # no zone: not RFC 3339, the file's time is surer
+        ("yesterday", None),
+        (1738303200, None),
+    ],
+)
+def test_a_documents_own_time_is_read_as_rfc3339_utc(given: object, expected: str | None) -> None:
+    from rigcheck.ledger.ingest import rfc3339
+
+    assert rfc3339(given) == expected

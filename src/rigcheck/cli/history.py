@@ -100,7 +100,8 @@ def parse_since(text: str | None) -> str | None:
         return None
     from datetime import datetime, timezone
 
-    from rigcheck.ledger.ingest import RFC3339, rfc3339
+    from rigcheck.ledger.ingest import rfc3339
+    from rigcheck.model.history import RFC3339
 
     try:
         day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)

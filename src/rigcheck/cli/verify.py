@@ -149,6 +149,10 @@ def verify(
         if source
         else _live(level, cpu, chosen, budget, site, base, names, only)
     )
+    if not source:  # a run's document says when it ended (the ledger dates it by that); a --from judgement does not
+        from datetime import datetime, timezone
+
+        doc = doc.model_copy(update={"created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
     _finish(
         doc,
         as_json=as_json,

@@ -30,12 +30,12 @@ from rigcheck.errors import InputError
 from rigcheck.facts.xid import bus_key
 from rigcheck.ledger import query
 from rigcheck.ledger.store import now_utc, transaction
+from rigcheck.model.history import RFC3339, utc_time
 
 BATCH = 1000  # documents per transaction: a reader sees whole documents, a writer does not hold the lock for long
 PARALLEL_FROM = 2000  # files: below, the workers' start and the pickling cost more than they save
 CHUNK = 250  # files a worker task reads
 MAX_WORKERS = 8
-RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def rfc3339(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     try:
-        when = datetime.fromisoformat(value)
+        when = utc_time(value)
     except ValueError:
         return None
     if when.tzinfo is None:

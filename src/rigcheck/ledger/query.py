@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from rigcheck.model.history import EXCLUDED_VERDICTS, NodeCount, RunRow, SightingRow, XidRow
+from rigcheck.model.history import EXCLUDED_VERDICTS, RFC3339, NodeCount, RunRow, SightingRow, XidRow, utc_time
 
 CHUNK = 500  # keys bound in one IN (...): under SQLite's oldest limit on bound parameters (999)
-RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 _EXCLUDED = "(" + ", ".join(f"'{v}'" for v in sorted(EXCLUDED_VERDICTS)) + ")"
 
 
@@ -131,7 +130,7 @@ def window_sightings(
             ).fetchone()[0]
             if latest is None:
                 continue
-            opens = (datetime.fromisoformat(latest) - timedelta(days=window_days)).strftime(RFC3339)
+            opens = (utc_time(latest) - timedelta(days=window_days)).strftime(RFC3339)
             start = max(opens, since) if since is not None else opens
             where = f" WHERE {test.format(holes)} AND figures != '{{}}' AND created_at >= ?"
             out += _sightings(conn, where, [*chunk, start])

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rigcheck.errors import InputError
+from rigcheck.model.history import RFC3339
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 APPLICATION_ID = 0x52434B4C  # "RCKL": marks the file as a rigcheck ledger (PRAGMA application_id)
@@ -142,7 +143,7 @@ def default_path(env: Mapping[str, str], home: Path) -> Path:
 
 
 def now_utc() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(timezone.utc).strftime(RFC3339)
 
 
 def _refuse(path: Path, why: str) -> InputError:

@@ -205,6 +205,10 @@ class FleetDocument(Document):
     )
     phases: list[FleetPhase]
     notes: list[str]
+    created_at: str | None = absent_unless_set(
+        "live runs: when rank 0 wrote the document, RFC 3339 in UTC (2025-01-31T06:00:00Z): what dates it in the "
+        "ledger (`rigcheck history`); absent with --from"
+    )
     timing: list[RankTiming] = absent_unless_set(
         "live runs: each rank's per-iteration timing and what the wait-for analysis found of it; absent when "
         "nothing was timed",

@@ -138,6 +138,10 @@ class VerifyDocument(Document):
     drain_reason: str | None = Field(description="one line for `scontrol update … reason=`; null on pass")
     notes: list[str]
     dcgm: DcgmSummary | None = absent_unless_set("the DCGM diagnostic judged (its checks are dcgm.<test>)")
+    created_at: str | None = absent_unless_set(
+        "when the run ended, RFC 3339 in UTC (2025-01-31T06:00:00Z): what dates the document in the ledger "
+        "(`rigcheck history`); absent when judging saved documents (--from)"
+    )
 
 
 class Band(Plain):

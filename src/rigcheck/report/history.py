@@ -6,7 +6,7 @@ failed runs marked, the day it moved to another node marked, and the drift rule'
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import timedelta
 from itertools import pairwise
 from statistics import median
 
@@ -14,7 +14,15 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from rigcheck.model.history import EXCLUDED_VERDICTS, Alert, HistoryDocument, Offender, Timeline, TimelineEntry
+from rigcheck.model.history import (
+    EXCLUDED_VERDICTS,
+    Alert,
+    HistoryDocument,
+    Offender,
+    Timeline,
+    TimelineEntry,
+    utc_time,
+)
 from rigcheck.report.common import md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
@@ -159,7 +167,7 @@ def _html_table(headers: tuple[str, ...], rows: list[tuple[str, ...]], classes: 
 
 
 def _day(created_at: str) -> float:
-    return datetime.fromisoformat(created_at).timestamp() / 86_400
+    return utc_time(created_at).timestamp() / 86_400
 
 
 def timeline_chart(t: Timeline, uid: str, drift_drop: float) -> str | None:
@@ -167,7 +175,7 @@ def timeline_chart(t: Timeline, uid: str, drift_drop: float) -> str | None:
     entries = [e for e in t.entries if any(f in e.figures for f in PLOTTED)]
     if not entries:
         return None
-    day0 = datetime.fromisoformat(entries[0].created_at)
+    day0 = utc_time(entries[0].created_at)
     one_year = entries[0].created_at[:4] == entries[-1].created_at[:4]
     ticks = "%m-%d" if one_year else "%Y-%m-%d"  # a full date's label runs past the chart's right edge
     x = {id(e): _day(e.created_at) - _day(entries[0].created_at) for e in entries}

@@ -68,7 +68,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -593,7 +593,10 @@ def _document(run: FleetRun) -> FleetDocument:
         stuck=run.stuck,
     )
     run.record("report", "done", since, None, None)
-    return doc.model_copy(update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started})
+    ended = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # dates the document in the ledger
+    return doc.model_copy(
+        update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started, "created_at": ended}
+    )
 
 
 def run_fleet(

@@ -26,10 +26,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from statistics import median
 
-from rigcheck.model.history import Alert, SightingRow, TrendRow
+from rigcheck.model.history import Alert, SightingRow, TrendRow, utc_time
 
 DRIFT_WINDOW_DAYS = 30.0  # the "membw -4% over 30 days": a month of daily runs
 DRIFT_MIN_POINTS = 7
@@ -52,7 +51,7 @@ class Trend:
 
 
 def _day(created_at: str) -> float:
-    return datetime.fromisoformat(created_at).timestamp() / DAY_S
+    return utc_time(created_at).timestamp() / DAY_S
 
 
 def theil_sen(days: Sequence[float], values: Sequence[float]) -> Trend | None:
