@@ -28,7 +28,8 @@ def test_doctor_and_verify_record_what_they_printed(rigcheck: Rigcheck, tmp_path
     )
     assert verify.code == 1
     assert verify.json["verdict"] == "fail"  # stdout is the document alone
-    # the same doctor document twice is one row (dated by its snapshot); verify's by the recording (it has no date)
+    # the same doctor document twice is one row (dated by its snapshot); verify's by the recording (a --from
+    # judgement has no date of its own)
     rows = _documents(ledger)
     assert rows[0] == ("rigcheck.doctor/1", "club3090", "document")
     assert (rows[1][0], rows[1][2]) == ("rigcheck.verify/1", "recorded")
