@@ -23,7 +23,7 @@ from rigcheck.model.history import (
     TimelineEntry,
     utc_time,
 )
-from rigcheck.report.common import md_cell
+from rigcheck.report.common import Hanging, md_cell
 from rigcheck.report.html import esc, footer, page
 from rigcheck.report.render import Renderers, json_text
 from rigcheck.report.svg import Axis, HLine, Series, line_chart
@@ -74,12 +74,13 @@ def _key_entry(t: Timeline, i: int) -> bool:
 def _gap_cells(skipped: list[TimelineEntry]) -> tuple[str, ...]:
     verdicts = Counter(e.verdict or "seen" for e in skipped)
     said = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
-    return (f"{skipped[0].created_at[:10]} ..", skipped[-1].created_at[:10], "", f"{len(skipped)} runs", said)
+    first, last = skipped[0].created_at[:10], skipped[-1].created_at[:10]
+    return ("...", "", "", f"{len(skipped)} runs", f"{said}, {first} to {last}")
 
 
 def timeline_rows(t: Timeline) -> tuple[list[tuple[str, ...]], list[str]]:
     """The timeline's table, condensed: its key runs (``_key_entry``) whole, each stretch of runs between two of
-    them one row ("2025-01-02 .. | 2025-01-05 | | 4 runs | 4 pass"); and each row's class (its verdict, "gap").
+    them one row ("... | | | 4 runs | 4 pass, 2025-01-02 to 2025-01-05"); and each row's class (its verdict, "gap").
     The document (JSON) keeps every run; a year of daily runs is a few rows here."""
     rows: list[tuple[str, ...]] = []
     classes: list[str] = []
@@ -124,7 +125,8 @@ def terminal(doc: HistoryDocument) -> RenderableType:
     else:
         parts.append(Text("No node was excluded."))
     parts.append(Text(f"Alerts ({len(doc.alerts)}):", style="bold"))
-    parts += [Text(f"  {_alert_line(a)}", style="red") for a in doc.alerts] or [Text("  none")]
+    # under its own text when it wraps on a terminal: after the date and the kind
+    parts += [Hanging(Text(f"  {_alert_line(a)}", style="red"), 4) for a in doc.alerts] or [Text("  none")]
     for t in doc.timelines:
         table = Table(*TIMELINE_HEADERS, title=_timeline_title(t), title_justify="left")
         for row in timeline_rows(t)[0]:
