@@ -30,7 +30,7 @@ from rigcheck.errors import BenchError
 from rigcheck.probe.nvml import NvmlPoller
 from tests.conftest import nvidia_gpu_present
 from tests.support.cli import Rigcheck
-from tests.support.fakenvml import burn_gpu_lost, burn_power_capped_h100
+from tests.support.fakenvml import ECC_STORM_GPU, burn_gpu_lost, burn_power_capped_h100, ecc_storm
 
 TELEMETRY = Path(__file__).parent.parent / "fixtures" / "corpus" / "telemetry"
 GIB = 2**30
@@ -412,3 +412,39 @@ def test_a_setup_failure_is_kept_when_the_start_is_aborted() -> None:
     )
     assert load.error is not None
     assert "out of memory" in load.error
+
+
+def test_a_live_burn_names_its_host_its_end_and_each_gpu(
+    rigcheck: Rigcheck, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`rigcheck burn --json` (the load on CPU devices, NVML faked, one GPU's corrected ECC climbing): host,
+    created_at and each GPU's UUID and bus id, what places its rates in the ledger; the ledger keeps each GPU's
+    corrected-ECC rate as its counters figure."""
+    import socket
+
+    from rigcheck.bench import burn as burn_bench
+    from rigcheck.ledger.ingest import add_document
+    from rigcheck.ledger.store import open_ledger
+    from tests.contracts.test_schemas import assert_valid
+
+    real = burn_bench.run_burn
+    cpu = {"dtype": "fp32", "device_for": lambda i: torch.device("cpu"), "size": 48, "preroll_s": 0.3}
+    monkeypatch.setattr(monitor_cmd, "make_poller", lambda gpus=None: NvmlPoller(ecc_storm(3), gpus=gpus))
+    monkeypatch.setattr(burn_bench, "run_burn", lambda poller, **kw: real(poller, **{**kw, **cpu, "interval_s": 0.02}))
+    result = rigcheck("burn", "--minutes", "0.05", "--no-fingerprint", "--json")
+    doc = result.json
+    assert_valid(doc)
+    assert doc["host"] == socket.gethostname()
+    assert doc["created_at"].endswith("Z")
+    with NvmlPoller(ecc_storm(3)) as poller:
+        expected = [(poller.uuids[i], poller.bus_ids[i]) for i in sorted(poller.gpus)]
+    assert [(g["uuid"], g["pci_bus_id"]) for g in doc["gpus"]] == expected
+    with open_ledger(tmp_path / "l.sqlite") as conn:
+        assert add_document(conn, result.stdout.encode(), "rigcheck burn").new == 1
+        rows = conn.execute("SELECT node, gpu_uuid, pci_bus_id, verdict, figures FROM observations").fetchall()
+        created = conn.execute("SELECT created_at, created_from FROM documents").fetchone()
+    rates = [g.get("ecc_corrected_per_s") for g in doc["gpus"]]
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(doc["host"], u, b, None) for u, b in expected]
+    assert [json.loads(r[4]).get("counters") for r in rows] == rates
+    assert rates[ECC_STORM_GPU] > 0  # the GPU whose memory corrects errors under load: a figure the drift rule reads
+    assert created == (doc["created_at"], "document")

@@ -130,15 +130,28 @@ def burn(
     finally:
         if sink is not None:
             sink.close()  # the sampler closed it, unless the run failed before it started
+        identities = (dict(poller.uuids), dict(poller.bus_ids))
         poller.close()
     if sink is not None and sink.error is None:
         note(f"{sink.rows} samples written to {sink.path}")
-    doc = burn_document(run, burn_exit_code(run))
+    doc = placed(burn_document(run, burn_exit_code(run)), identities)
     write_pages(doc, html_file)
     emit(doc, Format.JSON if as_json else Format.TERMINAL, RenderOptions(indent=json_indent(indent)))
     if sink is not None and sink.error is not None:  # the trace could not be written to its end: exit 2
         raise OutputError(sink.error)
     raise typer.Exit(doc.exit_code)
+
+
+def placed(doc: BurnDocument, identities: tuple[dict[int, str], dict[int, str]]) -> BurnDocument:
+    """The run's document with where and when it ran, and each GPU's UUID and bus id (NVML's): what places its
+    rates in the ledger (`rigcheck history`), as verify's are."""
+    import socket
+    from datetime import datetime, timezone
+
+    uuids, buses = identities
+    gpus = [a.model_copy(update={"uuid": uuids.get(a.index), "pci_bus_id": buses.get(a.index)}) for a in doc.gpus]
+    ended = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return doc.model_copy(update={"gpus": gpus, "host": socket.gethostname(), "created_at": ended})
 
 
 def register(app: typer.Typer) -> None:

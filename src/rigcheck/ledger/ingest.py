@@ -5,8 +5,9 @@ What is kept of a document, besides its key, schema, time and path: verify's nod
 UUID, PCI bus id, index, verdict and figures (check id -> value); doctor's and a snapshot's GPUs (UUID, board
 serial where the document has one, bus id, index, remapped-row counts and remapping failure as figures), the Xid
 codes of their kernel log on each GPU (the xids table) and doctor's outcome as the node's verdict; a fleet's verdict
-on each of its nodes, as a run of that node (a row part_of the fleet document). The other rigcheck documents
-(burn, bench, ...) are kept as documents. A document's ``created_at`` is its own where it has
+on each of its nodes, as a run of that node (a row part_of the fleet document); a live burn's GPUs (UUID, bus id)
+with their corrected-ECC rate under load as the ``counters`` figure. The other rigcheck documents (bench, ...) are
+kept as documents. A document's ``created_at`` is its own where it has
 one (a snapshot's, doctor's embedded snapshot's), else the file's modification time, both as RFC 3339 UTC.
 """
 
@@ -184,6 +185,20 @@ def _snapshot_xids(snap: dict[str, Any], gpus: list[Sighting]) -> list[tuple[Sig
     return out
 
 
+def _burn_gpus(doc: dict[str, Any]) -> list[Sighting]:
+    """A live burn's GPUs (those with their UUID: `--analyze` of a trace has none) with their corrected-ECC rate
+    under load as the ``counters`` figure, the rate verify's counters check reports: one series for the drift
+    rule. A burn judges no GPU pass or fail: no verdict."""
+    out = []
+    for gpu in _list(doc.get("gpus")):
+        g = _dict(gpu)
+        rate = g.get("ecc_corrected_per_s")
+        figures = {"counters": float(rate)} if isinstance(rate, int | float) and not isinstance(rate, bool) else {}
+        if _text(g.get("uuid")):
+            out.append(_gpu(g, None, figures))
+    return out
+
+
 def extract(doc: dict[str, Any]) -> Extract:
     """What the ledger keeps of a rigcheck document (its schema starts with 'rigcheck.')."""
     schema = str(doc["schema"])
@@ -205,6 +220,8 @@ def extract(doc: dict[str, Any]) -> Extract:
         gpus = _snapshot_gpus(doc)
         node = _text(_dict(doc.get("host")).get("hostname"))
         return Extract(schema, own_time, node, None, gpus, _snapshot_xids(doc, gpus))
+    if schema == "rigcheck.burn/2":
+        return Extract(schema, own_time, _text(doc.get("host")), None, _burn_gpus(doc))
     if schema == "rigcheck.fleet/1":
         nodes = [_dict(n) for n in _list(doc.get("nodes"))]
         runs = [

@@ -21,6 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, WithJsonSchema, model_validator
 
+from rigcheck.model.absent import absent_unless_set
 from rigcheck.model.document import Document, Plain, ReasonedRecord, reason_rules
 from rigcheck.model.finding import Finding
 from rigcheck.model.kernel_log import KernelEvent
@@ -158,6 +159,9 @@ class GpuBurnAnalysis(ReasonedRecord):
         None,
         description="median SM clock while loaded against the median of its peers' (negative: under them), percent",
     )
+    # Only from `rigcheck burn` (absent from --analyze, whose trace may come from any machine):
+    uuid: str | None = absent_unless_set("the GPU's UUID (NVML): what keys its rates in the ledger")
+    pci_bus_id: str | None = absent_unless_set("the GPU's PCI bus id (NVML)")
     power_vs_peers_percent: float | None = Field(
         None, description="median power draw while loaded against the median of its peers' (negative: under), percent"
     )
@@ -333,6 +337,10 @@ class BurnDocument(Document):
         exclude_if=_absent_if_none,
         json_schema_extra=_never_null,
         description="the kernel log read around the run; absent from --analyze and the burn stage of verify",
+    )
+    host: str | None = absent_unless_set("the host it ran on; absent from --analyze and the burn stage of verify")
+    created_at: str | None = absent_unless_set(
+        "when the run ended, RFC 3339 in UTC: what dates it in the ledger; absent from --analyze and verify's burn"
     )
 
     # The samples behind the analysis, for the HTML page's plots; not in the JSON (the trace file holds them).

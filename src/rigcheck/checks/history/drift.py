@@ -17,8 +17,9 @@ Rules (``Rules`` in the document carries them):
   the alert comes before the exclusion;
 - verify's ``counters`` figure (corrected ECC errors per second over the run) drifts when its fitted level
   rises to at least ``ECC_RISE_FLOOR`` per second and to at least twice its fitted start: a GPU whose memory
-  corrects more and more errors is wearing out before its first uncorrectable one. Burn documents carry the
-  same rate (``gpus[].ecc_corrected_per_s``) but no host and no GPU UUID, so the ledger cannot place them.
+  corrects more and more errors is wearing out before its first uncorrectable one. A live burn's document
+  carries the same rate (``gpus[].ecc_corrected_per_s``) with its host and GPU UUIDs: the ledger keeps it as the
+  same figure, so burns and verifies make one series.
 """
 
 from __future__ import annotations
