@@ -213,3 +213,26 @@ def test_add_fits_what_was_left_stale_even_with_nothing_new(rigcheck: Rigcheck, 
         assert stale(conn) == set()
         assert {t.figure for t in cached(conn)} == {"membw", "matmul_bf16", "hostlink"}
         assert len(cached(conn)) == 4 * 3
+
+
+def test_a_long_offender_list_is_cut_in_text_and_whole_in_json_and_html() -> None:
+    from rigcheck.model.history import Offender
+    from rigcheck.report.history import OFFENDERS_SHOWN, RENDERERS
+
+    doc = history_sample()
+    many = [
+        Offender(
+            node=f"n{i:03d}", runs=30, excluded=3 if i < 2 else 1, share=0.01, last_excluded="2025-04-10T06:00:00Z"
+        )
+        for i in range(OFFENDERS_SHOWN + 12)
+    ]
+    doc = doc.model_copy(update={"offenders": many})
+    said = "and 12 more node(s) with 12 excluded run(s) between them, at most 1 each"
+    markdown = RENDERERS.markdown(doc)
+    assert said in markdown
+    assert f"| n{OFFENDERS_SHOWN - 1:03d} |" in markdown
+    assert f"| n{OFFENDERS_SHOWN:03d} |" not in markdown
+    html = RENDERERS.html(doc)
+    assert f"n{OFFENDERS_SHOWN + 11:03d}" in html
+    assert said not in html
+    assert len(doc.to_json_dict()["offenders"]) == OFFENDERS_SHOWN + 12

@@ -39,6 +39,9 @@ PLOTTED = {
     "hostlink": "#a16207",
 }
 FAILED_COLOUR = "#b91c1c"
+# Offenders a terminal or Markdown table lists: the worst; a fleet where hundreds of nodes failed once would
+# otherwise push the alerts off the screen (the JSON and the HTML page list them all).
+OFFENDERS_SHOWN = 25
 
 
 def _summary(doc: HistoryDocument) -> str:
@@ -115,13 +118,26 @@ def _rule_line(doc: HistoryDocument) -> str:
     )
 
 
+def _more_offenders(doc: HistoryDocument) -> str | None:
+    more = doc.offenders[OFFENDERS_SHOWN:]
+    if not more:
+        return None
+    runs = sum(o.excluded for o in more)
+    return (
+        f"and {len(more)} more node(s) with {runs} excluded run(s) between them, at most {more[0].excluded} each "
+        "(--json or --html lists them all)"
+    )
+
+
 def terminal(doc: HistoryDocument) -> RenderableType:
     parts: list[RenderableType] = [Text(_summary(doc), style="bold")]
     if doc.offenders:
         table = Table(*OFFENDER_HEADERS, title="Offenders", title_justify="left")
-        for o in doc.offenders:
+        for o in doc.offenders[:OFFENDERS_SHOWN]:
             table.add_row(*_offender_cells(o))
         parts.append(table)
+        if (more := _more_offenders(doc)) is not None:
+            parts.append(Hanging(Text(more, style="dim"), 0))
     else:
         parts.append(Text("No node was excluded."))
     parts.append(Text(f"Alerts ({len(doc.alerts)}):", style="bold"))
@@ -147,7 +163,9 @@ def _md_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str
 def markdown(doc: HistoryDocument) -> str:
     lines = ["# rigcheck history", "", md_cell(_summary(doc)), "", "## Offenders", ""]
     if doc.offenders:
-        lines += _md_table(OFFENDER_HEADERS, [_offender_cells(o) for o in doc.offenders])
+        lines += _md_table(OFFENDER_HEADERS, [_offender_cells(o) for o in doc.offenders[:OFFENDERS_SHOWN]])
+        if (more := _more_offenders(doc)) is not None:
+            lines += ["", md_cell(more)]
     else:
         lines.append("No node was excluded.")
     lines += ["", "## Alerts", ""]
