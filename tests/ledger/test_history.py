@@ -236,3 +236,12 @@ def test_a_long_offender_list_is_cut_in_text_and_whole_in_json_and_html() -> Non
     assert f"n{OFFENDERS_SHOWN + 11:03d}" in html
     assert said not in html
     assert len(doc.to_json_dict()["offenders"]) == OFFENDERS_SHOWN + 12
+
+
+def test_the_summary_counts_in_words_that_agree() -> None:
+    from rigcheck.report.history import RENDERERS
+
+    many = RENDERERS.markdown(history_sample())
+    assert "41 documents; 0 runs judged a node each, 0 excluded it" in many
+    one = RENDERERS.markdown(history_sample().model_copy(update={"documents": 1, "runs": 1, "excluded": 1}))
+    assert "1 document; 1 run judged a node, 1 excluded it" in one

@@ -44,11 +44,16 @@ FAILED_COLOUR = "#b91c1c"
 OFFENDERS_SHOWN = 25
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def _summary(doc: HistoryDocument) -> str:
     asked = [f"--{k} {v}" for k, v in doc.filters.model_dump().items() if v is not None]
+    judged = "judged a node" if doc.runs == 1 else "judged a node each"
     return (
-        f"Ledger {doc.ledger}: {doc.documents:,} documents; {doc.runs:,} runs judged a node, {doc.excluded:,} "
-        f"excluded it" + (f" ({', '.join(asked)})" if asked else "")
+        f"Ledger {doc.ledger}: {_count(doc.documents, 'document')}; {_count(doc.runs, 'run')} {judged}, "
+        f"{doc.excluded:,} excluded it" + (f" ({', '.join(asked)})" if asked else "")
     )
 
 
