@@ -132,7 +132,7 @@ def test_the_documents_date_comes_first_then_the_name_then_the_file(tmp_path: Pa
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
-        ("2025-01-31T06:00:00Z", "2025-01-31T06:00:00Z"),  # "Z": read on Python 3.10 too (model/history.utc_time)
+        ("2025-01-31T06:00:00Z", "2025-01-31T06:00:00Z"),  # "Z": read on Python 3.10 too (model/document.utc_time)
         ("2025-01-31T07:00:00.5+01:00", "2025-01-31T06:00:00Z"),
         ("2025-01-31T06:00:00", None),  # no zone: not RFC 3339, the file's time is surer
         ("yesterday", None),

@@ -146,12 +146,12 @@ def placed(doc: BurnDocument, identities: tuple[dict[int, str], dict[int, str]])
     """The run's document with where and when it ran, and each GPU's UUID and bus id (NVML's): what places its
     rates in the ledger (`rigcheck history`), as verify's are."""
     import socket
-    from datetime import datetime, timezone
+
+    from rigcheck.model.document import utc_now
 
     uuids, buses = identities
     gpus = [a.model_copy(update={"uuid": uuids.get(a.index), "pci_bus_id": buses.get(a.index)}) for a in doc.gpus]
-    ended = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return doc.model_copy(update={"gpus": gpus, "host": socket.gethostname(), "created_at": ended})
+    return doc.model_copy(update={"gpus": gpus, "host": socket.gethostname(), "created_at": utc_now()})
 
 
 def register(app: typer.Typer) -> None:

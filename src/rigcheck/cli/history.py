@@ -101,7 +101,7 @@ def parse_since(text: str | None) -> str | None:
     from datetime import datetime, timezone
 
     from rigcheck.ledger.ingest import rfc3339
-    from rigcheck.model.history import RFC3339
+    from rigcheck.model.document import RFC3339
 
     try:
         day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=timezone.utc)

@@ -150,9 +150,9 @@ def verify(
         else _live(level, cpu, chosen, budget, site, base, names, only)
     )
     if not source:  # a run's document says when it ended (the ledger dates it by that); a --from judgement does not
-        from datetime import datetime, timezone
+        from rigcheck.model.document import utc_now
 
-        doc = doc.model_copy(update={"created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        doc = doc.model_copy(update={"created_at": utc_now()})
     _finish(
         doc,
         as_json=as_json,

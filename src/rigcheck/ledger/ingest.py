@@ -30,8 +30,8 @@ from typing import Any
 from rigcheck.errors import InputError
 from rigcheck.facts.xid import bus_key
 from rigcheck.ledger import query
-from rigcheck.ledger.store import now_utc, transaction
-from rigcheck.model.history import RFC3339, utc_time
+from rigcheck.ledger.store import transaction
+from rigcheck.model.document import RFC3339, utc_now, utc_time
 
 BATCH = 1000  # documents per transaction: a reader sees whole documents, a writer does not hold the lock for long
 PARALLEL_FROM = 2000  # files: below, the workers' start and the pickling cost more than they save
@@ -353,7 +353,7 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
     """Each document the ledger lacks, in one transaction (a statement per table for the whole batch); one from a
     file without its own date is dated by the file's modification time, one from a command (no file) by now. Its
     GPUs with figures are marked for their trends to be fitted again (stale_trends)."""
-    stamp = now_utc()
+    stamp = utc_now()
     with transaction(conn):
         digests = sorted({item.digest for item in batch})
         known: set[str] = set()

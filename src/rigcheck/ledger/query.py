@@ -9,7 +9,8 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
-from rigcheck.model.history import EXCLUDED_VERDICTS, RFC3339, NodeCount, RunRow, SightingRow, XidRow, utc_time
+from rigcheck.model.document import RFC3339, utc_time
+from rigcheck.model.history import EXCLUDED_VERDICTS, NodeCount, RunRow, SightingRow, XidRow
 
 CHUNK = 500  # keys bound in one IN (...): under SQLite's oldest limit on bound parameters (999)
 _EXCLUDED = "(" + ", ".join(f"'{v}'" for v in sorted(EXCLUDED_VERDICTS)) + ")"

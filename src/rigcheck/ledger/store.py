@@ -8,11 +8,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 
 from rigcheck.errors import InputError
-from rigcheck.model.history import RFC3339
+from rigcheck.model.document import utc_now
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 APPLICATION_ID = 0x52434B4C  # "RCKL": marks the file as a rigcheck ledger (PRAGMA application_id)
@@ -142,10 +141,6 @@ def default_path(env: Mapping[str, str], home: Path) -> Path:
     return base / "rigcheck" / "ledger.sqlite"
 
 
-def now_utc() -> str:
-    return datetime.now(timezone.utc).strftime(RFC3339)
-
-
 def _refuse(path: Path, why: str) -> InputError:
     return InputError(f"{why}; the file is left as it is (use another --ledger)", path=str(path))
 
@@ -182,7 +177,7 @@ def _prepare(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migratio
     for step in range(version, len(migrations)):
         with transaction(conn):  # one transaction: the step and its version row, or neither
             migrations[step](conn)
-            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (step + 1, now_utc()))
+            conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (step + 1, utc_now()))
 
 
 @contextmanager

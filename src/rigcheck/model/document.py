@@ -13,12 +13,28 @@ every document keeps, and its schema enforces:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from datetime import datetime, timezone
+from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from rigcheck.model.finding import Finding
 from rigcheck.model.snapshot import Snapshot
+
+# A document's `created_at` (verify's, burn's and fleet's runs) and every time the ledger keeps: RFC 3339 in UTC, to
+# the second ("2025-01-31T06:00:00Z"), so that times sort as text.
+RFC3339: Final = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def utc_now() -> str:
+    """Now, as a document's ``created_at``."""
+    return datetime.now(timezone.utc).strftime(RFC3339)
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO 8601 time, its "Z" read as UTC on every Python (3.10's fromisoformat takes no "Z")."""
+    return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+
 
 # Field types for the embedded snapshot and findings: in the schema, a reference to their own files. pydantic
 # resolves every "$ref" it sees, so the reference is written under EXTERNAL_REF and renamed to "$ref" when the

@@ -9,20 +9,19 @@ saw of it; :mod:`rigcheck.checks.history` judges the rows the ledger hands it (:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final, Literal
 
 from pydantic import Field
 
-from rigcheck.model.document import Document, Plain
+from rigcheck.model.document import Document, Plain, utc_time
 
 HISTORY_SCHEMA: Final = "rigcheck.history/1"
-RFC3339: Final = "%Y-%m-%dT%H:%M:%SZ"  # every time the ledger keeps: UTC, to the second; sorts as text
+DAY_S: Final = 86_400.0
 
 
-def utc_time(text: str) -> datetime:
-    """An ISO 8601 time, its "Z" read as UTC on every Python (3.10's fromisoformat takes no "Z")."""
-    return datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+def day_number(created_at: str) -> float:
+    """A ledger time as days since the epoch (fractional): the x of a trend and of a timeline's chart."""
+    return utc_time(created_at).timestamp() / DAY_S
 
 
 AlertKind = Literal["reissued", "repeat-offender", "drift", "escalation"]

@@ -14,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from rigcheck.model.document import utc_time
 from rigcheck.model.history import (
     EXCLUDED_VERDICTS,
     Alert,
@@ -21,7 +22,7 @@ from rigcheck.model.history import (
     Offender,
     Timeline,
     TimelineEntry,
-    utc_time,
+    day_number,
 )
 from rigcheck.report.common import Hanging, md_cell
 from rigcheck.report.html import esc, footer, page
@@ -191,10 +192,6 @@ def _html_table(headers: tuple[str, ...], rows: list[tuple[str, ...]], classes: 
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _day(created_at: str) -> float:
-    return utc_time(created_at).timestamp() / 86_400
-
-
 def timeline_chart(t: Timeline, uid: str, drift_drop: float) -> str | None:
     """The timeline's throughput figures over time, each as % of its own median; None when it has none."""
     entries = [e for e in t.entries if any(f in e.figures for f in PLOTTED)]
@@ -203,7 +200,7 @@ def timeline_chart(t: Timeline, uid: str, drift_drop: float) -> str | None:
     day0 = utc_time(entries[0].created_at)
     one_year = entries[0].created_at[:4] == entries[-1].created_at[:4]
     ticks = "%m-%d" if one_year else "%Y-%m-%d"  # a full date's label runs past the chart's right edge
-    x = {id(e): _day(e.created_at) - _day(entries[0].created_at) for e in entries}
+    x = {id(e): day_number(e.created_at) - day_number(entries[0].created_at) for e in entries}
     middles = {f: median(vs) for f in PLOTTED if (vs := [e.figures[f] for e in entries if f in e.figures])}
     middles = {f: m for f, m in middles.items() if m > 0}
     if not middles:

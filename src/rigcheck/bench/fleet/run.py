@@ -68,7 +68,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -120,6 +120,7 @@ from rigcheck.checks.fleet.judge import (
     wants_more,
 )
 from rigcheck.errors import BenchError, RigcheckError, UsageError, signal_name, signal_of
+from rigcheck.model.document import utc_now
 from rigcheck.model.fingerprint import FingerprintRow
 from rigcheck.model.fleet import FleetDocument, FleetPair, FleetPhase, NodeReport, PhaseStatus
 from rigcheck.model.verify import Verdict
@@ -593,7 +594,7 @@ def _document(run: FleetRun) -> FleetDocument:
         stuck=run.stuck,
     )
     run.record("report", "done", since, None, None)
-    ended = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # dates the document in the ledger
+    ended = utc_now()  # dates the document in the ledger
     return doc.model_copy(
         update={"phases": list(run.phases), "elapsed_s": run.clock() - run.started, "created_at": ended}
     )

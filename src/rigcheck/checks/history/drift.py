@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from rigcheck.model.history import Alert, SightingRow, TrendRow, utc_time
+from rigcheck.model.history import Alert, SightingRow, TrendRow, day_number
 
 DRIFT_WINDOW_DAYS = 30.0  # the issue's "membw -4% over 30 days": a month of daily runs
 DRIFT_MIN_POINTS = 7
@@ -39,7 +39,6 @@ FALLING_FIGURES = ("membw", "matmul_bf16", "matmul_fp16", "matmul_tf32", "hostli
 ECC_FIGURE = "counters"  # verify's check of the error counters: its value is corrected ECC errors per second
 ECC_RISE_FLOOR = 0.01  # per second: 864 a day; below it a doubling is a handful of errors
 ECC_RISE_FACTOR = 2.0
-DAY_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -49,10 +48,6 @@ class Trend:
     end: float  # ... at the last
     days: float
     points: int
-
-
-def _day(created_at: str) -> float:
-    return utc_time(created_at).timestamp() / DAY_S
 
 
 def theil_sen(days: Sequence[float], values: Sequence[float]) -> Trend | None:
@@ -91,7 +86,7 @@ def fit_trends(sightings: Sequence[SightingRow], window_days: float = DRIFT_WIND
     out = []
     for (gpu, figure), rows in sorted(_series(sightings).items()):
         last = rows[-1]
-        days = [_day(r.created_at) for r in rows]
+        days = [day_number(r.created_at) for r in rows]
         opens = days[-1] - window_days
         kept = [i for i, d in enumerate(days) if d >= opens]
         trend = theil_sen([days[i] for i in kept], [rows[i].figures[figure] for i in kept])
