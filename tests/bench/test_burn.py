@@ -19,7 +19,6 @@ from rigcheck.bench.burn import (
     burn_loop,
     cuda_index,
     pick_size,
-    run_burn,
     tflops_first,
     tflops_per_second,
     tflops_sustained,
@@ -29,6 +28,7 @@ from rigcheck.cli.burn import burn_document, burn_exit_code
 from rigcheck.errors import BenchError
 from rigcheck.probe.nvml import NvmlPoller
 from tests.conftest import nvidia_gpu_present
+from tests.support.burn import cpu_burn
 from tests.support.cli import Rigcheck
 from tests.support.fakenvml import ECC_STORM_GPU, burn_gpu_lost, burn_power_capped_h100, ecc_storm
 
@@ -220,23 +220,11 @@ def test_loop_stops_when_told() -> None:
 
 
 # --- the whole run on CPU devices with the fake NVML -------------------------------------------------
-def _cpu_burn(lib: Any, **kwargs: Any) -> Any:
-    with NvmlPoller(lib) as poller:
-        return run_burn(
-            poller,
-            minutes=kwargs.pop("minutes", 0.025),
-            dtype="fp32",
-            interval_s=0.02,
-            device_for=lambda i: torch.device("cpu"),
-            size=48,
-            preroll_s=0.3,
-            **kwargs,
-        )
 
 
 def test_run_burn_on_cpu_devices_gives_analysis_throughput_and_errors() -> None:
     lines: list[str] = []
-    result = _cpu_burn(burn_power_capped_h100(2), on_progress=lines.append, progress_every_s=0.5)
+    result = cpu_burn(burn_power_capped_h100(2), on_progress=lines.append, progress_every_s=0.5)
     assert not result.interrupted
     assert result.workload.load_s == pytest.approx(1.5, abs=0.3)
     assert [a.index for a in result.analyses] == [0, 1]
@@ -273,7 +261,7 @@ def test_a_run_is_drawn_in_every_format() -> None:
 
     from rigcheck.report.render import Format, render
 
-    run = _cpu_burn(burn_power_capped_h100(1))
+    run = cpu_burn(burn_power_capped_h100(1))
     doc = burn_document(run, burn_exit_code(run))
     console = Console(file=io.StringIO(), width=160, color_system=None)
     console.print(render(doc, Format.TERMINAL))
@@ -311,7 +299,7 @@ def test_load_summary_gives_a_reason_for_throughput_it_could_not_measure() -> No
 
 
 def test_run_burn_keeps_the_other_gpus_when_one_is_lost() -> None:
-    result = _cpu_burn(burn_gpu_lost(lose_at_poll=20))
+    result = cpu_burn(burn_gpu_lost(lose_at_poll=20))
     by_index = {a.index: a for a in result.analyses}
     assert by_index[1].lost_at_s is not None
     assert by_index[0].lost_at_s is None
@@ -326,7 +314,7 @@ def test_ctrl_c_keeps_what_was_measured() -> None:
         if next(calls) == 2:  # the second progress line during the load
             raise KeyboardInterrupt
 
-    result = _cpu_burn(burn_power_capped_h100(1), minutes=1.0, on_progress=progress, progress_every_s=0.2)
+    result = cpu_burn(burn_power_capped_h100(1), minutes=1.0, on_progress=progress, progress_every_s=0.2)
     assert result.interrupted
     assert result.workload.load_s < 5.0
     assert result.workload.gpus[0].matmuls > 0

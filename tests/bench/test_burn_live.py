@@ -3,35 +3,23 @@ throughput half of the clock rule once the load's TFLOPS are known."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-import torch
-
-from rigcheck.bench.burn import GpuLoad, run_burn, with_loads
+from rigcheck.bench.burn import GpuLoad, with_loads
 from rigcheck.checks.burn.judge import is_problem
 from rigcheck.checks.burn.rates import judge_peers
 from rigcheck.cli.burn import burn_exit_code
 from rigcheck.model.burn import GpuBurnAnalysis
 from rigcheck.model.finding import Severity
 from rigcheck.model.telemetry import TraceGpu
-from rigcheck.probe.nvml import NvmlPoller
+from tests.support.burn import cpu_burn
 from tests.support.fakenvml import ECC_STORM_GPU, ecc_storm
 
 H100 = "NVIDIA H100 80GB HBM3"
 
 
-def _cpu_burn(lib: Any, **kwargs: Any) -> Any:
-    with NvmlPoller(lib) as poller:
-        return run_burn(
-            poller,
-            minutes=kwargs.pop("minutes", 0.02),
-            dtype="fp32",
-            interval_s=0.02,
-            device_for=lambda i: torch.device("cpu"),
-            size=32,
-            preroll_s=0.3,
-            **kwargs,
-        )
+_cpu_burn = partial(cpu_burn, minutes=0.02, size=32)
 
 
 def test_a_live_burn_fails_the_gpu_whose_corrected_ecc_climbs() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,7 +14,6 @@ import torch
 from rich.console import Console
 
 from rigcheck.bench import burn as burn_module
-from rigcheck.bench.burn import run_burn
 from rigcheck.bench.burn_fingerprint import visible_devices
 from rigcheck.bench.burn_kernel_log import judge_run_log, new_events
 from rigcheck.checks.burn.judge import is_problem
@@ -25,6 +25,7 @@ from rigcheck.model.kernel_log import KernelEvent, KernelLogRead
 from rigcheck.probe.kernel_log import parse_kernel_events, read_live
 from rigcheck.probe.nvml import NvmlPoller
 from rigcheck.report.render import Format, render
+from tests.support.burn import cpu_burn
 from tests.support.cli import Rigcheck
 from tests.support.fakenvml import H100_BUS_IDS, burn_power_capped_h100
 
@@ -59,18 +60,7 @@ class Dmesg:
         return lambda: read_live(self)
 
 
-def _cpu_burn(lib: Any, **kwargs: Any) -> Any:
-    with NvmlPoller(lib) as poller:
-        return run_burn(
-            poller,
-            minutes=kwargs.pop("minutes", 0.015),
-            dtype="fp32",
-            interval_s=0.02,
-            device_for=lambda i: torch.device("cpu"),
-            size=32,
-            preroll_s=0.2,
-            **kwargs,
-        )
+_cpu_burn = partial(cpu_burn, minutes=0.015, size=32, preroll_s=0.2)
 
 
 # --- the kernel log ------------------------------------------------------------------------------------------------
