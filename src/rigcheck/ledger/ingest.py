@@ -48,6 +48,11 @@ class Sighting:
     verdict: str | None
     figures: str  # JSON: check id -> value (made where the document is read: in a worker, in parallel)
 
+    @property
+    def key(self) -> str | None:
+        """The GPU across documents: its UUID, else its board serial (as the ledger's rows, model/history)."""
+        return self.uuid or self.serial
+
 
 @dataclass(frozen=True)
 class Extract:
@@ -399,7 +404,7 @@ def _write(conn: sqlite3.Connection, batch: Sequence[Prepared], added: Added) ->
                 for s in ex.sightings
             ]
             xids += [(item.digest, created, ex.node, s.uuid, s.serial, s.pci_bus_id, code) for s, code in ex.xids]
-            stale |= {key for s in ex.sightings if s.figures != "{}" and (key := s.uuid or s.serial)}
+            stale |= {s.key for s in ex.sightings if s.figures != "{}" and s.key}
             added.new += 1
             added.from_mtime += created_from == "mtime"
             added.from_name += created_from == "name"

@@ -62,6 +62,11 @@ class SightingRow:
     verdict: str | None  # null where the document judged no GPU (a snapshot)
     figures: dict[str, float]  # check id -> value (verify's figures: membw, matmul_bf16, ...)
 
+    @property
+    def key(self) -> str | None:
+        """The GPU across documents and nodes: its UUID, else its board serial (the ledger's key, query.py)."""
+        return self.uuid or self.serial
+
 
 @dataclass(frozen=True)
 class XidRow:
@@ -73,6 +78,11 @@ class XidRow:
     serial: str | None
     pci_bus_id: str | None
     code: int
+
+    @property
+    def key(self) -> str | None:
+        """As :attr:`SightingRow.key`."""
+        return self.uuid or self.serial
 
 
 @dataclass(frozen=True)

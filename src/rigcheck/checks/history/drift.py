@@ -70,7 +70,7 @@ def _series(sightings: Sequence[SightingRow]) -> dict[tuple[str, str], list[Sigh
     """(GPU, figure) -> its sightings with that figure, oldest first."""
     out: dict[tuple[str, str], list[SightingRow]] = defaultdict(list)
     for s in sightings:
-        key = s.uuid or s.serial
+        key = s.key
         if key is None:
             continue
         for figure in s.figures:

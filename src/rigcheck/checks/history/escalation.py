@@ -36,7 +36,7 @@ def xid_escalations(rows: Sequence[XidRow], days: int = ESCALATION_DAYS) -> list
     """One alert per GPU and Xid seen on at least ``days`` distinct days, raised on the day that made it so."""
     seen: dict[tuple[str, int], list[XidRow]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: r.created_at):
-        key = row.uuid or row.serial
+        key = row.key
         if key is not None and not _application(row.code):
             seen[(key, row.code)].append(row)
     alerts = []
@@ -72,7 +72,7 @@ def remap_escalations(sightings: Sequence[SightingRow], rises: int = REMAP_RISES
     """A GPU whose remapping failed, or whose remapped rows grew in ``rises`` documents: once per GPU."""
     by_gpu: dict[str, list[SightingRow]] = defaultdict(list)
     for s in sightings:
-        key = s.uuid or s.serial
+        key = s.key
         if key is not None:
             by_gpu[key].append(s)
     alerts = []

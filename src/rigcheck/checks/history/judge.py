@@ -59,10 +59,6 @@ class Ledger:
     xids: Sequence[XidRow] = ()  # every Xid on a GPU; oldest first
 
 
-def gpu_key(s: SightingRow) -> str | None:
-    return s.uuid or s.serial
-
-
 def offenders(counts: Sequence[NodeCount]) -> list[Offender]:
     total = sum(c.excluded for c in counts)
     ranked = sorted((c for c in counts if c.excluded), key=lambda c: (-c.excluded, -c.excluded / c.runs, c.node))
@@ -107,7 +103,7 @@ def reissued(sightings: Sequence[SightingRow]) -> list[Alert]:
     flagged: set[tuple[str, str]] = set()
     alerts = []
     for s in sightings:
-        key = gpu_key(s)
+        key = s.key
         if key is None or s.node is None:
             continue
         before = failed_on[key]
@@ -133,7 +129,7 @@ def reissued(sightings: Sequence[SightingRow]) -> list[Alert]:
 def timelines(sightings: Sequence[SightingRow]) -> list[Timeline]:
     by_gpu: dict[str, list[SightingRow]] = defaultdict(list)
     for s in sightings:
-        key = gpu_key(s)
+        key = s.key
         if key is not None:
             by_gpu[key].append(s)
     out = []
